@@ -1,0 +1,201 @@
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { parse as parseDotenv } from 'dotenv';
+import { z } from 'zod';
+
+/**
+ * The one source of truth for every host-side limit, budget and path. Values come from
+ * environment variables (optionally from a `.env` file in the working directory) and are
+ * validated at start-up; an invalid value fails with a message naming the variable.
+ */
+const int = (def: number, min = 0) => z.coerce.number().int().min(min).default(def);
+const bool = (def: boolean) =>
+  z
+    .enum(['true', 'false', '1', '0', 'yes', 'no'])
+    .default(def ? 'true' : 'false')
+    .transform((v) => v === 'true' || v === '1' || v === 'yes');
+
+const MiB = 1024 * 1024;
+
+export const ENV_SCHEMA = z.object({
+  // Paths
+  AGENTICFIX_HOME: z.string().min(1).default('.agenticfix'),
+  AGENTICFIX_CACHE_DIR: z.string().min(1).optional(),
+  AGENTICFIX_WORKTREE_DIR: z.string().min(1).optional(),
+  AGENTICFIX_RUNS_DIR: z.string().min(1).default('runs'),
+  // Tool limits
+  AGENTICFIX_MAX_FILE_BYTES: int(MiB, 1),
+  AGENTICFIX_MAX_READ_LINES: int(400, 1),
+  AGENTICFIX_MAX_TEST_TIMEOUT_S: int(60, 1),
+  AGENTICFIX_MAX_OUTPUT_BYTES: int(MiB, 1024),
+  AGENTICFIX_MAX_LIST_ENTRIES: int(2000, 1),
+  AGENTICFIX_MAX_SCANNED_ENTRIES: int(20000, 1),
+  // Docker sandbox
+  AGENTICFIX_BASE_IMAGE: z.string().min(1).default('agenticfix/debian:bookworm'),
+  AGENTICFIX_SANDBOX_MEMORY_MB: int(1024, 16),
+  AGENTICFIX_SANDBOX_CPUS: z.coerce.number().positive().default(1),
+  AGENTICFIX_SANDBOX_PIDS: int(256, 8),
+  AGENTICFIX_SANDBOX_TMPFS_MB: int(256, 1),
+  AGENTICFIX_BUILD_TIMEOUT_S: int(900, 1),
+  AGENTICFIX_IMAGE_KEEP: int(20, 1),
+  AGENTICFIX_IMAGE_MAX_AGE_H: int(168, 1),
+  // Model
+  AGENTICFIX_MODEL_PROVIDER: z
+    .enum(['deepseek', 'openai', 'gemini', 'qwen', 'claude', 'ollama', 'vllm', 'llamacpp', 'custom'])
+    .optional(),
+  AGENTICFIX_MODEL_NAME: z.string().min(1).optional(),
+  AGENTICFIX_MODEL_API_KEY: z.string().min(1).optional(),
+  AGENTICFIX_MODEL_BASE_URL: z.url().optional(),
+  AGENTICFIX_MODEL_TIMEOUT_S: int(120, 1),
+  AGENTICFIX_MODEL_MAX_RETRIES: int(4, 0),
+  // Budgets
+  AGENTICFIX_TOKEN_BUDGET: int(150_000, 1),
+  AGENTICFIX_REQUEST_BUDGET: int(60, 1),
+  AGENTICFIX_TOOL_CALL_BUDGET: int(120, 1),
+  AGENTICFIX_TIME_BUDGET_S: int(1800, 1),
+  AGENTICFIX_TOKEN_RESERVE: int(12_000, 0),
+  // Context policy
+  AGENTICFIX_OBSERVATION_MAX_CHARS: int(12_000, 200),
+  AGENTICFIX_KEEP_FULL_OBSERVATIONS: int(4, 1),
+  // Verification
+  AGENTICFIX_FLAKY_RERUNS: int(2, 0),
+  // App
+  AGENTICFIX_CONCURRENCY: int(2, 1),
+  AGENTICFIX_LABEL: z.string().min(1).default('agenticfix'),
+  AGENTICFIX_DB_PATH: z.string().min(1).optional(),
+  AGENTICFIX_STATUS_EDIT_INTERVAL_MS: int(5000, 0),
+  AGENTICFIX_KEEP_FAILED_WORKTREES: bool(true),
+});
+
+export type EnvInput = z.input<typeof ENV_SCHEMA>;
+
+export interface Config {
+  cacheDir: string;
+  worktreeDir: string;
+  runsDir: string;
+  dbPath: string;
+  limits: {
+    maxFileBytes: number;
+    maxReadLines: number;
+    maxTestTimeoutMs: number;
+    maxOutputBytes: number;
+    maxListEntries: number;
+    maxScannedEntries: number;
+  };
+  sandbox: {
+    baseImage: string;
+    memoryBytes: number;
+    nanoCpus: number;
+    pidsLimit: number;
+    tmpfsBytes: number;
+    buildTimeoutMs: number;
+    imageKeep: number;
+    imageMaxAgeMs: number;
+  };
+  model: {
+    provider?: z.infer<typeof ENV_SCHEMA>['AGENTICFIX_MODEL_PROVIDER'];
+    name?: string;
+    apiKey?: string;
+    baseUrl?: string;
+    timeoutMs: number;
+    maxRetries: number;
+  };
+  budgets: {
+    tokens: number;
+    requests: number;
+    toolCalls: number;
+    timeMs: number;
+    tokenReserve: number;
+  };
+  context: { observationMaxChars: number; keepFullObservations: number };
+  verify: { flakyReruns: number };
+  app: { concurrency: number; label: string; statusEditIntervalMs: number; keepFailedWorktrees: boolean };
+}
+
+export class ConfigError extends Error {}
+
+/** Reads `.env` (if present) under the given env; real environment variables win. */
+export function loadEnv(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Record<string, string> {
+  const file = path.join(cwd, '.env');
+  const fromFile = existsSync(file) ? parseDotenv(readFileSync(file)) : {};
+  const merged: Record<string, string> = { ...fromFile };
+  for (const [k, v] of Object.entries(env)) if (v !== undefined) merged[k] = v;
+  return merged;
+}
+
+export function loadConfig(env: Record<string, string | undefined> = loadEnv(), cwd = process.cwd()): Config {
+  const known = Object.fromEntries(
+    Object.entries(env).filter(([k, v]) => k in ENV_SCHEMA.shape && v !== undefined && v !== ''),
+  );
+  const parsed = ENV_SCHEMA.safeParse(known);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `${String(i.path[0])}: ${i.message}`);
+    throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`);
+  }
+  const e = parsed.data;
+  const home = path.resolve(cwd, e.AGENTICFIX_HOME);
+  return {
+    cacheDir: path.resolve(cwd, e.AGENTICFIX_CACHE_DIR ?? path.join(home, 'cache')),
+    worktreeDir: path.resolve(cwd, e.AGENTICFIX_WORKTREE_DIR ?? path.join(home, 'worktrees')),
+    runsDir: path.resolve(cwd, e.AGENTICFIX_RUNS_DIR),
+    dbPath: path.resolve(cwd, e.AGENTICFIX_DB_PATH ?? path.join(home, 'runs.sqlite')),
+    limits: {
+      maxFileBytes: e.AGENTICFIX_MAX_FILE_BYTES,
+      maxReadLines: e.AGENTICFIX_MAX_READ_LINES,
+      maxTestTimeoutMs: e.AGENTICFIX_MAX_TEST_TIMEOUT_S * 1000,
+      maxOutputBytes: e.AGENTICFIX_MAX_OUTPUT_BYTES,
+      maxListEntries: e.AGENTICFIX_MAX_LIST_ENTRIES,
+      maxScannedEntries: e.AGENTICFIX_MAX_SCANNED_ENTRIES,
+    },
+    sandbox: {
+      baseImage: e.AGENTICFIX_BASE_IMAGE,
+      memoryBytes: e.AGENTICFIX_SANDBOX_MEMORY_MB * MiB,
+      nanoCpus: Math.round(e.AGENTICFIX_SANDBOX_CPUS * 1e9),
+      pidsLimit: e.AGENTICFIX_SANDBOX_PIDS,
+      tmpfsBytes: e.AGENTICFIX_SANDBOX_TMPFS_MB * MiB,
+      buildTimeoutMs: e.AGENTICFIX_BUILD_TIMEOUT_S * 1000,
+      imageKeep: e.AGENTICFIX_IMAGE_KEEP,
+      imageMaxAgeMs: e.AGENTICFIX_IMAGE_MAX_AGE_H * 3600_000,
+    },
+    model: {
+      provider: e.AGENTICFIX_MODEL_PROVIDER,
+      name: e.AGENTICFIX_MODEL_NAME,
+      apiKey: e.AGENTICFIX_MODEL_API_KEY,
+      baseUrl: e.AGENTICFIX_MODEL_BASE_URL,
+      timeoutMs: e.AGENTICFIX_MODEL_TIMEOUT_S * 1000,
+      maxRetries: e.AGENTICFIX_MODEL_MAX_RETRIES,
+    },
+    budgets: {
+      tokens: e.AGENTICFIX_TOKEN_BUDGET,
+      requests: e.AGENTICFIX_REQUEST_BUDGET,
+      toolCalls: e.AGENTICFIX_TOOL_CALL_BUDGET,
+      timeMs: e.AGENTICFIX_TIME_BUDGET_S * 1000,
+      tokenReserve: e.AGENTICFIX_TOKEN_RESERVE,
+    },
+    context: {
+      observationMaxChars: e.AGENTICFIX_OBSERVATION_MAX_CHARS,
+      keepFullObservations: e.AGENTICFIX_KEEP_FULL_OBSERVATIONS,
+    },
+    verify: { flakyReruns: e.AGENTICFIX_FLAKY_RERUNS },
+    app: {
+      concurrency: e.AGENTICFIX_CONCURRENCY,
+      label: e.AGENTICFIX_LABEL,
+      statusEditIntervalMs: e.AGENTICFIX_STATUS_EDIT_INTERVAL_MS,
+      keepFailedWorktrees: e.AGENTICFIX_KEEP_FAILED_WORKTREES,
+    },
+  };
+}
+
+/** Names of environment variables that hold secrets: never passed to a sandbox, always redacted. */
+export const SECRET_ENV_NAMES = [
+  'AGENTICFIX_MODEL_API_KEY',
+  'GITHUB_TOKEN',
+  'GH_TOKEN',
+  'PRIVATE_KEY',
+  'WEBHOOK_SECRET',
+  'OPENAI_API_KEY',
+  'ANTHROPIC_API_KEY',
+  'DEEPSEEK_API_KEY',
+  'DASHSCOPE_API_KEY',
+  'GEMINI_API_KEY',
+] as const;

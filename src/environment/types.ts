@@ -1,0 +1,78 @@
+/** The one contract for running a test argv, whichever sandbox (local or Docker) runs it. */
+
+export interface TestSummary {
+  passed: number;
+  failed: number;
+  errors: number;
+  skipped: number;
+  /** Which runner's output produced the numbers (pytest, jest, node-test, generic…). */
+  source: string;
+}
+
+export type RunStatus = 'passed' | 'failed' | 'timeout' | 'error' | 'cancelled';
+
+export interface RunRequest {
+  argv: readonly string[];
+  /** Host path of the worktree; the sandbox decides where it appears to the process. */
+  worktree: string;
+  timeoutMs: number;
+  maxOutputBytes: number;
+  signal?: AbortSignal;
+}
+
+export interface RunOutcome {
+  exit_code: number | null;
+  stdout: string;
+  stderr: string;
+  stdout_truncated: boolean;
+  stderr_truncated: boolean;
+  timed_out: boolean;
+  duration_ms: number;
+  /** passed: exit 0; failed: non-zero exit; timeout: killed by the clock; error: could not run. */
+  status: RunStatus;
+  summary: TestSummary | null;
+  /** Free-form detail when status is error (e.g. OOM-killed, image missing). */
+  detail?: string;
+}
+
+export interface Sandbox {
+  readonly kind: 'local' | 'docker';
+  /** Human-readable description for traces (image id, limits). */
+  describe(): Record<string, unknown>;
+  run(req: RunRequest): Promise<RunOutcome>;
+}
+
+export interface BuildResult {
+  success: boolean;
+  image_id: string | null;
+  image_tag: string | null;
+  cache_hit: boolean;
+  duration_ms: number;
+  /** Compact log: status, first/last lines and the lines that look like errors. */
+  log: BuildLog;
+  error: string | null;
+}
+
+export interface BuildLog {
+  exit_status: 'ok' | 'failed' | 'timeout';
+  head: string[];
+  tail: string[];
+  error_lines: string[];
+  total_lines: number;
+  truncated: boolean;
+}
+
+export interface EnvironmentBuilder {
+  /** Builds (or reuses from cache) an image from a Dockerfile text and a snapshot of the worktree. */
+  build(opts: {
+    dockerfile: string;
+    worktree: string;
+    runId: string;
+    noCache?: boolean;
+    signal?: AbortSignal;
+  }): Promise<BuildResult>;
+  /** A sandbox that runs argv in containers of the given image. */
+  sandboxFor(imageId: string): Sandbox;
+  /** Base images available locally (told to the model when no registry is reachable). */
+  localBaseImages(): Promise<string[]>;
+}

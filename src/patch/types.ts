@@ -1,0 +1,25 @@
+/** Patch export and application. Export never touches the worktree's own index (temporary GIT_INDEX_FILE). */
+export interface ExportedPatch {
+  /** `git diff --binary` text against the base commit; empty string when nothing changed. */
+  patch: string;
+  /** Paths touched by the patch, relative to the worktree root. */
+  files: string[];
+  /** Tree id of the worktree content as exported (the "workspace revision"). */
+  tree: string;
+}
+
+export interface ApplyResult {
+  ok: boolean;
+  error: string | null;
+}
+
+/** Paths that never enter a patch, whatever .gitignore says. */
+export const ALWAYS_EXCLUDED = [
+  '.venv',
+  '__pycache__',
+  '.pytest_cache',
+  '.ruff_cache',
+  '.mypy_cache',
+  'node_modules',
+  '.DS_Store',
+] as const;

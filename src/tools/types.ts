@@ -1,0 +1,99 @@
+import type { z } from 'zod';
+import type { Config } from '../config/config.js';
+import type { EnvironmentBuilder, Sandbox } from '../environment/types.js';
+import type { RunTrace } from '../trace/trace.js';
+
+/** Every tool returns this envelope. Expected failures are results; only `fatal` stops a run. */
+export interface ToolResult<T = unknown> {
+  success: boolean;
+  data: T | null;
+  error_code: ToolErrorCode | null;
+  error: string | null;
+  truncated: boolean;
+  fatal: boolean;
+}
+
+export type ToolErrorCode =
+  | 'unknown_tool'
+  | 'invalid_arguments'
+  | 'path_outside_workspace'
+  | 'path_forbidden'
+  | 'not_found'
+  | 'is_directory'
+  | 'not_a_file'
+  | 'too_large'
+  | 'binary_file'
+  | 'already_exists'
+  | 'no_match'
+  | 'multiple_matches'
+  | 'stale_version'
+  | 'no_op'
+  | 'no_environment'
+  | 'build_failed'
+  | 'timeout'
+  | 'sandbox_error'
+  | 'cancelled'
+  | 'internal_error'
+  | 'isolation_lost';
+
+export const ok = <T>(data: T, truncated = false): ToolResult<T> => ({
+  success: true,
+  data,
+  error_code: null,
+  error: null,
+  truncated,
+  fatal: false,
+});
+
+export const fail = <T = unknown>(
+  error_code: ToolErrorCode,
+  error: string,
+  data: T | null = null,
+  fatal = false,
+): ToolResult<T> => ({ success: false, data, error_code, error, truncated: false, fatal });
+
+/**
+ * What binds the tools to one run. Held by the host; tool arguments can never replace it.
+ * `sandbox` is null until an environment exists (Docker runs) or is the local sandbox (demo).
+ */
+export interface ToolContext {
+  readonly runId: string;
+  readonly worktree: string;
+  readonly baseCommit: string;
+  readonly limits: Config['limits'];
+  /** argv per named test target; `default` must exist. Never a free shell. */
+  readonly testCommands: Readonly<Record<string, readonly string[]>>;
+  /** Where run artifacts go (runs/<id>), outside the worktree. */
+  readonly runDir: string;
+  sandbox: Sandbox | null;
+  /** Present when the model may build its own environment (Docker). */
+  readonly builder: EnvironmentBuilder | null;
+  readonly trace: RunTrace;
+  readonly signal?: AbortSignal;
+}
+
+export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
+  name: string;
+  description: string;
+  args: S;
+  /** true if the tool may change files in the worktree (used for stale test results and no-edit detection). */
+  mutates: boolean;
+  run(ctx: ToolContext, args: z.infer<S>): Promise<ToolResult>;
+}
+
+/** JSON-Schema description of one tool, in the shape chat-completions expects. */
+export interface ToolSchema {
+  type: 'function';
+  function: { name: string; description: string; parameters: Record<string, unknown> };
+}
+
+/** The model's whole interface to the repository. Calls run one at a time. */
+export interface ToolRegistry {
+  readonly context: ToolContext;
+  names(): string[];
+  schemas(): ToolSchema[];
+  /** Validates args against the tool's strict schema, runs it, traces start/end; never throws for expected failures. */
+  call(name: string, args: unknown): Promise<ToolResult>;
+  /** Whether any successful mutating call happened (used by no-edit detection). */
+  hasEdits(): boolean;
+}

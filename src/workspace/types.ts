@@ -1,0 +1,19 @@
+/** A detached worktree pinned at a full base commit SHA, sharing objects with a bare mirror. */
+export interface Worktree {
+  readonly runId: string;
+  readonly path: string;
+  readonly baseCommit: string;
+  readonly remote: string;
+  readonly mirror: string;
+}
+
+export interface WorkspaceManager {
+  /** Ensures a bare mirror of `remote` (local path or URL) exists and is fetched, under a file lock. */
+  mirror(remote: string): Promise<string>;
+  /** Resolves a revision (branch, tag, short or full SHA) in the mirror to a full commit SHA. */
+  resolve(remote: string, rev: string): Promise<string>;
+  /** Creates a detached worktree at `baseCommit` (a full SHA) for one run. Safe to call concurrently. */
+  create(remote: string, baseCommit: string, runId: string): Promise<Worktree>;
+  /** Removes the worktree through git (no stray admin entries). */
+  remove(wt: Worktree): Promise<void>;
+}

@@ -1,0 +1,37 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { ConfigError, loadConfig, loadEnv } from '../src/config/config.js';
+
+describe('config', () => {
+  it('has the documented defaults', () => {
+    const c = loadConfig({}, '/srv');
+    expect(c.limits).toEqual({
+      maxFileBytes: 1024 * 1024,
+      maxReadLines: 400,
+      maxTestTimeoutMs: 60_000,
+      maxOutputBytes: 1024 * 1024,
+      maxListEntries: 2000,
+      maxScannedEntries: 20000,
+    });
+    expect(c.cacheDir).toBe('/srv/.agenticfix/cache');
+    expect(c.worktreeDir).toBe('/srv/.agenticfix/worktrees');
+    expect(c.runsDir).toBe('/srv/runs');
+    expect(c.budgets.tokens).toBe(150_000);
+  });
+
+  it('fails at start-up naming the invalid variable', () => {
+    expect(() => loadConfig({ AGENTICFIX_MAX_READ_LINES: 'lots' })).toThrow(ConfigError);
+    expect(() => loadConfig({ AGENTICFIX_MAX_READ_LINES: 'lots' })).toThrow(/AGENTICFIX_MAX_READ_LINES/);
+    expect(() => loadConfig({ AGENTICFIX_MODEL_PROVIDER: 'nope' })).toThrow(/AGENTICFIX_MODEL_PROVIDER/);
+  });
+
+  it('reads an optional .env file, real environment variables winning', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'cfg-'));
+    writeFileSync(path.join(dir, '.env'), 'AGENTICFIX_MAX_READ_LINES=10\nAGENTICFIX_MAX_FILE_BYTES=99\n');
+    const env = loadEnv({ AGENTICFIX_MAX_FILE_BYTES: '77' }, dir);
+    const c = loadConfig(env, dir);
+    expect(c.limits.maxReadLines).toBe(10);
+    expect(c.limits.maxFileBytes).toBe(77);
+  });
+});

@@ -66,6 +66,8 @@ export interface ToolContext {
   /** Where run artifacts go (runs/<id>), outside the worktree. */
   readonly runDir: string;
   sandbox: Sandbox | null;
+  /** The environment the model built last (Dockerfile text + image); the judge rebuilds it from scratch. */
+  environment: { dockerfile: string; imageId: string } | null;
   /** Present when the model may build its own environment (Docker). */
   readonly builder: EnvironmentBuilder | null;
   readonly trace: RunTrace;

@@ -1,0 +1,77 @@
+import type { Config } from '../config/config.js';
+import type { RunOutcome } from '../environment/types.js';
+
+/** How the agent is driven: a real OpenAI-compatible model, a scripted replay, or a person at a prompt. */
+export type ModelSpec =
+  | { kind: 'openai' } // provider/name/key/base URL from Config['model']
+  | { kind: 'scripted'; scriptPath: string }
+  | { kind: 'url'; baseUrl: string; name: string; apiKey?: string } // any OpenAI-compatible server (scripted server in tests)
+  | { kind: 'human'; input?: NodeJS.ReadableStream; output?: NodeJS.WritableStream };
+
+export interface IssueText {
+  title: string;
+  body: string;
+  number?: number;
+}
+
+export interface RepairOptions {
+  config: Config;
+  remote: string; // local path or URL of the repository
+  baseCommit: string; // any revision; resolved to a full SHA
+  issue: IssueText;
+  testArgv: string[];
+  model: ModelSpec;
+  sandbox: 'docker' | 'local';
+  /** A maintainer-provided Dockerfile used instead of asking the model to write one. */
+  dockerfile?: string;
+  runId?: string;
+  budgets?: Partial<Config['budgets']>;
+  signal?: AbortSignal;
+  /** Progress callback (step n, tokens used, last test status) for status comments. */
+  onProgress?: (p: RepairProgress) => void;
+  keepWorktree?: boolean;
+}
+
+export interface RepairProgress {
+  phase: 'preparing_workspace' | 'building_environment' | 'working' | 'done';
+  step: number;
+  tokens_used: number;
+  token_budget: number;
+  last_test: RunOutcome['status'] | null;
+}
+
+export type StopReason =
+  | 'completed'
+  | 'token_budget'
+  | 'request_budget'
+  | 'tool_budget'
+  | 'time_budget'
+  | 'no_edit_stop'
+  | 'loop_detected'
+  | 'format_error'
+  | 'model_error'
+  | 'cancelled'
+  | 'fatal';
+
+export interface RepairResult {
+  run_id: string;
+  stop_reason: StopReason;
+  base_commit: string; // full SHA
+  patch: string; // final patch text ('' if none)
+  patch_path: string; // runs/<id>/final.patch
+  trace_path: string; // runs/<id>/events.jsonl
+  result_path: string; // runs/<id>/result.json
+  run_dir: string;
+  dockerfile: string | null; // the environment's final Dockerfile (null for the local sandbox)
+  image_id: string | null;
+  summary: string | null; // the model's finish summary
+  tokens: { prompt: number; completion: number; cached: number; total: number };
+  requests: number;
+  tool_calls: number;
+  duration_ms: number;
+  model_name: string | null; // as reported by the service
+  prompt_hash: string;
+  last_test: RunOutcome | null;
+  worktree_path: string | null; // kept worktree (failed run or keepWorktree), else null
+  error: string | null;
+}

@@ -1,0 +1,29 @@
+/**
+ * `npm run bench`: speed and size figures that tests must not time. Each benchmark is a module
+ * returning named numbers; this prints them as one JSON object (and a readable table on stderr).
+ */
+type Bench = () => Promise<Record<string, number | string>>;
+
+const BENCHES: Record<string, () => Promise<Bench>> = {
+  docker: async () => (await import('./docker.js')).benchDocker,
+  context: async () => (await import('./context.js')).benchContext,
+  app: async () => (await import('./app.js')).benchApp,
+};
+
+async function main(names: string[]): Promise<void> {
+  const selected = names.length ? names : Object.keys(BENCHES);
+  const results: Record<string, Record<string, number | string>> = {};
+  for (const name of selected) {
+    const load = BENCHES[name];
+    if (!load) throw new Error(`unknown benchmark ${name}; known: ${Object.keys(BENCHES).join(', ')}`);
+    process.stderr.write(`bench ${name} ...\n`);
+    results[name] = await (await load())();
+    for (const [k, v] of Object.entries(results[name]!)) process.stderr.write(`  ${k.padEnd(40)} ${v}\n`);
+  }
+  process.stdout.write(JSON.stringify(results, null, 2) + '\n');
+}
+
+main(process.argv.slice(2)).catch((err: unknown) => {
+  process.stderr.write(`bench failed: ${String((err as Error)?.stack ?? err)}\n`);
+  process.exitCode = 1;
+});

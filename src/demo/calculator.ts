@@ -1,0 +1,54 @@
+import { createHash } from 'node:crypto';
+import { cpSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { git } from '../workspace/git.js';
+
+/** The built-in demo repository: examples/calculator, five tests, two failing on the shipped code. */
+export const CALCULATOR_DIR = fileURLToPath(new URL('../../examples/calculator', import.meta.url));
+export const CALCULATOR_TEST_ARGV = ['node', '--test'];
+export const CALCULATOR_ISSUE = readFileSync(path.join(CALCULATOR_DIR, 'ISSUE.md'), 'utf8');
+
+/** Creates a fresh git repository from the example; returns its path and base commit. */
+export async function createCalculatorRepo(parent = tmpdir()): Promise<{ repo: string; baseCommit: string }> {
+  const repo = mkdtempSync(path.join(parent, 'agenticfix-calculator-'));
+  cpSync(CALCULATOR_DIR, repo, { recursive: true });
+  await git(['init', '-q', '-b', 'main'], { cwd: repo });
+  await git(['add', '-A'], { cwd: repo });
+  await git(['commit', '-q', '-m', 'calculator with two bugs'], { cwd: repo });
+  const baseCommit = (await git(['rev-parse', 'HEAD'], { cwd: repo })).stdout.trim();
+  return { repo, baseCommit };
+}
+
+/** The Dockerfile the demo's model writes for the calculator (node from Debian's packages). */
+export const calculatorDockerfile = (baseImage: string) =>
+  [
+    `FROM ${baseImage}`,
+    'RUN apt-get update && apt-get install -y --no-install-recommends nodejs && rm -rf /var/lib/apt/lists/*',
+    'WORKDIR /workspace',
+    '',
+  ].join('\n');
+
+const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
+
+/**
+ * The fixed repair: read the source, fix subtract, make divide throw on zero, run the tests.
+ * Versions are the SHA-256 of the file as each edit will find it, so the sequence is replayable.
+ */
+export function calculatorFixCalls(): { name: string; arguments: Record<string, unknown> }[] {
+  const file = 'src/calculator.js';
+  const v0 = readFileSync(path.join(CALCULATOR_DIR, file), 'utf8');
+  const e1 = { old_text: '  return b - a;', new_text: '  return a - b;' };
+  const v1 = v0.replace(e1.old_text, e1.new_text);
+  const e2 = {
+    old_text: '  return a / b;',
+    new_text: "  if (b === 0) throw new RangeError('division by zero');\n  return a / b;",
+  };
+  return [
+    { name: 'read_file', arguments: { path: file } },
+    { name: 'edit_file', arguments: { path: file, ...e1, version: sha256(v0) } },
+    { name: 'edit_file', arguments: { path: file, ...e2, version: sha256(v1) } },
+    { name: 'run_tests', arguments: {} },
+  ];
+}

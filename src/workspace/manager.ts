@@ -1,0 +1,170 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, rename, rm } from 'node:fs/promises';
+import path from 'node:path';
+import lockfile from 'proper-lockfile';
+import { z } from 'zod';
+import { git, stripUserinfo } from './git.js';
+import type { Worktree, WorkspaceManager } from './types.js';
+
+const FullSha = z.string().regex(/^[0-9a-f]{40}$/, 'base commit must be a full 40-hex SHA');
+const RunId = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, 'run id must be a safe directory name');
+/** A leading '-' would be read by git as an option. */
+const Rev = z
+  .string()
+  .min(1)
+  .regex(/^[^-\s]/, 'revision must not start with "-" or whitespace');
+const Remote = z.string().min(1).regex(/^[^-]/, 'remote must not start with "-"');
+
+export class WorkspaceError extends Error {
+  override name = 'WorkspaceError';
+}
+
+const isUrl = (remote: string) =>
+  /^[a-z][a-z0-9+.-]*:\/\//i.test(remote) || /^[^/\\]+@[^/\\:]+:/.test(remote);
+
+/** One mirror per repository, whatever spelling of the remote (credentials, trailing slash or `.git`). */
+export function normalizeRemote(remote: string): string {
+  if (!isUrl(remote))
+    return path
+      .resolve(remote)
+      .replace(/\/+$/, '')
+      .replace(/\.git$/, '');
+  const stripped = stripUserinfo(remote)
+    .replace(/\/+$/, '')
+    .replace(/\.git$/, '');
+  return stripped.replace(/^([a-z][a-z0-9+.-]*:\/\/)([^/]+)/i, (_, scheme: string, host: string) => {
+    return scheme.toLowerCase() + host.toLowerCase();
+  });
+}
+
+/** Git's worktree admin files race under concurrent `worktree add`; clones and fetches must not overlap. */
+const LOCK_RETRIES = { retries: 400, factor: 1.3, minTimeout: 25, maxTimeout: 2000 };
+
+export class GitWorkspaceManager implements WorkspaceManager {
+  private readonly cacheDir: string;
+  private readonly worktreeDir: string;
+  /** In-process queue per mirror, so callers in one process wait without polling the file lock. */
+  private readonly queues = new Map<string, Promise<unknown>>();
+
+  constructor(opts: { cacheDir: string; worktreeDir: string }) {
+    this.cacheDir = path.resolve(opts.cacheDir);
+    this.worktreeDir = path.resolve(opts.worktreeDir);
+  }
+
+  /** Path of the bare mirror for `remote` (whether or not it exists yet). */
+  mirrorPath(remote: string): string {
+    const normalized = normalizeRemote(remote);
+    const hash = createHash('sha256').update(normalized).digest('hex').slice(0, 16);
+    const slug =
+      path
+        .basename(normalized)
+        .replace(/[^A-Za-z0-9._-]/g, '_')
+        .slice(0, 40) || 'repo';
+    return path.join(this.cacheDir, `${slug}-${hash}.git`);
+  }
+
+  async mirror(remote: string): Promise<string> {
+    Remote.parse(remote);
+    const mirror = this.mirrorPath(remote);
+    await this.locked(mirror, () => this.cloneOrFetch(remote, mirror));
+    return mirror;
+  }
+
+  async resolve(remote: string, rev: string): Promise<string> {
+    Rev.parse(rev);
+    const mirror = await this.mirror(remote);
+    const res = await git(['rev-parse', '--verify', '--quiet', `${rev}^{commit}`], {
+      cwd: mirror,
+      allowFail: true,
+    });
+    if (res.exitCode !== 0) {
+      throw new WorkspaceError(`unknown revision '${rev}' in ${stripUserinfo(remote)}`);
+    }
+    return res.stdout.trim();
+  }
+
+  async create(remote: string, baseCommit: string, runId: string): Promise<Worktree> {
+    Remote.parse(remote);
+    FullSha.parse(baseCommit);
+    RunId.parse(runId);
+    const mirror = this.mirrorPath(remote);
+    const wtPath = path.join(this.worktreeDir, runId);
+    await mkdir(this.worktreeDir, { recursive: true });
+    await this.locked(mirror, async () => {
+      // Fetch only when the pinned commit is not there yet: an existing mirror stays as is.
+      if (!existsSync(mirror) || !(await hasCommit(mirror, baseCommit)))
+        await this.cloneOrFetch(remote, mirror);
+      if (!(await hasCommit(mirror, baseCommit))) {
+        throw new WorkspaceError(`commit ${baseCommit} not found in ${stripUserinfo(remote)}`);
+      }
+      if (existsSync(wtPath)) throw new WorkspaceError(`worktree path already exists: ${wtPath}`);
+      await git(['worktree', 'add', '--detach', wtPath, baseCommit], { cwd: mirror });
+    });
+    return { runId, path: wtPath, baseCommit, remote, mirror };
+  }
+
+  async remove(wt: Worktree): Promise<void> {
+    await this.locked(wt.mirror, async () => {
+      const res = await git(['worktree', 'remove', '--force', wt.path], { cwd: wt.mirror, allowFail: true });
+      // Not registered any more (or admin files damaged): delete the directory we created, then prune.
+      if (res.exitCode !== 0 && isInside(this.worktreeDir, wt.path))
+        await rm(wt.path, { recursive: true, force: true });
+      await git(['worktree', 'prune'], { cwd: wt.mirror });
+    });
+  }
+
+  private async cloneOrFetch(remote: string, mirror: string): Promise<void> {
+    if (existsSync(mirror)) {
+      // The remote is passed explicitly each time so credentials in a URL are never stored in the mirror.
+      await git(['fetch', '--prune', '--quiet', '--', remote, '+refs/*:refs/*'], { cwd: mirror });
+      return;
+    }
+    // Clone next to the final path and rename, so a half-cloned mirror is never visible.
+    const tmp = `${mirror}.tmp-${randomBytes(4).toString('hex')}`;
+    try {
+      await git(['clone', '--mirror', '--quiet', '--', remote, tmp], { cwd: this.cacheDir });
+      await git(['remote', 'set-url', 'origin', stripUserinfo(remote)], { cwd: tmp });
+      await rename(tmp, mirror);
+    } catch (err) {
+      await rm(tmp, { recursive: true, force: true });
+      throw err;
+    }
+  }
+
+  /** Serializes work on one mirror: in-process queue first, then the cross-process file lock. */
+  private async locked<T>(mirror: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.queues.get(mirror) ?? Promise.resolve();
+    const run = prev.catch(() => undefined).then(() => this.fileLocked(mirror, fn));
+    this.queues.set(mirror, run);
+    try {
+      return await run;
+    } finally {
+      if (this.queues.get(mirror) === run) this.queues.delete(mirror);
+    }
+  }
+
+  private async fileLocked<T>(mirror: string, fn: () => Promise<T>): Promise<T> {
+    await mkdir(this.cacheDir, { recursive: true });
+    const release = await lockfile.lock(mirror, {
+      realpath: false,
+      lockfilePath: `${mirror}.lock`,
+      retries: LOCK_RETRIES,
+    });
+    try {
+      return await fn();
+    } finally {
+      await release();
+    }
+  }
+}
+
+async function hasCommit(mirror: string, sha: string): Promise<boolean> {
+  const res = await git(['cat-file', '-e', `${sha}^{commit}`], { cwd: mirror, allowFail: true });
+  return res.exitCode === 0;
+}
+
+function isInside(dir: string, p: string): boolean {
+  const rel = path.relative(dir, path.resolve(p));
+  return rel !== '' && !rel.startsWith('..') && !path.isAbsolute(rel);
+}

@@ -1,0 +1,41 @@
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { z } from 'zod';
+import { exportPatch } from '../patch/patch.js';
+import { TraceError } from '../trace/trace.js';
+import { ok, type ToolDefinition } from './types.js';
+
+/** Enough of the diff to review a typical fix; the whole patch is in the run directory. */
+const PREVIEW_CHARS = 10_000;
+
+const DiffArgs = z.strictObject({});
+
+export const gitDiff: ToolDefinition<typeof DiffArgs> = {
+  name: 'git_diff',
+  description:
+    'Show your changes so far as a unified diff against the base commit (the patch that would be proposed).',
+  args: DiffArgs,
+  mutates: false,
+  async run(ctx) {
+    const { patch, files } = await exportPatch(ctx.worktree, ctx.baseCommit);
+    const patchPath = path.join(ctx.runDir, 'current.patch');
+    try {
+      writeFileSync(patchPath, patch);
+    } catch (err) {
+      // The run directory holds the evidence; losing it ends the run like an unwritable trace.
+      throw new TraceError(`cannot write ${patchPath}: ${(err as Error).message}`);
+    }
+    const truncated = patch.length > PREVIEW_CHARS;
+    return ok(
+      {
+        base_commit: ctx.baseCommit,
+        patch_path: patchPath,
+        files,
+        preview: truncated
+          ? `${patch.slice(0, PREVIEW_CHARS)}\n[... diff truncated; ${patch.length} chars in total]`
+          : patch,
+      },
+      truncated,
+    );
+  },
+};

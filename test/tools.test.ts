@@ -1,0 +1,655 @@
+import {
+  chmodSync,
+  existsSync,
+  linkSync,
+  mkdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import path from 'node:path';
+import { createHash } from 'node:crypto';
+import { loadConfig } from '../src/config/config.js';
+import { LocalSandbox } from '../src/environment/local.js';
+import { resolveInWorktree } from '../src/tools/paths.js';
+import { z } from 'zod';
+import { createRegistry, IsolationError } from '../src/tools/registry.js';
+import { fail, ok, type ToolContext, type ToolDefinition, type ToolResult } from '../src/tools/types.js';
+import { RunTrace } from '../src/trace/trace.js';
+import { makeSourceRepo, tempDir } from './support/git-fixtures.js';
+
+const sha = (b: string | Buffer) => createHash('sha256').update(b).digest('hex');
+const cleanups: (() => Promise<void>)[] = [];
+afterAll(async () => Promise.all(cleanups.map((c) => c())));
+
+/** A temp git repo as the worktree, a run dir beside it, and a registry over both. */
+async function setup(files: Record<string, string | Buffer>, limits: Partial<ToolContext['limits']> = {}) {
+  const { dir, cleanup } = await tempDir('tools-');
+  cleanups.push(cleanup);
+  const repo = await makeSourceRepo(path.join(dir, 'repo'), files);
+  const trace = new RunTrace('run-1', path.join(dir, 'runs'));
+  const ctx: ToolContext = {
+    runId: 'run-1',
+    worktree: repo.path,
+    baseCommit: repo.head,
+    limits: { ...loadConfig({}).limits, ...limits },
+    testCommands: {
+      default: [process.execPath, '--test', '--test-reporter=tap'],
+      slow: [process.execPath, '-e', 'setTimeout(() => {}, 30000)'],
+    },
+    runDir: trace.dir,
+    sandbox: new LocalSandbox(),
+    environment: null,
+    builder: null,
+    trace,
+  };
+  const reg = createRegistry(ctx);
+  const call = async (name: string, args: unknown) => envelope(await reg.call(name, args));
+  return { dir, wt: repo.path, ctx, reg, trace, call };
+}
+
+/** Tests read many different payloads; their shapes are what the assertions check. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type AnyResult = ToolResult<any>;
+
+/** Every result has exactly the envelope's fields, consistently filled. */
+function envelope(r: ToolResult): AnyResult {
+  expect(Object.keys(r).sort()).toEqual(['data', 'error', 'error_code', 'fatal', 'success', 'truncated']);
+  expect(typeof r.truncated).toBe('boolean');
+  expect(typeof r.fatal).toBe('boolean');
+  if (r.success) expect([r.error_code, r.error]).toEqual([null, null]);
+  else expect(typeof r.error).toBe('string');
+  return r as AnyResult;
+}
+
+const expectFail = (r: ToolResult, code: string) => {
+  expect(r).toMatchObject({ success: false, error_code: code });
+};
+
+describe('path safety', () => {
+  let env: Awaited<ReturnType<typeof setup>>;
+  let outside: string;
+  beforeAll(async () => {
+    env = await setup({
+      'ok.txt': 'fine\n',
+      'sub/inner.txt': 'inner\n',
+      'sub/.env': 'A=1\n',
+      '.env': 'SECRET=1\n',
+      '.env.local': 'SECRET=2\n',
+      'vendor/lib/.git': 'gitdir: elsewhere\n',
+    });
+    outside = path.join(env.dir, 'outside');
+    mkdirSync(outside);
+    writeFileSync(path.join(outside, 'secret.txt'), 'host secret\n');
+    symlinkSync(outside, path.join(env.wt, 'linkdir'));
+    symlinkSync(path.join(outside, 'secret.txt'), path.join(env.wt, 'link.txt'));
+    symlinkSync('ok.txt', path.join(env.wt, 'inner-link.txt'));
+    linkSync(path.join(outside, 'secret.txt'), path.join(env.wt, 'hard.txt'));
+  });
+
+  it.each([
+    ['../outside/secret.txt', 'path_outside_workspace'],
+    ['sub/../../outside/secret.txt', 'path_outside_workspace'],
+    ['/etc/passwd', 'path_outside_workspace'],
+    ['linkdir/secret.txt', 'path_forbidden'],
+    ['link.txt', 'path_forbidden'],
+    ['inner-link.txt', 'path_forbidden'],
+    ['hard.txt', 'path_forbidden'],
+    ['.git/config', 'path_forbidden'],
+    ['.git', 'path_forbidden'],
+    ['vendor/lib/.git', 'path_forbidden'],
+    ['sub/.git/config', 'path_forbidden'],
+    ['.GIT/config', 'path_forbidden'],
+    ['.env', 'path_forbidden'],
+    ['.env.local', 'path_forbidden'],
+    ['sub/.env', 'path_forbidden'],
+    ['missing.txt', 'not_found'],
+  ])('read_file %s → %s', async (p, code) => {
+    const r = await env.call('read_file', { path: p });
+    expectFail(r, code);
+    expect(JSON.stringify(r)).not.toContain('host secret');
+  });
+
+  it('refuses writes through links and into forbidden places', async () => {
+    expectFail(await env.call('create_file', { path: 'linkdir/new.txt', content: 'x' }), 'path_forbidden');
+    expect(existsSync(path.join(outside, 'new.txt'))).toBe(false);
+    expectFail(
+      await env.call('create_file', { path: 'linkdir/deep/new.txt', content: 'x' }),
+      'path_forbidden',
+    );
+    expect(existsSync(path.join(outside, 'deep'))).toBe(false);
+    expectFail(
+      await env.call('create_file', { path: '../escape.txt', content: 'x' }),
+      'path_outside_workspace',
+    );
+    expectFail(
+      await env.call('create_file', { path: '.git/hooks/pre-commit', content: 'x' }),
+      'path_forbidden',
+    );
+    expectFail(await env.call('create_file', { path: 'a/.env.production', content: 'x' }), 'path_forbidden');
+    const hard = sha('host secret\n');
+    expectFail(
+      await env.call('edit_file', { path: 'hard.txt', old_text: 'host', new_text: 'x', version: hard }),
+      'path_forbidden',
+    );
+    expectFail(await env.call('delete_file', { path: 'link.txt', version: hard }), 'path_forbidden');
+    expect(readFileSync(path.join(outside, 'secret.txt'), 'utf8')).toBe('host secret\n');
+  });
+
+  it('resolves ordinary paths, also with ./ and inner ..', () => {
+    const r = resolveInWorktree(env.wt, './sub/../sub/inner.txt', { mustExist: true });
+    expect(r).toMatchObject({ ok: true, rel: 'sub/inner.txt' });
+    expect(resolveInWorktree(env.wt, 'sub/nope/x.txt', { forWrite: true })).toMatchObject({
+      ok: true,
+      stat: null,
+    });
+    expect(resolveInWorktree(env.wt, '.', { forWrite: true })).toMatchObject({ ok: false });
+  });
+
+  it('keeps links, .git and env files out of listings and searches', async () => {
+    const list = await env.call('list_files', { max_depth: 5 });
+    const paths = list.data.entries.map((e: { path: string }) => e.path);
+    expect(paths).not.toContain('.env');
+    expect(paths).not.toContain('sub/.env');
+    expect(paths.some((p: string) => p.includes('.git'))).toBe(false);
+    expect(list.data.entries).toContainEqual({ path: 'linkdir', type: 'symlink' });
+    expect(paths).not.toContain('linkdir/secret.txt');
+    const search = await env.call('search_code', { query: 'SECRET' });
+    expect(search.data.results).toEqual([]);
+    const hard = await env.call('search_code', { query: 'host secret' });
+    expect(hard.data.results).toEqual([]);
+    expect(hard.data.skipped).toContainEqual({ file: 'hard.txt', reason: 'hard_link' });
+  });
+});
+
+describe('read_file and list_files', () => {
+  let env: Awaited<ReturnType<typeof setup>>;
+  const twelve = Array.from({ length: 12 }, (_, i) => `line ${i + 1}`).join('\n') + '\n';
+  beforeAll(async () => {
+    env = await setup(
+      {
+        'a.txt': twelve,
+        'b/c.txt': 'c\n',
+        'b/d/e.txt': 'e\n',
+        'node_modules/x/index.js': 'x\n',
+        '__pycache__/m.pyc': 'x',
+        'bin.dat': Buffer.from([0, 1, 2, 3]),
+        'big.txt': 'y'.repeat(3000),
+      },
+      { maxReadLines: 5, maxFileBytes: 2000 },
+    );
+  });
+
+  it('numbers lines, versions the bytes and pages long files', async () => {
+    const r = await env.call('read_file', { path: 'a.txt' });
+    expect(r.success).toBe(true);
+    expect(r.data).toMatchObject({
+      version: sha(twelve),
+      total_lines: 12,
+      start_line: 1,
+      end_line: 5,
+      clipped: true,
+    });
+    expect(r.data.content).toBe('    1| line 1\n    2| line 2\n    3| line 3\n    4| line 4\n    5| line 5');
+    expect(r.data.hint).toMatch(/start_line=6/);
+    const tail = await env.call('read_file', { path: 'a.txt', start_line: 10, end_line: 40 });
+    expect(tail.data).toMatchObject({ start_line: 10, end_line: 12, clipped: true });
+    expect(tail.data.hint).toMatch(/ends at line 12/);
+    const exact = await env.call('read_file', { path: 'a.txt', start_line: 11 });
+    expect(exact.data).toMatchObject({ end_line: 12, clipped: false });
+    expect(exact.data.content).toBe('   11| line 11\n   12| line 12');
+  });
+
+  it('refuses binary, oversized, directories and bad windows', async () => {
+    expectFail(await env.call('read_file', { path: 'bin.dat' }), 'binary_file');
+    expectFail(await env.call('read_file', { path: 'big.txt' }), 'too_large');
+    expectFail(await env.call('read_file', { path: 'b' }), 'is_directory');
+    expectFail(await env.call('read_file', { path: 'a.txt', start_line: 13 }), 'invalid_arguments');
+    expectFail(
+      await env.call('read_file', { path: 'a.txt', start_line: 4, end_line: 2 }),
+      'invalid_arguments',
+    );
+  });
+
+  it('lists sorted entries with types, skipping excluded directories, to the given depth', async () => {
+    const r = await env.call('list_files', {});
+    expect(r.success).toBe(true);
+    expect(r.truncated).toBe(false);
+    expect(r.data.entries).toEqual([
+      { path: 'a.txt', type: 'file', size: twelve.length },
+      { path: 'b', type: 'dir' },
+      { path: 'b/c.txt', type: 'file', size: 2 },
+      { path: 'b/d', type: 'dir' },
+      { path: 'b/d/e.txt', type: 'file', size: 2 },
+      { path: 'big.txt', type: 'file', size: 3000 },
+      { path: 'bin.dat', type: 'file', size: 4 },
+    ]);
+    const shallow = await env.call('list_files', { path: 'b', max_depth: 1 });
+    expect(shallow.data.entries.map((e: { path: string }) => e.path)).toEqual(['b/c.txt', 'b/d']);
+    expectFail(await env.call('list_files', { path: 'a.txt' }), 'invalid_arguments');
+  });
+
+  it('cuts listings at maxListEntries and maxScannedEntries', async () => {
+    const few = await setup(Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`f${i}.txt`, 'x'])), {
+      maxListEntries: 10,
+    });
+    const r = await few.call('list_files', {});
+    expect(r.truncated).toBe(true);
+    expect(r.data.entries).toHaveLength(10);
+    expect(r.data.hint).toBeDefined();
+    const scan = await setup(Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`f${i}.txt`, 'x'])), {
+      maxScannedEntries: 12,
+    });
+    const s = await scan.call('list_files', {});
+    expect(s.truncated).toBe(true);
+    expect(s.data.entries).toHaveLength(12);
+  });
+});
+
+describe('search_code', () => {
+  let env: Awaited<ReturnType<typeof setup>>;
+  beforeAll(async () => {
+    env = await setup(
+      {
+        'src/re.ts': 'const r = /a.*(b/;\nconst s = "abc";\n',
+        'src/deep/x.ts': 'match here\n',
+        'lib/y.py': 'match here\nmatch again\n',
+        'long.txt': 'z'.repeat(1000) + 'needle' + 'z'.repeat(1000) + '\n',
+        'bin.dat': Buffer.concat([Buffer.from('match here'), Buffer.from([0, 0, 1])]),
+        'big.txt': 'match here\n' + 'q'.repeat(5000),
+        'node_modules/m/i.ts': 'match here\n',
+      },
+      { maxFileBytes: 4000 },
+    );
+  });
+
+  it('matches literally: regex metacharacters are plain text', async () => {
+    const r = await env.call('search_code', { query: '.*(' });
+    expect(r.data.results).toEqual([{ file: 'src/re.ts', line: 1, snippet: 'const r = /a.*(b/;' }]);
+    const dot = await env.call('search_code', { query: 'a.c' });
+    expect(dot.data.results).toEqual([]);
+  });
+
+  it('filters by a glob on the name or the path, and reports skipped files', async () => {
+    const all = await env.call('search_code', { query: 'match here' });
+    expect(all.data.results.map((m: { file: string }) => m.file)).toEqual(['lib/y.py', 'src/deep/x.ts']);
+    expect(all.data.skipped).toEqual(
+      expect.arrayContaining([
+        { file: 'big.txt', reason: 'too_large' },
+        { file: 'bin.dat', reason: 'binary' },
+      ]),
+    );
+    const py = await env.call('search_code', { query: 'match', file_pattern: '*.py' });
+    expect(py.data.results).toEqual([
+      { file: 'lib/y.py', line: 1, snippet: 'match here' },
+      { file: 'lib/y.py', line: 2, snippet: 'match again' },
+    ]);
+    const ts = await env.call('search_code', { query: 'match', file_pattern: 'src/**/*.ts' });
+    expect(ts.data.results.map((m: { file: string }) => m.file)).toEqual(['src/deep/x.ts']);
+    const q = await env.call('search_code', { query: 'match', file_pattern: 'y.p?' });
+    expect(q.data.results).toHaveLength(2);
+    const literalGlob = await env.call('search_code', { query: 'match', file_pattern: '(y).py' });
+    expect(literalGlob.data.results).toEqual([]);
+  });
+
+  it('bounds snippets and results', async () => {
+    const long = await env.call('search_code', { query: 'needle' });
+    expect(long.data.results[0].snippet.length).toBeLessThanOrEqual(400);
+    expect(long.data.results[0].snippet).toContain('needle');
+    const one = await env.call('search_code', { query: 'match', max_results: 1 });
+    expect(one.truncated).toBe(true);
+    expect(one.data.results).toHaveLength(1);
+    expectFail(await env.call('search_code', { query: 'x', max_results: 0 }), 'invalid_arguments');
+  });
+
+  it('stops at maxScannedEntries', async () => {
+    const many = await setup(
+      Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`d/f${i}.txt`, 'hit\n'])),
+      {
+        maxScannedEntries: 10,
+      },
+    );
+    const r = await many.call('search_code', { query: 'hit' });
+    expect(r.truncated).toBe(true);
+    expect(r.data.scan_limit_hit).toBe(true);
+    expect(r.data.results.length).toBeLessThan(10);
+  });
+});
+
+describe('edit_file, create_file, delete_file', () => {
+  let env: Awaited<ReturnType<typeof setup>>;
+  const py = 'def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n\nx = 1\n';
+  beforeAll(async () => {
+    env = await setup(
+      {
+        'calc.py': py,
+        'crlf.txt': 'one\r\ntwo\r\nthree\r\n',
+        'run.sh': '#!/bin/sh\necho hi\n',
+        'gone.txt': 'bye\n',
+      },
+      { maxFileBytes: 500 },
+    );
+    chmodSync(path.join(env.wt, 'run.sh'), 0o755);
+  });
+  const read = async (p: string) => (await env.call('read_file', { path: p })).data.version as string;
+
+  it('replaces a unique occurrence and returns the region with context and the new version', async () => {
+    const version = await read('calc.py');
+    const r = await env.call('edit_file', {
+      path: 'calc.py',
+      old_text: 'def add(a, b):\n    return a - b',
+      new_text: 'def add(a, b):\n    return a + b',
+      version,
+    });
+    expect(r.success).toBe(true);
+    const now = readFileSync(path.join(env.wt, 'calc.py'), 'utf8');
+    expect(now).toBe(py.replace('return a - b', 'return a + b'));
+    expect(r.data.version).toBe(sha(now));
+    expect(r.data.changed_lines).toEqual([1, 2]);
+    expect(r.data.region).toBe(
+      '    1| def add(a, b):\n    2|     return a + b\n    3| \n    4| \n    5| def sub(a, b):',
+    );
+  });
+
+  it('rejects stale versions, no-ops, missing and ambiguous text', async () => {
+    const stale = sha(py);
+    const st = await env.call('edit_file', {
+      path: 'calc.py',
+      old_text: 'x = 1',
+      new_text: 'x = 2',
+      version: stale,
+    });
+    expectFail(st, 'stale_version');
+    expect(st.error).toMatch(/re-read/);
+    const version = await read('calc.py');
+    expectFail(
+      await env.call('edit_file', { path: 'calc.py', old_text: 'x = 1', new_text: 'x = 1', version }),
+      'no_op',
+    );
+    const multi = await env.call('edit_file', {
+      path: 'calc.py',
+      old_text: '    return a',
+      new_text: 'r',
+      version,
+    });
+    expectFail(multi, 'multiple_matches');
+    expect(multi.data.lines).toEqual([2, 6]);
+    const two = await env.call('edit_file', {
+      path: 'calc.py',
+      old_text: '(a, b):',
+      new_text: '(a, b, c):',
+      version,
+    });
+    expect(two.data.lines).toEqual([1, 5]);
+    expect(two.error).toMatch(/lines 1, 5/);
+    const none = await env.call('edit_file', {
+      path: 'calc.py',
+      old_text: 'def sub(a, c):',
+      new_text: 'x',
+      version,
+    });
+    expectFail(none, 'no_match');
+    expect(none.data.whitespace_only).toBe(false);
+    expect(none.data.closest[0]).toEqual({ line: 5, text: 'def sub(a, b):' });
+    expect(none.error).toContain('5: def sub(a, b):');
+    const ws = await env.call('edit_file', {
+      path: 'calc.py',
+      old_text: 'def sub(a,  b):\n  return a - b',
+      new_text: 'x',
+      version,
+    });
+    expectFail(ws, 'no_match');
+    expect(ws.data.whitespace_only).toBe(true);
+    expect(ws.error).toMatch(/only whitespace differs/);
+    expect(ws.error).toMatch(/lines 5-6/);
+    const big = await env.call('edit_file', {
+      path: 'calc.py',
+      old_text: 'x = 1',
+      new_text: 'x'.repeat(600),
+      version,
+    });
+    expectFail(big, 'too_large');
+    expect(readFileSync(path.join(env.wt, 'calc.py'), 'utf8')).toBe(
+      py.replace('return a - b', 'return a + b'),
+    );
+  });
+
+  it('keeps CRLF line endings and the file mode', async () => {
+    const r = await env.call('edit_file', {
+      path: 'crlf.txt',
+      old_text: 'one\ntwo',
+      new_text: 'one\n2\nand more',
+      version: await read('crlf.txt'),
+    });
+    expect(r.success).toBe(true);
+    expect(readFileSync(path.join(env.wt, 'crlf.txt'), 'utf8')).toBe('one\r\n2\r\nand more\r\nthree\r\n');
+    expect(r.data.version).toBe(sha('one\r\n2\r\nand more\r\nthree\r\n'));
+    const sh = await env.call('edit_file', {
+      path: 'run.sh',
+      old_text: 'hi',
+      new_text: 'hello',
+      version: await read('run.sh'),
+    });
+    expect(sh.success).toBe(true);
+    expect(statSync(path.join(env.wt, 'run.sh')).mode & 0o777).toBe(0o755);
+  });
+
+  it('creates new files only, with parent directories, within the size limit', async () => {
+    const r = await env.call('create_file', { path: 'pkg/new/mod.py', content: 'X = 1\n' });
+    expect(r.success).toBe(true);
+    expect(r.data.version).toBe(sha('X = 1\n'));
+    expect(readFileSync(path.join(env.wt, 'pkg/new/mod.py'), 'utf8')).toBe('X = 1\n');
+    expectFail(await env.call('create_file', { path: 'calc.py', content: 'x' }), 'already_exists');
+    expectFail(await env.call('create_file', { path: 'pkg', content: 'x' }), 'already_exists');
+    expectFail(await env.call('create_file', { path: 'huge.txt', content: 'x'.repeat(501) }), 'too_large');
+    expect(existsSync(path.join(env.wt, 'huge.txt'))).toBe(false);
+    expectFail(await env.call('create_file', { path: 'calc.py/x', content: 'x' }), 'not_found');
+  });
+
+  it('deletes only the current version', async () => {
+    expectFail(await env.call('delete_file', { path: 'gone.txt', version: sha('other') }), 'stale_version');
+    expect(existsSync(path.join(env.wt, 'gone.txt'))).toBe(true);
+    const r = await env.call('delete_file', { path: 'gone.txt', version: sha('bye\n') });
+    expect(r).toMatchObject({ success: true, data: { deleted: true } });
+    expect(existsSync(path.join(env.wt, 'gone.txt'))).toBe(false);
+    expectFail(await env.call('delete_file', { path: 'gone.txt', version: sha('bye\n') }), 'not_found');
+  });
+});
+
+describe('registry', () => {
+  it('offers every tool with a strict JSON schema', async () => {
+    const { reg } = await setup({ 'a.txt': 'a\n' });
+    expect(reg.names()).toEqual(
+      expect.arrayContaining([
+        'list_files',
+        'read_file',
+        'search_code',
+        'edit_file',
+        'create_file',
+        'delete_file',
+        'run_tests',
+        'git_diff',
+      ]),
+    );
+    for (const s of reg.schemas()) {
+      expect(s.type).toBe('function');
+      expect(s.function.parameters).toMatchObject({ type: 'object', additionalProperties: false });
+      expect(s.function.parameters).not.toHaveProperty('$schema');
+    }
+    const list = reg.schemas().find((s) => s.function.name === 'list_files');
+    expect(list?.function.parameters).toMatchObject({
+      properties: { max_depth: { minimum: 1, maximum: 10, default: 3 } },
+    });
+    expect(list?.function.parameters.required).toBeUndefined();
+  });
+
+  it('rejects unknown tools, unknown fields, wrong types and out-of-range values', async () => {
+    const { call, wt } = await setup({ 'a.txt': 'a\n' });
+    const unknown = await call('rm_rf', {});
+    expectFail(unknown, 'unknown_tool');
+    expect(unknown.error).toContain('read_file');
+    const field = await call('read_file', { path: 'a.txt', worktree: '/' });
+    expectFail(field, 'invalid_arguments');
+    expect(field.error).toMatch(/worktree/);
+    for (const bad of [{ sandbox: null }, { limits: { maxFileBytes: 1e9 } }]) {
+      expectFail(await call('list_files', bad), 'invalid_arguments');
+    }
+    const type = await call('read_file', { path: 3 });
+    expectFail(type, 'invalid_arguments');
+    expect(type.data.issues).toEqual([expect.objectContaining({ path: 'path' })]);
+    expectFail(await call('list_files', { max_depth: 11 }), 'invalid_arguments');
+    expectFail(await call('list_files', { max_depth: 1.5 }), 'invalid_arguments');
+    expectFail(await call('read_file', {}), 'invalid_arguments');
+    expectFail(await call('run_tests', { timeout: 61 }), 'invalid_arguments'); // default max: 60 s
+    expect((await call('git_diff', null)).success).toBe(true);
+    expect(readFileSync(path.join(wt, 'a.txt'), 'utf8')).toBe('a\n');
+  });
+
+  it('traces tool_start and tool_end for every call', async () => {
+    const { call, trace } = await setup({ 'a.txt': 'a\n' });
+    await call('read_file', { path: 'a.txt' });
+    await call('read_file', { path: 'nope' });
+    const events = trace.readEvents().filter((e) => e.type.startsWith('tool_'));
+    expect(events.map((e) => [e.type, e.name])).toEqual([
+      ['tool_start', 'read_file'],
+      ['tool_end', 'read_file'],
+      ['tool_start', 'read_file'],
+      ['tool_end', 'read_file'],
+    ]);
+    expect(events[1]).toMatchObject({ args: { path: 'a.txt' }, error: null, result: { success: true } });
+    expect(typeof events[1]?.duration_ms).toBe('number');
+    expect(events[3]).toMatchObject({ error: 'not_found' });
+  });
+
+  it('turns an unwritable trace into a fatal result', async () => {
+    const { call, trace } = await setup({ 'a.txt': 'a\n' });
+    rmSync(trace.dir, { recursive: true, force: true });
+    const r = await call('read_file', { path: 'a.txt' });
+    expect(r).toMatchObject({ success: false, fatal: true });
+    expect(r.error).toMatch(/trace unwritable/);
+  });
+
+  it('turns an isolation breach into a fatal result, other crashes into internal_error', async () => {
+    const { ctx } = await setup({ 'a.txt': 'a\n' });
+    const args = z.strictObject({});
+    const reg = createRegistry(ctx, [
+      {
+        name: 'breach',
+        description: '',
+        args,
+        mutates: false,
+        run: async () => Promise.reject(new IsolationError('escaped')),
+      },
+      {
+        name: 'reported',
+        description: '',
+        args,
+        mutates: false,
+        run: async () => fail('isolation_lost', 'gone'),
+      },
+      {
+        name: 'crash',
+        description: '',
+        args,
+        mutates: false,
+        run: async () => Promise.reject(new Error('boom')),
+      },
+    ]);
+    expect(await reg.call('breach', {})).toMatchObject({ error_code: 'isolation_lost', fatal: true });
+    expect(await reg.call('reported', {})).toMatchObject({ error_code: 'isolation_lost', fatal: true });
+    expect(await reg.call('crash', {})).toMatchObject({ error_code: 'internal_error', fatal: false });
+  });
+
+  it('runs concurrent calls one at a time', async () => {
+    const { ctx } = await setup({ 'a.txt': 'a\n' });
+    const log: string[] = [];
+    const slow: ToolDefinition = {
+      name: 'slow',
+      description: '',
+      args: z.strictObject({ id: z.int() }),
+      mutates: false,
+      async run(_ctx, args: { id: number }) {
+        log.push(`start ${args.id}`);
+        await new Promise((r) => setTimeout(r, 30 - args.id * 10));
+        log.push(`end ${args.id}`);
+        return ok(args.id);
+      },
+    };
+    const reg = createRegistry(ctx, [slow]);
+    const results = await Promise.all([0, 1, 2].map((id) => reg.call('slow', { id })));
+    expect(results.map((r) => r.data)).toEqual([0, 1, 2]);
+    expect(log).toEqual(['start 0', 'end 0', 'start 1', 'end 1', 'start 2', 'end 2']);
+  });
+});
+
+describe('run_tests, git_diff and test staleness', () => {
+  const files = {
+    'calc.mjs': 'export const add = (a, b) => a - b;\n',
+    'calc.test.mjs':
+      "import test from 'node:test';\nimport assert from 'node:assert';\nimport { add } from './calc.mjs';\n" +
+      "test('adds', () => assert.equal(add(1, 2), 3));\ntest('zero', () => assert.equal(add(0, 0), 0));\n",
+  };
+
+  it('runs the named target in the sandbox and marks results stale after edits', async () => {
+    const { call, reg, wt, ctx } = await setup(files);
+    expect(reg.hasEdits()).toBe(false);
+    const first = await call('run_tests', {});
+    expect(first.success).toBe(true);
+    expect(first.data).toMatchObject({
+      status: 'failed',
+      exit_code: 1,
+      summary: { passed: 1, failed: 1, source: 'node-test' },
+      stale_previous: null,
+    });
+    expect(first.data.revision).toMatch(/^[0-9a-f]{40}$/);
+    expect(reg.lastTest()).toMatchObject({ outcome: 'failed', revision: first.data.revision, stale: false });
+
+    const version = (await call('read_file', { path: 'calc.mjs' })).data.version;
+    expect(reg.lastTest()?.stale).toBe(false); // reads do not make results stale
+    await call('edit_file', { path: 'calc.mjs', old_text: 'a - b', new_text: 'a + b', version });
+    expect(reg.hasEdits()).toBe(true);
+    expect(reg.lastTest()).toMatchObject({ outcome: 'failed', stale: true });
+
+    const second = await call('run_tests', { target: 'default', timeout: 30 });
+    expect(second.data).toMatchObject({ status: 'passed', summary: { passed: 2, failed: 0 } });
+    expect(second.data.revision).not.toBe(first.data.revision);
+    expect(second.data.stale_previous).toMatchObject({ status: 'failed', revision: first.data.revision });
+    expect(reg.lastTest()).toMatchObject({ outcome: 'passed', revision: second.data.revision, stale: false });
+
+    const diff = await call('git_diff', {});
+    expect(diff.data).toMatchObject({
+      base_commit: ctx.baseCommit,
+      files: ['calc.mjs'],
+      patch_path: path.join(ctx.runDir, 'current.patch'),
+    });
+    expect(diff.data.preview).toContain('+export const add = (a, b) => a + b;');
+    expect(readFileSync(diff.data.patch_path, 'utf8')).toBe(diff.data.preview);
+    expect(readFileSync(path.join(wt, 'calc.mjs'), 'utf8')).toContain('a + b');
+  });
+
+  it('reports timeouts, unknown targets and a missing environment', async () => {
+    const { call, ctx } = await setup(files);
+    const slow = await call('run_tests', { target: 'slow', timeout: 1 });
+    expectFail(slow, 'timeout');
+    expect(slow.data).toMatchObject({ status: 'timeout', exit_code: null });
+    const unknown = await call('run_tests', { target: 'e2e' });
+    expectFail(unknown, 'invalid_arguments');
+    expect(unknown.error).toMatch(/default, slow/);
+    ctx.sandbox = null;
+    const none = await call('run_tests', {});
+    expectFail(none, 'no_environment');
+    expect(none.error).toBe('No test environment yet: call build_environment with a Dockerfile first.');
+  });
+
+  it('bounds the diff preview', async () => {
+    const { call, ctx } = await setup({ 'a.txt': 'a\n' });
+    const created = await call('create_file', { path: 'big.txt', content: 'line\n'.repeat(5000) });
+    expect(created.success).toBe(true);
+    const diff = await call('git_diff', {});
+    expect(diff.truncated).toBe(true);
+    expect(diff.data.preview.length).toBeLessThan(10_100);
+    expect(readFileSync(path.join(ctx.runDir, 'current.patch'), 'utf8').length).toBeGreaterThan(25_000);
+  });
+});

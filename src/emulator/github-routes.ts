@@ -1,0 +1,568 @@
+/**
+ * The emulator's REST API: a small route table over EmulatorState and the real bare repositories.
+ * App routes take the app's JWT; repository routes take an installation token of the installation
+ * that covers the repository (others get GitHub's 404, as for a private repository).
+ */
+import { z } from 'zod';
+import type { AppAuth, Credentials } from './github-auth.js';
+import {
+  branchExists,
+  commitInfo,
+  diffFiles,
+  hasCommitsBetween,
+  readTreePath,
+  resolveCommit,
+} from './github-git.js';
+import type { Json, Shapes } from './github-shapes.js';
+import { timestamp, type EmulatorState, type InstallationRecord, type RepoRecord } from './github-state.js';
+
+export const BODY_LIMIT = 65536;
+const DOCS = 'https://docs.github.com/rest';
+
+export interface Reply {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+/** Ends a handler with an HTTP error response; the dispatcher turns it into the reply. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: Json,
+  ) {
+    super(String(body.message));
+  }
+}
+
+const notFound = () => new ApiError(404, { message: 'Not Found', documentation_url: DOCS });
+const badCredentials = () => new ApiError(401, { message: 'Bad credentials', documentation_url: DOCS });
+const validationFailed = (...errors: Json[]) =>
+  new ApiError(422, { message: 'Validation Failed', errors, documentation_url: DOCS });
+
+export interface RequestInput {
+  method: string;
+  /** Raw (still percent-encoded) path. */
+  pathname: string;
+  query: URLSearchParams;
+  body: unknown;
+  creds: Credentials;
+  accept: string;
+}
+
+interface Ctx extends RequestInput {
+  params: Record<string, string>;
+}
+interface RepoCtx extends Ctx {
+  repo: RepoRecord;
+}
+
+interface Route {
+  method: string;
+  regex: RegExp;
+  names: string[];
+  auth: 'app' | 'repo';
+  handle: (ctx: Ctx & Partial<RepoCtx>) => Reply;
+}
+
+/** `:name` matches one segment, `:name*` the rest of the path (branch names and file paths). */
+function compile(pattern: string): { regex: RegExp; names: string[] } {
+  const names: string[] = [];
+  const source = pattern.replace(/:(\w+)(\*?)/g, (_m, name: string, rest: string) => {
+    names.push(name);
+    return rest ? '(.+)' : '([^/]+)';
+  });
+  return { regex: new RegExp(`^${source}/?$`), names };
+}
+
+function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
+  const parsed = schema.safeParse(body);
+  if (parsed.success) return parsed.data;
+  const details = parsed.error.issues.map((i) => `For '${i.path.join('/') || 'body'}', ${i.message}`);
+  throw new ApiError(422, { message: `Invalid request.\n\n${details.join('\n')}`, documentation_url: DOCS });
+}
+
+function checkBodyLength(resource: string, body: string | null | undefined): void {
+  if (body && Array.from(body).length > BODY_LIMIT) {
+    throw validationFailed({
+      resource,
+      code: 'custom',
+      field: 'body',
+      message: `body is too long (maximum is ${BODY_LIMIT} characters)`,
+    });
+  }
+}
+
+const intParam = (value: string | undefined): number => {
+  const n = Number(value);
+  if (!Number.isSafeInteger(n) || n <= 0) throw notFound();
+  return n;
+};
+
+/** GitHub's page/per_page pagination with a Link header, as Octokit's paginate() follows it. */
+function paginate(items: unknown[], ctx: Ctx, baseUrl: string): Reply {
+  const perPage = Math.min(100, Math.max(1, Number(ctx.query.get('per_page')) || 30));
+  const page = Math.max(1, Number(ctx.query.get('page')) || 1);
+  const last = Math.max(1, Math.ceil(items.length / perPage));
+  const link = (p: number, rel: string) => {
+    const q = new URLSearchParams(ctx.query);
+    q.set('per_page', String(perPage));
+    q.set('page', String(p));
+    return `<${baseUrl}${ctx.pathname}?${q}>; rel="${rel}"`;
+  };
+  const links = [
+    ...(page < last ? [link(page + 1, 'next'), link(last, 'last')] : []),
+    ...(page > 1 ? [link(1, 'first'), link(page - 1, 'prev')] : []),
+  ];
+  return {
+    status: 200,
+    body: items.slice((page - 1) * perPage, page * perPage),
+    ...(links.length ? { headers: { link: links.join(', ') } } : {}),
+  };
+}
+
+const REACTIONS = ['+1', '-1', 'laugh', 'confused', 'heart', 'hooray', 'rocket', 'eyes'] as const;
+const LabelsBody = z.union([
+  z.array(z.string().min(1)),
+  z.strictObject({
+    labels: z.array(z.union([z.string().min(1), z.strictObject({ name: z.string().min(1) })])),
+  }),
+]);
+const IssueBody = z.strictObject({
+  title: z.string().min(1),
+  body: z.string().nullish(),
+  labels: z.array(z.string()).optional(),
+  assignees: z.array(z.string()).optional(),
+});
+const CommentBody = z.strictObject({ body: z.string().min(1) });
+const ReactionBody = z.strictObject({ content: z.enum(REACTIONS) });
+const PullCreateBody = z.strictObject({
+  title: z.string().min(1),
+  body: z.string().nullish(),
+  head: z.string().min(1),
+  base: z.string().min(1),
+  draft: z.boolean().optional(),
+  maintainer_can_modify: z.boolean().optional(),
+});
+// Draft state cannot be changed through REST on GitHub (GraphQL only), so `draft` is rejected here.
+const PullUpdateBody = z.strictObject({
+  title: z.string().min(1).optional(),
+  body: z.string().nullish(),
+  state: z.enum(['open', 'closed']).optional(),
+  base: z.string().min(1).optional(),
+  maintainer_can_modify: z.boolean().optional(),
+});
+const TokenBody = z
+  .strictObject({
+    repositories: z.array(z.string()).optional(),
+    repository_ids: z.array(z.number()).optional(),
+    permissions: z.record(z.string(), z.string()).optional(),
+  })
+  .optional();
+
+export interface RouterDeps {
+  state: EmulatorState;
+  auth: AppAuth;
+  shapes: Shapes;
+  baseUrl: () => string;
+  app: { id: number; slug: string; name: string };
+}
+
+export function createRouter({
+  state,
+  auth,
+  shapes,
+  baseUrl,
+  app,
+}: RouterDeps): (input: RequestInput) => Reply {
+  const routes: Route[] = [];
+  const on = (method: string, pattern: string, handle: (ctx: Ctx) => Reply) =>
+    routes.push({ method, ...compile(pattern), auth: 'app', handle });
+  const onRepo = (method: string, pattern: string, handle: (ctx: RepoCtx) => Reply) =>
+    routes.push({ method, ...compile(pattern), auth: 'repo', handle: handle as Route['handle'] });
+  const ok = (body: unknown, status = 200): Reply => ({ status, body });
+  const bot = state.botLogin;
+  const permissions = { contents: 'write', issues: 'write', pull_requests: 'write', metadata: 'read' };
+
+  const installationJson = (inst: InstallationRecord): Json => ({
+    id: inst.id,
+    account: shapes.user(inst.account),
+    app_id: app.id,
+    app_slug: app.slug,
+    target_type: state.user(inst.account).type === 'Bot' ? 'Bot' : 'User',
+    repository_selection: 'all',
+    permissions,
+    events: ['issues', 'issue_comment'],
+    access_tokens_url: `${baseUrl()}/app/installations/${inst.id}/access_tokens`,
+    html_url: `${baseUrl()}/settings/installations/${inst.id}`,
+  });
+  const issueOf = (ctx: RepoCtx, n = ctx.params.number) =>
+    state.issue(ctx.repo, intParam(n)) ?? throwIt(notFound());
+  const pullOf = (ctx: RepoCtx) => {
+    const issue = issueOf(ctx);
+    return issue.pull ? issue : throwIt(notFound());
+  };
+  const commentOf = (ctx: RepoCtx) => state.comment(ctx.repo, intParam(ctx.params.id)) ?? throwIt(notFound());
+  const commitJson = (repo: RepoRecord, sha: string): Json => {
+    const info = commitInfo(repo.bareDir, sha) ?? throwIt(notFound());
+    const person = { name: info.authorName, email: info.authorEmail, date: info.date };
+    return {
+      sha: info.sha,
+      node_id: `C_${info.sha}`,
+      commit: { message: info.message, tree: { sha: info.tree }, author: person, committer: person },
+      parents: info.parents.map((p) => ({ sha: p })),
+      url: `${baseUrl()}/repos/${repo.fullName}/commits/${info.sha}`,
+      html_url: `${baseUrl()}/${repo.fullName}/commit/${info.sha}`,
+    };
+  };
+
+  // --- GitHub App (JWT) ---
+  on('GET', '/app', () =>
+    ok({
+      id: app.id,
+      slug: app.slug,
+      name: app.name,
+      node_id: `A_${app.id}`,
+      owner: shapes.user(bot),
+      html_url: `${baseUrl()}/apps/${app.slug}`,
+      permissions,
+      events: ['issues', 'issue_comment'],
+      installations_count: state.installations.size,
+    }),
+  );
+  on('GET', '/app/installations', () => ok([...state.installations.values()].map(installationJson)));
+  on('GET', '/app/installations/:id', (ctx) =>
+    ok(installationJson(state.installations.get(intParam(ctx.params.id)) ?? throwIt(notFound()))),
+  );
+  on('GET', '/repos/:owner/:repo/installation', (ctx) => {
+    const repo = state.repo(ctx.params.owner ?? '', ctx.params.repo ?? '') ?? throwIt(notFound());
+    return ok(installationJson(state.installations.get(repo.installationId) as InstallationRecord));
+  });
+  on('POST', '/app/installations/:id/access_tokens', (ctx) => {
+    parseBody(TokenBody, ctx.body);
+    const inst = state.installations.get(intParam(ctx.params.id)) ?? throwIt(notFound());
+    const issued = auth.issueToken(inst.id);
+    return ok(
+      {
+        token: issued.token,
+        expires_at: issued.expiresAt.toISOString().replace(/\.\d{3}Z$/, 'Z'),
+        permissions,
+        repository_selection: 'all',
+      },
+      201,
+    );
+  });
+
+  // --- Repository, refs and contents ---
+  onRepo('GET', '/repos/:owner/:repo', (ctx) => ok(shapes.repo(ctx.repo)));
+  onRepo('GET', '/repos/:owner/:repo/branches/:branch*', (ctx) => {
+    const name = ctx.params.branch as string;
+    if (!branchExists(ctx.repo.bareDir, name))
+      throw new ApiError(404, { message: 'Branch not found', documentation_url: DOCS });
+    const sha = resolveCommit(ctx.repo.bareDir, name) as string;
+    return ok({ name, commit: commitJson(ctx.repo, sha), protected: false });
+  });
+  onRepo('GET', '/repos/:owner/:repo/git/ref/:ref*', (ctx) => {
+    const ref = ctx.params.ref as string;
+    const sha =
+      ref.startsWith('heads/') && branchExists(ctx.repo.bareDir, ref.slice(6))
+        ? resolveCommit(ctx.repo.bareDir, ref.slice(6))
+        : null;
+    if (!sha) throw notFound();
+    return ok({
+      ref: `refs/${ref}`,
+      node_id: `REF_${sha}`,
+      url: `${baseUrl()}/repos/${ctx.repo.fullName}/git/refs/${ref}`,
+      object: { sha, type: 'commit', url: `${baseUrl()}/repos/${ctx.repo.fullName}/git/commits/${sha}` },
+    });
+  });
+  onRepo('GET', '/repos/:owner/:repo/commits/:ref*', (ctx) => {
+    const sha = resolveCommit(ctx.repo.bareDir, ctx.params.ref as string);
+    if (!sha)
+      throw validationFailed({
+        resource: 'Commit',
+        code: 'invalid',
+        message: `No commit found for SHA: ${ctx.params.ref}`,
+      });
+    return ok(commitJson(ctx.repo, sha));
+  });
+  onRepo('GET', '/repos/:owner/:repo/contents/:path*', (ctx) => {
+    const ref = ctx.query.get('ref') ?? ctx.repo.defaultBranch;
+    const commit = resolveCommit(ctx.repo.bareDir, ref);
+    if (!commit)
+      throw new ApiError(404, { message: `No commit found for the ref ${ref}`, documentation_url: DOCS });
+    const filePath = (ctx.params.path as string).replace(/^\/+|\/+$/g, '');
+    const entry = readTreePath(ctx.repo.bareDir, commit, filePath) ?? throwIt(notFound());
+    const url = (p: string) =>
+      `${baseUrl()}/repos/${ctx.repo.fullName}/contents/${p}?ref=${encodeURIComponent(ref)}`;
+    if (entry.kind === 'tree') {
+      return ok(
+        entry.entries.map((e) => ({
+          type: e.type === 'tree' ? 'dir' : 'file',
+          name: e.name,
+          path: `${filePath}/${e.name}`,
+          sha: e.sha,
+          size: e.size,
+          url: url(`${filePath}/${e.name}`),
+        })),
+      );
+    }
+    // Octokit's `mediaType: { format: 'raw' }` (used by Probot's context.config) asks for the bytes.
+    if (/application\/vnd\.github(\.v3)?\.raw/.test(ctx.accept)) {
+      return { status: 200, body: entry.content, headers: { 'content-type': 'text/plain; charset=utf-8' } };
+    }
+    return ok({
+      type: 'file',
+      encoding: 'base64',
+      name: filePath.split('/').pop(),
+      path: filePath,
+      sha: entry.sha,
+      size: entry.content.length,
+      content: entry.content.toString('base64'),
+      url: url(filePath),
+      html_url: `${baseUrl()}/${ctx.repo.fullName}/blob/${ref}/${filePath}`,
+    });
+  });
+  onRepo('GET', '/repos/:owner/:repo/collaborators/:user/permission', (ctx) => {
+    const login = ctx.params.user as string;
+    const role = state.permission(ctx.repo, login);
+    if (role === 'none' && !state.users.has(login)) throw notFound();
+    // GitHub's legacy `permission` folds maintain into write and triage into read; role_name is exact.
+    const legacy = role === 'maintain' ? 'write' : role === 'triage' ? 'read' : role;
+    const rank = ['none', 'read', 'triage', 'write', 'maintain', 'admin'].indexOf(role);
+    return ok({
+      permission: legacy,
+      role_name: role,
+      user: {
+        ...shapes.user(login),
+        permissions: {
+          pull: rank >= 1,
+          triage: rank >= 2,
+          push: rank >= 3,
+          maintain: rank >= 4,
+          admin: rank >= 5,
+        },
+        role_name: role,
+      },
+    });
+  });
+
+  // --- Issues, labels, comments, reactions ---
+  onRepo('POST', '/repos/:owner/:repo/issues', (ctx) => {
+    const input = parseBody(IssueBody, ctx.body);
+    checkBodyLength('Issue', input.body);
+    const issue = state.createIssue(ctx.repo, {
+      title: input.title,
+      body: input.body,
+      user: bot,
+      labels: input.labels,
+    });
+    return ok(shapes.issue(ctx.repo, issue), 201);
+  });
+  onRepo('GET', '/repos/:owner/:repo/issues/:number', (ctx) => ok(shapes.issue(ctx.repo, issueOf(ctx))));
+  onRepo('GET', '/repos/:owner/:repo/issues/:number/labels', (ctx) =>
+    ok(issueOf(ctx).labels.map((l) => shapes.label(l))),
+  );
+  onRepo('POST', '/repos/:owner/:repo/issues/:number/labels', (ctx) => {
+    const issue = issueOf(ctx);
+    const input = parseBody(LabelsBody, ctx.body);
+    const names = (Array.isArray(input) ? input : input.labels).map((l) =>
+      typeof l === 'string' ? l : l.name,
+    );
+    issue.labels = [...new Set([...issue.labels, ...names])];
+    issue.updatedAt = timestamp();
+    return ok(issue.labels.map((l) => shapes.label(l)));
+  });
+  onRepo('DELETE', '/repos/:owner/:repo/issues/:number/labels/:name', (ctx) => {
+    const issue = issueOf(ctx);
+    if (!issue.labels.includes(ctx.params.name as string)) {
+      throw new ApiError(404, { message: 'Label does not exist', documentation_url: DOCS });
+    }
+    issue.labels = issue.labels.filter((l) => l !== ctx.params.name);
+    issue.updatedAt = timestamp();
+    return ok(issue.labels.map((l) => shapes.label(l)));
+  });
+  onRepo('GET', '/repos/:owner/:repo/issues/:number/comments', (ctx) => {
+    const issue = issueOf(ctx);
+    const list = state.comments.filter((c) => c.repo === ctx.repo.fullName && c.issueNumber === issue.number);
+    return paginate(
+      list.map((c) => shapes.comment(ctx.repo, c)),
+      ctx,
+      baseUrl(),
+    );
+  });
+  onRepo('POST', '/repos/:owner/:repo/issues/:number/comments', (ctx) => {
+    const issue = issueOf(ctx);
+    const input = parseBody(CommentBody, ctx.body);
+    checkBodyLength('IssueComment', input.body);
+    return ok(shapes.comment(ctx.repo, state.addComment(ctx.repo, issue.number, input.body, bot)), 201);
+  });
+  onRepo('GET', '/repos/:owner/:repo/issues/comments/:id', (ctx) =>
+    ok(shapes.comment(ctx.repo, commentOf(ctx))),
+  );
+  onRepo('PATCH', '/repos/:owner/:repo/issues/comments/:id', (ctx) => {
+    const comment = commentOf(ctx);
+    const input = parseBody(CommentBody, ctx.body);
+    checkBodyLength('IssueComment', input.body);
+    comment.body = input.body;
+    comment.updatedAt = timestamp();
+    return ok(shapes.comment(ctx.repo, comment));
+  });
+  onRepo('DELETE', '/repos/:owner/:repo/issues/comments/:id', (ctx) => {
+    const comment = commentOf(ctx);
+    state.comments.splice(state.comments.indexOf(comment), 1);
+    return { status: 204 };
+  });
+  onRepo('GET', '/repos/:owner/:repo/issues/comments/:id/reactions', (ctx) => {
+    const comment = commentOf(ctx);
+    const list = state.reactions.filter((r) => r.repo === ctx.repo.fullName && r.commentId === comment.id);
+    return paginate(
+      list.map((r) => shapes.reaction(r)),
+      ctx,
+      baseUrl(),
+    );
+  });
+  onRepo('POST', '/repos/:owner/:repo/issues/comments/:id/reactions', (ctx) => {
+    const comment = commentOf(ctx);
+    const { content } = parseBody(ReactionBody, ctx.body);
+    const existing = state.reactions.find(
+      (r) => r.commentId === comment.id && r.content === content && r.user === bot,
+    );
+    if (existing) return ok(shapes.reaction(existing));
+    const reaction = {
+      id: state.newId(),
+      repo: ctx.repo.fullName,
+      commentId: comment.id,
+      content,
+      user: bot,
+      createdAt: timestamp(),
+    };
+    state.reactions.push(reaction);
+    return ok(shapes.reaction(reaction), 201);
+  });
+
+  // --- Pull requests ---
+  /** `owner:branch` or `branch`; forks are not emulated. */
+  const headBranch = (repo: RepoRecord, head: string): string | null => {
+    const colon = head.indexOf(':');
+    if (colon < 0) return head;
+    return head.slice(0, colon).toLowerCase() === repo.owner.toLowerCase() ? head.slice(colon + 1) : null;
+  };
+  onRepo('GET', '/repos/:owner/:repo/pulls', (ctx) => {
+    const stateFilter = ctx.query.get('state') ?? 'open';
+    const head = ctx.query.get('head');
+    const headFilter = head ? headBranch(ctx.repo, head) : undefined;
+    const base = ctx.query.get('base');
+    const list = state.issues
+      .filter((i) => i.repo === ctx.repo.fullName && i.pull)
+      .filter((i) => stateFilter === 'all' || i.state === stateFilter)
+      .filter((i) => headFilter === undefined || i.pull?.head === headFilter)
+      .filter((i) => !base || i.pull?.base === base)
+      .sort((a, b) => b.number - a.number);
+    return paginate(
+      list.map((i) => shapes.pull(ctx.repo, i)),
+      ctx,
+      baseUrl(),
+    );
+  });
+  onRepo('POST', '/repos/:owner/:repo/pulls', (ctx) => {
+    const input = parseBody(PullCreateBody, ctx.body);
+    checkBodyLength('PullRequest', input.body);
+    const { bareDir, owner } = ctx.repo;
+    const head = headBranch(ctx.repo, input.head);
+    if (!branchExists(bareDir, input.base)) {
+      throw validationFailed({ resource: 'PullRequest', field: 'base', code: 'invalid' });
+    }
+    if (!head || !branchExists(bareDir, head)) {
+      throw validationFailed({ resource: 'PullRequest', field: 'head', code: 'invalid' });
+    }
+    const open = state.issues.find(
+      (i) =>
+        i.repo === ctx.repo.fullName &&
+        i.state === 'open' &&
+        i.pull?.head === head &&
+        i.pull.base === input.base,
+    );
+    if (open) {
+      throw validationFailed({
+        resource: 'PullRequest',
+        code: 'custom',
+        message: `A pull request already exists for ${owner}:${head}.`,
+      });
+    }
+    if (!hasCommitsBetween(bareDir, input.base, head)) {
+      throw validationFailed({
+        resource: 'PullRequest',
+        code: 'custom',
+        message: `No commits between ${input.base} and ${head}`,
+      });
+    }
+    const issue = state.createIssue(ctx.repo, {
+      title: input.title,
+      body: input.body,
+      user: bot,
+      pull: { head, base: input.base, draft: input.draft ?? false },
+    });
+    return ok(shapes.pull(ctx.repo, issue), 201);
+  });
+  onRepo('GET', '/repos/:owner/:repo/pulls/:number', (ctx) => ok(shapes.pull(ctx.repo, pullOf(ctx))));
+  onRepo('PATCH', '/repos/:owner/:repo/pulls/:number', (ctx) => {
+    const issue = pullOf(ctx);
+    const input = parseBody(PullUpdateBody, ctx.body);
+    checkBodyLength('PullRequest', input.body);
+    if (input.base !== undefined && !branchExists(ctx.repo.bareDir, input.base)) {
+      throw validationFailed({ resource: 'PullRequest', field: 'base', code: 'invalid' });
+    }
+    if (input.title !== undefined) issue.title = input.title;
+    if (input.body !== undefined) issue.body = input.body;
+    if (input.state !== undefined) issue.state = input.state;
+    if (input.base !== undefined && issue.pull) issue.pull.base = input.base;
+    issue.updatedAt = timestamp();
+    return ok(shapes.pull(ctx.repo, issue));
+  });
+  onRepo('GET', '/repos/:owner/:repo/pulls/:number/files', (ctx) => {
+    const { pull } = pullOf(ctx);
+    const { bareDir } = ctx.repo;
+    if (!pull || !branchExists(bareDir, pull.head)) return paginate([], ctx, baseUrl());
+    return paginate(diffFiles(bareDir, pull.base, pull.head), ctx, baseUrl());
+  });
+
+  return (input: RequestInput): Reply => {
+    for (const route of routes) {
+      if (route.method !== input.method) continue;
+      const match = route.regex.exec(input.pathname);
+      if (!match) continue;
+      const params: Record<string, string> = {};
+      route.names.forEach((name, i) => (params[name] = decodeURIComponent(match[i + 1] as string)));
+      try {
+        return route.handle(resolveAuth(route, { ...input, params }));
+      } catch (err) {
+        if (err instanceof ApiError) return { status: err.status, body: err.body };
+        throw err;
+      }
+    }
+    const err = auth.installationToken(input.creds) ? notFound() : badCredentials();
+    return { status: err.status, body: err.body };
+  };
+
+  function resolveAuth(route: Route, ctx: Ctx): Ctx & Partial<RepoCtx> {
+    if (route.auth === 'app') {
+      if (ctx.creds.kind !== 'bearer' || !auth.verifyJwt(ctx.creds.value)) {
+        throw new ApiError(401, {
+          message: 'A JSON web token could not be decoded',
+          documentation_url: DOCS,
+        });
+      }
+      return ctx;
+    }
+    const token = auth.installationToken(ctx.creds);
+    if (!token) throw badCredentials();
+    const repo = state.repo(ctx.params.owner ?? '', ctx.params.repo ?? '');
+    if (!repo || repo.installationId !== token.installationId) throw notFound();
+    return { ...ctx, repo };
+  }
+}
+
+function throwIt(err: Error): never {
+  throw err;
+}

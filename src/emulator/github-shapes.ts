@@ -1,0 +1,176 @@
+/**
+ * GitHub's JSON shapes for the emulator's records, shared by the REST routes and webhook payloads.
+ * Only the fields clients commonly read are rendered, with GitHub's names and types.
+ */
+import { branchExists, resolveCommit } from './github-git.js';
+import type {
+  CommentRecord,
+  EmulatorState,
+  IssueRecord,
+  ReactionRecord,
+  RepoRecord,
+} from './github-state.js';
+
+export type Json = Record<string, unknown>;
+
+export class Shapes {
+  constructor(
+    private readonly state: EmulatorState,
+    private readonly baseUrl: () => string,
+  ) {}
+
+  private api(p: string): string {
+    return `${this.baseUrl()}${p}`;
+  }
+
+  user(login: string): Json {
+    const u = this.state.user(login);
+    return {
+      login: u.login,
+      id: u.id,
+      node_id: `U_${u.id}`,
+      type: u.type,
+      site_admin: false,
+      url: this.api(`/users/${encodeURIComponent(u.login)}`),
+      html_url: this.api(`/${encodeURIComponent(u.login)}`),
+    };
+  }
+
+  repo(repo: RepoRecord): Json {
+    return {
+      id: repo.id,
+      node_id: `R_${repo.id}`,
+      name: repo.name,
+      full_name: repo.fullName,
+      owner: this.user(repo.owner),
+      private: false,
+      visibility: 'public',
+      fork: false,
+      archived: false,
+      disabled: false,
+      default_branch: repo.defaultBranch,
+      url: this.api(`/repos/${repo.fullName}`),
+      html_url: this.api(`/${repo.fullName}`),
+      clone_url: this.cloneUrl(repo),
+      permissions: { admin: false, maintain: false, push: true, triage: true, pull: true },
+    };
+  }
+
+  cloneUrl(repo: RepoRecord): string {
+    return this.api(`/git/${repo.fullName}.git`);
+  }
+
+  label(name: string): Json {
+    const id = this.state.labelId(name);
+    return { id, node_id: `LA_${id}`, name, color: 'ededed', default: false, description: null };
+  }
+
+  /** The relationship GitHub reports next to a comment or issue author. */
+  private authorAssociation(repo: RepoRecord, login: string): string {
+    if (login === repo.owner) return 'OWNER';
+    return ['admin', 'maintain', 'write'].includes(this.state.permission(repo, login))
+      ? 'COLLABORATOR'
+      : 'NONE';
+  }
+
+  issue(repo: RepoRecord, issue: IssueRecord): Json {
+    const kind = issue.pull ? 'pull' : 'issues';
+    const html = this.api(`/${repo.fullName}/${kind}/${issue.number}`);
+    return {
+      id: issue.id,
+      node_id: `I_${issue.id}`,
+      number: issue.number,
+      title: issue.title,
+      body: issue.body,
+      state: issue.state,
+      locked: false,
+      user: this.user(issue.user),
+      labels: issue.labels.map((l) => this.label(l)),
+      assignees: [],
+      comments: this.state.comments.filter((c) => c.repo === repo.fullName && c.issueNumber === issue.number)
+        .length,
+      author_association: this.authorAssociation(repo, issue.user),
+      created_at: issue.createdAt,
+      updated_at: issue.updatedAt,
+      closed_at: null,
+      url: this.api(`/repos/${repo.fullName}/issues/${issue.number}`),
+      html_url: html,
+      ...(issue.pull
+        ? {
+            draft: issue.pull.draft,
+            pull_request: {
+              url: this.api(`/repos/${repo.fullName}/pulls/${issue.number}`),
+              html_url: html,
+              diff_url: `${html}.diff`,
+              patch_url: `${html}.patch`,
+            },
+          }
+        : {}),
+    };
+  }
+
+  comment(repo: RepoRecord, comment: CommentRecord): Json {
+    const issue = this.state.issue(repo, comment.issueNumber);
+    const kind = issue?.pull ? 'pull' : 'issues';
+    return {
+      id: comment.id,
+      node_id: `IC_${comment.id}`,
+      body: comment.body,
+      user: this.user(comment.user),
+      author_association: this.authorAssociation(repo, comment.user),
+      created_at: comment.createdAt,
+      updated_at: comment.updatedAt,
+      url: this.api(`/repos/${repo.fullName}/issues/comments/${comment.id}`),
+      html_url: this.api(`/${repo.fullName}/${kind}/${comment.issueNumber}#issuecomment-${comment.id}`),
+      issue_url: this.api(`/repos/${repo.fullName}/issues/${comment.issueNumber}`),
+    };
+  }
+
+  reaction(reaction: ReactionRecord): Json {
+    return {
+      id: reaction.id,
+      node_id: `REA_${reaction.id}`,
+      user: this.user(reaction.user),
+      content: reaction.content,
+      created_at: reaction.createdAt,
+    };
+  }
+
+  pull(repo: RepoRecord, issue: IssueRecord): Json {
+    const pull = issue.pull;
+    if (!pull) throw new Error(`#${issue.number} is not a pull request`);
+    const side = (ref: string) => ({
+      label: `${repo.owner}:${ref}`,
+      ref,
+      sha: (branchExists(repo.bareDir, ref) && resolveCommit(repo.bareDir, ref)) || null,
+      user: this.user(repo.owner),
+      repo: this.repo(repo),
+    });
+    const html = this.api(`/${repo.fullName}/pull/${issue.number}`);
+    return {
+      id: issue.id,
+      node_id: `PR_${issue.id}`,
+      number: issue.number,
+      state: issue.state,
+      locked: false,
+      title: issue.title,
+      body: issue.body,
+      user: this.user(issue.user),
+      labels: issue.labels.map((l) => this.label(l)),
+      draft: pull.draft,
+      merged: false,
+      merged_at: null,
+      closed_at: null,
+      created_at: issue.createdAt,
+      updated_at: issue.updatedAt,
+      head: side(pull.head),
+      base: side(pull.base),
+      author_association: this.authorAssociation(repo, issue.user),
+      url: this.api(`/repos/${repo.fullName}/pulls/${issue.number}`),
+      html_url: html,
+      diff_url: `${html}.diff`,
+      patch_url: `${html}.patch`,
+      issue_url: this.api(`/repos/${repo.fullName}/issues/${issue.number}`),
+    };
+  }
+}

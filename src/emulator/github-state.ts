@@ -1,0 +1,197 @@
+/**
+ * In-memory state of the GitHub emulator: repositories, users, issues (pull requests are issues with
+ * `pull` set, sharing the number sequence as on GitHub), comments and reactions. Git data lives in real
+ * bare repositories; this module only keeps their location.
+ */
+
+export type Permission = 'admin' | 'maintain' | 'write' | 'triage' | 'read' | 'none';
+export type UserType = 'User' | 'Bot';
+
+export interface UserRecord {
+  login: string;
+  id: number;
+  type: UserType;
+}
+
+export interface RepoRecord {
+  id: number;
+  owner: string;
+  name: string;
+  fullName: string;
+  defaultBranch: string;
+  bareDir: string;
+  installationId: number;
+  permissions: Map<string, Permission>;
+}
+
+export interface PullFields {
+  head: string;
+  base: string;
+  draft: boolean;
+}
+
+export interface IssueRecord {
+  id: number;
+  repo: string;
+  number: number;
+  title: string;
+  body: string | null;
+  user: string;
+  labels: string[];
+  state: 'open' | 'closed';
+  createdAt: string;
+  updatedAt: string;
+  /** Set for pull requests. */
+  pull?: PullFields;
+}
+
+export interface CommentRecord {
+  id: number;
+  repo: string;
+  issueNumber: number;
+  body: string;
+  user: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface ReactionRecord {
+  id: number;
+  repo: string;
+  commentId: number;
+  content: string;
+  user: string;
+  createdAt: string;
+}
+
+export interface InstallationRecord {
+  id: number;
+  account: string;
+}
+
+/** GitHub's timestamps have second precision. */
+export const timestamp = (): string => new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+
+export class EmulatorState {
+  readonly users = new Map<string, UserRecord>();
+  readonly repos = new Map<string, RepoRecord>();
+  readonly installations = new Map<number, InstallationRecord>();
+  readonly issues: IssueRecord[] = [];
+  readonly comments: CommentRecord[] = [];
+  readonly reactions: ReactionRecord[] = [];
+  readonly labelIds = new Map<string, number>();
+  private nextId = 1000;
+
+  constructor(readonly botLogin: string) {
+    this.user(botLogin, 'Bot');
+  }
+
+  newId(): number {
+    return ++this.nextId;
+  }
+
+  /** Looks a user up, registering it on first sight; `[bot]` logins are bots. */
+  user(login: string, type?: UserType): UserRecord {
+    let u = this.users.get(login);
+    if (!u) {
+      u = { login, id: this.newId(), type: type ?? (login.endsWith('[bot]') ? 'Bot' : 'User') };
+      this.users.set(login, u);
+    }
+    return u;
+  }
+
+  labelId(name: string): number {
+    let id = this.labelIds.get(name);
+    if (id === undefined) this.labelIds.set(name, (id = this.newId()));
+    return id;
+  }
+
+  repo(owner: string, name: string): RepoRecord | undefined {
+    return this.repos.get(`${owner}/${name}`.toLowerCase());
+  }
+
+  addRepo(owner: string, name: string, defaultBranch: string, bareDir: string): RepoRecord {
+    this.user(owner);
+    const installationId = this.installationFor(owner).id;
+    const repo: RepoRecord = {
+      id: this.newId(),
+      owner,
+      name,
+      fullName: `${owner}/${name}`,
+      defaultBranch,
+      bareDir,
+      installationId,
+      permissions: new Map([[owner, 'admin']]),
+    };
+    this.repos.set(repo.fullName.toLowerCase(), repo);
+    return repo;
+  }
+
+  /** One installation per account, created when the account's first repository is. */
+  private installationFor(account: string): InstallationRecord {
+    for (const inst of this.installations.values()) if (inst.account === account) return inst;
+    const inst = { id: this.newId(), account };
+    this.installations.set(inst.id, inst);
+    return inst;
+  }
+
+  /** GitHub answers 'none' for users it has never seen and 'read' for everyone else on a public repo. */
+  permission(repo: RepoRecord, login: string): Permission {
+    return repo.permissions.get(login) ?? (this.users.has(login) ? 'read' : 'none');
+  }
+
+  issue(repo: RepoRecord, number: number): IssueRecord | undefined {
+    return this.issues.find((i) => i.repo === repo.fullName && i.number === number);
+  }
+
+  createIssue(
+    repo: RepoRecord,
+    fields: { title: string; body?: string | null; user: string; labels?: string[]; pull?: PullFields },
+  ): IssueRecord {
+    this.user(fields.user);
+    const number =
+      1 + Math.max(0, ...this.issues.filter((i) => i.repo === repo.fullName).map((i) => i.number));
+    const now = timestamp();
+    const issue: IssueRecord = {
+      id: this.newId(),
+      repo: repo.fullName,
+      number,
+      title: fields.title,
+      body: fields.body ?? null,
+      user: fields.user,
+      labels: [...new Set(fields.labels ?? [])],
+      state: 'open',
+      createdAt: now,
+      updatedAt: now,
+      ...(fields.pull ? { pull: fields.pull } : {}),
+    };
+    this.issues.push(issue);
+    return issue;
+  }
+
+  addComment(
+    repo: RepoRecord,
+    issueNumber: number,
+    body: string,
+    user: string,
+    type?: UserType,
+  ): CommentRecord {
+    this.user(user, type);
+    const now = timestamp();
+    const comment = {
+      id: this.newId(),
+      repo: repo.fullName,
+      issueNumber,
+      body,
+      user,
+      createdAt: now,
+      updatedAt: now,
+    };
+    this.comments.push(comment);
+    return comment;
+  }
+
+  comment(repo: RepoRecord, id: number): CommentRecord | undefined {
+    return this.comments.find((c) => c.repo === repo.fullName && c.id === id);
+  }
+}

@@ -1,0 +1,59 @@
+/**
+ * Webhook deliveries as GitHub sends them: a JSON POST signed with HMAC-SHA256 of the exact body.
+ * Every delivery is kept so it can be redelivered byte for byte under the same delivery id.
+ */
+import { createHmac, randomUUID } from 'node:crypto';
+
+export interface DeliveryResult {
+  id: string;
+  status: number;
+  body: string;
+}
+
+export interface StoredDelivery {
+  id: string;
+  event: string;
+  body: string;
+}
+
+export function signBody(secret: string, body: string): string {
+  return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+}
+
+export class WebhookSender {
+  readonly deliveries: StoredDelivery[] = [];
+
+  constructor(
+    private readonly secret: string,
+    public url: string | undefined,
+  ) {}
+
+  /** Sends a new delivery; `signature` overrides the computed one (bad-signature tests). */
+  deliver(event: string, payload: unknown, opts: { signature?: string } = {}): Promise<DeliveryResult> {
+    const delivery = { id: randomUUID(), event, body: JSON.stringify(payload) };
+    this.deliveries.push(delivery);
+    return this.post(delivery, opts.signature);
+  }
+
+  redeliver(id: string): Promise<DeliveryResult> {
+    const delivery = this.deliveries.find((d) => d.id === id);
+    if (!delivery) throw new Error(`unknown delivery ${id}`);
+    return this.post(delivery);
+  }
+
+  private async post(delivery: StoredDelivery, signature?: string): Promise<DeliveryResult> {
+    if (!this.url) throw new Error('no webhook URL configured: pass webhookUrl or call setWebhookUrl()');
+    const res = await fetch(this.url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'user-agent': 'GitHub-Hookshot/emulator',
+        'x-github-event': delivery.event,
+        'x-github-delivery': delivery.id,
+        'x-hub-signature-256': signature ?? signBody(this.secret, delivery.body),
+      },
+      body: delivery.body,
+    });
+    return { id: delivery.id, status: res.status, body: await res.text() };
+  }
+}

@@ -1,0 +1,376 @@
+/**
+ * A local GitHub for AgenticFix's tests and demo: a real HTTP server with the REST endpoints the app
+ * calls, smart-HTTP git over real bare repositories, signed webhook deliveries, request recording and
+ * fault injection. Tests drive it through the control methods of the returned object.
+ *
+ * Only the control methods send webhooks: changes made through the REST API (the app's own comments,
+ * labels, pull requests) do not echo back as deliveries.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { AppAuth, parseAuthorization } from './github-auth.js';
+import { branchExists, createBareRepo, resolveCommit, serveGitHttp } from './github-git.js';
+import { createRouter, type Reply } from './github-routes.js';
+import { Shapes } from './github-shapes.js';
+import {
+  EmulatorState,
+  type CommentRecord,
+  type IssueRecord,
+  type Permission,
+  type ReactionRecord,
+  type RepoRecord,
+} from './github-state.js';
+import { WebhookSender, type DeliveryResult, type StoredDelivery } from './github-webhooks.js';
+
+export type { Permission, IssueRecord, CommentRecord, ReactionRecord } from './github-state.js';
+export type { DeliveryResult, StoredDelivery } from './github-webhooks.js';
+export { signBody } from './github-webhooks.js';
+
+export interface GitHubEmulatorOptions {
+  webhookUrl?: string;
+  webhookSecret: string;
+  appId?: number;
+  /** When given, app JWTs must be RS256-signed by the matching private key. */
+  publicKeyPem?: string;
+  /** Where bare repositories live; a temporary directory (removed on close) by default. */
+  dataDir?: string;
+}
+
+export interface RecordedRequest {
+  method: string;
+  /** Percent-decoded path without the query string. */
+  path: string;
+  query: string;
+  status: number;
+  /** Parsed JSON request body (undefined for none or for git traffic). */
+  body: unknown;
+}
+
+export interface FaultMatch {
+  method?: string;
+  /** Tested against the percent-decoded request path without its query string. */
+  path: RegExp;
+}
+
+export interface FaultResponse {
+  status: number;
+  headers?: Record<string, string>;
+  body?: unknown;
+}
+
+export interface CreatedRepo {
+  cloneUrl: string;
+  bareDir: string;
+  headSha: string;
+}
+
+export interface GitHubEmulator {
+  /** Base URL for Octokit/Probot `baseUrl`. */
+  readonly url: string;
+  readonly appId: number;
+  readonly botLogin: string;
+  createRepo(
+    owner: string,
+    name: string,
+    opts?: { fromDir?: string; files?: Record<string, string>; defaultBranch?: string },
+  ): CreatedRepo;
+  setPermission(owner: string, repo: string, user: string, permission: Permission): void;
+  createIssue(
+    owner: string,
+    repo: string,
+    fields: { title: string; body?: string; user: string; labels?: string[] },
+  ): number;
+  /** Adds the label (if absent) and delivers `issues.labeled` either way. */
+  label(owner: string, repo: string, issue: number, label: string, sender: string): Promise<DeliveryResult>;
+  /** Stores the comment and delivers `issue_comment.created` (issues and pull requests alike). */
+  comment(
+    owner: string,
+    repo: string,
+    issue: number,
+    body: string,
+    user: string,
+    opts?: { isBot?: boolean },
+  ): Promise<DeliveryResult>;
+  deliver(event: string, payload: unknown, opts?: { signature?: string }): Promise<DeliveryResult>;
+  redeliver(deliveryId: string): Promise<DeliveryResult>;
+  setWebhookUrl(url: string): void;
+  /** The installation id covering the owner's repositories. */
+  installationId(owner: string): number;
+  /** Issues an installation token directly, skipping the JWT exchange. */
+  installationToken(owner: string): string;
+  /** Expires every installation token issued so far. */
+  revokeTokens(): void;
+  /** The next matching requests get these responses, one each, instead of the real handler. */
+  failNext(match: FaultMatch, responses: FaultResponse[]): void;
+  branchHead(owner: string, repo: string, branch: string): string | null;
+  readonly issues: IssueRecord[];
+  comments(issueNumber: number, repoFullName?: string): CommentRecord[];
+  readonly pulls: IssueRecord[];
+  readonly reactions: ReactionRecord[];
+  readonly requests: RecordedRequest[];
+  readonly deliveries: StoredDelivery[];
+  close(): Promise<void>;
+}
+
+const APP = { slug: 'agenticfix', name: 'AgenticFix' };
+const GIT_PATH = /^\/git\/([^/]+)\/([^/]+?)\.git(\/.*)$/;
+
+export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<GitHubEmulator> {
+  const appId = opts.appId ?? 1;
+  const ownsDataDir = !opts.dataDir;
+  const dataDir = opts.dataDir ?? mkdtempSync(path.join(tmpdir(), 'github-emulator-'));
+  const projectRoot = path.join(dataDir, 'repos');
+  let baseUrl = '';
+
+  const state = new EmulatorState(`${APP.slug}[bot]`);
+  const auth = new AppAuth(appId, opts.publicKeyPem);
+  const shapes = new Shapes(state, () => baseUrl);
+  const route = createRouter({ state, auth, shapes, baseUrl: () => baseUrl, app: { id: appId, ...APP } });
+  const webhooks = new WebhookSender(opts.webhookSecret, opts.webhookUrl);
+  const requests: RecordedRequest[] = [];
+  const faults: { match: FaultMatch; responses: FaultResponse[] }[] = [];
+
+  const takeFault = (method: string, pathname: string): FaultResponse | undefined => {
+    const rule = faults.find(
+      (f) =>
+        f.responses.length > 0 &&
+        (!f.match.method || f.match.method.toUpperCase() === method) &&
+        f.match.path.test(pathname),
+    );
+    return rule?.responses.shift();
+  };
+
+  async function handleGit(
+    req: IncomingMessage,
+    res: ServerResponse,
+    url: URL,
+    m: RegExpExecArray,
+  ): Promise<number> {
+    const repo = state.repo(decodeURIComponent(m[1] as string), decodeURIComponent(m[2] as string));
+    if (!repo) {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('Repository not found.\n');
+      return 404;
+    }
+    const rest = m[3] as string;
+    const isPush = url.searchParams.get('service') === 'git-receive-pack' || rest === '/git-receive-pack';
+    let remoteUser: string | undefined;
+    if (isPush) {
+      const token = auth.installationToken(parseAuthorization(req.headers.authorization));
+      if (!token) {
+        // The challenge makes git retry with credentials from the URL or a helper, as with GitHub.
+        res.writeHead(401, { 'www-authenticate': 'Basic realm="GitHub"', 'content-type': 'text/plain' });
+        res.end('Invalid username or token.\n');
+        return 401;
+      }
+      if (token.installationId !== repo.installationId) {
+        res
+          .writeHead(403, { 'content-type': 'text/plain' })
+          .end(`Permission to ${repo.fullName}.git denied.\n`);
+        return 403;
+      }
+      remoteUser = state.botLogin;
+    }
+    return serveGitHttp(req, res, {
+      projectRoot,
+      pathInfo: `/${repo.owner}/${repo.name}.git${rest}`,
+      query: url.search.slice(1),
+      remoteUser,
+    });
+  }
+
+  async function handleRest(req: IncomingMessage, url: URL): Promise<{ reply: Reply; body: unknown }> {
+    const raw = await readAll(req);
+    let body: unknown;
+    if (raw.length > 0) {
+      try {
+        body = JSON.parse(raw.toString('utf8'));
+      } catch {
+        return {
+          reply: { status: 400, body: { message: 'Problems parsing JSON' } },
+          body: raw.toString('utf8'),
+        };
+      }
+    }
+    const method = req.method ?? 'GET';
+    const fault = takeFault(method, safeDecode(url.pathname));
+    if (fault) {
+      const faultBody = fault.body ?? { message: STATUS_CODES[fault.status] ?? 'Error' };
+      return { reply: { status: fault.status, body: faultBody, headers: fault.headers }, body };
+    }
+    const reply = route({
+      method,
+      pathname: url.pathname,
+      query: url.searchParams,
+      body,
+      creds: parseAuthorization(req.headers.authorization),
+      accept: req.headers.accept ?? '',
+    });
+    return { reply, body };
+  }
+
+  const server = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', baseUrl);
+    const record = (status: number, body: unknown) =>
+      requests.push({
+        method: req.method ?? 'GET',
+        path: safeDecode(url.pathname),
+        query: url.search,
+        status,
+        body,
+      });
+    const gitMatch = GIT_PATH.exec(url.pathname);
+    const work = gitMatch
+      ? handleGit(req, res, url, gitMatch).then((status) => record(status, undefined))
+      : handleRest(req, url).then(({ reply, body }) => {
+          send(res, reply);
+          record(reply.status, body);
+        });
+    work.catch((err: unknown) => {
+      if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json; charset=utf-8' });
+      res.end(JSON.stringify({ message: `emulator error: ${String(err)}` }));
+      record(500, undefined);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  const repoOf = (owner: string, name: string): RepoRecord => {
+    const repo = state.repo(owner, name);
+    if (!repo) throw new Error(`no repository ${owner}/${name} in the emulator`);
+    return repo;
+  };
+  const issueOf = (repo: RepoRecord, number: number): IssueRecord => {
+    const issue = state.issue(repo, number);
+    if (!issue) throw new Error(`no issue #${number} in ${repo.fullName}`);
+    return issue;
+  };
+  const envelope = (repo: RepoRecord, sender: string) => ({
+    repository: shapes.repo(repo),
+    sender: shapes.user(sender),
+    installation: { id: repo.installationId, node_id: `MDIz_${repo.installationId}` },
+  });
+  const installationId = (owner: string): number => {
+    const inst = [...state.installations.values()].find(
+      (i) => i.account.toLowerCase() === owner.toLowerCase(),
+    );
+    if (!inst) throw new Error(`no installation for ${owner}: create one of its repositories first`);
+    return inst.id;
+  };
+
+  return {
+    url: baseUrl,
+    appId,
+    botLogin: state.botLogin,
+    createRepo(owner, name, { fromDir, files, defaultBranch = 'main' } = {}) {
+      if (state.repo(owner, name)) throw new Error(`repository ${owner}/${name} already exists`);
+      const bareDir = path.join(projectRoot, owner, `${name}.git`);
+      const headSha = createBareRepo(bareDir, defaultBranch, { fromDir, files });
+      const repo = state.addRepo(owner, name, defaultBranch, bareDir);
+      return { cloneUrl: shapes.cloneUrl(repo), bareDir, headSha };
+    },
+    setPermission(owner, repo, user, permission) {
+      state.user(user);
+      repoOf(owner, repo).permissions.set(user, permission);
+    },
+    createIssue(owner, repo, fields) {
+      return state.createIssue(repoOf(owner, repo), fields).number;
+    },
+    label(owner, repoName, number, label, sender) {
+      const repo = repoOf(owner, repoName);
+      const issue = issueOf(repo, number);
+      state.user(sender);
+      if (!issue.labels.includes(label)) issue.labels.push(label);
+      return webhooks.deliver('issues', {
+        action: 'labeled',
+        issue: shapes.issue(repo, issue),
+        label: shapes.label(label),
+        ...envelope(repo, sender),
+      });
+    },
+    comment(owner, repoName, number, body, user, { isBot = false } = {}) {
+      const repo = repoOf(owner, repoName);
+      const issue = issueOf(repo, number);
+      const comment = state.addComment(repo, issue.number, body, user, isBot ? 'Bot' : undefined);
+      return webhooks.deliver('issue_comment', {
+        action: 'created',
+        issue: shapes.issue(repo, issue),
+        comment: shapes.comment(repo, comment),
+        ...envelope(repo, user),
+      });
+    },
+    deliver: (event, payload, deliverOpts) => webhooks.deliver(event, payload, deliverOpts),
+    redeliver: (id) => webhooks.redeliver(id),
+    setWebhookUrl(url) {
+      webhooks.url = url;
+    },
+    installationId,
+    installationToken: (owner) => auth.issueToken(installationId(owner)).token,
+    revokeTokens: () => auth.revokeAll(),
+    failNext(match, responses) {
+      faults.push({ match, responses: [...responses] });
+    },
+    branchHead(owner, repoName, branch) {
+      const { bareDir } = repoOf(owner, repoName);
+      return branchExists(bareDir, branch) ? resolveCommit(bareDir, branch) : null;
+    },
+    get issues() {
+      return structuredClone(state.issues);
+    },
+    comments(issueNumber, repoFullName) {
+      return structuredClone(
+        state.comments.filter(
+          (c) => c.issueNumber === issueNumber && (!repoFullName || c.repo === repoFullName),
+        ),
+      );
+    },
+    get pulls() {
+      return structuredClone(state.issues.filter((i) => i.pull));
+    },
+    get reactions() {
+      return structuredClone(state.reactions);
+    },
+    get requests() {
+      return structuredClone(requests);
+    },
+    get deliveries() {
+      return structuredClone(webhooks.deliveries);
+    },
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      if (ownsDataDir) rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+function safeDecode(p: string): string {
+  try {
+    return decodeURIComponent(p);
+  } catch {
+    return p;
+  }
+}
+
+function readAll(req: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => resolve(Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
+
+function send(res: ServerResponse, reply: Reply): void {
+  const headers: Record<string, string> = { 'x-github-media-type': 'github.v3', ...reply.headers };
+  if (reply.body === undefined) {
+    res.writeHead(reply.status, headers).end();
+  } else if (Buffer.isBuffer(reply.body)) {
+    res.writeHead(reply.status, headers).end(reply.body);
+  } else {
+    res.writeHead(reply.status, { 'content-type': 'application/json; charset=utf-8', ...headers });
+    res.end(JSON.stringify(reply.body));
+  }
+}

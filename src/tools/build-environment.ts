@@ -1,0 +1,72 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { z } from 'zod';
+import { fail, ok, type ToolDefinition } from './types.js';
+
+const MAX_DOCKERFILE_CHARS = 20_000;
+
+const ARGS = z.strictObject({
+  dockerfile: z
+    .string()
+    .min(1)
+    .max(MAX_DOCKERFILE_CHARS)
+    .describe('Complete Dockerfile text. The build context is a snapshot of the repository (COPY works).'),
+});
+
+const describeTool = (baseImages: readonly string[]) =>
+  [
+    'Build the Docker image that run_tests will use, from a Dockerfile you write. Install the',
+    "project's test dependencies (apt, pip, npm…) in RUN steps; do not COPY the whole repository or",
+    `run tests in it: the repository is mounted at /workspace when tests run, with no network.`,
+    'Builds have network access but no credentials. An identical Dockerfile (and copied files) is',
+    'reused without rebuilding. On failure you get the error lines of the build log; fix and retry.',
+    baseImages.length > 0
+      ? `Container registries may be unreachable; base images available locally: ${baseImages.join(', ')}.`
+      : 'Container registries may be unreachable; prefer a base image that exists locally.',
+  ].join(' ');
+
+/**
+ * Builds the model's environment. On success the run's sandbox becomes a container of that image
+ * and the Dockerfile is kept in the run directory (the judge rebuilds it from scratch).
+ */
+export function makeBuildEnvironmentTool(baseImages: readonly string[] = []): ToolDefinition<typeof ARGS> {
+  return {
+    name: 'build_environment',
+    description: describeTool(baseImages),
+    args: ARGS,
+    mutates: false,
+    async run(ctx, args) {
+      if (!ctx.builder) {
+        return fail(
+          'no_environment',
+          'This run has no Docker engine: tests run in the existing sandbox as they are.',
+        );
+      }
+      const result = await ctx.builder.build({
+        dockerfile: args.dockerfile,
+        worktree: ctx.worktree,
+        runId: ctx.runId,
+        signal: ctx.signal,
+      });
+      if (ctx.signal?.aborted) return fail('cancelled', 'build cancelled');
+      const data = {
+        image_id: result.image_id,
+        image_tag: result.image_tag,
+        cache_hit: result.cache_hit,
+        duration_ms: result.duration_ms,
+        log: result.log,
+      };
+      if (!result.success || !result.image_id) {
+        return fail('build_failed', result.error ?? 'build failed', data);
+      }
+      ctx.sandbox = ctx.builder.sandboxFor(result.image_id);
+      ctx.environment = { dockerfile: args.dockerfile, imageId: result.image_id };
+      await mkdir(ctx.runDir, { recursive: true });
+      await writeFile(path.join(ctx.runDir, 'Dockerfile'), args.dockerfile);
+      return ok(data, result.log.truncated);
+    },
+  };
+}
+
+/** The tool with a generic note on base images; use the factory to name the local ones. */
+export const buildEnvironmentTool = makeBuildEnvironmentTool();

@@ -1,0 +1,95 @@
+import { compactBuildLog, DEFAULT_COMPACT, splitLogLines } from '../src/environment/buildlog.js';
+
+/** A long apt build whose failure sits in the middle of thousands of progress lines. */
+function syntheticLog(): string[] {
+  const lines: string[] = ['Step 1/3 : FROM agenticfix/debian:bookworm', ' ---> c057d5a9288c'];
+  for (let i = 0; i < 5000; i++)
+    lines.push(`Get:${i} http://deb.debian.org/debian bookworm/main amd64 pkg${i} [${i} kB]`);
+  lines.push('Step 2/3 : RUN apt-get update && apt-get install -y no-such-package-xyz');
+  lines.push('Reading package lists...');
+  lines.push('E: Unable to locate package no-such-package-xyz');
+  lines.push(
+    "ERROR: The command '/bin/sh -c apt-get update && apt-get install -y no-such-package-xyz' returned a non-zero code: 100",
+  );
+  for (let i = 0; i < 4994; i++) lines.push(`Progress ${i}%`);
+  return lines;
+}
+
+describe('compactBuildLog', () => {
+  it('keeps the error lines and the failing step of a 10k-line log, with head and tail', () => {
+    const lines = syntheticLog();
+    expect(lines).toHaveLength(10_000);
+    const log = compactBuildLog(lines, 'failed');
+    expect(log.total_lines).toBe(10_000);
+    expect(log.truncated).toBe(true);
+    expect(log.exit_status).toBe('failed');
+    expect(log.head).toHaveLength(DEFAULT_COMPACT.headLines);
+    expect(log.head[0]).toBe('Step 1/3 : FROM agenticfix/debian:bookworm');
+    expect(log.tail).toHaveLength(DEFAULT_COMPACT.tailLines);
+    expect(log.tail.at(-1)).toBe('Progress 4993%');
+    expect(log.error_lines).toEqual([
+      'Step 2/3 : RUN apt-get update && apt-get install -y no-such-package-xyz',
+      'E: Unable to locate package no-such-package-xyz',
+      "ERROR: The command '/bin/sh -c apt-get update && apt-get install -y no-such-package-xyz' returned a non-zero code: 100",
+    ]);
+    // The whole compact log stays small whatever the build printed.
+    expect(JSON.stringify(log).length).toBeLessThan(12_000);
+  });
+
+  it('recognises pip, npm and BuildKit failures', () => {
+    const log = compactBuildLog(
+      [
+        'Collecting foo',
+        'ERROR: Could not find a version that satisfies the requirement foo (from versions: none)',
+        'ERROR: No matching distribution found for foo',
+        'npm ERR! code E404',
+        'ERROR: process "/bin/sh -c npm ci" did not complete successfully: exit code: 1',
+        'Done',
+      ],
+      'failed',
+    );
+    expect(log.error_lines).toHaveLength(4);
+    expect(log.error_lines).not.toContain('Collecting foo');
+    expect(log.truncated).toBe(false);
+    expect(log.tail).toEqual([]);
+    expect(log.head).toHaveLength(6);
+  });
+
+  it('caps error lines (keeping the first, which name the cause) and clips long lines', () => {
+    const lines = Array.from(
+      { length: 500 },
+      (_, i) => `ERROR: failure ${i} ${'x'.repeat(i === 0 ? 2000 : 0)}`,
+    );
+    const log = compactBuildLog(lines, 'failed');
+    expect(log.error_lines[0]?.length).toBe(DEFAULT_COMPACT.maxLineChars + 1);
+    expect(log.error_lines[1]).toBe('ERROR: failure 1 ');
+    expect(log.error_lines.at(-1)).toBe(
+      `… ${500 - DEFAULT_COMPACT.maxErrorLines} more error-like lines omitted`,
+    );
+    expect(log.truncated).toBe(true);
+  });
+
+  it('a successful build without error lines has none', () => {
+    const log = compactBuildLog(['Step 1/1 : FROM x', 'Successfully built abc'], 'ok');
+    expect(log).toEqual({
+      exit_status: 'ok',
+      head: ['Step 1/1 : FROM x', 'Successfully built abc'],
+      tail: [],
+      error_lines: [],
+      total_lines: 2,
+      truncated: false,
+    });
+  });
+});
+
+describe('splitLogLines', () => {
+  it('keeps what a terminal shows after carriage returns and drops blank lines', () => {
+    expect(splitLogLines('a\r\nGet 10%\rGet 50%\rGet 100%\n\n  \nb\n')).toEqual(['a', 'Get 100%', 'b']);
+  });
+
+  it('strips the colour codes the builder puts around stderr', () => {
+    expect(splitLogLines('\x1b[91mE: Unable to locate package x\n\x1b[0m')).toEqual([
+      'E: Unable to locate package x',
+    ]);
+  });
+});

@@ -4,13 +4,19 @@ import path from 'node:path';
 import { loadConfig } from '../src/config/config.js';
 import { runToolsOnlyDemo } from '../src/demo/tools-only.js';
 import { sha256 } from '../src/trace/trace.js';
+import { dockerReady } from './support/docker.js';
 
 const configIn = (dir: string) => loadConfig({ AGENTICFIX_HOME: '.af', AGENTICFIX_RUNS_DIR: 'runs' }, dir);
 
 describe('trusted tool-chain demo (local sandbox)', () => {
   it('repairs the calculator: 3/2 at base, 5/0 after the edits and 5/0 in a clean worktree', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'demo-'));
-    const summary = await runToolsOnlyDemo({ config: configIn(dir), sandbox: 'local', keepWorktrees: false, log: () => {} });
+    const summary = await runToolsOnlyDemo({
+      config: configIn(dir),
+      sandbox: 'local',
+      keepWorktrees: false,
+      log: () => {},
+    });
     expect(summary).toMatchObject({
       result: 'success',
       base_tests: { passed: 3, failed: 2 },
@@ -35,8 +41,39 @@ describe('trusted tool-chain demo (local sandbox)', () => {
 
   it('keeps both worktrees when asked', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'demo-'));
-    const summary = await runToolsOnlyDemo({ config: configIn(dir), sandbox: 'local', keepWorktrees: true, log: () => {} });
+    const summary = await runToolsOnlyDemo({
+      config: configIn(dir),
+      sandbox: 'local',
+      keepWorktrees: true,
+      log: () => {},
+    });
     expect(summary.worktrees).toHaveLength(2);
     for (const wt of summary.worktrees) expect(existsSync(path.join(wt, 'src/calculator.js'))).toBe(true);
+  });
+});
+
+describe('trusted tool-chain demo (Docker sandbox)', () => {
+  it('gives the same numbers with every test run inside a container', async () => {
+    if (!(await dockerReady())) return;
+    const dir = mkdtempSync(path.join(tmpdir(), 'demo-'));
+    const summary = await runToolsOnlyDemo({
+      config: configIn(dir),
+      sandbox: 'docker',
+      keepWorktrees: false,
+      log: () => {},
+    });
+    expect(summary).toMatchObject({
+      result: 'success',
+      base_tests: { passed: 3, failed: 2 },
+      after_tests: { passed: 5, failed: 0 },
+      verify_tests: { passed: 5, failed: 0 },
+    });
+    const starts = readFileSync(summary.trace_path, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l))
+      .filter((e) => e.type === 'tool_start')
+      .map((e) => e.name);
+    expect(starts[0]).toBe('build_environment');
   });
 });

@@ -1,0 +1,49 @@
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+import { loadConfig, loadEnv } from '../config/config.js';
+import { startApp } from '../webhook/server.js';
+
+/** Probot's usual variables; the private key comes inline (PRIVATE_KEY) or from a file (PRIVATE_KEY_PATH). */
+const AppEnv = z
+  .object({
+    APP_ID: z.coerce.number().int().positive(),
+    PRIVATE_KEY: z.string().min(1).optional(),
+    PRIVATE_KEY_PATH: z.string().min(1).optional(),
+    WEBHOOK_SECRET: z.string().min(1),
+    WEBHOOK_PROXY_URL: z.url().optional(),
+    GHE_HOST: z.string().min(1).optional(),
+    PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+    HOST: z.string().min(1).default('0.0.0.0'),
+  })
+  .refine((e) => e.PRIVATE_KEY || e.PRIVATE_KEY_PATH, { message: 'set PRIVATE_KEY or PRIVATE_KEY_PATH', path: ['PRIVATE_KEY'] });
+
+export async function serveCommand(_argv: string[]): Promise<number> {
+  const raw = loadEnv();
+  const parsed = AppEnv.safeParse(raw);
+  if (!parsed.success) {
+    process.stderr.write(
+      `agenticfix serve: ${parsed.error.issues.map((i) => `${String(i.path[0])}: ${i.message}`).join('; ')}\n`,
+    );
+    return 2;
+  }
+  const env = parsed.data;
+  const privateKey = env.PRIVATE_KEY?.replace(/\\n/g, '\n') ?? readFileSync(env.PRIVATE_KEY_PATH!, 'utf8');
+  const app = await startApp({
+    config: loadConfig(raw),
+    appId: env.APP_ID,
+    privateKey,
+    webhookSecret: env.WEBHOOK_SECRET,
+    baseUrl: env.GHE_HOST ? `https://${env.GHE_HOST}/api/v3` : undefined,
+    port: env.PORT,
+    host: env.HOST,
+    webhookProxyUrl: env.WEBHOOK_PROXY_URL,
+  });
+  process.stdout.write(`agenticfix listening on ${app.url}\n`);
+  await new Promise<void>((resolve) => {
+    const stop = () => resolve();
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
+  await app.close();
+  return 0;
+}

@@ -1,32 +1,125 @@
+import { z } from 'zod';
 import type { Config } from '../config/config.js';
+import { RunnerSchema, TestResultSchema } from './reports/types.js';
 
-export type Verdict =
-  | 'verified'
-  | 'no_reproduction'
-  | 'regression'
-  | 'tests_modified'
-  | 'patch_does_not_apply'
-  | 'empty_patch'
-  | 'build_failed'
-  | 'invalid_test_run'
-  | 'infra_error';
+export const VerdictSchema = z.enum([
+  'verified',
+  'no_reproduction',
+  'regression',
+  'tests_modified',
+  'patch_does_not_apply',
+  'empty_patch',
+  'build_failed',
+  'invalid_test_run',
+  'infra_error',
+]);
+export type Verdict = z.infer<typeof VerdictSchema>;
 
 export interface JudgeOptions {
   config: Config;
   remote: string; // repository (local path or URL)
-  baseCommit: string; // full SHA
+  baseCommit: string; // any revision; resolved to a full SHA
   patch: string; // candidate patch text
   dockerfile: string; // the environment's Dockerfile, rebuilt without cache
   testArgv: string[];
   runId?: string;
   signal?: AbortSignal;
+  /** Repository globs that also hold tests (added to the built-in rules of split.ts). */
+  testGlobs?: string[];
+  /** Tests only: allow the engine's layer cache (the judge otherwise proves the environment rebuilds from scratch). */
+  reuseImage?: boolean;
 }
 
-export interface VerificationReport {
-  verdict: Verdict;
-  reason: string; // one sentence with the evidence behind the verdict
-  base_commit: string;
-  flags: string[]; // suspicious-patch scan results
-  /** Full machine-readable evidence (cells, flipped tests, regressions, flaky, image digest, commands, durations). */
-  [k: string]: unknown;
-}
+/** The four cells of live mode: which source and which tests each one runs. */
+export const CellNameSchema = z.enum(['base', 'patched_source', 'patch_tests', 'patched']);
+export type CellName = z.infer<typeof CellNameSchema>;
+
+const Counts = z.strictObject({
+  passed: z.number().int(),
+  failed: z.number().int(),
+  errors: z.number().int(),
+  skipped: z.number().int(),
+});
+
+export const CellSchema = z.strictObject({
+  name: z.string(),
+  source: z.enum(['base', 'patched']),
+  tests: z.enum(['base', 'patch']),
+  argv: z.array(z.string()),
+  exit_code: z.number().int().nullable(),
+  status: z.enum(['passed', 'failed', 'timeout', 'error', 'cancelled']),
+  /** Total runs of the cell: 1 plus flaky re-runs. */
+  runs: z.number().int(),
+  duration_ms: z.number(),
+  runner: RunnerSchema,
+  per_test: z.boolean(),
+  report_source: z.string(),
+  counts: Counts,
+  results: z.array(TestResultSchema),
+  flaky: z.array(z.string()),
+  /** Why the cell's results cannot be trusted (cross-check with the exit code, timeout…), else null. */
+  problem: z.string().nullable(),
+  output_tail: z.string(),
+});
+export type Cell = z.infer<typeof CellSchema>;
+
+export const EvidenceSchema = z.strictObject({
+  /** The patch's new tests that fail (or error) on the base source and pass on the patched source. */
+  reproduced: z.array(z.string()),
+  /** Tests that passed on the base and fail, error or vanish with the patch. */
+  regressions: z.array(z.string()),
+  /** The patch's new tests that do not pass on the patched source. */
+  new_tests_failing: z.array(z.string()),
+  /** Base tests failing both before and after the patch: reported, not blamed on the patch. */
+  fail_both: z.array(z.string()),
+  /** Tests whose result changed across re-runs of one cell: excluded from everything above. */
+  flaky: z.array(z.string()),
+});
+export type Evidence = z.infer<typeof EvidenceSchema>;
+
+const IdLists = z.strictObject({ success: z.array(z.string()), failure: z.array(z.string()) });
+export const TaskGradeSchema = z.strictObject({
+  instance_id: z.string(),
+  resolved: z.boolean(),
+  FAIL_TO_PASS: IdLists,
+  PASS_TO_PASS: IdLists,
+});
+export type TaskGrade = z.infer<typeof TaskGradeSchema>;
+
+export const VerificationReportSchema = z.strictObject({
+  verdict: VerdictSchema,
+  /** One sentence with the evidence behind the verdict. */
+  reason: z.string(),
+  base_commit: z.string(),
+  /** Suspicious-patch scan results (see scan.ts); they never change the verdict. */
+  flags: z.array(z.string()),
+  mode: z.enum(['live', 'task']),
+  run_id: z.string(),
+  repo: z.string(),
+  per_test: z.boolean(),
+  patch: z.strictObject({
+    files: z.array(z.string()),
+    test_files: z.array(z.string()),
+    source_files: z.array(z.string()),
+  }),
+  /** Why the patch's tests cannot count as evidence (edits to existing tests); empty when they can. */
+  tests_modified: z.array(z.string()),
+  image: z
+    .strictObject({
+      id: z.string(),
+      tag: z.string().nullable(),
+      no_cache: z.boolean(),
+      build_ms: z.number(),
+      dockerfile_sha256: z.string(),
+    })
+    .nullable(),
+  build_error: z.string().nullable(),
+  cells: z.array(CellSchema),
+  evidence: EvidenceSchema,
+  task: TaskGradeSchema.nullable(),
+  /** What the judge ran, in order (git, docker, test argv). */
+  commands: z.array(z.string()),
+  duration_ms: z.number(),
+  started_at: z.string(),
+});
+export type VerificationReport = z.infer<typeof VerificationReportSchema>;

@@ -1,0 +1,168 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { loadConfig, type Config } from '../config/config.js';
+import { runRepair } from '../pipeline/repair.js';
+import type { ModelSpec } from '../pipeline/types.js';
+import { newRunId } from '../verify/judge.js';
+import { gradeInstance, loadTasks, summarize, taskArgv, type RunSummary } from '../verify/task.js';
+import type { VerificationReport } from '../verify/types.js';
+
+const USAGE = `usage: agenticfix eval <tasks.jsonl> [--model <name> | --model scripted:<file>] [--runs K]
+                       [--instance <id>]... [--out <dir>] [--json]
+
+Runs the agent then the independent judge on every task, K times each, and reports resolved
+per run, the mean, pass@K, tokens and time per task. Per-instance report.json files and
+summary.json go under --out (default: <runs dir>/eval-<id>).
+`;
+
+/** One agent run graded by the judge. */
+export interface EvalRecord {
+  instance_id: string;
+  run: number;
+  resolved: boolean;
+  verdict: VerificationReport['verdict'];
+  tokens: number;
+  duration_ms: number;
+}
+
+export interface EvalSummary {
+  tasks: number;
+  runs: number;
+  resolved_per_run: number[];
+  mean_resolved: number;
+  /** Share of tasks resolved in at least one of the K runs. */
+  pass_at_k: number;
+  per_task: { instance_id: string; resolved_runs: number; mean_tokens: number; mean_duration_ms: number }[];
+  /** SWE-bench-style summary of each run. */
+  run_summaries: RunSummary[];
+}
+
+const mean = (xs: readonly number[]) => (xs.length === 0 ? 0 : xs.reduce((a, b) => a + b, 0) / xs.length);
+
+/** Aggregates graded runs: resolved per run, their mean, pass@K and per-task cost. */
+export function aggregateEval(
+  records: readonly EvalRecord[],
+  reportsByRun: readonly VerificationReport[][],
+  runs: number,
+): EvalSummary {
+  const ids = [...new Set(records.map((r) => r.instance_id))];
+  const resolvedPerRun = Array.from(
+    { length: runs },
+    (_, k) => records.filter((r) => r.run === k + 1 && r.resolved).length,
+  );
+  const perTask = ids.map((id) => {
+    const mine = records.filter((r) => r.instance_id === id);
+    return {
+      instance_id: id,
+      resolved_runs: mine.filter((r) => r.resolved).length,
+      mean_tokens: mean(mine.map((r) => r.tokens)),
+      mean_duration_ms: mean(mine.map((r) => r.duration_ms)),
+    };
+  });
+  return {
+    tasks: ids.length,
+    runs,
+    resolved_per_run: resolvedPerRun,
+    mean_resolved: mean(resolvedPerRun),
+    pass_at_k: ids.length === 0 ? 0 : perTask.filter((t) => t.resolved_runs > 0).length / ids.length,
+    per_task: perTask,
+    run_summaries: reportsByRun.map((reports) => summarize(reports)),
+  };
+}
+
+function modelSpec(flag: string | undefined, config: Config): ModelSpec {
+  if (flag?.startsWith('scripted:')) return { kind: 'scripted', scriptPath: flag.slice('scripted:'.length) };
+  if (flag) config.model.name = flag;
+  return { kind: 'openai' };
+}
+
+export async function evalCommand(argv: string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        model: { type: 'string' },
+        runs: { type: 'string', default: '1' },
+        instance: { type: 'string', multiple: true },
+        out: { type: 'string' },
+        json: { type: 'boolean', default: false },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    });
+  } catch (err) {
+    process.stderr.write(`agenticfix eval: ${(err as Error).message}\n${USAGE}`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  if (values.help) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  const runs = Number(values.runs);
+  if (positionals.length !== 1 || !Number.isInteger(runs) || runs < 1) {
+    process.stderr.write(`agenticfix eval: one task file and --runs ≥ 1 are required\n${USAGE}`);
+    return 2;
+  }
+  const config = loadConfig();
+  const model = modelSpec(values.model, config);
+  const only = values.instance;
+  const tasks = (await loadTasks(positionals[0]!)).filter((t) => !only || only.includes(t.instance_id));
+  const outDir = path.resolve(values.out ?? path.join(config.runsDir, newRunId('eval')));
+  const records: EvalRecord[] = [];
+  const reportsByRun: VerificationReport[][] = [];
+  for (let k = 1; k <= runs; k++) {
+    const reports: VerificationReport[] = [];
+    for (const task of tasks) {
+      const started = Date.now();
+      const repair = await runRepair({
+        config,
+        remote: task.repo,
+        baseCommit: task.base_commit,
+        issue: { title: task.instance_id, body: task.problem_statement },
+        testArgv: taskArgv(task),
+        model,
+        sandbox: 'docker',
+        dockerfile: task.dockerfile,
+      });
+      const report = await gradeInstance(task, repair.patch, config, {
+        dockerfile: task.dockerfile ?? repair.dockerfile ?? undefined,
+        outDir: path.join(outDir, `run-${k}`, task.instance_id),
+      });
+      reports.push(report);
+      records.push({
+        instance_id: task.instance_id,
+        run: k,
+        resolved: report.task?.resolved === true,
+        verdict: report.verdict,
+        tokens: repair.tokens.total,
+        duration_ms: Date.now() - started,
+      });
+      if (!values.json)
+        process.stderr.write(
+          `run ${k} ${task.instance_id}: ${report.verdict} (${repair.stop_reason}, ${repair.tokens.total} tokens)\n`,
+        );
+    }
+    reportsByRun.push(reports);
+  }
+  const summary = aggregateEval(records, reportsByRun, runs);
+  await mkdir(outDir, { recursive: true });
+  await writeFile(path.join(outDir, 'summary.json'), `${JSON.stringify({ summary, records }, null, 2)}\n`);
+  if (values.json) process.stdout.write(`${JSON.stringify({ summary, records }, null, 2)}\n`);
+  else {
+    const lines = [
+      `tasks: ${summary.tasks}, runs: ${runs}`,
+      `resolved per run: ${summary.resolved_per_run.join(', ')} (mean ${summary.mean_resolved.toFixed(2)})`,
+      `pass@${runs}: ${(summary.pass_at_k * 100).toFixed(1)}%`,
+      ...summary.per_task.map(
+        (t) =>
+          `  ${t.instance_id}: resolved ${t.resolved_runs}/${runs}, ${Math.round(t.mean_tokens)} tokens, ${(t.mean_duration_ms / 1000).toFixed(1)} s`,
+      ),
+      `reports: ${outDir}`,
+    ];
+    process.stdout.write(`${lines.join('\n')}\n`);
+  }
+  return 0;
+}

@@ -1,0 +1,122 @@
+import { chmod, mkdir, readFile, rm } from 'node:fs/promises';
+import path from 'node:path';
+import type { RunOutcome, Sandbox } from '../environment/types.js';
+import { collectResults, crossCheck, instrumentArgv, REPORT_DIR } from './reports/runner.js';
+import type { ParsedResults, TestResult } from './reports/types.js';
+import type { Cell } from './types.js';
+
+export interface CellContext {
+  sandbox: Sandbox;
+  worktree: string;
+  argv: readonly string[];
+  timeoutMs: number;
+  maxOutputBytes: number;
+  /** Re-runs when the first run has failures, to tell flaky tests from real failures. */
+  reruns: number;
+  /** Whether "no test collected" is acceptable (base tests of a repository that has none yet). */
+  allowEmpty: boolean;
+  signal?: AbortSignal;
+}
+
+interface OneRun {
+  outcome: RunOutcome;
+  parsed: ParsedResults;
+  problem: string | null;
+}
+
+/** A cell that could not run at all (engine error, cancellation): the judge reports infra_error. */
+export class CellInfraError extends Error {
+  override name = 'CellInfraError';
+}
+
+const TAIL = 2000;
+
+async function runOnce(
+  ctx: CellContext,
+  argv: string[],
+  reportFile: string | null,
+  runner: ParsedResults['runner'],
+): Promise<OneRun> {
+  // The container runs as the worktree's owner or as nobody: the report directory must be writable by either.
+  const dir = path.join(ctx.worktree, REPORT_DIR);
+  await rm(dir, { recursive: true, force: true });
+  await mkdir(dir, { recursive: true });
+  await chmod(dir, 0o777);
+  const outcome = await ctx.sandbox.run({
+    argv,
+    worktree: ctx.worktree,
+    timeoutMs: ctx.timeoutMs,
+    maxOutputBytes: ctx.maxOutputBytes,
+    signal: ctx.signal,
+  });
+  if (outcome.status === 'error' || outcome.status === 'cancelled')
+    throw new CellInfraError(`test run ${outcome.status}: ${outcome.detail ?? 'no detail'}`);
+  const report = reportFile
+    ? await readFile(path.join(ctx.worktree, reportFile), 'utf8').catch(() => null)
+    : null;
+  await rm(dir, { recursive: true, force: true });
+  const parsed = collectResults(runner, outcome.stdout, report);
+  if (outcome.status === 'timeout')
+    return { outcome, parsed, problem: `timed out after ${Math.round(ctx.timeoutMs / 1000)} s` };
+  const check = crossCheck(parsed, outcome.exit_code);
+  return { outcome, parsed, problem: check.ok || (check.empty && ctx.allowEmpty) ? null : check.problem };
+}
+
+/** Ids whose status differs between runs (or that some runs did not report). */
+export function flakyIds(runs: readonly (readonly TestResult[])[]): string[] {
+  const maps = runs.map((results) => new Map(results.map((r) => [r.id, r.status])));
+  const ids = new Set(maps.flatMap((m) => [...m.keys()]));
+  return [...ids].filter((id) => new Set(maps.map((m) => m.get(id) ?? 'missing')).size > 1).sort();
+}
+
+/**
+ * Runs one cell: the instrumented test command in the cell's worktree, re-run up to `reruns`
+ * times when anything failed. The first run's results stand; tests whose result changed are
+ * listed as flaky. A suite judged by exit code alone whose exit code changed cannot be trusted.
+ */
+export async function runCell(
+  spec: Pick<Cell, 'name' | 'source' | 'tests'>,
+  ctx: CellContext,
+): Promise<Cell> {
+  const cmd = instrumentArgv(ctx.argv);
+  const started = Date.now();
+  const first = await runOnce(ctx, cmd.argv, cmd.reportFile, cmd.runner);
+  const runs = [first];
+  const anyFailure =
+    first.outcome.exit_code !== 0 ||
+    first.parsed.results.some((r) => r.status === 'failed' || r.status === 'error');
+  if (anyFailure && first.outcome.status !== 'timeout') {
+    for (let i = 0; i < ctx.reruns; i++) runs.push(await runOnce(ctx, cmd.argv, cmd.reportFile, cmd.runner));
+  }
+  const flaky = first.parsed.per_test ? flakyIds(runs.map((r) => r.parsed.results)) : [];
+  const exitCodes = [...new Set(runs.map((r) => r.outcome.exit_code))];
+  const problem =
+    runs.find((r) => r.problem !== null)?.problem ??
+    (!first.parsed.per_test && exitCodes.length > 1
+      ? `the suite's exit code changed across re-runs (${exitCodes.join(', ')})`
+      : null);
+  const results = first.parsed.results;
+  const count = (s: TestResult['status']) => results.filter((r) => r.status === s).length;
+  const o = first.outcome;
+  return {
+    ...spec,
+    argv: cmd.argv,
+    exit_code: o.exit_code,
+    status: o.status,
+    runs: runs.length,
+    duration_ms: Date.now() - started,
+    runner: cmd.runner,
+    per_test: first.parsed.per_test,
+    report_source: first.parsed.source,
+    counts: {
+      passed: count('passed'),
+      failed: count('failed'),
+      errors: count('error'),
+      skipped: count('skipped'),
+    },
+    results,
+    flaky,
+    problem,
+    output_tail: `${o.stdout}\n${o.stderr}`.trim().slice(-TAIL),
+  };
+}

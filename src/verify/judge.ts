@@ -1,0 +1,224 @@
+import { createHash, randomBytes } from 'node:crypto';
+import Docker from 'dockerode';
+import type { Config } from '../config/config.js';
+import { DockerEnvironmentBuilder } from '../environment/builder.js';
+import type { BuildResult, Sandbox } from '../environment/types.js';
+import { applyPatch, patchFiles } from '../patch/patch.js';
+import { GitWorkspaceManager } from '../workspace/manager.js';
+import type { Worktree } from '../workspace/types.js';
+import { runCell } from './cells.js';
+import { evaluate } from './evaluate.js';
+import { formatFlag, scanPatch, staticTestModifications } from './scan.js';
+import { classifyPatch, joinPatch, splitPatch } from './split.js';
+import type { Cell, CellName, JudgeOptions, VerificationReport, Verdict } from './types.js';
+import { VerificationReportSchema } from './types.js';
+
+const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
+const firstLines = (s: string, n = 3) => s.trim().split('\n').slice(0, n).join(' / ');
+
+export const newRunId = (prefix: string) =>
+  `${prefix}-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
+
+/** A report with no evidence yet; `finish` fills in the verdict. */
+export function newReport(a: {
+  mode: 'live' | 'task';
+  runId: string;
+  repo: string;
+  baseCommit: string;
+  patch: string;
+  testGlobs?: string[];
+}) {
+  const { tests, sources } = classifyPatch(a.patch, a.testGlobs);
+  const report: VerificationReport = {
+    verdict: 'infra_error',
+    reason: '',
+    base_commit: a.baseCommit,
+    flags: scanPatch(splitPatch(a.patch)).map(formatFlag),
+    mode: a.mode,
+    run_id: a.runId,
+    repo: a.repo,
+    per_test: false,
+    patch: {
+      files: patchFiles(a.patch),
+      test_files: tests.map((s) => s.path),
+      source_files: sources.map((s) => s.path),
+    },
+    tests_modified: [],
+    image: null,
+    build_error: null,
+    cells: [],
+    evidence: { reproduced: [], regressions: [], new_tests_failing: [], fail_both: [], flaky: [] },
+    task: null,
+    commands: [],
+    duration_ms: 0,
+    started_at: new Date().toISOString(),
+  };
+  return report;
+}
+
+/** Sets the verdict and validates the whole report against its schema. */
+export function finish(report: VerificationReport, verdict: Verdict, reason: string): VerificationReport {
+  report.verdict = verdict;
+  report.reason = reason;
+  report.per_test = report.cells.length > 0 && report.cells.every((c) => c.per_test);
+  report.duration_ms = Date.now() - Date.parse(report.started_at);
+  return VerificationReportSchema.parse(report);
+}
+
+/** Worktrees of one judge call, all removed at the end whatever happens. */
+export class Worktrees {
+  readonly manager: GitWorkspaceManager;
+  private readonly created: Worktree[] = [];
+  constructor(config: Config) {
+    this.manager = new GitWorkspaceManager({ cacheDir: config.cacheDir, worktreeDir: config.worktreeDir });
+  }
+  async create(remote: string, sha: string, runId: string): Promise<Worktree> {
+    const wt = await this.manager.create(remote, sha, runId);
+    this.created.push(wt);
+    return wt;
+  }
+  async removeAll(): Promise<void> {
+    for (const wt of this.created.splice(0)) await this.manager.remove(wt).catch(() => undefined);
+  }
+}
+
+/**
+ * Builds the environment image from the Dockerfile with the given worktree as context, without the
+ * engine's layer cache unless `reuseImage` (tests only): a verdict must not rest on an image that
+ * cannot be rebuilt from scratch.
+ */
+export async function buildEnvironment(
+  report: VerificationReport,
+  a: {
+    config: Config;
+    dockerfile: string;
+    worktree: string;
+    runId: string;
+    reuseImage?: boolean;
+    signal?: AbortSignal;
+  },
+): Promise<{ build: BuildResult; sandbox: Sandbox | null }> {
+  const builder = new DockerEnvironmentBuilder(new Docker(), a.config.sandbox);
+  const noCache = !a.reuseImage;
+  report.commands.push(`docker build${noCache ? ' --no-cache' : ''} (context: ${a.worktree})`);
+  const build = await builder.build({
+    dockerfile: a.dockerfile,
+    worktree: a.worktree,
+    runId: a.runId,
+    noCache,
+    signal: a.signal,
+  });
+  if (!build.success || !build.image_id) {
+    report.build_error = [
+      build.error ?? 'build failed',
+      ...build.log.error_lines,
+      ...build.log.tail.slice(-10),
+    ].join('\n');
+    return { build, sandbox: null };
+  }
+  report.image = {
+    id: build.image_id,
+    tag: build.image_tag,
+    no_cache: noCache,
+    build_ms: build.duration_ms,
+    dockerfile_sha256: createHash('sha256').update(a.dockerfile).digest('hex'),
+  };
+  return { build, sandbox: builder.sandboxFor(build.image_id) };
+}
+
+/** In the order of the evidence table; worktrees are prepared in reverse, so the full patch is tried first. */
+const CELLS: ReadonlyArray<{
+  name: CellName;
+  source: 'base' | 'patched';
+  tests: 'base' | 'patch';
+  label: string;
+}> = [
+  { name: 'base', source: 'base', tests: 'base', label: 'base' },
+  { name: 'patched_source', source: 'patched', tests: 'base', label: "patch's source changes" },
+  { name: 'patch_tests', source: 'base', tests: 'patch', label: "patch's test changes" },
+  { name: 'patched', source: 'patched', tests: 'patch', label: 'candidate patch' },
+];
+
+/**
+ * The independent judge (live mode): four cells — {base, patched} source × {base, patch's} tests —
+ * each in a fresh worktree at the base commit, all in containers of one image rebuilt without cache
+ * from the final Dockerfile. Expected failures are verdicts, never exceptions.
+ */
+export async function judge(opts: JudgeOptions): Promise<VerificationReport> {
+  const runId = opts.runId ?? newRunId('verify');
+  const report = newReport({
+    mode: 'live',
+    runId,
+    repo: opts.remote,
+    baseCommit: opts.baseCommit,
+    patch: opts.patch,
+    testGlobs: opts.testGlobs,
+  });
+  const sections = splitPatch(opts.patch);
+  if (opts.patch.trim() === '') return finish(report, 'empty_patch', 'The candidate patch changes nothing.');
+  if (sections.length === 0)
+    return finish(report, 'patch_does_not_apply', 'The candidate patch has no `diff --git` section.');
+  const { tests, sources } = classifyPatch(opts.patch, opts.testGlobs);
+  const patches: Record<CellName, string> = {
+    base: '',
+    patched_source: joinPatch(sources),
+    patch_tests: joinPatch(tests),
+    patched: opts.patch,
+  };
+  const worktrees = new Worktrees(opts.config);
+  try {
+    const base = await worktrees.manager.resolve(opts.remote, opts.baseCommit);
+    report.base_commit = base;
+    const paths = {} as Record<CellName, string>;
+    for (const cell of [...CELLS].reverse()) {
+      const wt = await worktrees.create(opts.remote, base, `${runId}-${cell.name}`);
+      paths[cell.name] = wt.path;
+      report.commands.push(`git worktree add --detach ${wt.path} ${base}`);
+      if (!patches[cell.name]) continue;
+      report.commands.push(`git apply --binary (${cell.label}) in ${wt.path}`);
+      const applied = await applyPatch(wt.path, patches[cell.name]);
+      if (!applied.ok)
+        return finish(
+          report,
+          'patch_does_not_apply',
+          `The ${cell.label} does not apply to ${base.slice(0, 12)}: ${firstLines(applied.error ?? '')}`,
+        );
+    }
+
+    const { sandbox } = await buildEnvironment(report, { ...opts, worktree: paths.patched, runId });
+    if (!sandbox)
+      return finish(
+        report,
+        'build_failed',
+        `The Dockerfile does not build from scratch: ${firstLines(report.build_error ?? '', 1)}`,
+      );
+
+    const cells = {} as Record<CellName, Cell>;
+    for (const cell of CELLS) {
+      if (opts.signal?.aborted) return finish(report, 'infra_error', 'The judge was cancelled.');
+      cells[cell.name] = await runCell(
+        { name: cell.name, source: cell.source, tests: cell.tests },
+        {
+          sandbox,
+          worktree: paths[cell.name],
+          argv: opts.testArgv,
+          timeoutMs: opts.config.limits.maxTestTimeoutMs,
+          maxOutputBytes: opts.config.limits.maxOutputBytes,
+          reruns: opts.config.verify.flakyReruns,
+          allowEmpty: cell.tests === 'base',
+          signal: opts.signal,
+        },
+      );
+      report.cells.push(cells[cell.name]);
+      report.commands.push(`[${cell.name}] ${cells[cell.name].argv.join(' ')}`);
+    }
+    const judged = evaluate(cells, staticTestModifications(tests), tests.length > 0);
+    report.evidence = judged.evidence;
+    report.tests_modified = judged.tests_modified;
+    return finish(report, judged.verdict, judged.reason);
+  } catch (err) {
+    return finish(report, 'infra_error', `The judge itself failed: ${message(err)}`);
+  } finally {
+    await worktrees.removeAll();
+  }
+}

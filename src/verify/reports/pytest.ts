@@ -1,0 +1,40 @@
+import type { TestResult, TestStatus } from './types.js';
+import { mergeResults } from './types.js';
+
+const STATUS: Record<string, TestStatus> = {
+  PASSED: 'passed',
+  XPASS: 'passed', // a non-strict xpass passes; a strict one is reported as FAILED
+  FAILED: 'failed',
+  ERROR: 'error',
+  SKIPPED: 'skipped',
+  XFAIL: 'skipped',
+};
+
+/** The node id at the start of `rest`: up to the first space outside parametrize brackets. */
+function leadingNodeId(rest: string): string {
+  let depth = 0;
+  for (let i = 0; i < rest.length; i++) {
+    const c = rest[i];
+    if (c === '[') depth++;
+    else if (c === ']') depth = Math.max(0, depth - 1);
+    else if (c === ' ' && depth === 0) return rest.slice(0, i);
+  }
+  return rest;
+}
+
+/**
+ * Results from pytest's `-rA` short summary ("PASSED tests/test_a.py::test_x"). Only the summary
+ * section is read when its header is present. SKIPPED lines carry a location, not a node id.
+ */
+export function parsePytestSummary(output: string): TestResult[] {
+  const header = output.search(/^=+ short test summary info =+$/m);
+  const text = header >= 0 ? output.slice(header) : output;
+  const results: TestResult[] = [];
+  for (const m of text.matchAll(/^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (.+)$/gm)) {
+    const kind = m[1]!;
+    const rest = m[2]!;
+    const id = kind === 'SKIPPED' ? rest.replace(/^\[\d+\] /, '').replace(/: .*$/, '') : leadingNodeId(rest);
+    results.push({ id, status: STATUS[kind]! });
+  }
+  return mergeResults(results);
+}

@@ -1,0 +1,139 @@
+import path from 'node:path';
+import { parseGoTestJson } from './gotest.js';
+import { parseJestJson } from './jest.js';
+import { parseJunitXml } from './junit.js';
+import { parseMochaJson } from './mocha.js';
+import { parsePytestSummary } from './pytest.js';
+import { parseTap } from './tap.js';
+import type { ParsedResults, Runner, TestResult } from './types.js';
+import { CONTAINER_ROOT } from './types.js';
+
+/** Directory, relative to the worktree root, where instrumented runners write their reports. */
+export const REPORT_DIR = '.agenticfix-report';
+
+const REPORT_FILE: Partial<Record<Runner, string>> = {
+  pytest: 'pytest.xml',
+  jest: 'jest.json',
+  'node-test': 'node.tap',
+  mocha: 'mocha.json',
+};
+
+const base = (t: string | undefined) => (t === undefined ? '' : path.posix.basename(t));
+
+/**
+ * Which runner an argv invokes. Rules: a token named `pytest`/`py.test` or `-m pytest`; a token
+ * named `jest` (or jest's bin script `jest.js`); a token named `mocha`/`_mocha`; `node … --test`;
+ * `go test`. Anything else (npm scripts, make, shell) is `generic` and judged by exit code only.
+ */
+export function detectRunner(argv: readonly string[]): Runner {
+  const names = argv.map(base);
+  if (names.some((n) => n === 'pytest' || n === 'py.test')) return 'pytest';
+  if (argv.some((t, i) => t === '-m' && argv[i + 1] === 'pytest')) return 'pytest';
+  if (names.some((n) => n === 'jest' || (n === 'jest.js' && argv.some((t) => t.includes('/jest/')))))
+    return 'jest';
+  if (names.some((n) => n === 'mocha' || n === '_mocha')) return 'mocha';
+  if (/^node(js)?$/.test(names[0] ?? '') && argv.includes('--test')) return 'node-test';
+  if (names[0] === 'go' && argv[1] === 'test') return 'go';
+  return 'generic';
+}
+
+export interface InstrumentedCommand {
+  runner: Runner;
+  argv: string[];
+  /** Report file relative to the worktree root, or null when results come from stdout (go) or nowhere (generic). */
+  reportFile: string | null;
+}
+
+/**
+ * Adds reporter flags to the maintainer's argv so per-test results land in a file inside the
+ * worktree (the container's root is read-only). pytest: `--junitxml=… -o junit_family=xunit1 -rA`
+ * appended (xunit1 records the file, giving real node ids; -rA is the fallback when no XML is
+ * written); jest: `--json --outputFile=…` appended; mocha: `--reporter json --reporter-option
+ * output=…` appended; node: `--test-reporter=tap --test-reporter-destination=…` inserted right
+ * after `--test` (node options must precede file arguments); go: `-json` inserted after `test`.
+ */
+export function instrumentArgv(argv: readonly string[]): InstrumentedCommand {
+  const runner = detectRunner(argv);
+  const file = REPORT_FILE[runner];
+  const reportFile = file ? `${REPORT_DIR}/${file}` : null;
+  const inContainer = reportFile ? `${CONTAINER_ROOT}/${reportFile}` : '';
+  const out = [...argv];
+  switch (runner) {
+    case 'pytest':
+      out.push(`--junitxml=${inContainer}`, '-o', 'junit_family=xunit1', '-rA');
+      break;
+    case 'jest':
+      out.push('--json', `--outputFile=${inContainer}`);
+      break;
+    case 'mocha':
+      out.push('--reporter', 'json', '--reporter-option', `output=${inContainer}`);
+      break;
+    case 'node-test':
+      out.splice(
+        out.indexOf('--test') + 1,
+        0,
+        '--test-reporter=tap',
+        `--test-reporter-destination=${inContainer}`,
+      );
+      break;
+    case 'go':
+      out.splice(2, 0, '-json');
+      break;
+    case 'generic':
+      break;
+  }
+  return { runner, argv: out, reportFile };
+}
+
+/**
+ * Per-test results of one run. For a known runner `per_test` stays true even when its report is
+ * missing or unreadable: an empty result list then fails the cross-check instead of silently
+ * degrading to exit codes. Only `generic` commands fall back to `per_test: false`.
+ */
+export function collectResults(runner: Runner, stdout: string, report: string | null): ParsedResults {
+  const done = (source: string, results: TestResult[] | null): ParsedResults => ({
+    runner,
+    per_test: true,
+    source: results ? source : `${source} (missing or unreadable)`,
+    results: results ?? [],
+  });
+  switch (runner) {
+    case 'pytest':
+      if (report && /<testsuite\b/.test(report))
+        return done('junit-xml', parseJunitXml(report, { pytest: true }));
+      return done('pytest-rA', parsePytestSummary(stdout));
+    case 'jest':
+      return done('jest-json', report === null ? null : parseJestJson(report));
+    case 'mocha':
+      return done('mocha-json', parseMochaJson(report ?? stdout));
+    case 'node-test':
+      return done('tap', report === null ? null : parseTap(report));
+    case 'go':
+      return done('go-json', parseGoTestJson(stdout));
+    case 'generic':
+      return { runner, per_test: false, source: 'exit-code', results: [] };
+  }
+}
+
+export interface CrossCheck {
+  ok: boolean;
+  /** True when the only problem is that no test was collected (a repository may have no tests yet). */
+  empty: boolean;
+  /** Why the results cannot be trusted (null when they can). */
+  problem: string | null;
+}
+
+/** Checks parsed results against the exit code: a run that failed must say which tests failed, and vice versa. */
+export function crossCheck(parsed: ParsedResults, exitCode: number | null): CrossCheck {
+  const bad = (problem: string, empty = false): CrossCheck => ({ ok: false, empty, problem });
+  if (exitCode === null) return bad('the test command reported no exit code');
+  if (!parsed.per_test) return { ok: true, empty: false, problem: null };
+  if (parsed.results.length === 0)
+    return bad(`no test collected (${parsed.source}, exit code ${exitCode})`, true);
+  const failing = parsed.results.filter((r) => r.status === 'failed' || r.status === 'error').length;
+  if (exitCode !== 0 && failing === 0)
+    return bad(`exit code ${exitCode} but no failed test in the ${parsed.source} report`);
+  if (exitCode === 0 && failing > 0)
+    return bad(`${failing} failing tests in the ${parsed.source} report but exit code 0`);
+  return { ok: true, empty: false, problem: null };
+}

@@ -205,12 +205,20 @@ describe('verdicts from the four cells', () => {
   });
 
   test('no_reproduction: no new test, a new test passing on the base, or a new test failing with the patch', () => {
-    expect(evaluate(cells(base, base, base, base), [], false).reason).toMatch(/adds no test/);
+    expect(evaluate(cells(base, base, base, base), [], false).reason).toMatch(
+      /no test fails on the base source and passes with the patch/,
+    );
     expect(
       evaluate(cells(base, base, { ...base, new: 'passed' }, { ...base, new: 'passed' }), [], true).verdict,
     ).toBe('no_reproduction');
     const j = evaluate(cells(base, base, { ...base, new: 'failed' }, { ...base, new: 'failed' }), [], true);
     expect(j).toMatchObject({ verdict: 'no_reproduction', evidence: { new_tests_failing: ['new'] } });
+  });
+
+  test('verified: an untouched base test that fails on the base source passes with the patch', () => {
+    const fixed = { ...base, broken: 'passed' as const };
+    const j = evaluate(cells(base, fixed, base, fixed), [], false);
+    expect(j).toMatchObject({ verdict: 'verified', evidence: { reproduced: ['broken'], regressions: [] } });
   });
 
   test('tests_modified: an existing test whose result changes with the same source', () => {

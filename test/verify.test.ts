@@ -134,6 +134,10 @@ describeDocker('judge on a Python/pytest fixture (real git, real Docker)', () =>
     expect(md).toContain('`verified`');
     expect(md).toContain('| patched | patched | patch | 3 | 1 | 0 | 0 | 1 | 2 |');
     expect(md).toContain(r.image!.id);
+    // The judge always leaves its report with the run.
+    const saved = JSON.parse(await readFile(path.join(config.runsDir, 't-verified', 'report.json'), 'utf8'));
+    expect(saved.verdict).toBe('verified');
+    expect(await readFile(path.join(config.runsDir, 't-verified', 'report.md'), 'utf8')).toBe(md);
   });
 
   test('a fix without a test is no_reproduction', async () => {

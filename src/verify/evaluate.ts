@@ -15,8 +15,10 @@ const list = (ids: readonly string[], max = 3) =>
   ids.slice(0, max).join(', ') + (ids.length > max ? ` and ${ids.length - max} more` : '');
 
 /**
- * The verdict from the four cells. Evidence counts only the untouched base tests (regressions)
- * and the patch's new tests (reproduction); flaky tests are excluded everywhere. Precedence:
+ * The verdict from the four cells. Evidence counts only the untouched base tests and the patch's new
+ * tests: a reproduction is a new test, or an untouched base test, that fails on the base source and
+ * passes with the patch; a regression is a base test that passed and now fails. Flaky tests are
+ * excluded everywhere. Precedence:
  * invalid_test_run > regression > tests_modified > no_reproduction > verified.
  */
 export function evaluate(
@@ -56,6 +58,7 @@ export function evaluate(
     const d = D.get(id);
     if (a === 'passed' && (b === undefined || failing(b) || failing(d))) evidence.regressions.push(id);
     if (failing(a) && failing(b)) evidence.fail_both.push(id);
+    if (failing(a) && b === 'passed' && (d === undefined || d === 'passed')) evidence.reproduced.push(id);
     // Same source, different result: only an edit to the test itself can explain it.
     const c = C.get(id);
     if (c !== undefined && RANK[c] > RANK[a])
@@ -95,12 +98,12 @@ export function evaluate(
     return judged(
       'no_reproduction',
       newIds.length === 0
-        ? 'No regression, but the patch adds no test that fails on the base source.'
+        ? 'No regression, but no test fails on the base source and passes with the patch.'
         : `No regression, but none of the patch's ${newIds.length} new test(s) fails on the base source.`,
     );
   return judged(
     'verified',
-    `${evidence.reproduced.length} new test(s) fail on the base source and pass with the patch (${list(evidence.reproduced)}); no test that passed on the base fails.`,
+    `${evidence.reproduced.length} test(s) fail on the base source and pass with the patch (${list(evidence.reproduced)}); no test that passed on the base fails.`,
   );
 
   function judged(verdict: Verdict, reason: string): Judgement {
@@ -127,6 +130,8 @@ function byExitCode(
     return judged('regression', 'The suite passes on the base but fails with the patch.');
   if (mods.length > 0) return judged('tests_modified', `The patch changes existing tests: ${list(mods, 2)}.`);
   if (!passed(cells.patched)) return judged('no_reproduction', 'The suite still fails with the patch.');
+  if (!passed(cells.base) && passed(cells.patched_source))
+    return judged('verified', 'The base suite fails on the base source and passes with the patch.');
   if (!patchHasTests) return judged('no_reproduction', 'No regression, but the patch adds no test.');
   if (passed(cells.patch_tests))
     return judged('no_reproduction', "The patch's tests pass on the base source too.");

@@ -1,4 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import Docker from 'dockerode';
 import type { Config } from '../config/config.js';
 import { DockerEnvironmentBuilder } from '../environment/builder.js';
@@ -8,6 +10,7 @@ import { GitWorkspaceManager } from '../workspace/manager.js';
 import type { Worktree } from '../workspace/types.js';
 import { runCell } from './cells.js';
 import { evaluate } from './evaluate.js';
+import { renderMarkdown } from './markdown.js';
 import { formatFlag, scanPatch, staticTestModifications } from './scan.js';
 import { classifyPatch, joinPatch, splitPatch } from './split.js';
 import type { Cell, CellName, JudgeOptions, VerificationReport, Verdict } from './types.js';
@@ -144,8 +147,18 @@ const CELLS: ReadonlyArray<{
  * each in a fresh worktree at the base commit, all in containers of one image rebuilt without cache
  * from the final Dockerfile. Expected failures are verdicts, never exceptions.
  */
+/** Judges a candidate patch and always records the report in `<runsDir>/<runId>/report.json` and `report.md`. */
 export async function judge(opts: JudgeOptions): Promise<VerificationReport> {
   const runId = opts.runId ?? newRunId('verify');
+  const report = await decide(opts, runId);
+  const dir = path.join(opts.config.runsDir, runId);
+  await mkdir(dir, { recursive: true });
+  await writeFile(path.join(dir, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
+  await writeFile(path.join(dir, 'report.md'), renderMarkdown(report));
+  return report;
+}
+
+async function decide(opts: JudgeOptions, runId: string): Promise<VerificationReport> {
   const report = newReport({
     mode: 'live',
     runId,

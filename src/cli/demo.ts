@@ -1,16 +1,27 @@
+import Docker from 'dockerode';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { loadConfig } from '../config/config.js';
+import { runAppDemo } from '../demo/app.js';
 import { runToolsOnlyDemo } from '../demo/tools-only.js';
+import { dockerAvailable } from '../environment/docker.js';
 
 const Flags = z.strictObject({
   json: z.boolean().default(false),
   'keep-worktrees': z.boolean().default(false),
   'tools-only': z.boolean().default(false),
   sandbox: z.enum(['local', 'docker']).optional(),
-  model: z.string().optional(),
+  model: z.enum(['scripted', 'configured']).optional(),
 });
 
+const fmt = (c: { passed: number; failed: number } | null) =>
+  c ? `${c.passed} passed, ${c.failed} failed` : 'n/a';
+
+/**
+ * `agenticfix demo`: the whole app flow on the calculator (GitHub emulator, scripted model unless a
+ * real one is configured, Docker sandbox, judge, draft PR). `--tools-only` runs the trusted tool-chain
+ * demo instead (no model, no app; `--sandbox local|docker`).
+ */
 export async function demoCommand(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: argv,
@@ -25,27 +36,71 @@ export async function demoCommand(argv: string[]): Promise<number> {
   });
   const flags = Flags.parse(values);
   const config = loadConfig();
-  const log = flags.json ? () => {} : (line: string) => process.stdout.write(`  ${line}\n`);
-  const summary = await runToolsOnlyDemo({
-    config,
-    sandbox: flags.sandbox ?? 'local',
-    keepWorktrees: flags['keep-worktrees'],
-    log,
-  });
-  if (flags.json) process.stdout.write(JSON.stringify(summary) + '\n');
+  const out = (s: string) => process.stdout.write(s);
+  const log = flags.json ? () => {} : (line: string) => out(`  ${line}\n`);
+
+  if (flags['tools-only']) {
+    const summary = await runToolsOnlyDemo({
+      config,
+      sandbox: flags.sandbox ?? 'local',
+      keepWorktrees: flags['keep-worktrees'],
+      log,
+    });
+    if (flags.json) out(JSON.stringify(summary) + '\n');
+    else
+      out(
+        [
+          `base tests:    ${fmt(summary.base_tests)}`,
+          `after edits:   ${fmt(summary.after_tests)}`,
+          `clean verify:  ${fmt(summary.verify_tests)}`,
+          `patch:         ${summary.patch_path ?? 'none'}`,
+          `trace:         ${summary.trace_path}`,
+          `result:        ${summary.result}${summary.error ? ` (${summary.error})` : ''}`,
+          '',
+        ].join('\n'),
+      );
+    return summary.result === 'success' ? 0 : 1;
+  }
+
+  if (flags.sandbox === 'local') {
+    process.stderr.write(
+      'agenticfix demo: the app flow runs repository code only in Docker; use --tools-only for the local sandbox\n',
+    );
+    return 2;
+  }
+  if (!(await dockerAvailable(new Docker()))) {
+    process.stderr.write(
+      'agenticfix demo: no Docker engine answers. Start one with `bash scripts/setup-docker.sh` (as root),\n' +
+        'or run the trusted tool-chain demo without Docker: `npx agenticfix demo --tools-only`.\n',
+    );
+    return 2;
+  }
+  const model = flags.model ?? (config.model.provider ? 'configured' : 'scripted');
+  const summary = await runAppDemo({ config, model, log });
+  if (flags.json) out(JSON.stringify(summary) + '\n');
   else {
-    const fmt = (c: { passed: number; failed: number } | null) => (c ? `${c.passed} passed, ${c.failed} failed` : 'n/a');
-    process.stdout.write(
+    out(
       [
+        `verdict:       ${summary.verdict ?? 'none'} (stop reason: ${summary.stop_reason ?? 'n/a'}, model: ${summary.model})`,
         `base tests:    ${fmt(summary.base_tests)}`,
         `after edits:   ${fmt(summary.after_tests)}`,
         `clean verify:  ${fmt(summary.verify_tests)}`,
+        `pull request:  ${summary.pr ? `#${summary.pr.number} ${summary.pr.draft ? '(draft) ' : ''}${summary.pr.title} ${summary.pr.url}` : 'none'}`,
         `patch:         ${summary.patch_path ?? 'none'}`,
-        `trace:         ${summary.trace_path}`,
+        `trace:         ${summary.trace_path ?? 'none'}`,
         `result:        ${summary.result}${summary.error ? ` (${summary.error})` : ''}`,
         '',
+        ...summary.comments.map(
+          (c) =>
+            `--- comment on the ${c.on} by ${c.author} (${c.body.length} chars)\n${firstLines(c.body, 12)}\n`,
+        ),
       ].join('\n'),
     );
   }
   return summary.result === 'success' ? 0 : 1;
 }
+
+const firstLines = (s: string, n: number) => {
+  const lines = s.split('\n');
+  return lines.slice(0, n).join('\n') + (lines.length > n ? `\n  [... ${lines.length - n} more lines]` : '');
+};

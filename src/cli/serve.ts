@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import SmeeClient from 'smee-client';
 import { z } from 'zod';
 import { loadConfig, loadEnv } from '../config/config.js';
 import { startApp } from '../webhook/server.js';
@@ -15,7 +16,10 @@ const AppEnv = z
     PORT: z.coerce.number().int().min(0).max(65535).default(3000),
     HOST: z.string().min(1).default('0.0.0.0'),
   })
-  .refine((e) => e.PRIVATE_KEY || e.PRIVATE_KEY_PATH, { message: 'set PRIVATE_KEY or PRIVATE_KEY_PATH', path: ['PRIVATE_KEY'] });
+  .refine((e) => e.PRIVATE_KEY || e.PRIVATE_KEY_PATH, {
+    message: 'set PRIVATE_KEY or PRIVATE_KEY_PATH',
+    path: ['PRIVATE_KEY'],
+  });
 
 export async function serveCommand(_argv: string[]): Promise<number> {
   const raw = loadEnv();
@@ -36,14 +40,18 @@ export async function serveCommand(_argv: string[]): Promise<number> {
     baseUrl: env.GHE_HOST ? `https://${env.GHE_HOST}/api/v3` : undefined,
     port: env.PORT,
     host: env.HOST,
-    webhookProxyUrl: env.WEBHOOK_PROXY_URL,
   });
   process.stdout.write(`agenticfix listening on ${app.url}\n`);
+  // Development: relay deliveries from a smee.io channel to the local endpoint, as Probot does.
+  const proxy = env.WEBHOOK_PROXY_URL
+    ? await new SmeeClient({ source: env.WEBHOOK_PROXY_URL, target: app.url, logger: console }).start()
+    : null;
   await new Promise<void>((resolve) => {
     const stop = () => resolve();
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
   });
+  proxy?.close();
   await app.close();
   return 0;
 }

@@ -11,7 +11,12 @@ import type { ToolContext, ToolResult } from '../tools/types.js';
 import { RunTrace, TraceError } from '../trace/trace.js';
 import { GitWorkspaceManager } from '../workspace/manager.js';
 import type { Worktree } from '../workspace/types.js';
-import { CALCULATOR_TEST_ARGV, calculatorDockerfile, calculatorFixCalls, createCalculatorRepo } from './calculator.js';
+import {
+  CALCULATOR_TEST_ARGV,
+  calculatorDockerfile,
+  calculatorFixCalls,
+  createCalculatorRepo,
+} from './calculator.js';
 
 export interface DemoOptions {
   config: Config;
@@ -65,7 +70,8 @@ export async function runToolsOnlyDemo(opts: DemoOptions): Promise<DemoSummary> 
     log(`repository ${repo} at ${baseCommit.slice(0, 12)}`);
     const work = await workspaces.create(repo, baseCommit, `${runId}-work`);
     worktrees.push(work);
-    const builder = opts.sandbox === 'docker' ? new DockerEnvironmentBuilder(new Docker(), config.sandbox) : null;
+    const builder =
+      opts.sandbox === 'docker' ? new DockerEnvironmentBuilder(new Docker(), config.sandbox) : null;
     const ctx: ToolContext = {
       runId,
       worktree: work.path,
@@ -78,7 +84,9 @@ export async function runToolsOnlyDemo(opts: DemoOptions): Promise<DemoSummary> 
       builder,
       trace,
     };
-    const tools = builder ? [...DEFAULT_TOOLS, makeBuildEnvironmentTool(await builder.localBaseImages())] : DEFAULT_TOOLS;
+    const tools = builder
+      ? [...DEFAULT_TOOLS, makeBuildEnvironmentTool(await builder.localBaseImages())]
+      : DEFAULT_TOOLS;
     const registry = createRegistry(ctx, tools);
     const call = async (name: string, args: Record<string, unknown>): Promise<ToolResult> => {
       toolCalls++;
@@ -90,7 +98,8 @@ export async function runToolsOnlyDemo(opts: DemoOptions): Promise<DemoSummary> 
     };
     const testOutcome = (res: ToolResult) => res.data as RunOutcome;
 
-    if (builder) await call('build_environment', { dockerfile: calculatorDockerfile(config.sandbox.baseImage) });
+    if (builder)
+      await call('build_environment', { dockerfile: calculatorDockerfile(config.sandbox.baseImage) });
     summary.base_tests = counts(testOutcome(await call('run_tests', {})));
     let after: RunOutcome | null = null;
     for (const step of calculatorFixCalls()) {
@@ -108,7 +117,8 @@ export async function runToolsOnlyDemo(opts: DemoOptions): Promise<DemoSummary> 
     worktrees.push(clean);
     const applied = await applyPatch(clean.path, exported.patch);
     if (!applied.ok) throw new Error(`patch does not apply: ${applied.error}`);
-    const sandbox = ctx.environment && builder ? builder.sandboxFor(ctx.environment.imageId) : new LocalSandbox();
+    const sandbox =
+      ctx.environment && builder ? builder.sandboxFor(ctx.environment.imageId) : new LocalSandbox();
     const verify = await sandbox.run({
       argv: CALCULATOR_TEST_ARGV,
       worktree: clean.path,
@@ -119,7 +129,10 @@ export async function runToolsOnlyDemo(opts: DemoOptions): Promise<DemoSummary> 
     summary.verify_tests = counts(verify);
     const fixed = (c: Counts | null) => c !== null && c.failed === 0 && c.passed === 5;
     summary.result =
-      summary.base_tests?.passed === 3 && summary.base_tests.failed === 2 && fixed(summary.after_tests) && fixed(summary.verify_tests)
+      summary.base_tests?.passed === 3 &&
+      summary.base_tests.failed === 2 &&
+      fixed(summary.after_tests) &&
+      fixed(summary.verify_tests)
         ? 'success'
         : 'failure';
     if (summary.result === 'failure') summary.error = 'test numbers differ from the expected 3/2 → 5/0 → 5/0';
@@ -140,7 +153,12 @@ export async function runToolsOnlyDemo(opts: DemoOptions): Promise<DemoSummary> 
       counts: { tool_calls: toolCalls },
       artifacts: summary.patch_path ? [trace.artifact('final.patch', summary.patch_path)] : [],
       error: summary.error,
-      demo: { sandbox: opts.sandbox, base_tests: summary.base_tests, after_tests: summary.after_tests, verify_tests: summary.verify_tests },
+      demo: {
+        sandbox: opts.sandbox,
+        base_tests: summary.base_tests,
+        after_tests: summary.after_tests,
+        verify_tests: summary.verify_tests,
+      },
     });
   }
   return summary;

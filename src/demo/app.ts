@@ -1,0 +1,193 @@
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pino from 'pino';
+import type { Config } from '../config/config.js';
+import { startGitHubEmulator } from '../emulator/github.js';
+import { scriptFromToolCalls, startScriptedModelServer } from '../emulator/scripted-model.js';
+import type { ModelSpec } from '../pipeline/types.js';
+import { startApp } from '../webhook/server.js';
+import {
+  CALCULATOR_DIR,
+  CALCULATOR_ISSUE,
+  CALCULATOR_TEST_ARGV,
+  calculatorDockerfile,
+  calculatorFixCalls,
+} from './calculator.js';
+
+type Counts = { passed: number; failed: number };
+
+export interface AppDemoSummary {
+  result: 'success' | 'failure';
+  verdict: string | null;
+  base_tests: Counts | null;
+  after_tests: Counts | null;
+  verify_tests: Counts | null;
+  patch_path: string | null;
+  trace_path: string | null;
+  run_id: string | null;
+  stop_reason: string | null;
+  model: string;
+  pr: { number: number; draft: boolean; url: string; title: string; head: string } | null;
+  comments: { on: 'issue' | 'pr'; author: string; body: string }[];
+  error: string | null;
+}
+
+const OWNER = 'octo-demo';
+const REPO = 'calculator';
+const MAINTAINER = 'maintainer-mona';
+
+/**
+ * The whole product on an embedded default: a local GitHub emulator holds the calculator repository
+ * and an issue; a maintainer labels it; the real Probot app receives the signed webhook, runs the
+ * agent (the scripted model unless a real one is configured) in the Docker sandbox, has the judge
+ * verify the patch from scratch, and opens a draft pull request with the evidence.
+ */
+export async function runAppDemo(opts: {
+  config: Config;
+  model: 'scripted' | 'configured';
+  log: (line: string) => void;
+}): Promise<AppDemoSummary> {
+  const { config, log } = opts;
+  const work = mkdtempSync(path.join(tmpdir(), 'agenticfix-demo-'));
+  const keys = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const secret = randomBytes(16).toString('hex');
+  const emu = await startGitHubEmulator({
+    webhookSecret: secret,
+    publicKeyPem: keys.publicKey.export({ type: 'spki', format: 'pem' }).toString(),
+    dataDir: path.join(work, 'github'),
+  });
+  const scripted =
+    opts.model === 'scripted'
+      ? await startScriptedModelServer(
+          scriptFromToolCalls(
+            [
+              {
+                name: 'build_environment',
+                arguments: { dockerfile: calculatorDockerfile(config.sandbox.baseImage) },
+              },
+              ...calculatorFixCalls(),
+            ],
+            'subtract now computes a - b, and divide throws a RangeError when dividing by zero; all five tests pass.',
+          ),
+          { model: 'scripted-demo-model' },
+        )
+      : null;
+  const model: ModelSpec = scripted
+    ? { kind: 'url', baseUrl: scripted.url, name: 'scripted-demo-model' }
+    : { kind: 'openai' };
+  // The demo's run store is its own, so a demo never reports another server's runs as interrupted.
+  const app = await startApp({
+    config: {
+      ...config,
+      dbPath: path.join(work, 'runs.sqlite'),
+      app: { ...config.app, statusEditIntervalMs: 0 },
+    },
+    appId: emu.appId,
+    privateKey: keys.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+    webhookSecret: secret,
+    baseUrl: emu.url,
+    port: 0,
+    model,
+    sandbox: 'docker',
+    log: pino({ level: 'silent' }),
+  });
+  const summary: AppDemoSummary = {
+    result: 'failure',
+    verdict: null,
+    base_tests: null,
+    after_tests: null,
+    verify_tests: null,
+    patch_path: null,
+    trace_path: null,
+    run_id: null,
+    stop_reason: null,
+    model: scripted ? 'scripted' : (config.model.name ?? config.model.provider ?? 'configured'),
+    pr: null,
+    comments: [],
+    error: null,
+  };
+  try {
+    emu.setWebhookUrl(app.url);
+    const src = path.join(work, 'calculator');
+    cpSync(CALCULATOR_DIR, src, { recursive: true });
+    mkdirSync(path.join(src, '.github'), { recursive: true });
+    writeFileSync(
+      path.join(src, '.github/agenticfix.yml'),
+      `test: ${JSON.stringify(CALCULATOR_TEST_ARGV)}\n`,
+    );
+    emu.createRepo(OWNER, REPO, { fromDir: src });
+    emu.setPermission(OWNER, REPO, MAINTAINER, 'write');
+    const [title, ...body] = CALCULATOR_ISSUE.replace(/^# /, '').split('\n');
+    const issue = emu.createIssue(OWNER, REPO, {
+      title: title!,
+      body: body.join('\n').trim(),
+      user: 'reporter-ray',
+    });
+    log(`GitHub emulator ${emu.url}: ${OWNER}/${REPO} issue #${issue}`);
+    log(`${MAINTAINER} labels #${issue} '${config.app.label}' → signed webhook to ${app.url}`);
+    const delivery = await emu.label(OWNER, REPO, issue, config.app.label, MAINTAINER);
+    log(`webhook acknowledged: HTTP ${delivery.status}`);
+    await app.idle();
+
+    const run = app.store.forIssue(OWNER, REPO, issue).at(-1);
+    if (!run) throw new Error('the app started no run');
+    summary.run_id = run.id;
+    summary.verdict = run.verdict;
+    summary.stop_reason = run.stop_reason;
+    summary.patch_path = run.patch_path;
+    if (run.run_dir) {
+      summary.trace_path = path.join(run.run_dir, 'events.jsonl');
+      const result = readJson<{ last_test?: { summary?: SavedCounts } | null }>(
+        path.join(run.run_dir, 'result.json'),
+      );
+      summary.after_tests = counts(result?.last_test?.summary);
+      const report = readJson<{ cells?: { name: string; counts: SavedCounts }[] }>(
+        path.join(config.runsDir, `${run.id}-verify`, 'report.json'),
+      );
+      const cell = (name: string) => report?.cells?.find((c) => c.name === name);
+      summary.base_tests = counts(cell('base')?.counts);
+      summary.verify_tests = counts(cell('patched')?.counts);
+    }
+    const pr = emu.pulls.find((p) => p.pull);
+    if (pr?.pull)
+      summary.pr = {
+        number: pr.number,
+        draft: pr.pull.draft,
+        url: `${emu.url}/${OWNER}/${REPO}/pull/${pr.number}`,
+        title: pr.title,
+        head: pr.pull.head,
+      };
+    summary.comments = [
+      ...emu.comments(issue).map((c) => ({ on: 'issue' as const, author: c.user, body: c.body })),
+      ...(pr
+        ? emu.comments(pr.number).map((c) => ({ on: 'pr' as const, author: c.user, body: c.body }))
+        : []),
+    ];
+    summary.result = summary.verdict === 'verified' && summary.pr?.draft ? 'success' : 'failure';
+    if (summary.result === 'failure')
+      summary.error = run.error ?? `run ended ${run.state} with verdict ${run.verdict}`;
+  } catch (err) {
+    summary.error = (err as Error).message;
+  } finally {
+    await app.close();
+    await scripted?.close();
+    await emu.close();
+    rmSync(work, { recursive: true, force: true });
+  }
+  return summary;
+}
+
+type SavedCounts = { passed?: number; failed?: number; errors?: number } | null | undefined;
+
+/** Reads one of the run's own JSON records (result.json, report.json); null when it was not written. */
+function readJson<T>(file: string): T | null {
+  return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as T) : null;
+}
+
+function counts(c: SavedCounts): Counts | null {
+  return c && typeof c.passed === 'number'
+    ? { passed: c.passed, failed: (c.failed ?? 0) + (c.errors ?? 0) }
+    : null;
+}

@@ -48,6 +48,7 @@ export const ENV_SCHEMA = z.object({
   AGENTICFIX_MODEL_BASE_URL: z.url().optional(),
   AGENTICFIX_MODEL_TIMEOUT_S: int(120, 1),
   AGENTICFIX_MODEL_MAX_RETRIES: int(4, 0),
+  AGENTICFIX_MODEL_RETRY_BASE_MS: int(1000, 0),
   // Budgets
   AGENTICFIX_TOKEN_BUDGET: int(150_000, 1),
   AGENTICFIX_REQUEST_BUDGET: int(60, 1),
@@ -57,6 +58,11 @@ export const ENV_SCHEMA = z.object({
   // Context policy
   AGENTICFIX_OBSERVATION_MAX_CHARS: int(12_000, 200),
   AGENTICFIX_KEEP_FULL_OBSERVATIONS: int(4, 1),
+  AGENTICFIX_CONTEXT_POLICY: bool(true), // false: send the full history (benchmark baseline)
+  // Agent loop
+  AGENTICFIX_MAX_FORMAT_ERRORS: int(3, 1),
+  AGENTICFIX_NO_EDIT_NUDGES: int(2, 0),
+  AGENTICFIX_LOOP_REPEAT: int(3, 2),
   // Verification
   AGENTICFIX_FLAKY_RERUNS: int(2, 0),
   // App
@@ -65,6 +71,8 @@ export const ENV_SCHEMA = z.object({
   AGENTICFIX_DB_PATH: z.string().min(1).optional(),
   AGENTICFIX_STATUS_EDIT_INTERVAL_MS: int(5000, 0),
   AGENTICFIX_KEEP_FAILED_WORKTREES: bool(true),
+  AGENTICFIX_GITHUB_WRITE_INTERVAL_MS: int(1000, 0), // GitHub asks for >= 1 s between writes (3 s for notifying ones)
+  AGENTICFIX_GITHUB_RETRY_BASE_MS: int(1000, 0), // unit of Retry-After and of the 5xx back-off
 });
 
 export type EnvInput = z.input<typeof ENV_SCHEMA>;
@@ -99,6 +107,7 @@ export interface Config {
     baseUrl?: string;
     timeoutMs: number;
     maxRetries: number;
+    retryBaseMs: number;
   };
   budgets: {
     tokens: number;
@@ -107,9 +116,17 @@ export interface Config {
     timeMs: number;
     tokenReserve: number;
   };
-  context: { observationMaxChars: number; keepFullObservations: number };
+  context: { observationMaxChars: number; keepFullObservations: number; enabled: boolean };
+  agent: { maxFormatErrors: number; noEditNudges: number; loopRepeat: number };
   verify: { flakyReruns: number };
-  app: { concurrency: number; label: string; statusEditIntervalMs: number; keepFailedWorktrees: boolean };
+  app: {
+    concurrency: number;
+    label: string;
+    statusEditIntervalMs: number;
+    keepFailedWorktrees: boolean;
+    githubWriteIntervalMs: number;
+    githubRetryBaseMs: number;
+  };
 }
 
 export class ConfigError extends Error {}
@@ -164,6 +181,7 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       baseUrl: e.AGENTICFIX_MODEL_BASE_URL,
       timeoutMs: e.AGENTICFIX_MODEL_TIMEOUT_S * 1000,
       maxRetries: e.AGENTICFIX_MODEL_MAX_RETRIES,
+      retryBaseMs: e.AGENTICFIX_MODEL_RETRY_BASE_MS,
     },
     budgets: {
       tokens: e.AGENTICFIX_TOKEN_BUDGET,
@@ -175,6 +193,12 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
     context: {
       observationMaxChars: e.AGENTICFIX_OBSERVATION_MAX_CHARS,
       keepFullObservations: e.AGENTICFIX_KEEP_FULL_OBSERVATIONS,
+      enabled: e.AGENTICFIX_CONTEXT_POLICY,
+    },
+    agent: {
+      maxFormatErrors: e.AGENTICFIX_MAX_FORMAT_ERRORS,
+      noEditNudges: e.AGENTICFIX_NO_EDIT_NUDGES,
+      loopRepeat: e.AGENTICFIX_LOOP_REPEAT,
     },
     verify: { flakyReruns: e.AGENTICFIX_FLAKY_RERUNS },
     app: {
@@ -182,6 +206,8 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       label: e.AGENTICFIX_LABEL,
       statusEditIntervalMs: e.AGENTICFIX_STATUS_EDIT_INTERVAL_MS,
       keepFailedWorktrees: e.AGENTICFIX_KEEP_FAILED_WORKTREES,
+      githubWriteIntervalMs: e.AGENTICFIX_GITHUB_WRITE_INTERVAL_MS,
+      githubRetryBaseMs: e.AGENTICFIX_GITHUB_RETRY_BASE_MS,
     },
   };
 }

@@ -1,0 +1,381 @@
+import { existsSync, readFileSync } from 'node:fs';
+import type { Logger } from 'probot';
+import type { Config } from '../config/config.js';
+import { patchFiles } from '../patch/patch.js';
+import { editComment, postComment, type GitHub, type IssueRef } from '../publish/github.js';
+import { branchFor, pushPatch, upsertDraftPr } from '../publish/pr.js';
+import {
+  blockedPathsNote,
+  collapsed,
+  configComment,
+  evidenceComment,
+  prBody,
+  prTitle,
+  traceComment,
+  unverifiedComment,
+} from '../publish/render.js';
+import { renderStatus, StatusComment, type StatusState } from '../publish/status.js';
+import type { QueueHooks } from '../queue/queue.js';
+import type { RunRecord, RunStore, RunUpdate } from '../queue/store.js';
+import type { JudgeOptions, VerificationReport } from '../verify/types.js';
+import {
+  fetchFile,
+  isUnder,
+  loadRepoConfig,
+  REPO_CONFIG_PATH,
+  type RepoConfig,
+} from '../webhook/repo-config.js';
+import { GitWorkspaceManager } from '../workspace/manager.js';
+import type { ModelSpec, RepairOptions, RepairResult } from './types.js';
+
+/** The app's run job: repository config → runRepair → judge → publish, reporting progress on the issue. */
+
+/** The pipeline stages a job calls; the real ones by default, injectable so app tests stay fast. */
+export interface JobDeps {
+  repair(opts: RepairOptions): Promise<RepairResult>;
+  judge(opts: JudgeOptions): Promise<VerificationReport>;
+  renderEvidence(report: VerificationReport): Promise<string> | string;
+}
+
+/** Loaded on first use so that the app's handlers do not pull in the whole pipeline. */
+export const REAL_JOB_DEPS: JobDeps = {
+  repair: async (o) => (await import('./repair.js')).runRepair(o),
+  judge: async (o) => (await import('../verify/judge.js')).judge(o),
+  renderEvidence: async (r) => (await import('../verify/markdown.js')).renderMarkdown(r),
+};
+
+/** Paths the app never pushes: changing workflows needs a permission the app does not hold, by design. */
+export const NEVER_PUSHED = ['.github/workflows'];
+
+export interface JobRunnerOptions {
+  config: Config;
+  store: RunStore;
+  /** An installation-authenticated client. */
+  auth(installationId: number): Promise<GitHub>;
+  deps?: JobDeps;
+  /** How the model is reached; the model name from the repository config or a rerun command overrides its name. */
+  model?: ModelSpec;
+  sandbox?: 'docker' | 'local';
+  log?: Pick<Logger, 'info' | 'warn' | 'error'>;
+}
+
+export class JobRunner implements QueueHooks {
+  private readonly statuses = new Map<string, StatusComment>();
+  private readonly finishing = new Set<Promise<void>>();
+  private readonly deps: JobDeps;
+  private readonly workspaces: GitWorkspaceManager;
+
+  constructor(private readonly o: JobRunnerOptions) {
+    this.deps = o.deps ?? REAL_JOB_DEPS;
+    this.workspaces = new GitWorkspaceManager({
+      cacheDir: o.config.cacheDir,
+      worktreeDir: o.config.worktreeDir,
+    });
+  }
+
+  onQueued(run: RunRecord): void {
+    this.status(run).update({ phase: 'queued' });
+  }
+
+  onFinished(run: RunRecord): void {
+    const status = this.status(run);
+    const ending = endingFor(run);
+    const p = (async () => {
+      if (ending) await status.final(ending);
+      await status.settled();
+    })()
+      .catch((e) => this.o.log?.warn({ err: e, run: run.id }, 'final status update failed'))
+      .finally(() => {
+        this.statuses.delete(run.id);
+        this.finishing.delete(p);
+      });
+    this.finishing.add(p);
+  }
+
+  /** Resolves when every finished run's last status edit has landed. */
+  async settled(): Promise<void> {
+    while (this.finishing.size > 0) await Promise.all([...this.finishing]);
+  }
+
+  /** Tells an issue that its run was interrupted by a restart (edits the status comment, then comments). */
+  async reportInterrupted(run: RunRecord): Promise<void> {
+    const gh = await this.o.auth(run.installation_id);
+    const ref = refOf(run);
+    if (run.status_comment_id !== null) {
+      const body = renderStatus(run.id, run.base_commit, {
+        phase: 'interrupted',
+        detail: 'The app restarted.',
+      });
+      await editComment(gh, ref, run.status_comment_id, body).catch(() => undefined);
+    }
+    const id = await postComment(
+      gh,
+      ref,
+      `AgenticFix run \`${run.id}\` was interrupted because the app restarted before it finished. Nothing was published. Comment \`/agenticfix rerun\` to start again.`,
+    );
+    this.o.store.addComment(run.id, id);
+  }
+
+  async execute(run: RunRecord, signal: AbortSignal): Promise<RunUpdate> {
+    const { config, store } = this.o;
+    const status = this.status(run);
+    const gh = await this.o.auth(run.installation_id);
+    const ref = refOf(run);
+    status.update({ phase: 'preparing_workspace' });
+
+    const [repo, issue] = await Promise.all([
+      gh.rest.repos.get({ owner: run.owner, repo: run.repo }),
+      gh.rest.issues.get({ owner: run.owner, repo: run.repo, issue_number: run.issue }),
+    ]);
+    const loaded = await loadRepoConfig(gh, run.owner, run.repo, run.base_commit);
+    if (!loaded.ok) return this.failWith(run, gh, loaded.error, 'configuration error');
+    const rc = loaded.config;
+    let dockerfile: string | undefined;
+    if (rc.dockerfile) {
+      const text = await fetchFile(gh, run.owner, run.repo, rc.dockerfile, run.base_commit);
+      if (text === null) {
+        const error = `${REPO_CONFIG_PATH}: the maintainer Dockerfile \`${rc.dockerfile}\` does not exist at ${run.base_commit.slice(0, 12)}.`;
+        return this.failWith(run, gh, error, 'configuration error');
+      }
+      dockerfile = text;
+    }
+
+    const modelName = run.model ?? rc.model ?? null;
+    const budgets = {
+      tokens: run.token_budget ?? rc.budgets.tokens ?? config.budgets.tokens,
+      requests: rc.budgets.requests ?? config.budgets.requests,
+      toolCalls: rc.budgets.tool_calls ?? config.budgets.toolCalls,
+      timeMs: rc.budgets.time_s !== undefined ? rc.budgets.time_s * 1000 : config.budgets.timeMs,
+    };
+    const { spec, runConfig } = this.modelFor(modelName);
+    const remote = repo.data.clone_url;
+
+    const result = await this.deps.repair({
+      config: runConfig,
+      remote,
+      baseCommit: run.base_commit,
+      issue: { title: issue.data.title, body: issue.data.body ?? '', number: run.issue },
+      testArgv: rc.test,
+      model: spec,
+      sandbox: this.o.sandbox ?? 'docker',
+      dockerfile,
+      runId: run.id,
+      budgets,
+      signal,
+      onProgress: (p) =>
+        status.update(
+          p.phase === 'done'
+            ? { phase: 'verifying' }
+            : {
+                phase: p.phase,
+                step: p.step,
+                tokensUsed: p.tokens_used,
+                tokenBudget: p.token_budget,
+                lastTest: p.last_test,
+              },
+        ),
+    });
+    store.update(run.id, {
+      stop_reason: result.stop_reason,
+      tokens: result.tokens.total,
+      patch_path: result.patch_path,
+      run_dir: result.run_dir,
+    });
+    if (signal.aborted) return {};
+
+    status.update({
+      phase: 'verifying',
+      step: result.requests,
+      tokensUsed: result.tokens.total,
+      tokenBudget: budgets.tokens,
+    });
+    const report = await this.verify(run, result, remote, rc, dockerfile, signal);
+    store.update(run.id, { verdict: report.verdict });
+    if (signal.aborted) return {};
+
+    const modelLabel = result.model_name ?? modelName ?? config.model.name ?? 'default';
+    try {
+      return await this.publish({
+        run,
+        gh,
+        ref,
+        status,
+        result,
+        report,
+        rc,
+        issueTitle: issue.data.title,
+        budgets,
+        modelLabel,
+        defaultBranch: repo.data.default_branch,
+        remote,
+        dockerfile,
+      });
+    } catch (e) {
+      // The run's patch stays in its run directory; the issue is told, with the patch attached.
+      const error = `publishing failed: ${e instanceof Error ? e.message : String(e)}`;
+      await this.comment(
+        run,
+        gh,
+        ref,
+        `## AgenticFix: publishing failed\n\n${error}\n\nThe patch is kept with the run (\`${result.patch_path}\`).\n\n${collapsed('Candidate patch', result.patch, 50_000, 'diff')}`,
+      ).catch(() => undefined);
+      return { state: 'failed', error };
+    }
+  }
+
+  private async verify(
+    run: RunRecord,
+    result: RepairResult,
+    remote: string,
+    rc: RepoConfig,
+    maintainerDockerfile: string | undefined,
+    signal: AbortSignal,
+  ): Promise<VerificationReport> {
+    // The judge itself answers empty_patch, and build_failed when there is no usable Dockerfile.
+    const dockerfile = result.dockerfile ?? maintainerDockerfile ?? '';
+    return this.deps.judge({
+      config: this.o.config,
+      remote,
+      baseCommit: result.base_commit,
+      patch: result.patch,
+      dockerfile,
+      testArgv: rc.test,
+      runId: `${run.id}-verify`,
+      signal,
+    });
+  }
+
+  private async publish(a: {
+    run: RunRecord;
+    gh: GitHub;
+    ref: IssueRef;
+    status: StatusComment;
+    result: RepairResult;
+    report: VerificationReport;
+    rc: RepoConfig;
+    issueTitle: string;
+    budgets: Record<string, number>;
+    modelLabel: string;
+    defaultBranch: string;
+    remote: string;
+    dockerfile: string | undefined;
+  }): Promise<RunUpdate> {
+    const { run, gh, ref, status, result, report, rc } = a;
+    const evidence = await this.deps.renderEvidence(report);
+    const blocked = patchFiles(result.patch).filter((f) =>
+      isUnder(f, [...NEVER_PUSHED, ...rc.protected_paths]),
+    );
+    const wantPr = report.verdict === 'verified' || rc.publish_unverified;
+    if (!wantPr || blocked.length > 0 || !result.patch.trim()) {
+      const why = blocked.length > 0 ? blockedPathsNote(blocked) : undefined;
+      await this.comment(run, gh, ref, unverifiedComment({ run, result, report, evidence, why }));
+      await status.final({
+        phase: 'done',
+        detail: `Verdict \`${report.verdict}\`: ${report.reason}\n\nNo pull request was opened.`,
+      });
+      return { state: 'done' };
+    }
+
+    const branch = branchFor(run.issue);
+    const pushed = await pushPatch({
+      gh,
+      workspaces: this.workspaces,
+      cloneUrl: a.remote,
+      baseCommit: run.base_commit,
+      patch: result.patch,
+      branch,
+      message: `${prTitle({ number: run.issue, title: a.issueTitle })}\n\nFixes #${run.issue}\nAgenticFix run ${run.id}`,
+      runId: run.id,
+    });
+    if (!pushed.ok) throw new Error(pushed.error);
+    const pr = await upsertDraftPr(gh, {
+      owner: run.owner,
+      repo: run.repo,
+      branch,
+      base: a.defaultBranch,
+      title: prTitle({ number: run.issue, title: a.issueTitle }),
+      body: prBody({ issue: run.issue, run, result, report }),
+    });
+    this.o.store.update(run.id, { pr_number: pr.number });
+    const prRef = { ...ref, issue: pr.number };
+    const events = existsSync(result.trace_path) ? readFileSync(result.trace_path, 'utf8') : '';
+    await this.comment(run, gh, prRef, evidenceComment(run, evidence));
+    await this.comment(run, gh, prRef, traceComment(run, result, events));
+    await this.comment(
+      run,
+      gh,
+      prRef,
+      configComment({
+        run,
+        result,
+        model: a.modelLabel,
+        budgets: a.budgets,
+        testArgv: rc.test,
+        dockerfileSource: a.dockerfile
+          ? `maintainer Dockerfile \`${rc.dockerfile}\``
+          : 'Dockerfile written by the agent',
+      }),
+    );
+    await status.final({
+      phase: 'done',
+      detail: `Verdict \`${report.verdict}\`: ${report.reason}\n\nDraft pull request #${pr.number} ${pr.created ? 'opened' : 'updated'}.`,
+      links: [{ label: `Pull request #${pr.number}`, url: pr.url }],
+    });
+    return { state: 'done', pr_number: pr.number };
+  }
+
+  /** The issue is told why; the status comment's final edit (onFinished) shows the error too. */
+  private async failWith(run: RunRecord, gh: GitHub, error: string, title: string): Promise<RunUpdate> {
+    await this.comment(run, gh, refOf(run), `## AgenticFix: ${title}\n\n${error}\n\nNothing was run.`);
+    return { state: 'failed', error };
+  }
+
+  private async comment(run: RunRecord, gh: GitHub, ref: IssueRef, body: string): Promise<void> {
+    this.o.store.addComment(run.id, await postComment(gh, ref, body));
+  }
+
+  private modelFor(name: string | null): { spec: ModelSpec; runConfig: Config } {
+    const spec = this.o.model ?? { kind: 'openai' };
+    if (!name) return { spec, runConfig: this.o.config };
+    if (spec.kind === 'url') return { spec: { ...spec, name }, runConfig: this.o.config };
+    return { spec, runConfig: { ...this.o.config, model: { ...this.o.config.model, name } } };
+  }
+
+  private status(run: RunRecord): StatusComment {
+    let s = this.statuses.get(run.id);
+    if (!s) {
+      s = new StatusComment({
+        gh: () => this.o.auth(run.installation_id),
+        ref: refOf(run),
+        runId: run.id,
+        baseCommit: run.base_commit,
+        intervalMs: this.o.config.app.statusEditIntervalMs,
+        commentId: run.status_comment_id,
+        onCreated: (id) => this.o.store.update(run.id, { status_comment_id: id }),
+        onError: (e) => this.o.log?.warn({ err: e, run: run.id }, 'status comment update failed'),
+      });
+      this.statuses.set(run.id, s);
+    }
+    return s;
+  }
+}
+
+const refOf = (run: RunRecord): IssueRef => ({ owner: run.owner, repo: run.repo, issue: run.issue });
+
+function endingFor(run: RunRecord): StatusState | null {
+  switch (run.state) {
+    case 'superseded':
+      return { phase: 'superseded', detail: `A newer run (\`${run.superseded_by}\`) replaced this one.` };
+    case 'cancelled':
+      return { phase: 'cancelled', detail: 'Cancelled by a `/agenticfix cancel` comment.' };
+    case 'interrupted':
+      return {
+        phase: 'interrupted',
+        detail: 'The app shut down before the run finished. Comment `/agenticfix rerun` to start again.',
+      };
+    case 'failed':
+      return { phase: 'failed', detail: `Error: ${(run.error ?? 'unknown').slice(0, 1000)}` };
+    default:
+      return null;
+  }
+}

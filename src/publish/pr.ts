@@ -1,0 +1,108 @@
+import { git } from '../workspace/git.js';
+import type { GitWorkspaceManager } from '../workspace/manager.js';
+import { applyPatch } from '../patch/patch.js';
+import { Redactor } from '../trace/redact.js';
+import type { GitHub } from './github.js';
+
+/** Pushing a verified patch to `agenticfix/issue-<n>` and opening or updating its draft pull request. */
+
+export const branchFor = (issue: number): string => `agenticfix/issue-${issue}`;
+
+export type PushResult = { ok: true; commit: string } | { ok: false; error: string };
+
+export interface PushOptions {
+  gh: GitHub;
+  workspaces: GitWorkspaceManager;
+  cloneUrl: string;
+  baseCommit: string;
+  patch: string;
+  branch: string;
+  message: string;
+  runId: string;
+}
+
+/**
+ * Commits the patch on the base commit in a fresh worktree and pushes it with --force-with-lease
+ * against the branch head seen just before. The installation token reaches git only as a `-c
+ * http.extraHeader` argument of the two network calls: nothing is written to any config file.
+ */
+export async function pushPatch(o: PushOptions): Promise<PushResult> {
+  const wt = await o.workspaces.create(o.cloneUrl, o.baseCommit, `${o.runId}-publish`);
+  try {
+    const applied = await applyPatch(wt.path, o.patch);
+    if (!applied.ok) return { ok: false, error: `the patch does not apply: ${applied.error}` };
+    await git(['add', '-A'], { cwd: wt.path });
+    await git(['commit', '-q', '--no-verify', '-m', o.message], { cwd: wt.path });
+    const commit = (await git(['rev-parse', 'HEAD'], { cwd: wt.path })).stdout.trim();
+    const { token } = (await o.gh.auth({ type: 'installation' })) as { token: string };
+    const ref = `refs/heads/${o.branch}`;
+    const seen = await authGit(['ls-remote', '--refs', o.cloneUrl, ref], wt.path, token);
+    if (!seen.ok) return seen;
+    const lease = seen.stdout.split('\t')[0]?.trim() ?? ''; // '' = the branch must not exist yet
+    const pushed = await authGit(
+      ['push', '--porcelain', `--force-with-lease=${ref}:${lease}`, o.cloneUrl, `${commit}:${ref}`],
+      wt.path,
+      token,
+    );
+    return pushed.ok ? { ok: true, commit } : pushed;
+  } finally {
+    await o.workspaces.remove(wt).catch(() => undefined);
+  }
+}
+
+/** Runs a network git command with the token as a per-call header; errors never carry the token. */
+async function authGit(
+  args: string[],
+  cwd: string,
+  token: string,
+): Promise<{ ok: true; stdout: string } | { ok: false; error: string }> {
+  const basic = Buffer.from(`x-access-token:${token}`).toString('base64');
+  const redactor = new Redactor([token, basic]);
+  try {
+    const res = await git(['-c', `http.extraHeader=Authorization: Basic ${basic}`, ...args], {
+      cwd,
+      allowFail: true,
+    });
+    if (res.exitCode === 0) return { ok: true, stdout: res.stdout };
+    return {
+      ok: false,
+      error: redactor.text(`git ${args[0]} failed (exit ${res.exitCode}): ${res.stderr.trim()}`),
+    };
+  } catch (e) {
+    return { ok: false, error: redactor.text(e instanceof Error ? e.message : String(e)) };
+  }
+}
+
+/** Opens the draft PR for the branch, or updates the open one (reruns push to the same branch). */
+export async function upsertDraftPr(
+  gh: GitHub,
+  a: { owner: string; repo: string; branch: string; base: string; title: string; body: string },
+): Promise<{ number: number; url: string; created: boolean }> {
+  const open = await gh.rest.pulls.list({
+    owner: a.owner,
+    repo: a.repo,
+    state: 'open',
+    head: `${a.owner}:${a.branch}`,
+  });
+  const existing = open.data.find((p) => p.head.ref === a.branch);
+  if (existing) {
+    const res = await gh.rest.pulls.update({
+      owner: a.owner,
+      repo: a.repo,
+      pull_number: existing.number,
+      title: a.title,
+      body: a.body,
+    });
+    return { number: res.data.number, url: res.data.html_url, created: false };
+  }
+  const res = await gh.rest.pulls.create({
+    owner: a.owner,
+    repo: a.repo,
+    head: a.branch,
+    base: a.base,
+    title: a.title,
+    body: a.body,
+    draft: true,
+  });
+  return { number: res.data.number, url: res.data.html_url, created: true };
+}

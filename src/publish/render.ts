@@ -1,0 +1,241 @@
+import type { RepairResult } from '../pipeline/types.js';
+import type { RunRecord } from '../queue/store.js';
+import type { VerificationReport } from '../verify/types.js';
+
+/** Markdown for everything the app posts. Pure functions; every body fits GitHub's limit. */
+
+export const GITHUB_BODY_LIMIT = 65_536;
+/** Head-room for the notes and wrappers added around cut content. */
+const MARGIN = 600;
+
+/** A fence longer than any backtick run inside `text`, so the content cannot close it. */
+function fence(text: string): string {
+  const longest = Math.max(2, ...[...text.matchAll(/`+/g)].map((m) => m[0].length));
+  return '`'.repeat(longest + 1);
+}
+
+export function codeBlock(text: string, lang = ''): string {
+  const f = fence(text);
+  return `${f}${lang}\n${text.replace(/\n$/, '')}\n${f}`;
+}
+
+export interface Cut {
+  text: string;
+  /** What was removed, as a sentence; null when nothing was. */
+  note: string | null;
+}
+
+/** Keeps the head and tail lines of `text` within `max` characters, cutting whole lines from the middle. */
+export function cutMiddle(text: string, max: number, unit = 'lines'): Cut {
+  if (text.length <= max) return { text, note: null };
+  const lines = text.split('\n');
+  const head: string[] = [];
+  const tail: string[] = [];
+  let used = 0;
+  let i = 0;
+  let j = lines.length - 1;
+  // Alternate head and tail so both the start and the end of a log survive.
+  while (i <= j) {
+    const takeHead = head.length <= tail.length;
+    const line = takeHead ? lines[i]! : lines[j]!;
+    if (used + line.length + 1 > max) break;
+    used += line.length + 1;
+    if (takeHead) head.push(lines[i++]!);
+    else tail.unshift(lines[j--]!);
+  }
+  const cutLines = lines.length - head.length - tail.length;
+  const cutChars = text.length - used + (head.length + tail.length > 0 ? 1 : 0);
+  const note = `${cutLines} of ${lines.length} ${unit} (${cutChars} characters) were cut from the middle to fit GitHub's ${GITHUB_BODY_LIMIT}-character limit.`;
+  return { text: [...head, `… ${cutLines} ${unit} cut …`, ...tail].join('\n'), note };
+}
+
+/** `<details>` block whose content is cut to `max` characters, with a note of what was cut. */
+export function collapsed(summary: string, content: string, max: number, lang = ''): string {
+  const cut = cutMiddle(content, Math.max(0, max - MARGIN));
+  const note = cut.note ? `\n\n> [!NOTE]\n> ${cut.note}` : '';
+  return `<details><summary>${summary}</summary>\n\n${codeBlock(cut.text, lang)}${note}\n\n</details>`;
+}
+
+/** Last resort for a body that is still too long (or that GitHub refused as too long): cut its tail. */
+export function fitBody(body: string, max = GITHUB_BODY_LIMIT): string {
+  if (body.length <= max) return body;
+  const note = `\n\n> [!NOTE]\n> ${body.length - max + 200} characters were cut from the end of this comment to fit GitHub's limit.`;
+  let head = body.slice(0, max - note.length - 100);
+  // Close an open code fence or <details> so the rest of the page renders.
+  if ((head.match(/^`{3,}/gm) ?? []).length % 2 === 1) head += '\n```';
+  if ((head.match(/<details>/g) ?? []).length > (head.match(/<\/details>/g) ?? []).length)
+    head += '\n</details>';
+  return head + note;
+}
+
+const runLine = (run: RunRecord): string =>
+  `Run \`${run.id}\`, base commit \`${run.base_commit.slice(0, 12)}\``;
+
+export function prTitle(issue: { number: number; title: string }): string {
+  const t = `Fix #${issue.number}: ${issue.title}`.replace(/\s+/g, ' ').trim();
+  return t.length > 200 ? t.slice(0, 199) + '…' : t;
+}
+
+export function prBody(a: {
+  issue: number;
+  run: RunRecord;
+  result: RepairResult;
+  report: VerificationReport;
+}): string {
+  const summary = a.result.summary?.trim() || 'The agent did not leave a summary.';
+  return fitBody(
+    [
+      `### Summary\n\n${cutMiddle(summary, 8000).text}`,
+      `Fixes #${a.issue}`,
+      `### Verification\n\n**Verdict: \`${a.report.verdict}\`**: ${a.report.reason}`,
+      `<sub>Opened by AgenticFix. ${runLine(a.run)}. Evidence, trace and configuration are in the comments below.</sub>`,
+    ].join('\n\n'),
+  );
+}
+
+export function evidenceComment(run: RunRecord, markdown: string): string {
+  const head = `## Test evidence\n\n<sub>${runLine(run)}</sub>\n\n`;
+  return head + cutMiddle(markdown, GITHUB_BODY_LIMIT - head.length - MARGIN).text;
+}
+
+interface ToolEnd {
+  name: string;
+  args: unknown;
+  ok: boolean;
+  error: string | null;
+  ms: number | null;
+}
+
+const oneLine = (v: unknown, max: number): string => {
+  const s = (typeof v === 'string' ? v : (JSON.stringify(v) ?? '')).replace(/\s+/g, ' ');
+  return s.length > max ? s.slice(0, max - 1) + '…' : s;
+};
+const cell = (s: string): string => s.replace(/\|/g, '\\|').replace(/`/g, "'");
+
+/** Reads the event log (JSON lines); lines that are not JSON objects are skipped. */
+export function parseEvents(jsonl: string): Record<string, unknown>[] {
+  const out: Record<string, unknown>[] = [];
+  for (const line of jsonl.split('\n')) {
+    if (!line.trim()) continue;
+    try {
+      const v: unknown = JSON.parse(line);
+      if (v && typeof v === 'object' && !Array.isArray(v)) out.push(v as Record<string, unknown>);
+    } catch {
+      // a torn last line after a crash: the raw log below still shows it
+    }
+  }
+  return out;
+}
+
+export function traceComment(run: RunRecord, result: RepairResult, eventsJsonl: string): string {
+  const events = parseEvents(eventsJsonl);
+  const tools: ToolEnd[] = events
+    .filter((e) => e.type === 'tool_end')
+    .map((e) => {
+      const r = (e.result ?? {}) as { success?: unknown; error_code?: unknown };
+      return {
+        name: String(e.name ?? '?'),
+        args: e.args,
+        ok: r.success === true,
+        error: typeof r.error_code === 'string' ? r.error_code : null,
+        ms: typeof e.duration_ms === 'number' ? e.duration_ms : null,
+      };
+    });
+  const requests = events
+    .filter((e) => e.type === 'model_reply')
+    .map((e) => (e.usage ?? {}) as Record<string, unknown>);
+  const t = result.tokens;
+  const parts = [
+    `## Trace summary\n\n<sub>${runLine(run)}</sub>`,
+    [
+      `- Stop reason: \`${result.stop_reason}\`${result.error ? ` (${oneLine(result.error, 300)})` : ''}`,
+      `- Duration: ${(result.duration_ms / 1000).toFixed(1)} s; ${result.requests} model requests, ${result.tool_calls} tool calls`,
+      `- Tokens: ${t.total} total (${t.prompt} prompt, ${t.completion} completion, ${t.cached} cached)`,
+    ].join('\n'),
+  ];
+  if (tools.length > 0) {
+    const rows = tools
+      .slice(0, 150)
+      .map(
+        (c, i) =>
+          `| ${i + 1} | \`${c.name}\` | \`${cell(oneLine(c.args, 120))}\` | ${c.ok ? 'ok' : `failed${c.error ? ` (${c.error})` : ''}`} | ${c.ms ?? ''} |`,
+      );
+    const more =
+      tools.length > 150 ? `\n\n${tools.length - 150} more tool calls are in the event log below.` : '';
+    parts.push(
+      `### Tool calls\n\n| # | Tool | Arguments | Outcome | ms |\n|---|---|---|---|---|\n${rows.join('\n')}${more}`,
+    );
+  }
+  if (requests.length > 0) {
+    const rows = requests
+      .slice(0, 100)
+      .map(
+        (u, i) =>
+          `| ${i + 1} | ${u.prompt_tokens ?? u.prompt ?? ''} | ${u.completion_tokens ?? u.completion ?? ''} | ${u.total_tokens ?? u.total ?? ''} |`,
+      );
+    parts.push(
+      `### Tokens per request\n\n| # | Prompt | Completion | Total |\n|---|---|---|---|\n${rows.join('\n')}`,
+    );
+  }
+  const head = parts.join('\n\n') + '\n\n';
+  const log = collapsed(
+    `Full event log (${events.length} events)`,
+    eventsJsonl,
+    GITHUB_BODY_LIMIT - head.length - MARGIN,
+    'jsonl',
+  );
+  return fitBody(head + log);
+}
+
+export function configComment(a: {
+  run: RunRecord;
+  result: RepairResult;
+  model: string;
+  budgets: Record<string, number>;
+  testArgv: string[];
+  dockerfileSource: string;
+}): string {
+  const budgets = Object.entries(a.budgets)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(', ');
+  const body = [
+    `## Run configuration\n\n<sub>${runLine(a.run)}</sub>`,
+    [
+      `- Model: \`${a.result.model_name ?? a.model}\`${a.run.model ? ' (set by the rerun command)' : ''}`,
+      `- Prompt version: \`${a.result.prompt_hash}\``,
+      `- Budgets: ${budgets}`,
+      `- Test command: \`${cell(a.testArgv.join(' '))}\``,
+      `- Environment: ${a.dockerfileSource}; image \`${a.result.image_id ?? 'none'}\``,
+      `- Triggered by @${a.run.triggered_by} (${a.run.trigger})`,
+    ].join('\n'),
+  ];
+  if (a.result.dockerfile) body.push(collapsed('Dockerfile', a.result.dockerfile, 20_000, 'dockerfile'));
+  return fitBody(body.join('\n\n'));
+}
+
+/** The issue comment for any result that is not published as a pull request. */
+export function unverifiedComment(a: {
+  run: RunRecord;
+  result: RepairResult;
+  report: VerificationReport;
+  evidence: string;
+  why?: string;
+}): string {
+  const head = [
+    `## AgenticFix: no pull request`,
+    `**Verdict: \`${a.report.verdict}\`**: ${a.report.reason}`,
+    a.why ?? 'Only verified patches are published as pull requests.',
+    `<sub>${runLine(a.run)}; stop reason \`${a.result.stop_reason}\`.</sub>`,
+  ].join('\n\n');
+  const room = GITHUB_BODY_LIMIT - head.length - 2 * MARGIN;
+  const evidence = cutMiddle(a.evidence, Math.floor(room / 2)).text;
+  const patch = a.result.patch
+    ? collapsed('Candidate patch', a.result.patch, room - evidence.length, 'diff')
+    : '_The run produced no patch._';
+  return fitBody(`${head}\n\n### Evidence\n\n${evidence}\n\n${patch}`);
+}
+
+export function blockedPathsNote(files: string[]): string {
+  const list = files.map((f) => `\`${f}\``).join(', ');
+  return `The patch changes ${list}, which the app never pushes: workflow files need a permission the app does not hold by design, and the repository's \`protected_paths\` are off limits. A maintainer can apply the patch below by hand after review.`;
+}

@@ -1,0 +1,149 @@
+import { editComment, postComment, type GitHub, type IssueRef } from './github.js';
+
+/** The one status comment per run, edited in place; edits are rate-limited and the last state always lands. */
+
+export const PHASES = [
+  'queued',
+  'preparing_workspace',
+  'building_environment',
+  'working',
+  'verifying',
+  'done',
+] as const;
+export type Phase = (typeof PHASES)[number];
+export type Ending = 'failed' | 'cancelled' | 'superseded' | 'interrupted';
+
+export interface StatusState {
+  phase: Phase | Ending;
+  step?: number;
+  tokensUsed?: number;
+  tokenBudget?: number;
+  lastTest?: string | null;
+  /** One line shown under the checklist (the verdict, the error, who cancelled, …). */
+  detail?: string;
+  links?: { label: string; url: string }[];
+}
+
+const LABEL: Record<Phase, string> = {
+  queued: 'Queued',
+  preparing_workspace: 'Preparing workspace',
+  building_environment: 'Building environment',
+  working: 'Working',
+  verifying: 'Verifying',
+  done: 'Done',
+};
+const ENDING: Record<Ending, string> = {
+  failed: '❌ Failed',
+  cancelled: '⏹️ Cancelled',
+  superseded: '⏭️ Superseded',
+  interrupted: '⚠️ Interrupted',
+};
+
+export function renderStatus(runId: string, baseCommit: string, s: StatusState): string {
+  const ended = !(PHASES as readonly string[]).includes(s.phase);
+  const current = ended ? -1 : PHASES.indexOf(s.phase as Phase);
+  const title = ended
+    ? ENDING[s.phase as Ending]
+    : s.phase === 'done'
+      ? '✅ Done'
+      : `⏳ ${LABEL[s.phase as Phase]}`;
+  const list = PHASES.map((p, i) => {
+    const mark = s.phase === 'done' || i < current ? 'x' : ' ';
+    let line = `- [${mark}] ${LABEL[p]}`;
+    if (p === 'working' && s.step !== undefined) {
+      line += `: step ${s.step}, ${s.tokensUsed ?? 0} of ${s.tokenBudget ?? '?'} tokens`;
+      if (s.lastTest) line += `, last test run: ${s.lastTest}`;
+    }
+    return i === current ? `${line} ⬅️` : line;
+  });
+  const links = (s.links ?? []).map((l) => `[${l.label}](${l.url})`).join(' · ');
+  return [
+    `### AgenticFix: ${title}`,
+    list.join('\n'),
+    s.detail ?? '',
+    links,
+    `<sub>Run \`${runId}\` · base commit \`${baseCommit.slice(0, 12)}\` · updated ${new Date().toISOString()} · comment \`/agenticfix help\` for commands</sub>`,
+  ]
+    .filter(Boolean)
+    .join('\n\n');
+}
+
+export interface StatusCommentOptions {
+  gh: () => Promise<GitHub>;
+  ref: IssueRef;
+  runId: string;
+  baseCommit: string;
+  intervalMs: number;
+  commentId?: number | null;
+  onCreated?: (commentId: number) => void;
+  onError?: (err: unknown) => void;
+}
+
+export class StatusComment {
+  private latest: StatusState | null = null;
+  private written: StatusState | null = null;
+  private lastWrite = 0;
+  private timer: NodeJS.Timeout | null = null;
+  private queued = false; // a write is in the chain and has not started yet
+  private chain: Promise<void> = Promise.resolve();
+  private commentId: number | null;
+
+  constructor(private readonly o: StatusCommentOptions) {
+    this.commentId = o.commentId ?? null;
+  }
+
+  get id(): number | null {
+    return this.commentId;
+  }
+
+  /** Records the state; writes now, or later (trailing edit) when the last write was too recent. */
+  update(state: StatusState): void {
+    this.latest = state;
+    if (this.timer || this.queued) return; // the scheduled write will pick this state up
+    const wait = this.lastWrite === 0 ? 0 : this.lastWrite + this.o.intervalMs - Date.now();
+    if (wait <= 0) this.enqueueWrite();
+    else this.timer = setTimeout(() => this.enqueueWrite(), wait);
+  }
+
+  /** Writes `state` as soon as earlier writes finish, whatever the interval; resolves once it landed. */
+  async final(state: StatusState): Promise<void> {
+    this.latest = state;
+    if (!this.queued) this.enqueueWrite();
+    await this.chain;
+  }
+
+  /** Resolves once every scheduled write (including a pending trailing one) has landed. */
+  async settled(): Promise<void> {
+    if (this.timer && !this.queued) this.enqueueWrite();
+    await this.chain;
+  }
+
+  private enqueueWrite(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    this.queued = true;
+    this.chain = this.chain.then(() => this.write());
+  }
+
+  private async write(): Promise<void> {
+    this.queued = false;
+    const state = this.latest;
+    if (!state || state === this.written) return;
+    this.written = state;
+    this.lastWrite = Date.now();
+    const body = renderStatus(this.o.runId, this.o.baseCommit, state);
+    try {
+      const gh = await this.o.gh();
+      if (this.commentId === null) {
+        this.commentId = await postComment(gh, this.o.ref, body);
+        this.o.onCreated?.(this.commentId);
+      } else {
+        await editComment(gh, this.o.ref, this.commentId, body);
+      }
+    } catch (e) {
+      // Progress display must never fail the run; the next state will try again.
+      this.written = null;
+      this.o.onError?.(e);
+    }
+  }
+}

@@ -1,0 +1,150 @@
+import type { RunRecord, RunState, RunStore, RunUpdate } from './store.js';
+
+/**
+ * Runs jobs with at most `concurrency` at a time and at most one active run per issue. A new run for
+ * an issue supersedes the older one: a queued one is dropped, a running one is aborted (its signal
+ * reaches runRepair, which stops the container) and the new run starts once the old one has stopped.
+ */
+
+/** Why a run's signal was aborted (`signal.reason`). */
+export type StopRequest =
+  { kind: 'superseded'; by: string } | { kind: 'cancelled'; by: string } | { kind: 'shutdown' };
+
+export interface QueueHooks {
+  /** Does the work; resolves with the run's final fields (state done or failed). Must honour `signal`. */
+  execute(run: RunRecord, signal: AbortSignal): Promise<RunUpdate>;
+  /** Called when a run enters the queue (e.g. to post the status comment). Errors are the hook's own. */
+  onQueued?(run: RunRecord): void;
+  /** Called when a run ends in any state, including ones dropped before they started. */
+  onFinished?(run: RunRecord): void;
+}
+
+export const issueKey = (r: Pick<RunRecord, 'owner' | 'repo' | 'issue'>): string =>
+  `${r.owner}/${r.repo}#${r.issue}`.toLowerCase();
+
+interface Active {
+  run: RunRecord;
+  controller: AbortController;
+  done: Promise<void>;
+}
+
+export class RunQueue {
+  private readonly pending: RunRecord[] = [];
+  private readonly active = new Map<string, Active>(); // by issue key
+  private readonly idleWaiters: (() => void)[] = [];
+  private closed = false;
+
+  constructor(
+    private readonly store: RunStore,
+    private readonly concurrency: number,
+    private readonly hooks: QueueHooks,
+  ) {}
+
+  /** Queues a recorded run; an earlier queued or running run of the same issue is superseded. */
+  enqueue(run: RunRecord): void {
+    if (this.closed) throw new Error('queue is closed');
+    if (
+      this.pending.some((r) => r.id === run.id) ||
+      [...this.active.values()].some((a) => a.run.id === run.id)
+    )
+      return;
+    const key = issueKey(run);
+    this.dropPending(key, { kind: 'superseded', by: run.id });
+    this.active.get(key)?.controller.abort({ kind: 'superseded', by: run.id } satisfies StopRequest);
+    this.pending.push(run);
+    this.hooks.onQueued?.(run);
+    this.pump();
+  }
+
+  /** Cancels the issue's queued or running run; returns it, or null when there was none. */
+  cancel(owner: string, repo: string, issue: number, by: string): RunRecord | null {
+    const key = issueKey({ owner, repo, issue });
+    const stop: StopRequest = { kind: 'cancelled', by };
+    const dropped = this.dropPending(key, stop);
+    const running = this.active.get(key);
+    if (running && !running.controller.signal.aborted) {
+      running.controller.abort(stop);
+      return running.run;
+    }
+    return dropped;
+  }
+
+  /** The issue's run that is queued or running now, if any. */
+  current(owner: string, repo: string, issue: number): RunRecord | null {
+    const key = issueKey({ owner, repo, issue });
+    return this.pending.find((r) => issueKey(r) === key) ?? this.active.get(key)?.run ?? null;
+  }
+
+  get size(): { pending: number; running: number } {
+    return { pending: this.pending.length, running: this.active.size };
+  }
+
+  /** Resolves when nothing is queued or running. */
+  idle(): Promise<void> {
+    if (this.pending.length === 0 && this.active.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  /** Stops accepting runs, aborts running ones (they end `interrupted`) and waits for them. */
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const r of this.pending.splice(0)) this.finish(r, { state: 'interrupted', stop_reason: 'shutdown' });
+    for (const a of this.active.values()) a.controller.abort({ kind: 'shutdown' } satisfies StopRequest);
+    await Promise.all([...this.active.values()].map((a) => a.done));
+  }
+
+  private dropPending(key: string, stop: StopRequest): RunRecord | null {
+    const i = this.pending.findIndex((r) => issueKey(r) === key);
+    if (i < 0) return null;
+    const [run] = this.pending.splice(i, 1);
+    this.finish(run!, stoppedFields(stop));
+    return run!;
+  }
+
+  private pump(): void {
+    while (!this.closed && this.active.size < this.concurrency) {
+      const i = this.pending.findIndex((r) => !this.active.has(issueKey(r)));
+      if (i < 0) break;
+      const [run] = this.pending.splice(i, 1);
+      this.start(run!);
+    }
+    if (this.pending.length === 0 && this.active.size === 0) this.idleWaiters.splice(0).forEach((f) => f());
+  }
+
+  private start(queued: RunRecord): void {
+    const controller = new AbortController();
+    const run = this.store.update(queued.id, { state: 'running', started_at: new Date().toISOString() });
+    const key = issueKey(run);
+    const done = (async () => {
+      let fields: RunUpdate;
+      try {
+        fields = await this.hooks.execute(run, controller.signal);
+      } catch (e) {
+        fields = { state: 'failed', error: e instanceof Error ? e.message : String(e) };
+      }
+      if (controller.signal.aborted)
+        fields = { ...fields, ...stoppedFields(controller.signal.reason as StopRequest) };
+      this.finish(run, fields);
+    })().finally(() => {
+      this.active.delete(key);
+      this.pump();
+    });
+    this.active.set(key, { run, controller, done });
+  }
+
+  private finish(run: RunRecord, fields: RunUpdate): void {
+    const final = this.store.update(run.id, { finished_at: new Date().toISOString(), ...fields });
+    this.hooks.onFinished?.(final);
+  }
+}
+
+function stoppedFields(stop: StopRequest): RunUpdate & { state: RunState } {
+  switch (stop.kind) {
+    case 'superseded':
+      return { state: 'superseded', stop_reason: 'superseded', superseded_by: stop.by };
+    case 'cancelled':
+      return { state: 'cancelled', stop_reason: 'cancelled' };
+    case 'shutdown':
+      return { state: 'interrupted', stop_reason: 'shutdown' };
+  }
+}

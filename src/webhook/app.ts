@@ -1,0 +1,214 @@
+import type { Probot } from 'probot';
+import { z } from 'zod';
+import type { Config } from '../config/config.js';
+import { postComment, type GitHub, type IssueRef } from '../publish/github.js';
+import type { RunQueue } from '../queue/queue.js';
+import type { NewRun, RunRecord, RunStore } from '../queue/store.js';
+import { parseCommand, USAGE, type Command } from './commands.js';
+import { loadRepoConfig } from './repo-config.js';
+
+/**
+ * Webhook handlers. They only validate, check permission, record and enqueue: the work happens in
+ * the queue. A delivery is claimed once, so a redelivered webhook never acts twice.
+ */
+
+export interface AppDeps {
+  config: Config;
+  store: RunStore;
+  queue: RunQueue;
+}
+
+const USER = z.object({ login: z.string(), type: z.string() });
+const COMMON = {
+  repository: z.object({
+    name: z.string(),
+    owner: z.object({ login: z.string() }),
+    default_branch: z.string(),
+  }),
+  sender: USER,
+  installation: z.object({ id: z.number().int() }),
+};
+const LABELED = z.object({
+  ...COMMON,
+  label: z.object({ name: z.string() }),
+  issue: z.object({ number: z.number().int() }),
+});
+const COMMENTED = z.object({
+  ...COMMON,
+  comment: z.object({ id: z.number().int(), body: z.string(), user: USER }),
+  issue: z.object({ number: z.number().int(), pull_request: z.unknown().optional() }),
+});
+
+const isBot = (u: z.infer<typeof USER>): boolean => u.type === 'Bot' || u.login.endsWith('[bot]');
+
+const WRITE_ROLES = new Set(['admin', 'maintain', 'write']);
+
+/** write, maintain or admin on the repository (role_name is exact; `permission` folds maintain into write). */
+export async function canWrite(gh: GitHub, owner: string, repo: string, username: string): Promise<boolean> {
+  try {
+    const { data } = await gh.rest.repos.getCollaboratorPermissionLevel({ owner, repo, username });
+    const role = (data as { role_name?: string }).role_name;
+    return WRITE_ROLES.has(role ?? '') || WRITE_ROLES.has(data.permission);
+  } catch (e) {
+    if ((e as { status?: number }).status === 404) return false;
+    throw e;
+  }
+}
+
+const politeNo = (login: string, what: string) =>
+  `Thanks, @${login}! Only people with write access to this repository can ${what}, so nothing was started. A maintainer can do it for you.`;
+
+export function createApp(deps: AppDeps) {
+  const { config, store, queue } = deps;
+
+  /** Runs `act` once per delivery; a failure releases the claim so GitHub's redelivery can retry. */
+  async function once(id: string, act: () => Promise<void>): Promise<void> {
+    if (!store.claimDelivery(id)) return;
+    try {
+      await act();
+    } catch (e) {
+      store.releaseDelivery(id);
+      throw e;
+    }
+  }
+
+  /** The default branch's head right now: the commit a run is pinned to. */
+  async function headOf(gh: GitHub, owner: string, repo: string, branch: string): Promise<string> {
+    const { data } = await gh.rest.repos.getBranch({ owner, repo, branch });
+    return data.commit.sha;
+  }
+
+  function start(run: Omit<NewRun, 'delivery_id'>, deliveryId: string): RunRecord {
+    const created = store.createRun({ ...run, delivery_id: deliveryId });
+    queue.enqueue(created);
+    return created;
+  }
+
+  return (app: Probot): void => {
+    app.on('issues.labeled', async (context) => {
+      const p = LABELED.safeParse(context.payload);
+      if (!p.success) return void app.log.warn({ err: p.error }, 'unexpected issues.labeled payload');
+      const { repository: r, sender, issue, label, installation } = p.data;
+      if (isBot(sender)) return;
+      const owner = r.owner.login;
+      await once(context.id, async () => {
+        const gh = context.octokit as GitHub;
+        const base = await headOf(gh, owner, r.name, r.default_branch);
+        // An invalid config falls back to the default label; the job then reports the error on the issue.
+        const rc = await loadRepoConfig(gh, owner, r.name, base);
+        const wanted = (rc.ok && rc.config.label) || config.app.label;
+        if (label.name !== wanted) return;
+        const ref = { owner, repo: r.name, issue: issue.number };
+        if (!(await canWrite(gh, owner, r.name, sender.login))) {
+          await postComment(gh, ref, politeNo(sender.login, 'start AgenticFix'));
+          return;
+        }
+        start(
+          {
+            ...ref,
+            installation_id: installation.id,
+            trigger: 'label',
+            triggered_by: sender.login,
+            base_commit: base,
+          },
+          context.id,
+        );
+      });
+    });
+
+    app.on('issue_comment.created', async (context) => {
+      const p = COMMENTED.safeParse(context.payload);
+      if (!p.success) return void app.log.warn({ err: p.error }, 'unexpected issue_comment payload');
+      const { repository: r, sender, comment, issue, installation } = p.data;
+      if (isBot(sender) || isBot(comment.user)) return;
+      const parsed = parseCommand(comment.body);
+      if (parsed.type === 'none') return;
+      const owner = r.owner.login;
+      await once(context.id, async () => {
+        const gh = context.octokit as GitHub;
+        // A command on the app's pull request is about the issue that PR fixes.
+        const issueNumber = issue.pull_request ? store.issueForPr(owner, r.name, issue.number) : issue.number;
+        if (issueNumber === null) return; // someone else's pull request
+        const reply = (body: string) => postComment(gh, { owner, repo: r.name, issue: issue.number }, body);
+        if (parsed.type === 'invalid') {
+          await reply(`Sorry, I did not understand that: ${parsed.reason}.\n\n${USAGE}`);
+          return;
+        }
+        await gh.rest.reactions.createForIssueComment({
+          owner,
+          repo: r.name,
+          comment_id: comment.id,
+          content: 'eyes',
+        });
+        const ref = { owner, repo: r.name, issue: issueNumber };
+        await runCommand(
+          context.id,
+          gh,
+          parsed.command,
+          ref,
+          sender.login,
+          installation.id,
+          r.default_branch,
+          reply,
+        );
+      });
+    });
+  };
+
+  async function runCommand(
+    deliveryId: string,
+    gh: GitHub,
+    command: Command,
+    ref: IssueRef,
+    login: string,
+    installationId: number,
+    defaultBranch: string,
+    reply: (body: string) => Promise<unknown>,
+  ): Promise<void> {
+    switch (command.kind) {
+      case 'help':
+        await reply(USAGE);
+        return;
+      case 'status':
+        await reply(statusReply(store.forIssue(ref.owner, ref.repo, ref.issue)[0] ?? null));
+        return;
+      case 'cancel': {
+        if (!(await canWrite(gh, ref.owner, ref.repo, login)))
+          return void (await reply(politeNo(login, 'cancel a run')));
+        const run = queue.cancel(ref.owner, ref.repo, ref.issue, login);
+        if (!run) await reply('There is no queued or running AgenticFix run for this issue.');
+        return;
+      }
+      case 'rerun': {
+        if (!(await canWrite(gh, ref.owner, ref.repo, login)))
+          return void (await reply(politeNo(login, 'rerun AgenticFix')));
+        const base = await headOf(gh, ref.owner, ref.repo, defaultBranch);
+        start(
+          {
+            ...ref,
+            installation_id: installationId,
+            trigger: 'rerun',
+            triggered_by: login,
+            base_commit: base,
+            model: command.model ?? null,
+            token_budget: command.budget ?? null,
+          },
+          deliveryId,
+        );
+        return;
+      }
+    }
+  }
+}
+
+function statusReply(run: RunRecord | null): string {
+  if (!run) return 'AgenticFix has not run on this issue yet.';
+  const facts = [
+    `state \`${run.state}\``,
+    run.verdict && `verdict \`${run.verdict}\``,
+    run.stop_reason && `stop reason \`${run.stop_reason}\``,
+    run.tokens !== null && `${run.tokens} tokens`,
+    run.pr_number !== null && `pull request #${run.pr_number}`,
+  ].filter(Boolean);
+  return `Latest AgenticFix run \`${run.id}\` (${run.trigger} by @${run.triggered_by}, base \`${run.base_commit.slice(0, 12)}\`): ${facts.join(', ')}.`;
+}

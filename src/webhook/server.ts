@@ -1,0 +1,106 @@
+import { createServer, type Server as HttpServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import pino from 'pino';
+import { createNodeMiddleware, Probot, type Logger } from 'probot';
+import type { Config } from '../config/config.js';
+import { JobRunner, type JobDeps } from '../pipeline/job.js';
+import type { ModelSpec } from '../pipeline/types.js';
+import { appOctokit, type GitHub } from '../publish/github.js';
+import { RunQueue } from '../queue/queue.js';
+import { RunStore } from '../queue/store.js';
+import { createApp } from './app.js';
+
+/** The GitHub App as a running HTTP service: signed webhooks in, runs out. */
+
+export const WEBHOOK_PATH = '/api/github/webhooks';
+
+export interface StartAppOptions {
+  config: Config;
+  appId: number | string;
+  privateKey: string;
+  webhookSecret: string;
+  /** GitHub API base URL (GitHub Enterprise or the emulator); api.github.com by default. */
+  baseUrl?: string;
+  port?: number; // 0 = any free port
+  host?: string;
+  /** Pipeline stages (the real ones by default). */
+  deps?: JobDeps;
+  model?: ModelSpec;
+  sandbox?: 'docker' | 'local';
+  log?: Logger;
+}
+
+export interface RunningApp {
+  /** The webhook URL (`http://host:port/api/github/webhooks`). */
+  url: string;
+  probot: Probot;
+  queue: RunQueue;
+  store: RunStore;
+  runner: JobRunner;
+  /** Resolves when nothing is queued or running and every status edit has landed. */
+  idle(): Promise<void>;
+  /** Stops the HTTP server, aborts running runs (they end `interrupted`) and closes the store. */
+  close(): Promise<void>;
+}
+
+export async function startApp(o: StartAppOptions): Promise<RunningApp> {
+  const log = o.log ?? pino({ level: process.env.LOG_LEVEL ?? 'info' });
+  const probot = new Probot({
+    appId: o.appId,
+    privateKey: o.privateKey,
+    secret: o.webhookSecret,
+    baseUrl: o.baseUrl,
+    Octokit: appOctokit(o.config),
+    log,
+  });
+  const store = new RunStore(o.config.dbPath);
+  const runner = new JobRunner({
+    config: o.config,
+    store,
+    auth: async (id) => (await probot.auth(id)) as GitHub,
+    deps: o.deps,
+    model: o.model,
+    sandbox: o.sandbox,
+    log,
+  });
+  const queue = new RunQueue(store, o.config.app.concurrency, runner);
+
+  // Runs a crash left behind: recorded as interrupted, and their issues are told.
+  for (const run of store.markInterrupted()) {
+    await runner
+      .reportInterrupted(run)
+      .catch((err) => log.error({ err, run: run.id }, 'could not report an interrupted run'));
+  }
+
+  const middleware = await createNodeMiddleware(createApp({ config: o.config, store, queue }), {
+    probot,
+    webhooksPath: WEBHOOK_PATH,
+  });
+  const server: HttpServer = createServer((req, res) => {
+    void middleware(req, res, () => res.writeHead(404).end());
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(o.port ?? 3000, o.host ?? '127.0.0.1', () => resolve());
+  });
+  const addr = server.address() as AddressInfo;
+  const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+
+  return {
+    url: `http://${host}:${addr.port}${WEBHOOK_PATH}`,
+    probot,
+    queue,
+    store,
+    runner,
+    async idle() {
+      await queue.idle();
+      await runner.settled();
+    },
+    async close() {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await queue.close();
+      await runner.settled();
+      store.close();
+    },
+  };
+}

@@ -1,0 +1,316 @@
+import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import path from 'node:path';
+import type { GitHubEmulator } from '../src/emulator/github.js';
+import type { RepairResult } from '../src/pipeline/types.js';
+import { editComment, postComment } from '../src/publish/github.js';
+import { branchFor, pushPatch, upsertDraftPr } from '../src/publish/pr.js';
+import {
+  collapsed,
+  cutMiddle,
+  fitBody,
+  GITHUB_BODY_LIMIT,
+  traceComment,
+  unverifiedComment,
+} from '../src/publish/render.js';
+import { StatusComment } from '../src/publish/status.js';
+import type { RunRecord } from '../src/queue/store.js';
+import { GitWorkspaceManager } from '../src/workspace/manager.js';
+import { git } from '../src/workspace/git.js';
+import { CALC_FILES, installationClient, report, startEmulator, tempDir, testConfig } from './app-support.js';
+
+const run = {
+  id: 'r1',
+  base_commit: 'b'.repeat(40),
+  triggered_by: 'alice',
+  trigger: 'label',
+  model: null,
+} as RunRecord;
+const result = (over: Partial<RepairResult> = {}): RepairResult => ({
+  run_id: 'r1',
+  stop_reason: 'completed',
+  base_commit: 'b'.repeat(40),
+  patch: '',
+  patch_path: '/x/final.patch',
+  trace_path: '/x/events.jsonl',
+  result_path: '/x/result.json',
+  run_dir: '/x',
+  dockerfile: null,
+  image_id: null,
+  summary: 'fixed',
+  tokens: { prompt: 10, completion: 5, cached: 0, total: 15 },
+  requests: 1,
+  tool_calls: 1,
+  duration_ms: 1000,
+  model_name: 'm',
+  prompt_hash: 'h',
+  last_test: null,
+  worktree_path: null,
+  error: null,
+  ...over,
+});
+
+describe('rendering', () => {
+  it('cuts the middle of long text, keeping head and tail, and says what was cut', () => {
+    const text = Array.from({ length: 1000 }, (_, i) => `line ${i}`).join('\n');
+    const cut = cutMiddle(text, 500);
+    expect(cut.text.length).toBeLessThanOrEqual(520);
+    expect(cut.text.startsWith('line 0\n')).toBe(true);
+    expect(cut.text.endsWith('line 999')).toBe(true);
+    expect(cut.note).toMatch(/^\d+ of 1000 lines \(\d+ characters\) were cut from the middle/);
+    expect(cutMiddle('short', 500)).toEqual({ text: 'short', note: null });
+  });
+
+  it('fences content with a fence longer than any backtick run inside it', () => {
+    const block = collapsed('log', 'a ```` b', 10_000);
+    expect(block).toContain('`````\na ```` b\n`````');
+    expect(block).toMatch(/^<details><summary>log<\/summary>/);
+  });
+
+  it('keeps the trace comment under the limit, cutting the event log inside <details> with a note', () => {
+    const events = Array.from({ length: 3000 }, (_, i) =>
+      JSON.stringify({
+        type: 'tool_end',
+        seq: i,
+        name: 'read_file',
+        args: { path: `f${i}.py` },
+        result: { success: i % 2 === 0, error_code: 'not_found' },
+        duration_ms: 2,
+        pad: 'x'.repeat(60),
+      }),
+    ).join('\n');
+    const body = traceComment(run, result(), events);
+    expect(body.length).toBeLessThanOrEqual(GITHUB_BODY_LIMIT);
+    expect(body).toContain('## Trace summary');
+    expect(body).toContain('| 1 | `read_file` | `{"path":"f0.py"}` | ok | 2 |');
+    expect(body).toContain('| 2 | `read_file` | `{"path":"f1.py"}` | failed (not_found) | 2 |');
+    expect(body).toContain('2850 more tool calls are in the event log below.');
+    expect(body).toMatch(/<details><summary>Full event log \(3000 events\)<\/summary>/);
+    expect(body).toMatch(
+      /\d+ of 3000 lines \(\d+ characters\) were cut from the middle to fit GitHub's 65536-character limit/,
+    );
+    expect(body).toContain('"seq":0,');
+    expect(body).toContain('"seq":2999,');
+    expect(body.trimEnd().endsWith('</details>')).toBe(true);
+  });
+
+  it('puts a huge candidate patch in a collapsed block within the limit', () => {
+    const patch = 'diff --git a/x b/x\n' + Array.from({ length: 20000 }, (_, i) => `+line ${i}`).join('\n');
+    const body = unverifiedComment({
+      run,
+      result: result({ patch }),
+      report: report(
+        'regression',
+        'The test fails with the patch.',
+        { baseCommit: 'b', remote: 'r' } as never,
+        [],
+      ),
+      evidence: 'E'.repeat(100_000),
+    });
+    expect(body.length).toBeLessThanOrEqual(GITHUB_BODY_LIMIT);
+    expect(body).toContain('**Verdict: `regression`**');
+    expect(body).toContain('<details><summary>Candidate patch</summary>');
+    expect(body).toContain('+line 0\n');
+    expect(body).toContain('+line 19999');
+    expect(body).toMatch(/lines \(\d+ characters\) were cut/);
+  });
+
+  it('fitBody cuts the tail and closes an open fence', () => {
+    const body = 'head\n```\n' + 'x'.repeat(100_000);
+    const fitted = fitBody(body);
+    expect(fitted.length).toBeLessThanOrEqual(GITHUB_BODY_LIMIT);
+    expect(fitted).toMatch(/\n```\n\n> \[!NOTE\]\n> \d+ characters were cut from the end/);
+  });
+});
+
+describe('GitHub calls against the emulator', () => {
+  let emu: GitHubEmulator;
+  let home: string;
+  beforeAll(async () => {
+    emu = await startEmulator();
+    emu.createRepo('acme', 'calc', { files: CALC_FILES });
+    home = tempDir('publish-');
+  });
+  afterAll(async () => {
+    await emu.close();
+    rmSync(home, { recursive: true, force: true });
+  });
+
+  it('retries 5xx and secondary rate limits, and shortens a body GitHub calls too long', async () => {
+    const gh = await installationClient(emu, testConfig(home), 'acme');
+    const n = emu.createIssue('acme', 'calc', { title: 't', user: 'alice' });
+    emu.failNext({ method: 'POST', path: /\/issues\/\d+\/comments$/ }, [
+      { status: 502 },
+      {
+        status: 403,
+        headers: { 'retry-after': '1' },
+        body: { message: 'You have exceeded a secondary rate limit.' },
+      },
+      { status: 422, body: { message: 'Validation Failed: body is too long (maximum is 65536 characters)' } },
+    ]);
+    const id = await postComment(gh, { owner: 'acme', repo: 'calc', issue: n }, 'y'.repeat(60_000));
+    const posted = emu.comments(n);
+    expect(posted.map((c) => c.id)).toEqual([id]);
+    expect(posted[0]!.body.length).toBeLessThan(60_000);
+    expect(posted[0]!.body).toMatch(/characters were cut from the end/);
+    const statuses = emu.requests
+      .filter((r) => r.path.endsWith(`/issues/${n}/comments`))
+      .map((r) => r.status);
+    expect(statuses).toEqual([502, 403, 422, 201]);
+  });
+
+  it('status comment: one comment, edits rate-limited, the last state always lands', async () => {
+    const gh = await installationClient(emu, testConfig(home), 'acme');
+    const n = emu.createIssue('acme', 'calc', { title: 't', user: 'alice' });
+    const created: number[] = [];
+    const status = new StatusComment({
+      gh: async () => gh,
+      ref: { owner: 'acme', repo: 'calc', issue: n },
+      runId: 'r42',
+      baseCommit: 'c'.repeat(40),
+      intervalMs: 300,
+      onCreated: (id) => created.push(id),
+    });
+    status.update({ phase: 'queued' });
+    for (let step = 1; step <= 30; step++) {
+      status.update({
+        phase: 'working',
+        step,
+        tokensUsed: step * 100,
+        tokenBudget: 5000,
+        lastTest: 'failed',
+      });
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    await status.settled();
+    const edits = () =>
+      emu.requests.filter((r) => r.method === 'PATCH' && r.path.includes('/issues/comments/'));
+    expect(emu.comments(n)).toHaveLength(1);
+    expect(created).toEqual([emu.comments(n)[0]!.id]);
+    expect(edits().length).toBeGreaterThanOrEqual(1);
+    expect(edits().length).toBeLessThanOrEqual(3); // ~300 ms of updates at one edit per 300 ms
+    expect(emu.comments(n)[0]!.body).toContain('step 30, 3000 of 5000 tokens, last test run: failed');
+    await status.final({ phase: 'done', detail: 'Verdict `verified`.' });
+    const body = emu.comments(n)[0]!.body;
+    expect(body).toContain('### AgenticFix: ✅ Done');
+    expect(body).toContain('- [x] Verifying');
+    expect(body).toContain('Run `r42`');
+  });
+
+  it('pushes with a per-call header, leaves no token on disk, and reruns update the branch and PR', async () => {
+    const config = testConfig(home);
+    const gh = await installationClient(emu, config, 'acme');
+    const { data: repo } = await gh.rest.repos.get({ owner: 'acme', repo: 'calc' });
+    const base = emu.branchHead('acme', 'calc', repo.default_branch)!;
+    const workspaces = new GitWorkspaceManager({
+      cacheDir: config.cacheDir,
+      worktreeDir: config.worktreeDir,
+    });
+    const patch = (to: string) =>
+      `diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a - b\n+    return ${to}\n`;
+    const branch = branchFor(3);
+    const push = (p: string, id: string) =>
+      pushPatch({
+        gh,
+        workspaces,
+        cloneUrl: repo.clone_url,
+        baseCommit: base,
+        patch: p,
+        branch,
+        message: 'Fix #3',
+        runId: id,
+      });
+
+    const first = await push(patch('a + b'), 'run-a');
+    expect(first).toEqual({ ok: true, commit: expect.stringMatching(/^[0-9a-f]{40}$/) });
+    expect(emu.branchHead('acme', 'calc', branch)).toBe(first.ok && first.commit);
+    const pr1 = await upsertDraftPr(gh, {
+      owner: 'acme',
+      repo: 'calc',
+      branch,
+      base: repo.default_branch,
+      title: 'Fix #3: t',
+      body: 'one',
+    });
+    expect(pr1.created).toBe(true);
+
+    const second = await push(patch('b + a'), 'run-b'); // not a descendant: needs the forced lease
+    expect(second.ok).toBe(true);
+    expect(emu.branchHead('acme', 'calc', branch)).toBe(second.ok && second.commit);
+    const pr2 = await upsertDraftPr(gh, {
+      owner: 'acme',
+      repo: 'calc',
+      branch,
+      base: repo.default_branch,
+      title: 'Fix #3: t',
+      body: 'two',
+    });
+    expect(pr2).toMatchObject({ number: pr1.number, created: false });
+    expect(emu.pulls.filter((p) => p.pull?.head === branch || p.title === 'Fix #3: t')).toHaveLength(1);
+    expect(emu.pulls.find((p) => p.number === pr1.number)).toMatchObject({ body: 'two' });
+
+    const broken = await push(
+      'diff --git a/nope.py b/nope.py\n--- a/nope.py\n+++ b/nope.py\n@@ -1 +1 @@\n-x\n+y\n',
+      'run-c',
+    );
+    expect(broken).toEqual({ ok: false, error: expect.stringContaining('does not apply') });
+
+    // Nothing the app wrote to disk holds the token or the header.
+    const { token } = (await gh.auth({ type: 'installation' })) as { token: string };
+    const basic = Buffer.from(`x-access-token:${token}`).toString('base64');
+    for (const file of walk(home)) {
+      const text = readFileSync(file, 'latin1');
+      expect(text.includes(token) || text.includes(basic) || /extraheader/i.test(text)).toBe(false);
+    }
+    expect(
+      (await git(['config', '--list', '--show-origin'], { cwd: config.cacheDir, allowFail: true })).stdout,
+    ).not.toMatch(/extraheader/i);
+  });
+
+  it('a refused push reports an error without the token', async () => {
+    const config = testConfig(home);
+    const gh = await installationClient(emu, config, 'acme');
+    const { data: repo } = await gh.rest.repos.get({ owner: 'acme', repo: 'calc' });
+    const base = emu.branchHead('acme', 'calc', repo.default_branch)!;
+    emu.revokeTokens();
+    const { token } = (await gh.auth({ type: 'installation' })) as { token: string };
+    const res = await pushPatch({
+      gh,
+      workspaces: new GitWorkspaceManager({ cacheDir: config.cacheDir, worktreeDir: config.worktreeDir }),
+      cloneUrl: repo.clone_url,
+      baseCommit: base,
+      patch:
+        'diff --git a/README.md b/README.md\n--- a/README.md\n+++ b/README.md\n@@ -1 +1 @@\n-# calc\n+# calc!\n',
+      branch: branchFor(4),
+      message: 'x',
+      runId: 'run-d',
+    });
+    expect(res.ok).toBe(false);
+    expect(!res.ok && res.error).toMatch(/git ls-remote failed|git push failed/);
+    expect(!res.ok && res.error).not.toContain(token);
+    expect(emu.branchHead('acme', 'calc', branchFor(4))).toBeNull();
+  });
+
+  it('editComment shortens and retries when GitHub answers 422 too long', async () => {
+    const gh = await installationClient(emu, testConfig(home), 'acme');
+    const n = emu.createIssue('acme', 'calc', { title: 't', user: 'alice' });
+    const ref = { owner: 'acme', repo: 'calc', issue: n };
+    const id = await postComment(gh, ref, 'first');
+    emu.failNext({ method: 'PATCH', path: /\/issues\/comments\/\d+$/ }, [
+      { status: 422, body: { message: 'Validation Failed: body is too long (maximum is 65536 characters)' } },
+    ]);
+    await editComment(gh, ref, id, 'z'.repeat(60_000));
+    const body = emu.comments(n)[0]!.body;
+    expect(body.length).toBeLessThan(60_000);
+    expect(body.startsWith('zzz')).toBe(true);
+    expect(/characters were cut from the end/.test(body)).toBe(true);
+  });
+});
+
+function* walk(dir: string): Generator<string> {
+  for (const name of readdirSync(dir)) {
+    const p = path.join(dir, name);
+    const st = statSync(p);
+    if (st.isDirectory()) yield* walk(p);
+    else if (st.isFile()) yield p;
+  }
+}

@@ -70,6 +70,22 @@ describe('git runner', () => {
     }
   });
 
+  it('passes per-call config through the environment, never on the command line or to disk', async () => {
+    const tmp = await tempDir();
+    const { path: repo } = await makeSourceRepo(tmp.dir, { 'a.txt': 'a\n' });
+    const header = 'Authorization: Basic c2VjcmV0';
+    const got = await git(['config', '--get', 'http.extraHeader'], {
+      cwd: repo,
+      config: [['http.extraHeader', header]],
+    });
+    expect(got.stdout.trim()).toBe(header);
+    // The forced settings still hold alongside the extra one, and nothing was written.
+    const hooks = await git(['config', '--get', 'core.hooksPath'], { cwd: repo, config: [['x.y', 'z']] });
+    expect(hooks.stdout.trim()).toBe('/dev/null');
+    expect(await readFile(path.join(repo, '.git', 'config'), 'utf8')).not.toContain('extraHeader');
+    await tmp.cleanup();
+  });
+
   it('strips credentials from error messages', async () => {
     const err = (await git(['ls-remote', 'https://user:secret-token@127.0.0.1:1/x.git'], { cwd: root }).catch(
       (e: unknown) => e,

@@ -23,8 +23,9 @@ export interface PushOptions {
 
 /**
  * Commits the patch on the base commit in a fresh worktree and pushes it with --force-with-lease
- * against the branch head seen just before. The installation token reaches git only as a `-c
- * http.extraHeader` argument of the two network calls: nothing is written to any config file.
+ * against the branch head seen just before. The installation token reaches git only as a per-call
+ * `http.extraHeader` in the environment of the two network calls: nothing is written to any config
+ * file, and it never appears in the process list.
  */
 export async function pushPatch(o: PushOptions): Promise<PushResult> {
   const wt = await o.workspaces.create(o.cloneUrl, o.baseCommit, `${o.runId}-publish`);
@@ -59,9 +60,10 @@ async function authGit(
   const basic = Buffer.from(`x-access-token:${token}`).toString('base64');
   const redactor = new Redactor([token, basic]);
   try {
-    const res = await git(['-c', `http.extraHeader=Authorization: Basic ${basic}`, ...args], {
+    const res = await git(args, {
       cwd,
       allowFail: true,
+      config: [['http.extraHeader', `Authorization: Basic ${basic}`]],
     });
     if (res.exitCode === 0) return { ok: true, stdout: res.stdout };
     return {

@@ -7,6 +7,11 @@ export interface GitOptions {
   env?: Record<string, string>;
   input?: string | Buffer;
   allowFail?: boolean;
+  /**
+   * Per-call configuration (e.g. an auth header for one push), passed through the environment
+   * rather than `-c`, so it is in no config file and not in the process list.
+   */
+  config?: ReadonlyArray<readonly [string, string]>;
 }
 
 export interface GitResult {
@@ -42,7 +47,8 @@ const FORCED_CONFIG: ReadonlyArray<readonly [string, string]> = [
   ['core.fsmonitor', 'false'],
 ];
 
-function baseEnv(): Record<string, string> {
+function baseEnv(extra: ReadonlyArray<readonly [string, string]> = []): Record<string, string> {
+  const config = [...FORCED_CONFIG, ...extra];
   const env: Record<string, string> = {};
   for (const k of INHERITED) {
     const v = process.env[k];
@@ -58,9 +64,9 @@ function baseEnv(): Record<string, string> {
     GIT_AUTHOR_EMAIL: GIT_IDENTITY.email,
     GIT_COMMITTER_NAME: GIT_IDENTITY.name,
     GIT_COMMITTER_EMAIL: GIT_IDENTITY.email,
-    GIT_CONFIG_COUNT: String(FORCED_CONFIG.length),
+    GIT_CONFIG_COUNT: String(config.length),
   });
-  FORCED_CONFIG.forEach(([key, value], i) => {
+  config.forEach(([key, value], i) => {
     env[`GIT_CONFIG_KEY_${i}`] = key;
     env[`GIT_CONFIG_VALUE_${i}`] = value;
   });
@@ -71,7 +77,7 @@ function baseEnv(): Record<string, string> {
 export async function git(args: string[], opts: GitOptions): Promise<GitResult> {
   const res = await execa('git', args, {
     cwd: opts.cwd,
-    env: { ...baseEnv(), ...opts.env },
+    env: { ...baseEnv(opts.config), ...opts.env },
     extendEnv: false,
     input: opts.input ?? '',
     reject: false,

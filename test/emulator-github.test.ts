@@ -426,6 +426,17 @@ describe('GitHub emulator', () => {
     expect(data).toEqual([expect.objectContaining({ type: 'file', name: 'mod.py', path: 'pkg/mod.py' })]);
   });
 
+  it('serves private repositories to the installation only, for fetches too', async () => {
+    const repo = emu.createRepo('octo', 'secret', { files: { 'a.txt': 'a\n' }, private: true });
+    const { data } = await octokit.repos.get({ owner: 'octo', repo: 'secret' });
+    expect(data.private).toBe(true);
+    const anon = tempDir('emu-private-');
+    await expect(run('git', ['clone', '--quiet', repo.cloneUrl, anon], { env: GIT_ENV })).rejects.toThrow();
+    const work = tempDir('emu-private-');
+    await run('git', ['-c', tokenHeader(token), 'clone', '--quiet', repo.cloneUrl, work], { env: GIT_ENV });
+    expect(readFileSync(path.join(work, 'a.txt'), 'utf8')).toBe('a\n');
+  });
+
   describe('webhooks', () => {
     let hook: Server;
     const received: { headers: Record<string, string | string[] | undefined>; body: string }[] = [];

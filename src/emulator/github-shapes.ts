@@ -43,7 +43,7 @@ export class Shapes {
       name: repo.name,
       full_name: repo.fullName,
       owner: this.user(repo.owner),
-      private: false,
+      private: repo.private,
       visibility: 'public',
       fork: false,
       archived: false,

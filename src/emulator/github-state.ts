@@ -22,6 +22,8 @@ export interface RepoRecord {
   bareDir: string;
   installationId: number;
   permissions: Map<string, Permission>;
+  /** Private repositories need the installation token for fetches too. */
+  private: boolean;
 }
 
 export interface PullFields {
@@ -110,7 +112,13 @@ export class EmulatorState {
     return this.repos.get(`${owner}/${name}`.toLowerCase());
   }
 
-  addRepo(owner: string, name: string, defaultBranch: string, bareDir: string): RepoRecord {
+  addRepo(
+    owner: string,
+    name: string,
+    defaultBranch: string,
+    bareDir: string,
+    isPrivate = false,
+  ): RepoRecord {
     this.user(owner);
     const installationId = this.installationFor(owner).id;
     const repo: RepoRecord = {
@@ -122,6 +130,7 @@ export class EmulatorState {
       bareDir,
       installationId,
       permissions: new Map([[owner, 'admin']]),
+      private: isPrivate,
     };
     this.repos.set(repo.fullName.toLowerCase(), repo);
     return repo;

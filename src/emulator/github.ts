@@ -75,7 +75,7 @@ export interface GitHubEmulator {
   createRepo(
     owner: string,
     name: string,
-    opts?: { fromDir?: string; files?: Record<string, string>; defaultBranch?: string },
+    opts?: { fromDir?: string; files?: Record<string, string>; defaultBranch?: string; private?: boolean },
   ): CreatedRepo;
   setPermission(owner: string, repo: string, user: string, permission: Permission): void;
   createIssue(
@@ -157,7 +157,7 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
     const rest = m[3] as string;
     const isPush = url.searchParams.get('service') === 'git-receive-pack' || rest === '/git-receive-pack';
     let remoteUser: string | undefined;
-    if (isPush) {
+    if (isPush || repo.private) {
       const token = auth.installationToken(parseAuthorization(req.headers.authorization));
       if (!token) {
         // The challenge makes git retry with credentials from the URL or a helper, as with GitHub.
@@ -264,11 +264,11 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
     url: baseUrl,
     appId,
     botLogin: state.botLogin,
-    createRepo(owner, name, { fromDir, files, defaultBranch = 'main' } = {}) {
+    createRepo(owner, name, { fromDir, files, defaultBranch = 'main', private: isPrivate = false } = {}) {
       if (state.repo(owner, name)) throw new Error(`repository ${owner}/${name} already exists`);
       const bareDir = path.join(projectRoot, owner, `${name}.git`);
       const headSha = createBareRepo(bareDir, defaultBranch, { fromDir, files });
-      const repo = state.addRepo(owner, name, defaultBranch, bareDir);
+      const repo = state.addRepo(owner, name, defaultBranch, bareDir, isPrivate);
       return { cloneUrl: shapes.cloneUrl(repo), bareDir, headSha };
     },
     setPermission(owner, repo, user, permission) {

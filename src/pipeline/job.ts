@@ -3,7 +3,7 @@ import type { Logger } from 'probot';
 import type { Config } from '../config/config.js';
 import { patchFiles } from '../patch/patch.js';
 import { editComment, postComment, type GitHub, type IssueRef } from '../publish/github.js';
-import { branchFor, pushPatch, upsertDraftPr } from '../publish/pr.js';
+import { branchFor, pushPatch, tokenAuth, upsertDraftPr } from '../publish/pr.js';
 import {
   blockedPathsNote,
   collapsed,
@@ -149,6 +149,10 @@ export class JobRunner implements QueueHooks {
     };
     const { spec, runConfig } = this.modelFor(modelName);
     const remote = repo.data.clone_url;
+    // Fetched once with the installation token (private repositories); every later stage finds the
+    // pinned commit in the cache and needs no credentials.
+    const { token } = (await gh.auth({ type: 'installation' })) as { token: string };
+    await this.workspaces.mirror(remote, tokenAuth(token));
 
     const result = await this.deps.repair({
       config: runConfig,

@@ -1,4 +1,4 @@
-import { git } from '../workspace/git.js';
+import { git, type GitConfig } from '../workspace/git.js';
 import type { GitWorkspaceManager } from '../workspace/manager.js';
 import { applyPatch } from '../patch/patch.js';
 import { Redactor } from '../trace/redact.js';
@@ -51,20 +51,22 @@ export async function pushPatch(o: PushOptions): Promise<PushResult> {
   }
 }
 
+/** Per-call git config that authenticates HTTPS git with an installation token. */
+export function tokenAuth(token: string): GitConfig {
+  const basic = Buffer.from(`x-access-token:${token}`).toString('base64');
+  return [['http.extraHeader', `Authorization: Basic ${basic}`]];
+}
+
 /** Runs a network git command with the token as a per-call header; errors never carry the token. */
 async function authGit(
   args: string[],
   cwd: string,
   token: string,
 ): Promise<{ ok: true; stdout: string } | { ok: false; error: string }> {
-  const basic = Buffer.from(`x-access-token:${token}`).toString('base64');
-  const redactor = new Redactor([token, basic]);
+  const auth = tokenAuth(token);
+  const redactor = new Redactor([token, ...auth.map(([, v]) => v.replace('Authorization: Basic ', ''))]);
   try {
-    const res = await git(args, {
-      cwd,
-      allowFail: true,
-      config: [['http.extraHeader', `Authorization: Basic ${basic}`]],
-    });
+    const res = await git(args, { cwd, allowFail: true, config: auth });
     if (res.exitCode === 0) return { ok: true, stdout: res.stdout };
     return {
       ok: false,

@@ -11,8 +11,10 @@ export interface GitOptions {
    * Per-call configuration (e.g. an auth header for one push), passed through the environment
    * rather than `-c`, so it is in no config file and not in the process list.
    */
-  config?: ReadonlyArray<readonly [string, string]>;
+  config?: GitConfig;
 }
+
+export type GitConfig = ReadonlyArray<readonly [string, string]>;
 
 export interface GitResult {
   stdout: string;
@@ -47,7 +49,7 @@ const FORCED_CONFIG: ReadonlyArray<readonly [string, string]> = [
   ['core.fsmonitor', 'false'],
 ];
 
-function baseEnv(extra: ReadonlyArray<readonly [string, string]> = []): Record<string, string> {
+function baseEnv(extra: GitConfig = []): Record<string, string> {
   const config = [...FORCED_CONFIG, ...extra];
   const env: Record<string, string> = {};
   for (const k of INHERITED) {

@@ -4,7 +4,7 @@ import { mkdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import lockfile from 'proper-lockfile';
 import { z } from 'zod';
-import { git, stripUserinfo } from './git.js';
+import { git, stripUserinfo, type GitConfig } from './git.js';
 import type { Worktree, WorkspaceManager } from './types.js';
 
 const FullSha = z.string().regex(/^[0-9a-f]{40}$/, 'base commit must be a full 40-hex SHA');
@@ -64,15 +64,22 @@ export class GitWorkspaceManager implements WorkspaceManager {
     return path.join(this.cacheDir, `${slug}-${hash}.git`);
   }
 
-  async mirror(remote: string): Promise<string> {
+  /**
+   * `auth` is per-call git config for the network (e.g. an installation token header for a private
+   * repository); it travels in git's environment and is never stored in the mirror.
+   */
+  async mirror(remote: string, auth: GitConfig = []): Promise<string> {
     Remote.parse(remote);
     const mirror = this.mirrorPath(remote);
-    await this.locked(mirror, () => this.cloneOrFetch(remote, mirror));
+    await this.locked(mirror, () => this.cloneOrFetch(remote, mirror, auth));
     return mirror;
   }
 
   async resolve(remote: string, rev: string): Promise<string> {
     Rev.parse(rev);
+    // A pinned commit already in the cache needs no network (and no credentials).
+    const cached = this.mirrorPath(remote);
+    if (FullSha.safeParse(rev).success && existsSync(cached) && (await hasCommit(cached, rev))) return rev;
     const mirror = await this.mirror(remote);
     const res = await git(['rev-parse', '--verify', '--quiet', `${rev}^{commit}`], {
       cwd: mirror,
@@ -114,16 +121,19 @@ export class GitWorkspaceManager implements WorkspaceManager {
     });
   }
 
-  private async cloneOrFetch(remote: string, mirror: string): Promise<void> {
+  private async cloneOrFetch(remote: string, mirror: string, auth: GitConfig = []): Promise<void> {
     if (existsSync(mirror)) {
       // The remote is passed explicitly each time so credentials in a URL are never stored in the mirror.
-      await git(['fetch', '--prune', '--quiet', '--', remote, '+refs/*:refs/*'], { cwd: mirror });
+      await git(['fetch', '--prune', '--quiet', '--', remote, '+refs/*:refs/*'], {
+        cwd: mirror,
+        config: auth,
+      });
       return;
     }
     // Clone next to the final path and rename, so a half-cloned mirror is never visible.
     const tmp = `${mirror}.tmp-${randomBytes(4).toString('hex')}`;
     try {
-      await git(['clone', '--mirror', '--quiet', '--', remote, tmp], { cwd: this.cacheDir });
+      await git(['clone', '--mirror', '--quiet', '--', remote, tmp], { cwd: this.cacheDir, config: auth });
       await git(['remote', 'set-url', 'origin', stripUserinfo(remote)], { cwd: tmp });
       await rename(tmp, mirror);
     } catch (err) {

@@ -1,0 +1,223 @@
+import { readFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { z } from 'zod';
+
+/**
+ * A real HTTP server speaking the chat-completions protocol (non-streaming) that replays a script of
+ * replies and records every request. Used by tests, the benchmark and `--model scripted:<file>`.
+ *
+ * Usage numbers are computed from what was actually sent (prompt ≈ request characters / 4), so a
+ * smaller context shows up as fewer prompt tokens. When the script runs out the server answers
+ * 400 `script_exhausted`: a run that outlives its script is a bug in the script or the loop, not a finish.
+ */
+const ToolCallStep = z.strictObject({
+  name: z.string().min(1),
+  /** An object is sent as JSON; a string is sent verbatim (so malformed JSON can be scripted). */
+  arguments: z.union([z.string(), z.record(z.string(), z.unknown())]).default({}),
+  id: z.string().min(1).optional(),
+});
+
+const UsageOverride = z.strictObject({
+  prompt_tokens: z.number().int().min(0).optional(),
+  completion_tokens: z.number().int().min(0).optional(),
+  cached_tokens: z.number().int().min(0).optional(),
+});
+
+export const ScriptStepSchema = z.union([
+  z.strictObject({
+    content: z.string().optional(),
+    tool_calls: z.array(ToolCallStep).default([]),
+    usage: UsageOverride.optional(),
+    /** Delay before answering (lets tests cancel while a request is in flight). */
+    delay_ms: z.number().int().min(0).optional(),
+  }),
+  z.strictObject({ status: z.number().int().min(400).max(599), body: z.unknown().optional() }),
+]);
+export type ScriptStep = z.input<typeof ScriptStepSchema>;
+
+export const ScriptFileSchema = z.union([
+  z.array(ScriptStepSchema),
+  z.strictObject({ model: z.string().min(1).optional(), steps: z.array(ScriptStepSchema) }),
+]);
+
+export interface ScriptFile {
+  model?: string;
+  steps: ScriptStep[];
+}
+
+/** Reads a script file (a JSON array of steps, or `{model?, steps}`), with errors naming the bad step. */
+export function loadScript(file: string): ScriptFile {
+  let json: unknown;
+  try {
+    json = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new Error(`cannot read script ${file}: ${(err as Error).message}`);
+  }
+  const parsed = ScriptFileSchema.safeParse(json);
+  if (!parsed.success) throw new Error(`invalid script ${file}:\n${z.prettifyError(parsed.error)}`);
+  return Array.isArray(parsed.data) ? { steps: parsed.data } : parsed.data;
+}
+
+/** A trajectory of tool calls followed by `finish` (e.g. for the demo). */
+export function scriptFromToolCalls(
+  calls: { name: string; arguments: unknown }[],
+  finishSummary: string,
+): ScriptStep[] {
+  return [
+    ...calls.map((c) => ({
+      tool_calls: [{ name: c.name, arguments: c.arguments as Record<string, unknown> | string }],
+    })),
+    { tool_calls: [{ name: 'finish', arguments: { summary: finishSummary } }] },
+  ];
+}
+
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  headers: Record<string, string | string[] | undefined>;
+  body: unknown;
+  /** Prompt tokens this request was charged (0 for non-completion requests). */
+  prompt_tokens: number;
+}
+
+export interface ScriptedModelServer {
+  /** Base URL for the openai SDK (ends in /v1). */
+  url: string;
+  requests: RecordedRequest[];
+  /** Steps not yet replayed. */
+  remaining(): number;
+  close(): Promise<void>;
+}
+
+export interface ScriptedServerOptions {
+  /** The model name reported in replies (default `scripted-model`). */
+  model?: string;
+  /** Called as each completion request arrives (index from 0), before it is answered. */
+  onRequest?: (index: number, body: unknown) => void;
+}
+
+const estimateTokens = (s: string): number => Math.ceil(s.length / 4);
+
+export async function startScriptedModelServer(
+  script: ScriptStep[],
+  opts: ScriptedServerOptions = {},
+): Promise<ScriptedModelServer> {
+  const steps = script.map((s, i) => {
+    const parsed = ScriptStepSchema.safeParse(s);
+    if (!parsed.success) throw new Error(`invalid script step ${i}: ${z.prettifyError(parsed.error)}`);
+    return parsed.data;
+  });
+  const served = opts.model ?? 'scripted-model';
+  const requests: RecordedRequest[] = [];
+  let next = 0;
+  let completions = 0;
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const text = Buffer.concat(chunks).toString('utf8');
+    let body: unknown = null;
+    try {
+      body = text ? JSON.parse(text) : null;
+    } catch {
+      return send(res, 400, {
+        error: { message: 'request body is not JSON', type: 'invalid_request_error' },
+      });
+    }
+    const path = (req.url ?? '').split('?')[0]!;
+    const isCompletion = req.method === 'POST' && path === '/v1/chat/completions';
+    const b = body as { messages?: unknown; tools?: unknown } | null;
+    const promptTokens = isCompletion ? estimateTokens(JSON.stringify([b?.messages, b?.tools])) : 0;
+    requests.push({
+      method: req.method ?? '',
+      path,
+      headers: req.headers,
+      body,
+      prompt_tokens: promptTokens,
+    });
+
+    if (req.method === 'GET' && path === '/v1/models') {
+      return send(res, 200, {
+        object: 'list',
+        data: [{ id: served, object: 'model', created: 0, owned_by: 'agenticfix' }],
+      });
+    }
+    if (!isCompletion) return send(res, 404, { error: { message: `no route ${req.method} ${path}` } });
+    opts.onRequest?.(completions++, body);
+    const step = steps[next];
+    if (!step) {
+      return send(res, 400, {
+        error: { message: `script exhausted after ${steps.length} steps`, type: 'script_exhausted' },
+      });
+    }
+    next++;
+    if ('status' in step)
+      return send(res, step.status, step.body ?? { error: { message: `scripted ${step.status}` } });
+    if (step.delay_ms) await delay(step.delay_ms, res);
+    const tool_calls = step.tool_calls.map((c, i) => ({
+      id: c.id ?? `call_${next}_${i}`,
+      type: 'function' as const,
+      function: {
+        name: c.name,
+        arguments: typeof c.arguments === 'string' ? c.arguments : JSON.stringify(c.arguments),
+      },
+    }));
+    const message = {
+      role: 'assistant',
+      content: step.content ?? null,
+      ...(tool_calls.length ? { tool_calls } : {}),
+    };
+    const prompt = step.usage?.prompt_tokens ?? promptTokens;
+    const completion = step.usage?.completion_tokens ?? estimateTokens(JSON.stringify(message));
+    send(res, 200, {
+      id: `chatcmpl-${next}`,
+      object: 'chat.completion',
+      created: Math.floor(Date.now() / 1000),
+      model: served,
+      choices: [
+        { index: 0, message, finish_reason: tool_calls.length ? 'tool_calls' : 'stop', logprobs: null },
+      ],
+      usage: {
+        prompt_tokens: prompt,
+        completion_tokens: completion,
+        total_tokens: prompt + completion,
+        prompt_tokens_details: { cached_tokens: step.usage?.cached_tokens ?? 0 },
+      },
+    });
+  };
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((err: Error) => send(res, 500, { error: { message: err.message } }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/v1`,
+    requests,
+    remaining: () => steps.length - next,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** Waits, but not for a client that already hung up (a cancelled request). */
+function delay(ms: number, res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    res.once('close', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
+function send(res: ServerResponse, status: number, body: unknown): void {
+  if (res.headersSent) return;
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}

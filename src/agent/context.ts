@@ -1,0 +1,172 @@
+import type { Config } from '../config/config.js';
+import type { ToolResult } from '../tools/types.js';
+import type { ChatMessage, RawToolCall } from './model.js';
+
+export type ContextParams = Config['context'];
+
+interface Observation {
+  callId: string;
+  tool: string;
+  args: unknown;
+  text: string;
+  success: boolean;
+  paths: string[];
+  stale: boolean;
+}
+
+type Entry =
+  | { kind: 'assistant'; content: string | null; tool_calls: RawToolCall[] }
+  | { kind: 'observation'; obs: Observation }
+  | { kind: 'note'; content: string };
+
+/** The short structured summary sent every turn, so elided history does not mean forgotten progress. */
+export interface WorkingState {
+  steps: number;
+  files_edited: string[];
+  tried: string[];
+  failed: string[];
+  last_test: { status: string; summary: unknown; exit_code: unknown; stale: boolean } | null;
+}
+
+const TRIED_KEEP = 12;
+const FAILED_KEEP = 6;
+const PATH_KEYS = ['path', 'file', 'paths', 'files'];
+
+/** File paths named in a call's arguments (by the common argument names). */
+export function argPaths(args: unknown): string[] {
+  if (!args || typeof args !== 'object') return [];
+  return PATH_KEYS.flatMap((k) => (args as Record<string, unknown>)[k] ?? []).filter(
+    (p): p is string => typeof p === 'string',
+  );
+}
+
+/** One line naming a call: `read_file path=src/a.js start=1`, long values shortened. */
+export function describeCall(tool: string, args: unknown): string {
+  if (!args || typeof args !== 'object') return tool;
+  const parts = Object.entries(args as Record<string, unknown>).map(([k, v]) => {
+    const s = typeof v === 'string' ? v : JSON.stringify(v);
+    return `${k}=${s.length > 40 ? `${s.slice(0, 37)}...` : s}`;
+  });
+  return [tool, ...parts].join(' ').replace(/\s+/g, ' ');
+}
+
+/** Caps one observation, telling the model how to get a smaller answer instead of a cut-off one. */
+export function capObservation(text: string, maxChars: number): string {
+  if (text.length <= maxChars) return text;
+  return (
+    `${text.slice(0, maxChars)}\n[observation truncated: showing ${maxChars} of ${text.length} characters. ` +
+    `Narrow the request: read a line range, search a more specific pattern or path, or run a single test.]`
+  );
+}
+
+/**
+ * The context policy: what the model sees each turn. Newest observations whole, older ones as one-line
+ * stubs, reads of files edited since marked stale, and the working state at the end. With the policy
+ * disabled the full history is sent (observations still capped), which is the benchmark baseline.
+ */
+export class ContextManager {
+  private readonly entries: Entry[] = [];
+  readonly state: WorkingState = { steps: 0, files_edited: [], tried: [], failed: [], last_test: null };
+
+  constructor(
+    private readonly params: ContextParams,
+    private readonly system: string,
+    private readonly task: string,
+  ) {}
+
+  addAssistant(message: { content: string | null; tool_calls: RawToolCall[] }): void {
+    this.entries.push({ kind: 'assistant', ...message });
+    this.state.steps++;
+  }
+
+  addNote(content: string): void {
+    this.entries.push({ kind: 'note', content });
+  }
+
+  /** Records a tool's result as the answer to one call; returns the observation text the model will see. */
+  addObservation(callId: string, tool: string, args: unknown, result: ToolResult, mutating: boolean): string {
+    const text = capObservation(JSON.stringify(result), this.params.observationMaxChars);
+    const paths = argPaths(args);
+    if (mutating && result.success) this.markStale(paths);
+    this.entries.push({
+      kind: 'observation',
+      obs: { callId, tool, args, text, success: result.success, paths, stale: false },
+    });
+    this.updateState(tool, args, result, mutating, paths);
+    return text;
+  }
+
+  messages(): ChatMessage[] {
+    const out: ChatMessage[] = [
+      { role: 'system', content: this.system },
+      { role: 'user', content: this.task },
+    ];
+    const observations = this.entries.filter((e) => e.kind === 'observation').length;
+    let seen = 0;
+    for (const e of this.entries) {
+      if (e.kind === 'assistant') {
+        // Services reject an assistant turn with neither content nor tool calls.
+        if (e.tool_calls.length)
+          out.push({ role: 'assistant', content: e.content, tool_calls: e.tool_calls });
+        else out.push({ role: 'assistant', content: e.content ?? '' });
+      } else if (e.kind === 'note') {
+        out.push({ role: 'user', content: e.content });
+      } else {
+        const recent = observations - seen++ <= this.params.keepFullObservations;
+        out.push({ role: 'tool', tool_call_id: e.obs.callId, content: this.render(e.obs, recent) });
+      }
+    }
+    if (this.params.enabled && this.state.steps > 0) {
+      out.push({
+        role: 'user',
+        content: `Working state (kept by the host):\n${JSON.stringify(this.state, null, 1)}`,
+      });
+    }
+    return out;
+  }
+
+  private render(obs: Observation, recent: boolean): string {
+    if (!this.params.enabled) return obs.text;
+    const stale = obs.stale
+      ? `[stale: ${obs.paths.join(', ') || 'the workspace'} changed after this; read again for the current text]`
+      : '';
+    if (recent) return stale ? `${stale}\n${obs.text}` : obs.text;
+    const outcome = obs.success ? 'ok' : 'failed';
+    return `[elided: ${describeCall(obs.tool, obs.args)} → ${outcome}, ${obs.text.length} chars; call again if needed]${stale && ' ' + stale}`;
+  }
+
+  /** Reads of the edited paths (or of anything, when the edit names no path) no longer show the file. */
+  private markStale(edited: string[]): void {
+    for (const e of this.entries) {
+      if (e.kind !== 'observation' || e.obs.paths.length === 0) continue;
+      if (edited.length === 0 || e.obs.paths.some((p) => edited.includes(p))) e.obs.stale = true;
+    }
+  }
+
+  private updateState(
+    tool: string,
+    args: unknown,
+    result: ToolResult,
+    mutating: boolean,
+    paths: string[],
+  ): void {
+    const s = this.state;
+    const call = describeCall(tool, args);
+    s.tried = [...s.tried, `${call} → ${result.success ? 'ok' : result.error_code}`].slice(-TRIED_KEEP);
+    if (!result.success)
+      s.failed = [...s.failed, `${call}: ${result.error ?? result.error_code}`].slice(-FAILED_KEEP);
+    if (mutating && result.success) {
+      s.files_edited = [...new Set([...s.files_edited, ...paths])];
+      if (s.last_test) s.last_test.stale = true;
+    }
+    const data = result.data as Record<string, unknown> | null;
+    if (data && typeof data === 'object' && typeof data.status === 'string' && 'exit_code' in data) {
+      s.last_test = {
+        status: data.status,
+        summary: data.summary ?? null,
+        exit_code: data.exit_code,
+        stale: false,
+      };
+    }
+  }
+}

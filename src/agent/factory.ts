@@ -1,0 +1,72 @@
+import type { Config } from '../config/config.js';
+import { loadScript, startScriptedModelServer } from '../emulator/scripted-model.js';
+import type { ModelSpec } from '../pipeline/types.js';
+import { HumanModel, OpenAIChatModel, type ModelClient, type RetryInfo } from './model.js';
+import { resolveModel } from './providers.js';
+
+export interface ModelHandle {
+  client: ModelClient;
+  /** What the run records about the model (never the key). */
+  describe: Record<string, unknown>;
+  /** Secrets the trace must redact. */
+  secrets: string[];
+  close(): Promise<void>;
+}
+
+/**
+ * The model client for a ModelSpec. `scripted:<file>` starts the scripted chat-completions server and
+ * talks to it through the same SDK path as a real provider, so the demo exercises the real loop.
+ */
+export async function createModelClient(
+  spec: ModelSpec,
+  model: Config['model'],
+  onRetry: (info: RetryInfo) => void,
+): Promise<ModelHandle> {
+  const common = {
+    timeoutMs: model.timeoutMs,
+    maxRetries: model.maxRetries,
+    retryBaseMs: model.retryBaseMs,
+    onRetry,
+  };
+  const nothing = async () => undefined;
+  switch (spec.kind) {
+    case 'openai': {
+      const m = resolveModel(model);
+      return {
+        client: new OpenAIChatModel({ ...common, baseUrl: m.baseUrl, apiKey: m.apiKey, name: m.name }),
+        describe: { kind: 'openai', provider: m.provider, base_url: m.baseUrl, name: m.name },
+        secrets: model.apiKey ? [model.apiKey] : [],
+        close: nothing,
+      };
+    }
+    case 'url':
+      return {
+        client: new OpenAIChatModel({
+          ...common,
+          baseUrl: spec.baseUrl,
+          apiKey: spec.apiKey ?? 'not-needed',
+          name: spec.name,
+        }),
+        describe: { kind: 'url', base_url: spec.baseUrl, name: spec.name },
+        secrets: spec.apiKey ? [spec.apiKey] : [],
+        close: nothing,
+      };
+    case 'scripted': {
+      const script = loadScript(spec.scriptPath);
+      const server = await startScriptedModelServer(script.steps, { model: script.model });
+      return {
+        client: new OpenAIChatModel({ ...common, baseUrl: server.url, apiKey: 'scripted', name: 'scripted' }),
+        describe: { kind: 'scripted', script: spec.scriptPath, steps: script.steps.length },
+        secrets: [],
+        close: () => server.close(),
+      };
+    }
+    case 'human':
+      return {
+        client: new HumanModel(spec.input ?? process.stdin, spec.output ?? process.stdout),
+        describe: { kind: 'human' },
+        secrets: [],
+        close: nothing,
+      };
+  }
+}

@@ -1,0 +1,225 @@
+import { createInterface } from 'node:readline';
+import OpenAI, { APIConnectionError, APIError, APIUserAbortError } from 'openai';
+import { z } from 'zod';
+import type { ToolSchema } from '../tools/types.js';
+
+/** A tool call exactly as the model sent it: `arguments` is raw text that may not even be JSON. */
+export const RawToolCallSchema = z.object({
+  id: z.string().min(1),
+  type: z.literal('function'),
+  function: z.object({ name: z.string(), arguments: z.string() }),
+});
+export type RawToolCall = z.infer<typeof RawToolCallSchema>;
+
+export type ChatMessage =
+  | { role: 'system' | 'user'; content: string }
+  | { role: 'assistant'; content: string | null; tool_calls?: RawToolCall[] }
+  | { role: 'tool'; tool_call_id: string; content: string };
+
+const UsageSchema = z.object({
+  prompt_tokens: z.number().int().min(0),
+  completion_tokens: z.number().int().min(0),
+  total_tokens: z.number().int().min(0).optional(),
+  prompt_tokens_details: z.object({ cached_tokens: z.number().int().min(0).nullish() }).nullish(),
+});
+
+/** The part of a chat-completions response the loop relies on; anything else is ignored. */
+const CompletionSchema = z.object({
+  model: z.string(),
+  choices: z
+    .array(
+      z.object({
+        message: z.object({
+          content: z.string().nullish(),
+          tool_calls: z.array(RawToolCallSchema).nullish(),
+        }),
+      }),
+    )
+    .min(1),
+  usage: UsageSchema.nullish(),
+});
+
+export interface Usage {
+  prompt: number;
+  completion: number;
+  cached: number;
+  total: number;
+}
+
+export interface ModelReply {
+  message: { content: string | null; tool_calls: RawToolCall[] };
+  usage: Usage;
+  /** The model name the service says served the request. */
+  model: string;
+}
+
+export interface ModelClient {
+  complete(messages: ChatMessage[], tools: ToolSchema[], signal?: AbortSignal): Promise<ModelReply>;
+}
+
+/** The service failed for good (non-transient error, exhausted retries, or an invalid reply). */
+export class ModelError extends Error {
+  constructor(
+    message: string,
+    readonly status: number | null = null,
+  ) {
+    super(message);
+  }
+}
+
+/** The run was cancelled (abort signal, or the human closed the input). */
+export class ModelCancelled extends Error {}
+
+export interface RetryInfo {
+  attempt: number;
+  delay_ms: number;
+  status: number | null;
+  error: string;
+}
+
+export interface OpenAIChatModelOptions {
+  baseUrl: string;
+  apiKey: string;
+  name: string;
+  timeoutMs: number;
+  maxRetries: number;
+  retryBaseMs: number;
+  onRetry?: (info: RetryInfo) => void;
+}
+
+const isTransient = (err: unknown): boolean =>
+  err instanceof APIConnectionError || // includes timeouts
+  (err instanceof APIError && typeof err.status === 'number' && (err.status === 429 || err.status >= 500));
+
+/** Full-jitter exponential backoff, capped so a run never sleeps for minutes on one request. */
+export const backoffMs = (attempt: number, baseMs: number, random = Math.random): number =>
+  Math.round(Math.min(baseMs * 2 ** attempt, 30_000) * (0.5 + random() / 2));
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(new ModelCancelled('cancelled'));
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(new ModelCancelled('cancelled'));
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/**
+ * Any OpenAI-compatible chat-completions endpoint through the openai SDK. The SDK's own retries are off so
+ * that every retry is bounded, jittered and reported (onRetry → trace) by this class.
+ */
+export class OpenAIChatModel implements ModelClient {
+  private readonly client: OpenAI;
+
+  constructor(private readonly opts: OpenAIChatModelOptions) {
+    this.client = new OpenAI({
+      baseURL: opts.baseUrl,
+      apiKey: opts.apiKey,
+      timeout: opts.timeoutMs,
+      maxRetries: 0,
+    });
+  }
+
+  async complete(messages: ChatMessage[], tools: ToolSchema[], signal?: AbortSignal): Promise<ModelReply> {
+    for (let attempt = 0; ; attempt++) {
+      // The SDK never removes its abort listener: give it a per-request signal so the run's does not pile them up.
+      const request = new AbortController();
+      const relay = () => request.abort();
+      if (signal?.aborted) relay();
+      signal?.addEventListener('abort', relay, { once: true });
+      try {
+        const raw = await this.client.chat.completions.create(
+          { model: this.opts.name, messages: messages as OpenAI.ChatCompletionMessageParam[], tools },
+          { signal: request.signal },
+        );
+        return toReply(raw);
+      } catch (err) {
+        if (err instanceof APIUserAbortError || signal?.aborted) throw new ModelCancelled('cancelled');
+        if (err instanceof ModelError) throw err;
+        const status = err instanceof APIError ? (err.status ?? null) : null;
+        const message = (err as Error).message;
+        if (!isTransient(err) || attempt >= this.opts.maxRetries) {
+          throw new ModelError(attempt > 0 ? `${message} (after ${attempt} retries)` : message, status);
+        }
+        const delay = backoffMs(attempt, this.opts.retryBaseMs);
+        this.opts.onRetry?.({ attempt: attempt + 1, delay_ms: delay, status, error: message });
+        await sleep(delay, signal);
+      } finally {
+        signal?.removeEventListener('abort', relay);
+      }
+    }
+  }
+}
+
+function toReply(raw: unknown): ModelReply {
+  const parsed = CompletionSchema.safeParse(raw);
+  if (!parsed.success) throw new ModelError(`invalid reply from the model service: ${parsed.error.message}`);
+  const { model, choices, usage } = parsed.data;
+  const message = choices[0]!.message;
+  const prompt = usage?.prompt_tokens ?? 0;
+  const completion = usage?.completion_tokens ?? 0;
+  return {
+    message: { content: message.content ?? null, tool_calls: message.tool_calls ?? [] },
+    usage: {
+      prompt,
+      completion,
+      cached: usage?.prompt_tokens_details?.cached_tokens ?? 0,
+      total: usage?.total_tokens ?? prompt + completion,
+    },
+    model,
+  };
+}
+
+/**
+ * A person (or another program) in the model's seat: each line `tool_name {json}` is one tool call; the
+ * observations are printed back. Works with a pipe: lines are read as they come, EOF cancels the run.
+ */
+export class HumanModel implements ModelClient {
+  private readonly lines: AsyncIterator<string>;
+  private calls = 0;
+
+  constructor(
+    input: NodeJS.ReadableStream,
+    private readonly output: NodeJS.WritableStream,
+  ) {
+    this.lines = createInterface({ input, terminal: false })[Symbol.asyncIterator]();
+  }
+
+  async complete(messages: ChatMessage[], tools: ToolSchema[], signal?: AbortSignal): Promise<ModelReply> {
+    if (this.calls === 0) {
+      this.output.write(`Tools: ${tools.map((t) => t.function.name).join(', ')}\n`);
+      this.output.write(
+        'Type one call per line: tool_name {"arg": "value"}; finish {"summary": "..."} ends.\n',
+      );
+    }
+    // Everything the model would see since its last action: observations, warnings, state.
+    const lastAssistant = messages.map((m) => m.role).lastIndexOf('assistant');
+    for (const m of messages.slice(lastAssistant + 1))
+      if (m.role !== 'system') this.output.write(`\n[${m.role}] ${m.content}\n`);
+    for (;;) {
+      if (signal?.aborted) throw new ModelCancelled('cancelled');
+      this.output.write('\nagenticfix> ');
+      const next = await this.lines.next();
+      if (next.done) throw new ModelCancelled('input closed');
+      const line = next.value.trim();
+      if (!line) continue;
+      const m = /^(\S+)\s*(.*)$/.exec(line)!;
+      const call: RawToolCall = {
+        id: `human-${++this.calls}`,
+        type: 'function',
+        function: { name: m[1]!, arguments: m[2] || '{}' },
+      };
+      return {
+        message: { content: null, tool_calls: [call] },
+        usage: { prompt: 0, completion: 0, cached: 0, total: 0 },
+        model: 'human',
+      };
+    }
+  }
+}

@@ -1,0 +1,288 @@
+import Docker from 'dockerode';
+import { randomBytes } from 'node:crypto';
+import { Budget } from '../agent/budget.js';
+import { ContextManager } from '../agent/context.js';
+import { createModelClient, type ModelHandle } from '../agent/factory.js';
+import { runAgentLoop, type LoopOutcome } from '../agent/loop.js';
+import { loadPrompts, renderTask } from '../agent/prompts.js';
+import { SECRET_ENV_NAMES } from '../config/config.js';
+import { DockerEnvironmentBuilder } from '../environment/builder.js';
+import { LocalSandbox } from '../environment/local.js';
+import type { RunOutcome } from '../environment/types.js';
+import { exportPatch } from '../patch/patch.js';
+import { makeBuildEnvironmentTool } from '../tools/build-environment.js';
+import { createRegistry, DEFAULT_TOOLS } from '../tools/registry.js';
+import type { ToolContext, ToolDefinition, ToolRegistry, ToolResult } from '../tools/types.js';
+import { RunTrace, type Artifact } from '../trace/trace.js';
+import { stripUserinfo } from '../workspace/git.js';
+import { GitWorkspaceManager } from '../workspace/manager.js';
+import type { Worktree } from '../workspace/types.js';
+import type { RepairOptions, RepairProgress, RepairResult, StopReason } from './types.js';
+
+/** Time-sortable (UTC timestamp to the millisecond) and unique (random suffix). */
+export const newRunId = (now = new Date()): string =>
+  `${now.toISOString().replace(/[-:.]/g, '')}-${randomBytes(4).toString('hex')}`;
+
+const message = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+const BUILD_TOOL = 'build_environment';
+
+/**
+ * One repair, end to end: workspace → environment → model-driven loop → patch. Always leaves
+ * runs/<id>/ with events.jsonl, state.json, result.json and final.patch, whatever the stop reason.
+ */
+export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
+  const { config } = opts;
+  const runId = opts.runId ?? newRunId();
+  const budgets = { ...config.budgets, ...opts.budgets };
+  const prompts = loadPrompts();
+  const startedAt = new Date();
+  const specKey = opts.model.kind === 'url' ? opts.model.apiKey : undefined;
+  const secrets = [config.model.apiKey, specKey, ...SECRET_ENV_NAMES.map((n) => process.env[n])];
+  const trace = new RunTrace(runId, config.runsDir, secrets);
+  const budget = new Budget(budgets);
+  // The time budget aborts whatever is in flight (model request, test run); the loop reports it as time_budget.
+  const signal = AbortSignal.any([
+    opts.signal ?? new AbortController().signal,
+    AbortSignal.timeout(budgets.timeMs),
+  ]);
+  const workspaces = new GitWorkspaceManager({ cacheDir: config.cacheDir, worktreeDir: config.worktreeDir });
+  let worktree: Worktree | null = null;
+  let baseCommit = '';
+  let ctx: ToolContext | null = null;
+  let model: ModelHandle | null = null;
+  let context: ContextManager | null = null;
+  let lastTest: RunOutcome | null = null;
+  let step = 0;
+  const progress = (phase: RepairProgress['phase']) =>
+    opts.onProgress?.({
+      phase,
+      step,
+      tokens_used: budget.tokens.total,
+      token_budget: budgets.tokens,
+      last_test: lastTest?.status ?? null,
+    });
+  const writeState = (phase: string) =>
+    trace.writeState({
+      run_id: runId,
+      phase,
+      step,
+      ...budget.snapshot(),
+      working_state: context?.state ?? null,
+    });
+
+  let outcome: LoopOutcome;
+  try {
+    trace.event('run_start', {
+      remote: stripUserinfo(opts.remote),
+      base: opts.baseCommit,
+      issue: opts.issue,
+      test_argv: opts.testArgv,
+      sandbox: opts.sandbox,
+      prompt_hash: prompts.hash,
+      budgets,
+      context: config.context,
+    });
+    // First, so a misconfigured model fails before any clone or build.
+    model = await createModelClient(opts.model, config.model, (info) =>
+      trace.event('model_retry', { ...info }),
+    );
+    trace.event('model', model.describe);
+    progress('preparing_workspace');
+    writeState('preparing_workspace');
+    baseCommit = await workspaces.resolve(opts.remote, opts.baseCommit);
+    worktree = await workspaces.create(opts.remote, baseCommit, runId);
+    trace.event('workspace_ready', { base_commit: baseCommit, worktree: worktree.path });
+
+    const env = await prepareEnvironment(opts, runId, worktree.path, trace, signal, () =>
+      progress('building_environment'),
+    );
+    ctx = {
+      runId,
+      worktree: worktree.path,
+      baseCommit,
+      limits: config.limits,
+      testCommands: { default: opts.testArgv },
+      runDir: trace.dir,
+      sandbox: env.sandbox,
+      environment: env.environment,
+      builder: env.builder,
+      trace,
+      signal,
+    };
+    const registry = withTestCapture(createRegistry(ctx, env.tools), (o) => (lastTest = o));
+    const task = renderTask(prompts.task, {
+      issue: opts.issue,
+      baseCommit,
+      testArgv: opts.testArgv,
+      environment: env.note,
+    });
+    context = new ContextManager(config.context, prompts.system, task);
+    progress('working');
+    outcome = await runAgentLoop({
+      model: model.client,
+      registry,
+      mutating: new Set(env.tools.filter((t) => t.mutates).map((t) => t.name)),
+      context,
+      budget,
+      agent: config.agent,
+      trace,
+      signal,
+      onStep: () => {
+        step++;
+        writeState('working');
+        progress('working');
+      },
+    });
+  } catch (err) {
+    const stop: StopReason = opts.signal?.aborted ? 'cancelled' : 'fatal';
+    outcome = { stop_reason: stop, summary: null, error: message(err), model_name: null };
+    trace.event('stop', { stop_reason: stop, error: outcome.error });
+  } finally {
+    await model?.close();
+  }
+
+  // Every stop saves the patch as it stands.
+  let patch = '';
+  let error = outcome.error;
+  if (worktree) {
+    try {
+      patch = (await exportPatch(worktree.path, baseCommit)).patch;
+    } catch (err) {
+      error = [error, `patch export failed: ${message(err)}`].filter(Boolean).join('; ');
+    }
+  }
+  const artifacts: Artifact[] = [trace.writeArtifact('final.patch', patch)];
+  let worktreePath = worktree?.path ?? null;
+  if (worktree && outcome.stop_reason === 'completed' && !opts.keepWorktree) {
+    await workspaces.remove(worktree).then(
+      () => (worktreePath = null),
+      (err) => trace.event('worktree_remove_failed', { error: message(err) }),
+    );
+  }
+
+  const env = ctx as ToolContext | null;
+  const result: RepairResult = {
+    run_id: runId,
+    stop_reason: outcome.stop_reason,
+    base_commit: baseCommit,
+    patch,
+    patch_path: artifacts[0]!.path,
+    trace_path: trace.eventsPath,
+    result_path: trace.resultPath,
+    run_dir: trace.dir,
+    dockerfile: env?.environment?.dockerfile ?? null,
+    image_id: env?.environment?.imageId ?? null,
+    summary: outcome.summary,
+    tokens: { ...budget.tokens },
+    requests: budget.requests,
+    tool_calls: budget.toolCalls,
+    duration_ms: Date.now() - startedAt.getTime(),
+    model_name: outcome.model_name,
+    prompt_hash: prompts.hash,
+    last_test: lastTest,
+    worktree_path: worktreePath,
+    error,
+  };
+  writeState('done');
+  if (env?.environment) artifacts.push(trace.artifact('Dockerfile', `${trace.dir}/Dockerfile`));
+  const { patch: _patch, ...recorded } = result;
+  trace.writeResult({
+    ...recorded,
+    success: result.stop_reason === 'completed',
+    started_at: startedAt.toISOString(),
+    finished_at: new Date().toISOString(),
+    counts: {
+      requests: result.requests,
+      tool_calls: result.tool_calls,
+      tokens_prompt: result.tokens.prompt,
+      tokens_completion: result.tokens.completion,
+      tokens_cached: result.tokens.cached,
+      tokens_total: result.tokens.total,
+      duration_ms: result.duration_ms,
+    },
+    budgets,
+    model: model?.describe ?? null,
+    artifacts,
+  });
+  progress('done');
+  return result;
+}
+
+interface PreparedEnvironment {
+  sandbox: ToolContext['sandbox'];
+  builder: ToolContext['builder'];
+  environment: ToolContext['environment'];
+  tools: ToolDefinition[];
+  /** One line for the task prompt about where tests run. */
+  note: string;
+}
+
+/**
+ * Local: tests run on the host (trusted repositories only). Docker: a maintainer Dockerfile is built up
+ * front; without one the model writes its own with build_environment.
+ */
+async function prepareEnvironment(
+  opts: RepairOptions,
+  runId: string,
+  worktree: string,
+  trace: RunTrace,
+  signal: AbortSignal,
+  building: () => void,
+): Promise<PreparedEnvironment> {
+  const tools = DEFAULT_TOOLS.filter((t) => t.name !== BUILD_TOOL);
+  if (opts.sandbox === 'local') {
+    return {
+      sandbox: new LocalSandbox(),
+      builder: null,
+      environment: null,
+      tools,
+      note: 'The test environment is ready.',
+    };
+  }
+  const builder = new DockerEnvironmentBuilder(new Docker(), opts.config.sandbox);
+  if (!opts.dockerfile) {
+    const buildTool = makeBuildEnvironmentTool(await builder.localBaseImages());
+    const note =
+      'There is no test environment yet: first write a Dockerfile for it and call build_environment.';
+    return { sandbox: null, builder, environment: null, tools: [...tools, buildTool], note };
+  }
+  building();
+  const built = await builder.build({ dockerfile: opts.dockerfile, worktree, runId, signal });
+  trace.event('environment_built', { ...built });
+  if (!built.success || !built.image_id)
+    throw new Error(`the maintainer Dockerfile did not build: ${built.error}`);
+  trace.writeArtifact('Dockerfile', opts.dockerfile);
+  return {
+    sandbox: builder.sandboxFor(built.image_id),
+    builder,
+    environment: { dockerfile: opts.dockerfile, imageId: built.image_id },
+    tools,
+    note: "The test environment is built from the maintainer's Dockerfile.",
+  };
+}
+
+/** Keeps the latest run_tests outcome for the result, without changing what the loop sees. */
+function withTestCapture(registry: ToolRegistry, onTest: (o: RunOutcome) => void): ToolRegistry {
+  return {
+    ...registry,
+    async call(name: string, args: unknown): Promise<ToolResult> {
+      const r = await registry.call(name, args);
+      const d = r.data as Partial<RunOutcome> | null;
+      if (name === 'run_tests' && d && typeof d.status === 'string') {
+        onTest({
+          exit_code: d.exit_code ?? null,
+          stdout: d.stdout ?? '',
+          stderr: d.stderr ?? '',
+          stdout_truncated: r.truncated,
+          stderr_truncated: r.truncated,
+          timed_out: d.status === 'timeout',
+          duration_ms: d.duration_ms ?? 0,
+          status: d.status,
+          summary: d.summary ?? null,
+          ...(d.detail ? { detail: d.detail } : {}),
+        });
+      }
+      return r;
+    },
+  };
+}

@@ -1,0 +1,95 @@
+import { jest } from '@jest/globals';
+import { createHash } from 'node:crypto';
+import { cpSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseIssueMarkdown, runCommand, splitArgv } from '../src/cli/run.js';
+import { scriptFromToolCalls } from '../src/emulator/scripted-model.js';
+import type { RepairResult } from '../src/pipeline/types.js';
+import { git } from '../src/workspace/git.js';
+import { commitAll, tempDir } from './support/git-fixtures.js';
+
+const FIXTURE = fileURLToPath(new URL('./fixtures/agent-repo', import.meta.url));
+
+describe('agenticfix run', () => {
+  it('splits the test command and parses the issue file', () => {
+    expect(splitArgv(`node --test "a b" 'c d'  e`)).toEqual(['node', '--test', 'a b', 'c d', 'e']);
+    expect(parseIssueMarkdown('\n# add() subtracts\n\nbody\nmore\n')).toEqual({
+      title: 'add() subtracts',
+      body: 'body\nmore',
+    });
+  });
+
+  it('rejects bad flags with usage (exit 2)', async () => {
+    const err = jest.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    try {
+      expect(await runCommand(['--repo', 'x'])).toBe(2);
+      expect(await runCommand(['--nope'])).toBe(2);
+      expect(await runCommand(['--repo', 'x', '--issue', 'i', '--test', 't', '--model', 'gpt'])).toBe(2);
+      expect(String(err.mock.calls.at(-1)?.[0])).toMatch(/--model must be scripted:<file> or human/);
+    } finally {
+      err.mockRestore();
+    }
+  });
+
+  it('runs one repair with --model scripted:<file> --sandbox local --json and prints the RepairResult', async () => {
+    const tmp = await tempDir('agenticfix-cli-');
+    const repo = path.join(tmp.dir, 'repo');
+    cpSync(FIXTURE, repo, { recursive: true });
+    await git(['init', '-q', '-b', 'main'], { cwd: repo });
+    await commitAll(repo, 'fixture');
+    const version = createHash('sha256')
+      .update(readFileSync(path.join(repo, 'src/math.js')))
+      .digest('hex');
+    const script = path.join(tmp.dir, 'script.json');
+    const calls = [
+      {
+        name: 'edit_file',
+        arguments: { path: 'src/math.js', old_text: 'a - b', new_text: 'a + b', version },
+      },
+      { name: 'run_tests', arguments: {} },
+    ];
+    writeFileSync(
+      script,
+      JSON.stringify({ model: 'cli-scripted', steps: scriptFromToolCalls(calls, 'add now adds') }),
+    );
+    const saved = { ...process.env };
+    process.env.AGENTICFIX_HOME = path.join(tmp.dir, 'home');
+    process.env.AGENTICFIX_RUNS_DIR = path.join(tmp.dir, 'runs');
+    const out: string[] = [];
+    const stdout = jest.spyOn(process.stdout, 'write').mockImplementation((s) => (out.push(String(s)), true));
+    const stderr = jest.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    try {
+      const code = await runCommand([
+        '--repo',
+        repo,
+        '--base',
+        'main',
+        '--issue',
+        path.join(repo, 'ISSUE.md'),
+        '--test',
+        'node --test',
+        '--model',
+        `scripted:${script}`,
+        '--sandbox',
+        'local',
+        '--json',
+      ]);
+      stdout.mockRestore();
+      const result = JSON.parse(out.join('')) as RepairResult;
+      expect(code).toBe(0);
+      expect(result).toMatchObject({
+        stop_reason: 'completed',
+        model_name: 'cli-scripted',
+        summary: 'add now adds',
+      });
+      expect(result.run_dir.startsWith(path.join(tmp.dir, 'runs'))).toBe(true);
+      expect(readFileSync(result.patch_path, 'utf8')).toContain('+  return a + b;');
+    } finally {
+      stdout.mockRestore();
+      stderr.mockRestore();
+      process.env = saved;
+      await tmp.cleanup();
+    }
+  });
+});

@@ -248,6 +248,15 @@ while n < 10000:
     expect(out.status).toBe('cancelled');
   });
 
+  it('cancels a run whose abort came while its container was being created', async () => {
+    const ac = new AbortController();
+    const t0 = Date.now();
+    const running = sandbox.run(req(repo, ['sleep', '60'], { signal: ac.signal }));
+    setImmediate(() => ac.abort());
+    expect((await running).status).toBe('cancelled');
+    expect(Date.now() - t0).toBeLessThan(20_000);
+  });
+
   it('caps 50 MB of output per stream', async () => {
     const out = await sandbox.run(
       req(

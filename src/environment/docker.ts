@@ -183,7 +183,9 @@ export class DockerSandbox implements Sandbox {
         timedOut = true;
         void kill();
       }, req.timeoutMs);
-      req.signal?.addEventListener('abort', onAbort, { once: true });
+      // An abort that came while the container was being created or started has already fired.
+      if (req.signal?.aborted) onAbort();
+      else req.signal?.addEventListener('abort', onAbort, { once: true });
 
       const waited = (await container.wait()) as { StatusCode: number };
       clearTimeout(timer);

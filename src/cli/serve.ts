@@ -13,6 +13,7 @@ const AppEnv = z
     WEBHOOK_SECRET: z.string().min(1),
     WEBHOOK_PROXY_URL: z.url().optional(),
     GHE_HOST: z.string().min(1).optional(),
+    GHE_PROTOCOL: z.enum(['https', 'http']).default('https'),
     PORT: z.coerce.number().int().min(0).max(65535).default(3000),
     HOST: z.string().min(1).default('0.0.0.0'),
   })
@@ -37,7 +38,7 @@ export async function serveCommand(_argv: string[]): Promise<number> {
     appId: env.APP_ID,
     privateKey,
     webhookSecret: env.WEBHOOK_SECRET,
-    baseUrl: env.GHE_HOST ? `https://${env.GHE_HOST}/api/v3` : undefined,
+    baseUrl: env.GHE_HOST ? `${env.GHE_PROTOCOL}://${env.GHE_HOST}/api/v3` : undefined,
     port: env.PORT,
     host: env.HOST,
   });

@@ -131,7 +131,7 @@ export async function runAppDemo(opts: {
     log(`webhook acknowledged: HTTP ${delivery.status}`);
     await app.idle();
 
-    const run = app.store.forIssue(OWNER, REPO, issue).at(-1);
+    const [run] = app.store.forIssue(OWNER, REPO, issue); // newest first
     if (!run) throw new Error('the app started no run');
     summary.run_id = run.id;
     summary.verdict = run.verdict;

@@ -213,6 +213,8 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
 
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', baseUrl);
+    // GitHub Enterprise serves the REST API under /api/v3 (Probot's GHE_HOST); accept both forms.
+    if (url.pathname.startsWith('/api/v3/')) url.pathname = url.pathname.slice('/api/v3'.length);
     const record = (status: number, body: unknown) =>
       requests.push({
         method: req.method ?? 'GET',

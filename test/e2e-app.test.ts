@@ -1,0 +1,355 @@
+import { execa, type ResultPromise } from 'execa';
+import { createHash } from 'node:crypto';
+import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Docker from 'dockerode';
+import type { Config } from '../src/config/config.js';
+import { CALCULATOR_DIR, calculatorDockerfile, calculatorFixCalls } from '../src/demo/calculator.js';
+import type { GitHubEmulator } from '../src/emulator/github.js';
+import {
+  scriptFromToolCalls,
+  startScriptedModelServer,
+  type ScriptedModelServer,
+  type ScriptStep,
+} from '../src/emulator/scripted-model.js';
+import { LABEL } from '../src/environment/docker.js';
+import { branchFor } from '../src/publish/pr.js';
+import { RunStore } from '../src/queue/store.js';
+import { startApp, type RunningApp } from '../src/webhook/server.js';
+import { git } from '../src/workspace/git.js';
+import { APP_ID, PRIVATE_KEY, quietLog, SECRET, startEmulator, tempDir, testConfig } from './app-support.js';
+import { dockerReady } from './support/docker.js';
+
+/**
+ * The product end to end: signed webhooks from the GitHub emulator into the real Probot app, the real
+ * agent loop driven by the scripted model over HTTP, the Docker sandbox, the judge and real git pushes.
+ */
+
+const O = 'octo';
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const FILE = 'src/calculator.js';
+const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
+const docker = new Docker();
+
+/** A fix trajectory: build the environment, then `calls`, then finish. */
+const trajectory = (config: Config, calls: { name: string; arguments: Record<string, unknown> }[]) =>
+  scriptFromToolCalls(
+    [
+      {
+        name: 'build_environment',
+        arguments: { dockerfile: calculatorDockerfile(config.sandbox.baseImage) },
+      },
+      ...calls,
+    ],
+    'done',
+  );
+
+/** Edits of src/calculator.js applied one after another, each with the version it will find. */
+function edits(pairs: [string, string][]) {
+  let text = readFileSync(path.join(CALCULATOR_DIR, FILE), 'utf8');
+  const calls: { name: string; arguments: Record<string, unknown> }[] = [
+    { name: 'read_file', arguments: { path: FILE } },
+  ];
+  for (const [old_text, new_text] of pairs) {
+    calls.push({ name: 'edit_file', arguments: { path: FILE, old_text, new_text, version: sha256(text) } });
+    text = text.replace(old_text, new_text);
+  }
+  return [...calls, { name: 'run_tests', arguments: {} }];
+}
+
+const agentContainers = async () =>
+  docker.listContainers({ all: true, filters: { label: [`${LABEL}=1`] } }).then((l) => l.length);
+
+async function until(what: string, check: () => boolean | Promise<boolean>, ms = 120_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+function calculatorSource(dir: string, test: string[]): string {
+  const src = path.join(dir, `src-${Math.random().toString(36).slice(2)}`);
+  cpSync(CALCULATOR_DIR, src, { recursive: true });
+  mkdirSync(path.join(src, '.github'));
+  writeFileSync(path.join(src, '.github/agenticfix.yml'), `test: ${JSON.stringify(test)}\n`);
+  return src;
+}
+
+let ready = false;
+let emu: GitHubEmulator;
+let home: string;
+beforeAll(async () => {
+  ready = await dockerReady();
+  if (!ready) return;
+  emu = await startEmulator();
+  home = tempDir('e2e-');
+});
+afterAll(async () => {
+  await emu?.close();
+  if (home) rmSync(home, { recursive: true, force: true });
+});
+
+describe('label → verified draft PR, rerun, cancel, outsiders, redelivery, unverified results', () => {
+  const R = 'calculator';
+  let config: Config;
+  let app: RunningApp;
+  let model: ScriptedModelServer;
+  const runsOf = (n: number, repo = R) => app.store.forIssue(O, repo, n);
+  const bot = (n: number, repo = R) =>
+    emu
+      .comments(n, `${O}/${repo}`)
+      .filter((c) => c.user === emu.botLogin)
+      .map((c) => c.body);
+
+  beforeAll(async () => {
+    if (!ready) return;
+    config = testConfig(path.join(home, 'app'));
+    // One scripted model serves the runs of this block in order.
+    const script: ScriptStep[] = [
+      // 1. the fix
+      ...trajectory(config, calculatorFixCalls()),
+      // 2. the rerun: another correct fix, so the branch really moves
+      ...trajectory(
+        config,
+        edits([
+          ['  return b - a;', '  return -(b - a);'],
+          ['  return a / b;', "  if (b === 0) throw new RangeError('no division by zero');\n  return a / b;"],
+        ]),
+      ),
+      // 3. a "fix" that breaks add: the judge finds a regression
+      ...trajectory(config, edits([['  return a + b;', '  return a + b + 1;']])),
+      // 4. a run whose tests hang until cancelled
+      ...trajectory(config, [{ name: 'run_tests', arguments: {} }]),
+    ];
+    model = await startScriptedModelServer(script, { model: 'scripted-e2e' });
+    emu.createRepo(O, R, { fromDir: calculatorSource(home, ['node', '--test']), private: true });
+    emu.createRepo(O, 'slow', {
+      fromDir: calculatorSource(home, ['node', '-e', 'setTimeout(() => {}, 600000)']),
+    });
+    for (const repo of [R, 'slow']) {
+      emu.setPermission(O, repo, 'maint', 'write');
+      emu.setPermission(O, repo, 'visitor', 'read');
+    }
+    app = await startApp({
+      config,
+      appId: APP_ID,
+      privateKey: PRIVATE_KEY,
+      webhookSecret: SECRET,
+      baseUrl: emu.url,
+      port: 0,
+      model: { kind: 'url', baseUrl: model.url, name: 'scripted-e2e' },
+      sandbox: 'docker',
+      log: quietLog,
+    });
+    emu.setWebhookUrl(app.url);
+  });
+  afterAll(async () => {
+    await app?.close();
+    await model?.close();
+  });
+
+  let issue = 0;
+  let firstDelivery = '';
+  let prNumber = 0;
+
+  it('a maintainer labels an issue of a private repository: draft PR with evidence and the right diff', async () => {
+    if (!ready) return;
+    issue = emu.createIssue(O, R, { title: 'subtract and divide are wrong', body: 'see tests', user: 'rae' });
+    const delivery = await emu.label(O, R, issue, 'agenticfix', 'maint');
+    firstDelivery = delivery.id;
+    expect(delivery.status).toBe(200);
+    await app.idle();
+
+    const [run] = runsOf(issue);
+    expect(run).toMatchObject({ state: 'done', verdict: 'verified', stop_reason: 'completed' });
+    const pr = emu.pulls.find((p) => p.repo === `${O}/${R}` && p.pull?.head === branchFor(issue))!;
+    expect(pr.pull).toMatchObject({ draft: true, base: 'main' });
+    expect(run!.pr_number).toBe(pr.number);
+    prNumber = pr.number;
+
+    // The branch holds exactly the agent's patch on top of the pinned base commit.
+    const head = emu.branchHead(O, R, branchFor(issue))!;
+    const clone = tempDir('e2e-clone-');
+    const token = emu.installationToken(O);
+    const auth = [
+      [
+        'http.extraHeader',
+        `Authorization: Basic ${Buffer.from(`x-access-token:${token}`).toString('base64')}`,
+      ],
+    ] as const;
+    await git(['clone', '--quiet', `${emu.url}/git/${O}/${R}.git`, clone], { cwd: home, config: auth });
+    await git(['fetch', '--quiet', 'origin', `${branchFor(issue)}`], { cwd: clone, config: auth });
+    expect((await git(['rev-parse', 'FETCH_HEAD^'], { cwd: clone })).stdout.trim()).toBe(run!.base_commit);
+    const diff = (await git(['diff', '--binary', '--full-index', run!.base_commit, head], { cwd: clone }))
+      .stdout;
+    expect(diff).toBe(readFileSync(run!.patch_path!, 'utf8'));
+
+    const [evidence, traceSummary, runConfig] = bot(pr.number);
+    expect(evidence).toMatch(/^## Test evidence/);
+    expect(evidence).toContain('`verified`');
+    expect(traceSummary).toMatch(/^## Trace summary/);
+    expect(traceSummary).toContain('build_environment');
+    expect(runConfig).toMatch(/^## Run configuration/);
+    expect(runConfig).toContain('scripted-e2e');
+    const status = bot(issue);
+    expect(status).toHaveLength(1);
+    expect(status[0]).toContain('✅ Done');
+    expect(await agentContainers()).toBe(0);
+  });
+
+  it('a redelivered webhook starts nothing new; an outsider gets a reply and nothing runs', async () => {
+    if (!ready) return;
+    await emu.redeliver(firstDelivery);
+    const other = emu.createIssue(O, R, { title: 'another', user: 'rae' });
+    await emu.label(O, R, other, 'agenticfix', 'visitor');
+    await emu.comment(O, R, issue, '/agenticfix rerun', 'visitor');
+    await app.idle();
+    expect(runsOf(issue)).toHaveLength(1);
+    expect(runsOf(other)).toHaveLength(0);
+    expect(bot(other).join('\n')).toMatch(/write/i);
+    expect(model.remaining()).toBeGreaterThan(0);
+  });
+
+  it('/agenticfix rerun on the PR runs again and updates the same branch and PR', async () => {
+    if (!ready) return;
+    const before = emu.branchHead(O, R, branchFor(issue));
+    await emu.comment(O, R, prNumber, '/agenticfix rerun', 'maint');
+    await app.idle();
+    const runs = runsOf(issue);
+    expect(runs).toHaveLength(2);
+    // Newest first.
+    expect(runs[0]).toMatchObject({ trigger: 'rerun', verdict: 'verified', pr_number: prNumber });
+    expect(emu.branchHead(O, R, branchFor(issue))).not.toBe(before);
+    expect(emu.pulls.filter((p) => p.repo === `${O}/${R}` && p.pull?.head === branchFor(issue))).toHaveLength(
+      1,
+    );
+    expect(readFileSync(runs[0]!.patch_path!, 'utf8')).toContain('-(b - a)');
+  });
+
+  it('an unverified result is reported on the issue with its patch, and no PR is opened', async () => {
+    if (!ready) return;
+    const n = emu.createIssue(O, R, { title: 'make add better', user: 'rae' });
+    await emu.label(O, R, n, 'agenticfix', 'maint');
+    await app.idle();
+    expect(runsOf(n)[0]).toMatchObject({ state: 'done', verdict: 'regression', pr_number: null });
+    expect(emu.pulls.some((p) => p.repo === `${O}/${R}` && p.pull?.head === branchFor(n))).toBe(false);
+    expect(emu.branchHead(O, R, branchFor(n))).toBeNull();
+    const all = bot(n).join('\n');
+    expect(all).toContain('regression');
+    expect(all).toContain('<details>');
+    expect(all).toContain('a + b + 1');
+  });
+
+  it('/agenticfix cancel stops the running container and publishes nothing', async () => {
+    if (!ready) return;
+    const n = emu.createIssue(O, 'slow', { title: 'slow tests', user: 'rae' });
+    await emu.label(O, 'slow', n, 'agenticfix', 'maint');
+    await until('the test container to run', async () => (await agentContainers()) > 0);
+    const t0 = Date.now();
+    await emu.comment(O, 'slow', n, '/agenticfix cancel', 'maint');
+    await app.idle();
+    expect(Date.now() - t0).toBeLessThan(30_000); // long before the 60 s test timeout
+    expect(await agentContainers()).toBe(0);
+    expect(runsOf(n, 'slow')[0]).toMatchObject({ state: 'cancelled' });
+    expect(bot(n, 'slow').join('\n')).toContain('Cancelled');
+    expect(emu.pulls.some((p) => p.repo === `${O}/slow`)).toBe(false);
+    expect(emu.branchHead(O, 'slow', branchFor(n))).toBeNull();
+  });
+});
+
+describe('a crash mid-run (the served app killed with SIGKILL) is reported after restart', () => {
+  it('marks the run interrupted and tells the issue', async () => {
+    if (!ready) return;
+    const crashHome = path.join(home, 'crash');
+    const env: Record<string, string> = {
+      AGENTICFIX_HOME: crashHome,
+      AGENTICFIX_RUNS_DIR: path.join(crashHome, 'runs'),
+      AGENTICFIX_GITHUB_WRITE_INTERVAL_MS: '0',
+      AGENTICFIX_STATUS_EDIT_INTERVAL_MS: '0',
+    };
+    const config = testConfig(crashHome);
+    // The model answers the first steps, then keeps the run waiting: the crash lands mid-run.
+    const model = await startScriptedModelServer([
+      ...trajectory(config, []).slice(0, 1),
+      { tool_calls: [{ name: 'read_file', arguments: { path: FILE } }] },
+      { content: 'thinking', delay_ms: 120_000 },
+    ]);
+    emu.createRepo(O, 'crashy', { fromDir: calculatorSource(home, ['node', '--test']) });
+    emu.setPermission(O, 'crashy', 'maint', 'write');
+    const port = await freePort();
+    mkdirSync(crashHome, { recursive: true });
+    await execa('npm', ['run', 'build'], { cwd: ROOT });
+    const child: ResultPromise = execa('node', [path.join(ROOT, 'dist/cli/index.js'), 'serve'], {
+      cwd: crashHome,
+      extendEnv: false,
+      reject: false,
+      env: {
+        PATH: process.env.PATH ?? '/usr/bin:/bin',
+        HOME: process.env.HOME ?? '/tmp',
+        ...env,
+        APP_ID: String(APP_ID),
+        PRIVATE_KEY,
+        WEBHOOK_SECRET: SECRET,
+        GHE_HOST: new URL(emu.url).host,
+        GHE_PROTOCOL: 'http',
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        LOG_LEVEL: 'warn',
+        AGENTICFIX_MODEL_PROVIDER: 'custom',
+        AGENTICFIX_MODEL_BASE_URL: model.url,
+        AGENTICFIX_MODEL_NAME: 'scripted',
+      },
+    });
+    try {
+      let out = '';
+      child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+      await until('the served app to listen', () => out.includes('listening'), 30_000);
+      emu.setWebhookUrl(`http://127.0.0.1:${port}/api/github/webhooks`);
+      const n = emu.createIssue(O, 'crashy', { title: 'crash me', user: 'rae' });
+      expect((await emu.label(O, 'crashy', n, 'agenticfix', 'maint')).status).toBe(200);
+      await until('the run to be mid-way', () => model.requests.length >= 3);
+      child.kill('SIGKILL');
+      await child;
+
+      const left = new RunStore(config.dbPath);
+      expect(left.forIssue(O, 'crashy', n)[0]).toMatchObject({ state: 'running' });
+      left.close();
+
+      const restarted = await startApp({
+        config,
+        appId: APP_ID,
+        privateKey: PRIVATE_KEY,
+        webhookSecret: SECRET,
+        baseUrl: emu.url,
+        port: 0,
+        log: quietLog,
+      });
+      await restarted.idle();
+      expect(restarted.store.forIssue(O, 'crashy', n)[0]).toMatchObject({ state: 'interrupted' });
+      const said = emu
+        .comments(n, `${O}/crashy`)
+        .filter((c) => c.user === emu.botLogin)
+        .map((c) => c.body)
+        .join('\n');
+      expect(said).toContain('interrupted');
+      await restarted.close();
+    } finally {
+      child.kill('SIGKILL');
+      await model.close();
+    }
+  });
+});
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}

@@ -3,7 +3,9 @@ import tseslint from 'typescript-eslint';
 import globals from 'globals';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'examples/', 'coverage/', 'runs/', '.agenticfix/'] },
+  {
+    ignores: ['dist/', 'node_modules/', 'examples/', 'coverage/', 'runs/', '.agenticfix/', 'test/fixtures/'],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

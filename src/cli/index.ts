@@ -41,7 +41,9 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (err: unknown) => {
-    process.stderr.write(`agenticfix: ${err instanceof ConfigError ? err.message : String((err as Error)?.stack ?? err)}\n`);
+    process.stderr.write(
+      `agenticfix: ${err instanceof ConfigError ? err.message : String((err as Error)?.stack ?? err)}\n`,
+    );
     process.exitCode = 1;
   },
 );

@@ -5,8 +5,7 @@ import { DockerEnvironmentBuilder } from '../environment/builder.js';
 import { LocalSandbox } from '../environment/local.js';
 import type { RunOutcome, TestSummary } from '../environment/types.js';
 import { applyPatch, exportPatch } from '../patch/patch.js';
-import { makeBuildEnvironmentTool } from '../tools/build-environment.js';
-import { createRegistry, DEFAULT_TOOLS } from '../tools/registry.js';
+import { createRegistry, toolsFor } from '../tools/registry.js';
 import type { ToolContext, ToolResult } from '../tools/types.js';
 import { RunTrace, TraceError } from '../trace/trace.js';
 import { GitWorkspaceManager } from '../workspace/manager.js';
@@ -84,9 +83,7 @@ export async function runToolsOnlyDemo(opts: DemoOptions): Promise<DemoSummary> 
       builder,
       trace,
     };
-    const tools = builder
-      ? [...DEFAULT_TOOLS, makeBuildEnvironmentTool(await builder.localBaseImages())]
-      : DEFAULT_TOOLS;
+    const tools = await toolsFor(builder);
     const registry = createRegistry(ctx, tools);
     const call = async (name: string, args: Record<string, unknown>): Promise<ToolResult> => {
       toolCalls++;

@@ -10,8 +10,7 @@ import { DockerEnvironmentBuilder } from '../environment/builder.js';
 import { LocalSandbox } from '../environment/local.js';
 import type { RunOutcome } from '../environment/types.js';
 import { exportPatch } from '../patch/patch.js';
-import { makeBuildEnvironmentTool } from '../tools/build-environment.js';
-import { createRegistry, DEFAULT_TOOLS } from '../tools/registry.js';
+import { createRegistry, DEFAULT_TOOLS, toolsFor } from '../tools/registry.js';
 import type { ToolContext, ToolDefinition, ToolRegistry, ToolResult } from '../tools/types.js';
 import { RunTrace, type Artifact } from '../trace/trace.js';
 import { stripUserinfo } from '../workspace/git.js';
@@ -24,7 +23,6 @@ export const newRunId = (now = new Date()): string =>
   `${now.toISOString().replace(/[-:.]/g, '')}-${randomBytes(4).toString('hex')}`;
 
 const message = (err: unknown): string => (err instanceof Error ? err.message : String(err));
-const BUILD_TOOL = 'build_environment';
 
 /**
  * One repair, end to end: workspace → environment → model-driven loop → patch. Always leaves
@@ -229,22 +227,20 @@ async function prepareEnvironment(
   signal: AbortSignal,
   building: () => void,
 ): Promise<PreparedEnvironment> {
-  const tools = DEFAULT_TOOLS.filter((t) => t.name !== BUILD_TOOL);
   if (opts.sandbox === 'local') {
     return {
       sandbox: new LocalSandbox(),
       builder: null,
       environment: null,
-      tools,
+      tools: DEFAULT_TOOLS,
       note: 'The test environment is ready.',
     };
   }
   const builder = new DockerEnvironmentBuilder(new Docker(), opts.config.sandbox);
   if (!opts.dockerfile) {
-    const buildTool = makeBuildEnvironmentTool(await builder.localBaseImages());
     const note =
       'There is no test environment yet: first write a Dockerfile for it and call build_environment.';
-    return { sandbox: null, builder, environment: null, tools: [...tools, buildTool], note };
+    return { sandbox: null, builder, environment: null, tools: await toolsFor(builder), note };
   }
   building();
   const built = await builder.build({ dockerfile: opts.dockerfile, worktree, runId, signal });
@@ -256,7 +252,7 @@ async function prepareEnvironment(
     sandbox: builder.sandboxFor(built.image_id),
     builder,
     environment: { dockerfile: opts.dockerfile, imageId: built.image_id },
-    tools,
+    tools: DEFAULT_TOOLS,
     note: "The test environment is built from the maintainer's Dockerfile.",
   };
 }

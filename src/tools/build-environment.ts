@@ -67,6 +67,3 @@ export function makeBuildEnvironmentTool(baseImages: readonly string[] = []): To
     },
   };
 }
-
-/** The tool with a generic note on base images; use the factory to name the local ones. */
-export const buildEnvironmentTool = makeBuildEnvironmentTool();

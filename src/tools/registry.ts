@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import type { RunStatus, TestSummary } from '../environment/types.js';
+import type { EnvironmentBuilder, RunStatus, TestSummary } from '../environment/types.js';
 import { TraceError } from '../trace/trace.js';
-import { buildEnvironmentTool } from './build-environment.js';
+import { makeBuildEnvironmentTool } from './build-environment.js';
 import { gitDiff } from './git-diff.js';
 import { listFiles, readFile, searchCode } from './read-tools.js';
 import { runTests } from './run-tests.js';
@@ -18,6 +18,7 @@ import { createFile, deleteFile, editFile } from './write-tools.js';
 /** Thrown (or reported as error_code `isolation_lost`) when a sandbox can no longer be trusted: the run stops. */
 export class IsolationError extends Error {}
 
+/** The repository tools every run has. */
 export const DEFAULT_TOOLS: ToolDefinition[] = [
   listFiles,
   readFile,
@@ -27,8 +28,14 @@ export const DEFAULT_TOOLS: ToolDefinition[] = [
   deleteFile,
   runTests,
   gitDiff,
-  buildEnvironmentTool,
 ];
+
+/** The repository tools plus, when the model may build its own environment, build_environment naming the local base images. */
+export async function toolsFor(builder: EnvironmentBuilder | null): Promise<ToolDefinition[]> {
+  return builder
+    ? [...DEFAULT_TOOLS, makeBuildEnvironmentTool(await builder.localBaseImages())]
+    : DEFAULT_TOOLS;
+}
 
 /** The latest run_tests outcome; `stale` once a mutating call succeeded after it. */
 export interface TestRecord {

@@ -65,6 +65,7 @@ async function repair(
   more: Partial<RepairOptions> = {},
   onRequest?: (i: number) => void,
 ) {
+  await server?.close(); // a test may call repair() more than once
   server = await startScriptedModelServer(script, { model: 'scripted-served-1', onRequest });
   const result = await runRepair({
     config,

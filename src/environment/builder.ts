@@ -14,6 +14,8 @@ import type { BuildLog, BuildResult, EnvironmentBuilder } from './types.js';
 /** Repository of every environment image; the tag is a prefix of the environment's content key. */
 export const ENV_REPO = 'agenticfix-env';
 export const KEY_LABEL = 'agenticfix.key';
+/** Build time in milliseconds: Docker's `Created` has one-second resolution, too coarse to order recent builds. */
+export const BUILT_LABEL = 'agenticfix.built';
 
 /** One entry of the Engine's build progress stream. */
 interface BuildEvent {
@@ -147,7 +149,7 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
       .flatMap((i) =>
         (i.RepoTags ?? [])
           .filter((t) => t.startsWith(`${ENV_REPO}:`))
-          .map((tag) => ({ tag, id: i.Id, created: i.Created * 1000 })),
+          .map((tag) => ({ tag, id: i.Id, created: Number(i.Labels?.[BUILT_LABEL]) || i.Created * 1000 })),
       )
       .sort((a, b) => b.created - a.created);
     const now = opts.now ?? Date.now();
@@ -207,7 +209,12 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
       const stream = await this.docker.buildImage(packContext(snapshot, opts.dockerfile), {
         t: tag,
         dockerfile: CONTEXT_DOCKERFILE,
-        labels: { [LABEL]: '1', [RUN_LABEL]: opts.runId, [KEY_LABEL]: key },
+        labels: {
+          [LABEL]: '1',
+          [RUN_LABEL]: opts.runId,
+          [KEY_LABEL]: key,
+          [BUILT_LABEL]: String(Date.now()),
+        },
         nocache: opts.noCache === true,
         rm: true,
         forcerm: true,

@@ -1,4 +1,5 @@
-import { DEFAULT_TEST_ARGV, isUnder, parseRepoConfig } from '../src/webhook/repo-config.js';
+import { DEFAULT_TEST_ARGV, parseRepoConfig } from '../src/webhook/repo-config.js';
+import { isUnder } from '../src/tools/paths.js';
 
 describe('repository config', () => {
   it('gives the defaults when there is no file or an empty one', () => {

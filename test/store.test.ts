@@ -70,14 +70,28 @@ describe('RunStore', () => {
 
   it('claims a delivery once; a released claim can be taken again; one run per delivery', () => {
     const store = new RunStore(file);
-    expect(store.claimDelivery('d1')).toBe(true);
-    expect(store.claimDelivery('d1')).toBe(false);
+    expect(store.claimDelivery('d1', 'issues', {})).toBe(true);
+    expect(store.claimDelivery('d1', 'issues', {})).toBe(false);
     store.releaseDelivery('d1');
-    expect(store.claimDelivery('d1')).toBe(true);
+    expect(store.claimDelivery('d1', 'issues', {})).toBe(true);
     store.createRun(newRun({ delivery_id: 'd1' }));
     expect(() => store.createRun(newRun({ delivery_id: 'd1' }))).toThrow(/UNIQUE/);
     expect(store.list()).toHaveLength(1);
     store.close();
+  });
+
+  it('keeps an acknowledged delivery with its payload until its intake is done, across a reopen', () => {
+    const store = new RunStore(file);
+    store.claimDelivery('a', 'issues', { action: 'labeled', n: 1 });
+    store.claimDelivery('b', 'issue_comment', { action: 'created', n: 2 });
+    store.finishDelivery('a');
+    store.close();
+    const reopened = new RunStore(file);
+    expect(reopened.pendingDeliveries()).toEqual([
+      { id: 'b', event: 'issue_comment', payload: { action: 'created', n: 2 } },
+    ]);
+    expect(reopened.claimDelivery('a', 'issues', {})).toBe(false); // done deliveries stay claimed
+    reopened.close();
   });
 
   it('after a crash marks queued and running runs interrupted and returns them', () => {
@@ -107,7 +121,7 @@ describe('RunStore', () => {
     new RunStore(file).close();
     new RunStore(file).close();
     const db = new Database(file);
-    expect(db.pragma('user_version', { simple: true })).toBe(1);
+    expect(db.pragma('user_version', { simple: true })).toBe(2);
     db.close();
   });
 });

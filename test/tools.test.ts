@@ -458,6 +458,39 @@ describe('edit_file, create_file, delete_file', () => {
   });
 });
 
+describe('protected paths', () => {
+  it('refuses to edit, create or delete a path the repository protects, and says why', async () => {
+    const env = await setup({
+      LICENSE: 'MIT\n',
+      'migrations/001.sql': 'create table t();\n',
+      'app.py': 'x = 1\n',
+    });
+    const ctx = { ...env.ctx, protectedPaths: ['LICENSE', 'migrations/'] };
+    const reg = createRegistry(ctx);
+    const version = sha('MIT\n');
+    const edit = await reg.call('edit_file', { path: 'LICENSE', old_text: 'MIT', new_text: 'GPL', version });
+    expectFail(edit, 'path_forbidden');
+    expect(edit.error).toMatch(/LICENSE is protected/);
+    expectFail(
+      await reg.call('create_file', { path: 'migrations/002.sql', content: 'drop table t;\n' }),
+      'path_forbidden',
+    );
+    const sql = sha('create table t();\n');
+    expectFail(await reg.call('delete_file', { path: 'migrations/001.sql', version: sql }), 'path_forbidden');
+    expect(readFileSync(path.join(env.wt, 'LICENSE'), 'utf8')).toBe('MIT\n');
+    expect(existsSync(path.join(env.wt, 'migrations/002.sql'))).toBe(false);
+    // Elsewhere edits work as usual, and a look-alike prefix is not protected.
+    expect((await reg.call('create_file', { path: 'migrations2.txt', content: 'ok\n' })).success).toBe(true);
+    const app = await reg.call('edit_file', {
+      path: 'app.py',
+      old_text: 'x = 1',
+      new_text: 'x = 2',
+      version: sha('x = 1\n'),
+    });
+    expect(app.success).toBe(true);
+  });
+});
+
 describe('registry', () => {
   it('offers every tool with a strict JSON schema', async () => {
     const { reg } = await setup({ 'a.txt': 'a\n' });

@@ -18,13 +18,8 @@ import { renderStatus, StatusComment, type StatusState } from '../publish/status
 import type { QueueHooks } from '../queue/queue.js';
 import type { RunRecord, RunStore, RunUpdate } from '../queue/store.js';
 import type { JudgeOptions, VerificationReport } from '../verify/types.js';
-import {
-  fetchFile,
-  isUnder,
-  loadRepoConfig,
-  REPO_CONFIG_PATH,
-  type RepoConfig,
-} from '../webhook/repo-config.js';
+import { fetchFile, loadRepoConfig, REPO_CONFIG_PATH, type RepoConfig } from '../webhook/repo-config.js';
+import { isUnder } from '../tools/paths.js';
 import { GitWorkspaceManager } from '../workspace/manager.js';
 import type { ModelSpec, RepairOptions, RepairResult } from './types.js';
 
@@ -160,6 +155,7 @@ export class JobRunner implements QueueHooks {
       baseCommit: run.base_commit,
       issue: { title: issue.data.title, body: issue.data.body ?? '', number: run.issue },
       testArgv: rc.test,
+      protectedPaths: [...NEVER_PUSHED, ...rc.protected_paths],
       model: spec,
       sandbox: this.o.sandbox ?? 'docker',
       dockerfile,

@@ -100,6 +100,7 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
       baseCommit,
       limits: config.limits,
       testCommands: { default: opts.testArgv },
+      protectedPaths: opts.protectedPaths ?? [],
       runDir: trace.dir,
       sandbox: env.sandbox,
       environment: env.environment,
@@ -112,7 +113,9 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
       issue: opts.issue,
       baseCommit,
       testArgv: opts.testArgv,
-      environment: env.note,
+      environment: opts.protectedPaths?.length
+        ? `${env.note}\nThese paths are protected and must not change: ${opts.protectedPaths.join(', ')}.`
+        : env.note,
     });
     context = new ContextManager(config.context, prompts.system, task);
     progress('working');

@@ -75,6 +75,11 @@ const MIGRATIONS = [
    CREATE INDEX runs_state ON runs (state);
    CREATE UNIQUE INDEX runs_delivery ON runs (delivery_id);
    CREATE TABLE deliveries (id TEXT PRIMARY KEY, received_at TEXT NOT NULL);`,
+  // A delivery keeps its payload until its intake is done, so a crash after the acknowledgement loses nothing.
+  `ALTER TABLE deliveries ADD COLUMN event TEXT;
+   ALTER TABLE deliveries ADD COLUMN payload TEXT;
+   ALTER TABLE deliveries ADD COLUMN done_at TEXT;
+   UPDATE deliveries SET done_at = received_at;`,
 ];
 
 export class RunStore {
@@ -85,6 +90,8 @@ export class RunStore {
     if (file !== ':memory:') mkdirSync(path.dirname(file), { recursive: true });
     this.db = new Database(file);
     this.db.pragma('journal_mode = WAL');
+    // WAL with NORMAL sync survives a crash of the app (not of the machine) without an fsync per write.
+    this.db.pragma('synchronous = NORMAL');
     this.db.pragma('busy_timeout = 5000');
     this.migrate();
   }
@@ -100,11 +107,25 @@ export class RunStore {
   }
 
   /** Records a webhook delivery id; false if it was seen before (a redelivery). */
-  claimDelivery(deliveryId: string): boolean {
+  claimDelivery(deliveryId: string, event: string, payload: unknown): boolean {
     const res = this.db
-      .prepare('INSERT OR IGNORE INTO deliveries (id, received_at) VALUES (?, ?)')
-      .run(deliveryId, now());
+      .prepare('INSERT OR IGNORE INTO deliveries (id, received_at, event, payload) VALUES (?, ?, ?, ?)')
+      .run(deliveryId, now(), event, JSON.stringify(payload));
     return res.changes === 1;
+  }
+
+  /** The delivery's intake is over: its payload is no longer needed. */
+  finishDelivery(deliveryId: string): void {
+    this.db.prepare('UPDATE deliveries SET done_at = ?, payload = NULL WHERE id = ?').run(now(), deliveryId);
+  }
+
+  /** Deliveries acknowledged but not taken in (the app stopped in between), oldest first. */
+  pendingDeliveries(): { id: string; event: string; payload: unknown }[] {
+    return (
+      this.db
+        .prepare('SELECT id, event, payload FROM deliveries WHERE done_at IS NULL ORDER BY received_at, id')
+        .all() as { id: string; event: string; payload: string }[]
+    ).map((d) => ({ id: d.id, event: d.event, payload: JSON.parse(d.payload) as unknown }));
   }
 
   /** Lets a redelivery of `deliveryId` act again (its first handling failed before doing anything). */

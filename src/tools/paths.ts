@@ -1,6 +1,6 @@
 import { lstatSync, mkdirSync, realpathSync, type Stats } from 'node:fs';
 import path from 'node:path';
-import { fail, type ToolResult } from './types.js';
+import { fail, type ToolContext, type ToolResult } from './types.js';
 
 /**
  * Path safety for every file tool. A model-supplied path is relative to the worktree; it may not
@@ -129,4 +129,19 @@ export function mkdirSafe(root: string, abs: string): PathFailure | null {
     }
   }
   return null;
+}
+
+/** True when `file` (repository-relative) is one of `prefixes` or lies under one of them. */
+export function isUnder(file: string, prefixes: readonly string[]): boolean {
+  return prefixes.some((p) => {
+    const dir = p.replace(/\/+$/, '');
+    return file === dir || file.startsWith(dir + '/');
+  });
+}
+
+/** Refuses a change to a path the repository's configuration protects. */
+export function protectedPathError(ctx: ToolContext, rel: string): ToolResult | null {
+  return isUnder(rel, ctx.protectedPaths ?? [])
+    ? fail('path_forbidden', `${rel} is protected by the repository's configuration and must not change`)
+    : null;
 }

@@ -1,7 +1,7 @@
 import { closeSync, constants, openSync, realpathSync, unlinkSync, writeSync } from 'node:fs';
 import { z } from 'zod';
 import { fileVersion, isLoaded, loadFile, numberLines, splitLines } from './files.js';
-import { mkdirSafe, pathError, resolveInWorktree } from './paths.js';
+import { mkdirSafe, pathError, protectedPathError, resolveInWorktree } from './paths.js';
 import { fail, ok, type ToolDefinition } from './types.js';
 
 const relPath = z.string().min(1).max(4096).describe('Path relative to the repository root');
@@ -39,6 +39,8 @@ export const editFile: ToolDefinition<typeof EditArgs> = {
   async run(ctx, args) {
     const f = loadFile(ctx, args.path, true);
     if (!isLoaded(f)) return f;
+    const refused = protectedPathError(ctx, f.rel);
+    if (refused) return refused;
     const text = f.buf.toString('utf8');
     // A CRLF file is edited in LF form so the model's LF text matches, then written back as CRLF.
     const crlf = text.includes('\r\n') && !/(^|[^\r])\n/.test(text);
@@ -115,6 +117,8 @@ export const createFile: ToolDefinition<typeof CreateArgs> = {
   async run(ctx, args) {
     const r = resolveInWorktree(ctx.worktree, args.path, { forWrite: true });
     if (!r.ok) return pathError(r);
+    const refused = protectedPathError(ctx, r.rel);
+    if (refused) return refused;
     if (r.stat) return fail('already_exists', `${r.rel} already exists; use edit_file to change it`);
     const bytes = Buffer.byteLength(args.content);
     if (bytes > ctx.limits.maxFileBytes) {
@@ -152,6 +156,8 @@ export const deleteFile: ToolDefinition<typeof DeleteArgs> = {
   async run(ctx, args) {
     const f = loadFile(ctx, args.path, false);
     if (!isLoaded(f)) return f;
+    const refused = protectedPathError(ctx, f.rel);
+    if (refused) return refused;
     if (args.version !== f.version) {
       return fail('stale_version', `${f.rel} changed since that version was read; re-read it with read_file`);
     }

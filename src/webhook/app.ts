@@ -5,18 +5,26 @@ import { postComment, type GitHub, type IssueRef } from '../publish/github.js';
 import type { RunQueue } from '../queue/queue.js';
 import type { NewRun, RunRecord, RunStore } from '../queue/store.js';
 import { parseCommand, USAGE, type Command } from './commands.js';
+import type { Intake } from './intake.js';
 import { loadRepoConfig } from './repo-config.js';
 
 /**
- * Webhook handlers. They only validate, check permission, record and enqueue: the work happens in
- * the queue. A delivery is claimed once, so a redelivered webhook never acts twice.
+ * Webhook handlers. A handler only validates the payload, records the delivery (once: a redelivered
+ * webhook never acts twice) and hands it to the intake, then returns: GitHub gets its answer in
+ * milliseconds. The intake checks permission, pins the base commit and enqueues; the work itself
+ * happens in the queue. A delivery stays recorded with its payload until its intake is done, so one
+ * acknowledged just before a crash is taken in at the next start.
  */
 
 export interface AppDeps {
   config: Config;
   store: RunStore;
   queue: RunQueue;
+  intake: Intake;
 }
+
+/** The installation client for a delivery's installation (from the webhook context, or after a restart). */
+type Auth = (installationId: number) => Promise<GitHub>;
 
 const USER = z.object({ login: z.string(), type: z.string() });
 const COMMON = {
@@ -59,18 +67,7 @@ const politeNo = (login: string, what: string) =>
   `Thanks, @${login}! Only people with write access to this repository can ${what}, so nothing was started. A maintainer can do it for you.`;
 
 export function createApp(deps: AppDeps) {
-  const { config, store, queue } = deps;
-
-  /** Runs `act` once per delivery; a failure releases the claim so GitHub's redelivery can retry. */
-  async function once(id: string, act: () => Promise<void>): Promise<void> {
-    if (!store.claimDelivery(id)) return;
-    try {
-      await act();
-    } catch (e) {
-      store.releaseDelivery(id);
-      throw e;
-    }
-  }
+  const { config, store, queue, intake } = deps;
 
   /** The default branch's head right now: the commit a run is pinned to. */
   async function headOf(gh: GitHub, owner: string, repo: string, branch: string): Promise<string> {
@@ -84,75 +81,88 @@ export function createApp(deps: AppDeps) {
     return created;
   }
 
-  return (app: Probot): void => {
-    app.on('issues.labeled', async (context) => {
-      const p = LABELED.safeParse(context.payload);
-      if (!p.success) return void app.log.warn({ err: p.error }, 'unexpected issues.labeled payload');
-      const { repository: r, sender, issue, label, installation } = p.data;
-      if (isBot(sender)) return;
-      const owner = r.owner.login;
-      await once(context.id, async () => {
-        const gh = context.octokit as GitHub;
-        const base = await headOf(gh, owner, r.name, r.default_branch);
-        // An invalid config falls back to the default label; the job then reports the error on the issue.
-        const rc = await loadRepoConfig(gh, owner, r.name, base);
-        const wanted = (rc.ok && rc.config.label) || config.app.label;
-        if (label.name !== wanted) return;
-        const ref = { owner, repo: r.name, issue: issue.number };
-        if (!(await canWrite(gh, owner, r.name, sender.login))) {
-          await postComment(gh, ref, politeNo(sender.login, 'start AgenticFix'));
-          return;
-        }
-        start(
-          {
-            ...ref,
-            installation_id: installation.id,
-            trigger: 'label',
-            triggered_by: sender.login,
-            base_commit: base,
-          },
-          context.id,
-        );
-      });
-    });
+  async function onLabeled(id: string, gh: GitHub, d: z.infer<typeof LABELED>): Promise<void> {
+    const { repository: r, sender, issue, label, installation } = d;
+    const owner = r.owner.login;
+    const [base, allowed] = await Promise.all([
+      headOf(gh, owner, r.name, r.default_branch),
+      canWrite(gh, owner, r.name, sender.login),
+    ]);
+    // An invalid config falls back to the default label; the job then reports the error on the issue.
+    const rc = await loadRepoConfig(gh, owner, r.name, base);
+    const wanted = (rc.ok && rc.config.label) || config.app.label;
+    if (label.name !== wanted) return;
+    const ref = { owner, repo: r.name, issue: issue.number };
+    if (!allowed) return void (await postComment(gh, ref, politeNo(sender.login, 'start AgenticFix')));
+    start(
+      {
+        ...ref,
+        installation_id: installation.id,
+        trigger: 'label',
+        triggered_by: sender.login,
+        base_commit: base,
+      },
+      id,
+    );
+  }
 
-    app.on('issue_comment.created', async (context) => {
-      const p = COMMENTED.safeParse(context.payload);
-      if (!p.success) return void app.log.warn({ err: p.error }, 'unexpected issue_comment payload');
-      const { repository: r, sender, comment, issue, installation } = p.data;
-      if (isBot(sender) || isBot(comment.user)) return;
-      const parsed = parseCommand(comment.body);
-      if (parsed.type === 'none') return;
-      const owner = r.owner.login;
-      await once(context.id, async () => {
-        const gh = context.octokit as GitHub;
-        // A command on the app's pull request is about the issue that PR fixes.
-        const issueNumber = issue.pull_request ? store.issueForPr(owner, r.name, issue.number) : issue.number;
-        if (issueNumber === null) return; // someone else's pull request
-        const reply = (body: string) => postComment(gh, { owner, repo: r.name, issue: issue.number }, body);
-        if (parsed.type === 'invalid') {
-          await reply(`Sorry, I did not understand that: ${parsed.reason}.\n\n${USAGE}`);
-          return;
-        }
-        await gh.rest.reactions.createForIssueComment({
-          owner,
-          repo: r.name,
-          comment_id: comment.id,
-          content: 'eyes',
-        });
-        const ref = { owner, repo: r.name, issue: issueNumber };
-        await runCommand(
-          context.id,
-          gh,
-          parsed.command,
-          ref,
-          sender.login,
-          installation.id,
-          r.default_branch,
-          reply,
-        );
-      });
+  async function onComment(id: string, gh: GitHub, d: z.infer<typeof COMMENTED>): Promise<void> {
+    const { repository: r, sender, comment, issue, installation } = d;
+    const parsed = parseCommand(comment.body);
+    if (parsed.type === 'none') return;
+    const owner = r.owner.login;
+    // A command on the app's pull request is about the issue that PR fixes.
+    const issueNumber = issue.pull_request ? store.issueForPr(owner, r.name, issue.number) : issue.number;
+    if (issueNumber === null) return; // someone else's pull request
+    const reply = (body: string) => postComment(gh, { owner, repo: r.name, issue: issue.number }, body);
+    if (parsed.type === 'invalid')
+      return void (await reply(`Sorry, I did not understand that: ${parsed.reason}.\n\n${USAGE}`));
+    await gh.rest.reactions.createForIssueComment({
+      owner,
+      repo: r.name,
+      comment_id: comment.id,
+      content: 'eyes',
     });
+    const ref = { owner, repo: r.name, issue: issueNumber };
+    await runCommand(id, gh, parsed.command, ref, sender.login, installation.id, r.default_branch, reply);
+  }
+
+  /** Validates, drops bots and commentless noise, records the delivery once and hands it to the intake. */
+  function receive(id: string, event: string, payload: unknown, auth: Auth, log: Probot['log']): void {
+    if (event === 'issues') {
+      const p = LABELED.safeParse(payload);
+      if (!p.success) return void log.warn({ err: p.error }, 'unexpected issues.labeled payload');
+      if (isBot(p.data.sender) || !store.claimDelivery(id, event, payload)) return;
+      intake.run(id, async () => onLabeled(id, await auth(p.data.installation.id), p.data));
+    } else {
+      const p = COMMENTED.safeParse(payload);
+      if (!p.success) return void log.warn({ err: p.error }, 'unexpected issue_comment payload');
+      const { sender, comment } = p.data;
+      if (isBot(sender) || isBot(comment.user) || parseCommand(comment.body).type === 'none') return;
+      if (!store.claimDelivery(id, event, payload)) return;
+      intake.run(id, async () => onComment(id, await auth(p.data.installation.id), p.data));
+    }
+  }
+
+  return {
+    /** The Probot app function. */
+    register(app: Probot): void {
+      app.on('issues.labeled', async (context) =>
+        receive(context.id, 'issues', context.payload, async () => context.octokit as GitHub, app.log),
+      );
+      app.on('issue_comment.created', async (context) =>
+        receive(context.id, 'issue_comment', context.payload, async () => context.octokit as GitHub, app.log),
+      );
+    },
+    /** Takes in the deliveries a previous process acknowledged but did not finish. */
+    resume(auth: Auth, log: Probot['log']): number {
+      const pending = store.pendingDeliveries();
+      for (const d of pending) {
+        store.releaseDelivery(d.id);
+        receive(d.id, d.event, d.payload, auth, log);
+      }
+      return pending.length;
+    },
   };
 
   async function runCommand(

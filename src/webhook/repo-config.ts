@@ -55,14 +55,6 @@ export function parseRepoConfig(text: string | null): RepoConfigResult {
   return { ok: true, config: parsed.data };
 }
 
-/** True when `file` is one of `prefixes` or lies under one of them. */
-export function isUnder(file: string, prefixes: readonly string[]): boolean {
-  return prefixes.some((p) => {
-    const dir = p.replace(/\/+$/, '');
-    return file === dir || file.startsWith(dir + '/');
-  });
-}
-
 /** A file's text at `ref`, or null when it does not exist. */
 export async function fetchFile(
   gh: GitHub,

@@ -9,6 +9,7 @@ import { appOctokit, type GitHub } from '../publish/github.js';
 import { RunQueue } from '../queue/queue.js';
 import { RunStore } from '../queue/store.js';
 import { createApp } from './app.js';
+import { Intake } from './intake.js';
 
 /** The GitHub App as a running HTTP service: signed webhooks in, runs out. */
 
@@ -64,6 +65,8 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
     log,
   });
   const queue = new RunQueue(store, o.config.app.concurrency, runner);
+  const intake = new Intake(store, log);
+  const handlers = createApp({ config: o.config, store, queue, intake });
 
   // Runs a crash left behind: recorded as interrupted, and their issues are told.
   for (const run of store.markInterrupted()) {
@@ -72,7 +75,11 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
       .catch((err) => log.error({ err, run: run.id }, 'could not report an interrupted run'));
   }
 
-  const middleware = await createNodeMiddleware(createApp({ config: o.config, store, queue }), {
+  // Deliveries acknowledged before a crash but not taken in yet.
+  const resumed = handlers.resume(async (id) => (await probot.auth(id)) as GitHub, log);
+  if (resumed > 0) log.info({ resumed }, 'taking in deliveries left by the previous process');
+
+  const middleware = await createNodeMiddleware(handlers.register, {
     probot,
     webhooksPath: WEBHOOK_PATH,
   });
@@ -93,11 +100,13 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
     store,
     runner,
     async idle() {
+      await intake.idle();
       await queue.idle();
       await runner.settled();
     },
     async close() {
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      await intake.idle();
       await queue.close();
       await runner.settled();
       store.close();

@@ -1,0 +1,34 @@
+import type { Logger } from 'probot';
+import type { RunStore } from '../queue/store.js';
+
+/**
+ * What happens to a delivery after its webhook was answered: permission checks, pinning the base
+ * commit, enqueueing. Each delivery is marked done when its intake ends; a failed one is logged and
+ * released, so GitHub's "redeliver" can try it again.
+ */
+export class Intake {
+  private readonly inflight = new Set<Promise<void>>();
+
+  constructor(
+    private readonly store: RunStore,
+    private readonly log: Logger,
+  ) {}
+
+  run(deliveryId: string, act: () => Promise<void>): void {
+    const done = act()
+      .then(
+        () => this.store.finishDelivery(deliveryId),
+        (err: unknown) => {
+          this.log.error({ err, delivery: deliveryId }, 'webhook intake failed');
+          this.store.releaseDelivery(deliveryId);
+        },
+      )
+      .finally(() => this.inflight.delete(done));
+    this.inflight.add(done);
+  }
+
+  /** Resolves when every delivery taken so far has been taken in. */
+  async idle(): Promise<void> {
+    while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
+  }
+}

@@ -155,6 +155,25 @@ describe('RunQueue', () => {
     expect(store.get(run.id)).toMatchObject({ state: 'failed', error: 'API down' });
   });
 
+  it('a failure to record the end of a run is reported, not thrown, and the queue goes on', async () => {
+    const errors: unknown[] = [];
+    const hooks: QueueHooks = {
+      execute: async () => ({ state: 'done' }),
+      onFinished: (run) => {
+        if (run.issue === 1) throw new Error('status comment store broke');
+      },
+      onError: (_run, err) => errors.push(err),
+    };
+    const q = new RunQueue(store, 1, hooks);
+    const a = store.createRun(newRun(1));
+    const b = store.createRun(newRun(2));
+    q.enqueue(a);
+    q.enqueue(b);
+    await q.idle();
+    expect(errors).toEqual([new Error('status comment store broke')]);
+    expect(store.get(b.id)).toMatchObject({ state: 'done' });
+  });
+
   it('close aborts running runs as interrupted and refuses new ones', async () => {
     const jobs = new Jobs();
     const q = new RunQueue(store, 1, jobs);

@@ -40,7 +40,7 @@ export const REAL_JOB_DEPS: JobDeps = {
 };
 
 /** Paths the app never pushes: changing workflows needs a permission the app does not hold, by design. */
-export const NEVER_PUSHED = ['.github/workflows'];
+const NEVER_PUSHED = ['.github/workflows'];
 
 export interface JobRunnerOptions {
   config: Config;
@@ -70,6 +70,10 @@ export class JobRunner implements QueueHooks {
 
   onQueued(run: RunRecord): void {
     this.status(run).update({ phase: 'queued' });
+  }
+
+  onError(run: RunRecord, err: unknown): void {
+    this.o.log?.error({ err, run: run.id }, 'could not record the end of a run');
   }
 
   onFinished(run: RunRecord): void {

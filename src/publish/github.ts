@@ -56,13 +56,13 @@ function spacedGroup(minMs: number) {
 }
 
 /** True for GitHub's 422 "body is too long" (the limit is counted differently from JS string length). */
-export function isTooLong(err: unknown): boolean {
+function isTooLong(err: unknown): boolean {
   const e = err as { status?: number; message?: string };
   return e?.status === 422 && /too long|maximum is \d+ characters/i.test(e.message ?? '');
 }
 
 /** Posts or edits with a body; on 422 too-long the body is shortened and sent again. */
-export async function withBody<T>(body: string, send: (body: string) => Promise<T>): Promise<T> {
+async function withBody<T>(body: string, send: (body: string) => Promise<T>): Promise<T> {
   let text = fitBody(body);
   for (let limit = GITHUB_BODY_LIMIT; ;) {
     try {

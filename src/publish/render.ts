@@ -14,7 +14,7 @@ function fence(text: string): string {
   return '`'.repeat(longest + 1);
 }
 
-export function codeBlock(text: string, lang = ''): string {
+function codeBlock(text: string, lang = ''): string {
   const f = fence(text);
   return `${f}${lang}\n${text.replace(/\n$/, '')}\n${f}`;
 }
@@ -113,7 +113,7 @@ const oneLine = (v: unknown, max: number): string => {
 const cell = (s: string): string => s.replace(/\|/g, '\\|').replace(/`/g, "'");
 
 /** Reads the event log (JSON lines); lines that are not JSON objects are skipped. */
-export function parseEvents(jsonl: string): Record<string, unknown>[] {
+function parseEvents(jsonl: string): Record<string, unknown>[] {
   const out: Record<string, unknown>[] = [];
   for (const line of jsonl.split('\n')) {
     if (!line.trim()) continue;

@@ -2,7 +2,7 @@ import { editComment, postComment, type GitHub, type IssueRef } from './github.j
 
 /** The one status comment per run, edited in place; edits are rate-limited and the last state always lands. */
 
-export const PHASES = [
+const PHASES = [
   'queued',
   'preparing_workspace',
   'building_environment',
@@ -90,10 +90,6 @@ export class StatusComment {
 
   constructor(private readonly o: StatusCommentOptions) {
     this.commentId = o.commentId ?? null;
-  }
-
-  get id(): number | null {
-    return this.commentId;
   }
 
   /** Records the state; writes now, or later (trailing edit) when the last write was too recent. */

@@ -17,9 +17,11 @@ export interface QueueHooks {
   onQueued?(run: RunRecord): void;
   /** Called when a run ends in any state, including ones dropped before they started. */
   onFinished?(run: RunRecord): void;
+  /** Called when recording a run's end failed (e.g. the store is unwritable); the queue goes on. */
+  onError?(run: RunRecord, err: unknown): void;
 }
 
-export const issueKey = (r: Pick<RunRecord, 'owner' | 'repo' | 'issue'>): string =>
+const issueKey = (r: Pick<RunRecord, 'owner' | 'repo' | 'issue'>): string =>
   `${r.owner}/${r.repo}#${r.issue}`.toLowerCase();
 
 interface Active {
@@ -69,16 +71,6 @@ export class RunQueue {
     return dropped;
   }
 
-  /** The issue's run that is queued or running now, if any. */
-  current(owner: string, repo: string, issue: number): RunRecord | null {
-    const key = issueKey({ owner, repo, issue });
-    return this.pending.find((r) => issueKey(r) === key) ?? this.active.get(key)?.run ?? null;
-  }
-
-  get size(): { pending: number; running: number } {
-    return { pending: this.pending.length, running: this.active.size };
-  }
-
   /** Resolves when nothing is queued or running. */
   idle(): Promise<void> {
     if (this.pending.length === 0 && this.active.size === 0) return Promise.resolve();
@@ -125,10 +117,13 @@ export class RunQueue {
       if (controller.signal.aborted)
         fields = { ...fields, ...stoppedFields(controller.signal.reason as StopRequest) };
       this.finish(run, fields);
-    })().finally(() => {
-      this.active.delete(key);
-      this.pump();
-    });
+    })()
+      // A failure here must not become an unhandled rejection that stops the server.
+      .catch((err: unknown) => this.hooks.onError?.(run, err))
+      .finally(() => {
+        this.active.delete(key);
+        this.pump();
+      });
     this.active.set(key, { run, controller, done });
   }
 

@@ -3,17 +3,9 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { z } from 'zod';
 
-/** Persistent record of every run (embedded SQLite). Nothing is deleted; states only move forward. */
+/** Persistent record of every run and webhook delivery (embedded SQLite). Runs are never deleted. */
 
-export const RUN_STATES = [
-  'queued',
-  'running',
-  'done',
-  'cancelled',
-  'superseded',
-  'interrupted',
-  'failed',
-] as const;
+const RUN_STATES = ['queued', 'running', 'done', 'cancelled', 'superseded', 'interrupted', 'failed'] as const;
 export type RunState = (typeof RUN_STATES)[number];
 
 const RUN_ROW = z.strictObject({

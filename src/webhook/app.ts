@@ -52,7 +52,7 @@ const isBot = (u: z.infer<typeof USER>): boolean => u.type === 'Bot' || u.login.
 const WRITE_ROLES = new Set(['admin', 'maintain', 'write']);
 
 /** write, maintain or admin on the repository (role_name is exact; `permission` folds maintain into write). */
-export async function canWrite(gh: GitHub, owner: string, repo: string, username: string): Promise<boolean> {
+async function canWrite(gh: GitHub, owner: string, repo: string, username: string): Promise<boolean> {
   try {
     const { data } = await gh.rest.repos.getCollaboratorPermissionLevel({ owner, repo, username });
     const role = (data as { role_name?: string }).role_name;

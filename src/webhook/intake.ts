@@ -23,6 +23,8 @@ export class Intake {
           this.store.releaseDelivery(deliveryId);
         },
       )
+      // A failed store write must not become an unhandled rejection (which would stop the server).
+      .catch((err: unknown) => this.log.error({ err, delivery: deliveryId }, 'could not record a delivery'))
       .finally(() => this.inflight.delete(done));
     this.inflight.add(done);
   }

@@ -16,7 +16,7 @@ const repoPath = z
     'must be relative and inside the repository',
   );
 
-export const REPO_CONFIG_SCHEMA = z.strictObject({
+const REPO_CONFIG_SCHEMA = z.strictObject({
   label: z.string().min(1).max(50).optional(), // default: the app's configured label
   test: z.array(z.string().min(1)).min(1).default(DEFAULT_TEST_ARGV),
   dockerfile: repoPath.optional(), // maintainer Dockerfile used instead of asking the model

@@ -54,11 +54,12 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
     Octokit: appOctokit(o.config),
     log,
   });
+  const auth = async (installationId: number) => (await probot.auth(installationId)) as GitHub;
   const store = new RunStore(o.config.dbPath);
   const runner = new JobRunner({
     config: o.config,
     store,
-    auth: async (id) => (await probot.auth(id)) as GitHub,
+    auth,
     deps: o.deps,
     model: o.model,
     sandbox: o.sandbox,
@@ -76,7 +77,7 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
   }
 
   // Deliveries acknowledged before a crash but not taken in yet.
-  const resumed = handlers.resume(async (id) => (await probot.auth(id)) as GitHub, log);
+  const resumed = handlers.resume(auth, log);
   if (resumed > 0) log.info({ resumed }, 'taking in deliveries left by the previous process');
 
   const middleware = await createNodeMiddleware(handlers.register, {

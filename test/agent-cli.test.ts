@@ -3,9 +3,10 @@ import { createHash } from 'node:crypto';
 import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseIssueMarkdown, runCommand, splitArgv } from '../src/cli/run.js';
+import { parseIssueMarkdown, runCommand } from '../src/cli/run.js';
 import { scriptFromToolCalls } from '../src/emulator/scripted-model.js';
 import type { RepairResult } from '../src/pipeline/types.js';
+import { splitArgv } from '../src/verify/argv.js';
 import { git } from '../src/workspace/git.js';
 import { commitAll, tempDir } from './support/git-fixtures.js';
 

@@ -107,8 +107,13 @@ d('Docker environment builder and sandbox (real engine)', () => {
     const hit = await builder.build({ dockerfile: trivial, worktree: repo, runId });
     expect(hit).toMatchObject({ success: true, cache_hit: true, image_id: first.image_id });
     const forced = await builder.build({ dockerfile: trivial, worktree: repo, runId, noCache: true });
-    expect(forced).toMatchObject({ success: true, cache_hit: false, image_tag: first.image_tag });
+    expect(forced).toMatchObject({ success: true, cache_hit: false });
     expect([...forced.log.head, ...forced.log.tail].join('\n')).not.toMatch(/Using cache/);
+    // The forced rebuild has a tag of its own; the shared one still names the image other runs use.
+    expect(forced.image_tag).toMatch(new RegExp(`^${first.image_tag}-`));
+    expect(forced.image_id).not.toBe(first.image_id);
+    const after = await builder.build({ dockerfile: trivial, worktree: repo, runId });
+    expect(after).toMatchObject({ cache_hit: true, image_id: first.image_id });
 
     // A change in a file the Dockerfile copies is a different environment.
     const changed = tempRepo();

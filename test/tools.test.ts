@@ -2,8 +2,10 @@ import {
   chmodSync,
   existsSync,
   linkSync,
+  lstatSync,
   mkdirSync,
   readFileSync,
+  renameSync,
   rmSync,
   statSync,
   symlinkSync,
@@ -13,6 +15,7 @@ import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { loadConfig } from '../src/config/config.js';
 import { LocalSandbox } from '../src/environment/local.js';
+import { readSameFile } from '../src/tools/files.js';
 import { resolveInWorktree } from '../src/tools/paths.js';
 import { z } from 'zod';
 import { createRegistry, IsolationError } from '../src/tools/registry.js';
@@ -146,6 +149,20 @@ describe('path safety', () => {
       stat: null,
     });
     expect(resolveInWorktree(env.wt, '.', { forWrite: true })).toMatchObject({ ok: false });
+  });
+
+  it('reads only the file that was checked, not a link or file swapped in after the check', () => {
+    const file = path.join(env.dir, 'checked.txt');
+    const swap = path.join(env.dir, 'swap.txt');
+    writeFileSync(file, 'checked');
+    const checked = lstatSync(file);
+    expect(readSameFile(file, checked)?.toString()).toBe('checked');
+    writeFileSync(swap, 'other');
+    renameSync(swap, file);
+    expect(readSameFile(file, checked)).toBeNull();
+    rmSync(file);
+    symlinkSync(path.join(outside, 'secret.txt'), file);
+    expect(readSameFile(file, statSync(file))).toBeNull(); // O_NOFOLLOW, even for the link's own target
   });
 
   it('keeps links, .git and env files out of listings and searches', async () => {
@@ -670,6 +687,7 @@ describe('run_tests, git_diff and test staleness', () => {
     const unknown = await call('run_tests', { target: 'e2e' });
     expectFail(unknown, 'invalid_arguments');
     expect(unknown.error).toMatch(/default, slow/);
+    expectFail(await call('run_tests', { target: 'constructor' }), 'invalid_arguments');
     ctx.sandbox = null;
     const none = await call('run_tests', {});
     expectFail(none, 'no_environment');

@@ -4,7 +4,7 @@ import type { RawToolCall } from './model.js';
 
 /** `finish` is handled by the loop itself, not the registry: it ends the run. */
 export const FINISH = 'finish';
-export const FinishArgs = z.strictObject({
+const FinishArgs = z.strictObject({
   summary: z
     .string()
     .min(1)

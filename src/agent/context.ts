@@ -33,7 +33,7 @@ const FAILED_KEEP = 6;
 const PATH_KEYS = ['path', 'file', 'paths', 'files'];
 
 /** File paths named in a call's arguments (by the common argument names). */
-export function argPaths(args: unknown): string[] {
+function argPaths(args: unknown): string[] {
   if (!args || typeof args !== 'object') return [];
   return PATH_KEYS.flatMap((k) => (args as Record<string, unknown>)[k] ?? []).filter(
     (p): p is string => typeof p === 'string',
@@ -41,7 +41,7 @@ export function argPaths(args: unknown): string[] {
 }
 
 /** One line naming a call: `read_file path=src/a.js start=1`, long values shortened. */
-export function describeCall(tool: string, args: unknown): string {
+function describeCall(tool: string, args: unknown): string {
   if (!args || typeof args !== 'object') return tool;
   const parts = Object.entries(args as Record<string, unknown>).map(([k, v]) => {
     const s = typeof v === 'string' ? v : JSON.stringify(v);

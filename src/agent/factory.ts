@@ -8,8 +8,6 @@ export interface ModelHandle {
   client: ModelClient;
   /** What the run records about the model (never the key). */
   describe: Record<string, unknown>;
-  /** Secrets the trace must redact. */
-  secrets: string[];
   close(): Promise<void>;
 }
 
@@ -35,7 +33,6 @@ export async function createModelClient(
       return {
         client: new OpenAIChatModel({ ...common, baseUrl: m.baseUrl, apiKey: m.apiKey, name: m.name }),
         describe: { kind: 'openai', provider: m.provider, base_url: m.baseUrl, name: m.name },
-        secrets: model.apiKey ? [model.apiKey] : [],
         close: nothing,
       };
     }
@@ -48,7 +45,6 @@ export async function createModelClient(
           name: spec.name,
         }),
         describe: { kind: 'url', base_url: spec.baseUrl, name: spec.name },
-        secrets: spec.apiKey ? [spec.apiKey] : [],
         close: nothing,
       };
     case 'scripted': {
@@ -57,7 +53,6 @@ export async function createModelClient(
       return {
         client: new OpenAIChatModel({ ...common, baseUrl: server.url, apiKey: 'scripted', name: 'scripted' }),
         describe: { kind: 'scripted', script: spec.scriptPath, steps: script.steps.length },
-        secrets: [],
         close: () => server.close(),
       };
     }
@@ -65,7 +60,6 @@ export async function createModelClient(
       return {
         client: new HumanModel(spec.input ?? process.stdin, spec.output ?? process.stdout),
         describe: { kind: 'human' },
-        secrets: [],
         close: nothing,
       };
   }

@@ -1,7 +1,7 @@
 import { sha256 } from '../trace/trace.js';
 
 /** JSON with sorted keys, so the same arguments always hash the same. */
-export function canonicalJson(v: unknown): string {
+function canonicalJson(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
   if (v && typeof v === 'object') {
     const entries = Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : 1));
@@ -11,7 +11,7 @@ export function canonicalJson(v: unknown): string {
 }
 
 /** Timings differ between otherwise identical runs (a test run's duration); they must not hide a loop. */
-export function normalizeObservation(text: string): string {
+function normalizeObservation(text: string): string {
   return text
     .replace(/(duration_ms["']?\s*[:=]?\s*)[\d.]+/gi, '$1#')
     .replace(/\b\d+(\.\d+)?\s?(ms|s|sec|seconds)\b/g, '#$2');

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { ToolSchema } from '../tools/types.js';
 
 /** A tool call exactly as the model sent it: `arguments` is raw text that may not even be JSON. */
-export const RawToolCallSchema = z.object({
+const RawToolCallSchema = z.object({
   id: z.string().min(1),
   type: z.literal('function'),
   function: z.object({ name: z.string(), arguments: z.string() }),

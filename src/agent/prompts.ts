@@ -4,7 +4,7 @@ import { sha256 } from '../trace/trace.js';
 import type { IssueText } from '../pipeline/types.js';
 
 /** prompts/ at the package root; the same relative path from src/agent and dist/agent. */
-export const PROMPTS_DIR = fileURLToPath(new URL('../../prompts/', import.meta.url));
+const PROMPTS_DIR = fileURLToPath(new URL('../../prompts/', import.meta.url));
 
 export interface Prompts {
   system: string;

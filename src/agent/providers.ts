@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { Config } from '../config/config.js';
 
 /** Where each supported provider serves its OpenAI-compatible chat-completions API, and a sensible default model. */
-export const PROVIDER_PRESETS = {
+const PROVIDER_PRESETS = {
   deepseek: { baseUrl: 'https://api.deepseek.com', model: 'deepseek-chat', needsKey: true },
   openai: { baseUrl: 'https://api.openai.com/v1', model: 'gpt-4.1', needsKey: true },
   gemini: {
@@ -23,9 +23,10 @@ export const PROVIDER_PRESETS = {
 } as const satisfies Record<string, { baseUrl: string | null; model: string | null; needsKey: boolean }>;
 
 export type Provider = keyof typeof PROVIDER_PRESETS;
+export const PROVIDERS = Object.keys(PROVIDER_PRESETS) as [Provider, ...Provider[]];
 
 const ResolvedModelSchema = z.strictObject({
-  provider: z.enum(Object.keys(PROVIDER_PRESETS) as [Provider, ...Provider[]]),
+  provider: z.enum(PROVIDERS),
   baseUrl: z.url(),
   name: z.string().min(1),
   // Local servers accept any key; the SDK insists on a non-empty one.
@@ -38,9 +39,7 @@ export class ModelConfigError extends Error {}
 /** Turns provider + optional name/key/base URL into a complete endpoint description, or explains what is missing. */
 export function resolveModel(model: Config['model']): ResolvedModel {
   if (!model.provider) {
-    throw new ModelConfigError(
-      `AGENTICFIX_MODEL_PROVIDER is not set (one of: ${Object.keys(PROVIDER_PRESETS).join(', ')})`,
-    );
+    throw new ModelConfigError(`AGENTICFIX_MODEL_PROVIDER is not set (one of: ${PROVIDERS.join(', ')})`);
   }
   const preset = PROVIDER_PRESETS[model.provider];
   const baseUrl = model.baseUrl ?? preset.baseUrl;

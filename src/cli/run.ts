@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { loadConfig } from '../config/config.js';
 import { runRepair } from '../pipeline/repair.js';
 import type { IssueText, ModelSpec, RepairResult } from '../pipeline/types.js';
+import { splitArgv } from '../verify/argv.js';
 
 const USAGE = `usage: agenticfix run --repo <path or URL> --base <rev> --issue <markdown file> --test "<argv>"
                       [--model scripted:<file> | human] [--sandbox docker|local] [--dockerfile <file>]
@@ -28,14 +29,6 @@ const Flags = z.strictObject({
   json: z.boolean().default(false),
   help: z.boolean().default(false),
 });
-
-/** Splits a command line into argv (whitespace-separated, single or double quotes group). No shell involved. */
-export function splitArgv(line: string): string[] {
-  const out: string[] = [];
-  const re = /"([^"]*)"|'([^']*)'|(\S+)/g;
-  for (const m of line.matchAll(re)) out.push(m[1] ?? m[2] ?? m[3]!);
-  return out;
-}
 
 /** The first heading (or first line) is the title; the rest is the body. */
 export function parseIssueMarkdown(text: string): IssueText {
@@ -74,6 +67,7 @@ export function formatResult(r: RepairResult): string {
 /** `agenticfix run`: one repair; prints the result (text, or the RepairResult as JSON). Exit 0 when completed. */
 export async function runCommand(argv: string[]): Promise<number> {
   let flags: z.infer<typeof Flags>;
+  let testArgv: string[];
   try {
     const { values } = parseArgs({
       args: argv,
@@ -98,16 +92,13 @@ export async function runCommand(argv: string[]): Promise<number> {
     const parsed = Flags.safeParse(values);
     if (!parsed.success) throw new Error(parsed.error.issues.map((i) => i.message).join('\n'));
     flags = parsed.data;
+    testArgv = splitArgv(flags.test);
+    if (testArgv.length === 0) throw new Error('--test must name a command');
   } catch (err) {
     process.stderr.write(`${(err as Error).message}\n${USAGE}`);
     return 2;
   }
 
-  const testArgv = splitArgv(flags.test);
-  if (testArgv.length === 0) {
-    process.stderr.write(`--test must name a command\n${USAGE}`);
-    return 2;
-  }
   // With --json, stdout carries only the result; everything else goes to stderr.
   const log = flags.json ? process.stderr : process.stdout;
   const controller = new AbortController();

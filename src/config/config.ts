@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse as parseDotenv } from 'dotenv';
 import { z } from 'zod';
+import { PROVIDERS } from '../agent/providers.js';
 
 /**
  * The one source of truth for every host-side limit, budget and path. Values come from
@@ -17,7 +18,7 @@ const bool = (def: boolean) =>
 
 const MiB = 1024 * 1024;
 
-export const ENV_SCHEMA = z.object({
+const ENV_SCHEMA = z.object({
   // Paths
   AGENTICFIX_HOME: z.string().min(1).default('.agenticfix'),
   AGENTICFIX_CACHE_DIR: z.string().min(1).optional(),
@@ -40,9 +41,7 @@ export const ENV_SCHEMA = z.object({
   AGENTICFIX_IMAGE_KEEP: int(20, 1),
   AGENTICFIX_IMAGE_MAX_AGE_H: int(168, 1),
   // Model
-  AGENTICFIX_MODEL_PROVIDER: z
-    .enum(['deepseek', 'openai', 'gemini', 'qwen', 'claude', 'ollama', 'vllm', 'llamacpp', 'custom'])
-    .optional(),
+  AGENTICFIX_MODEL_PROVIDER: z.enum(PROVIDERS).optional(),
   AGENTICFIX_MODEL_NAME: z.string().min(1).optional(),
   AGENTICFIX_MODEL_API_KEY: z.string().min(1).optional(),
   AGENTICFIX_MODEL_BASE_URL: z.url().optional(),
@@ -74,8 +73,6 @@ export const ENV_SCHEMA = z.object({
   AGENTICFIX_GITHUB_WRITE_INTERVAL_MS: int(1000, 0), // GitHub asks for >= 1 s between writes (3 s for notifying ones)
   AGENTICFIX_GITHUB_RETRY_BASE_MS: int(1000, 0), // unit of Retry-After and of the 5xx back-off
 });
-
-export type EnvInput = z.input<typeof ENV_SCHEMA>;
 
 export interface Config {
   cacheDir: string;

@@ -1,8 +1,8 @@
-import { createHash } from 'node:crypto';
 import { cpSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { fileVersion } from '../tools/files.js';
 import { git } from '../workspace/git.js';
 
 /** The built-in demo repository: examples/calculator, five tests, two failing on the shipped code. */
@@ -30,11 +30,9 @@ export const calculatorDockerfile = (baseImage: string) =>
     '',
   ].join('\n');
 
-const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
-
 /**
  * The fixed repair: read the source, fix subtract, make divide throw on zero, run the tests.
- * Versions are the SHA-256 of the file as each edit will find it, so the sequence is replayable.
+ * Versions are those of the file as each edit will find it, so the sequence is replayable.
  */
 export function calculatorFixCalls(): { name: string; arguments: Record<string, unknown> }[] {
   const file = 'src/calculator.js';
@@ -47,8 +45,8 @@ export function calculatorFixCalls(): { name: string; arguments: Record<string, 
   };
   return [
     { name: 'read_file', arguments: { path: file } },
-    { name: 'edit_file', arguments: { path: file, ...e1, version: sha256(v0) } },
-    { name: 'edit_file', arguments: { path: file, ...e2, version: sha256(v1) } },
+    { name: 'edit_file', arguments: { path: file, ...e1, version: fileVersion(v0) } },
+    { name: 'edit_file', arguments: { path: file, ...e2, version: fileVersion(v1) } },
     { name: 'run_tests', arguments: {} },
   ];
 }

@@ -36,7 +36,7 @@ export const ScriptStepSchema = z.union([
 ]);
 export type ScriptStep = z.input<typeof ScriptStepSchema>;
 
-export const ScriptFileSchema = z.union([
+const ScriptFileSchema = z.union([
   z.array(ScriptStepSchema),
   z.strictObject({ model: z.string().min(1).optional(), steps: z.array(ScriptStepSchema) }),
 ]);

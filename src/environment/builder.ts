@@ -74,7 +74,9 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
     }
     const baseIds = await Promise.all(fromImages(opts.dockerfile).map((name) => this.imageId(name)));
     const key = environmentKey(opts.dockerfile, snapshot, baseIds);
-    const tag = `${ENV_REPO}:${key.slice(0, 20)}`;
+    // A forced rebuild (the judge's) gets a tag of its own: taking over the shared tag would leave the
+    // image another run is still testing in untagged, and GC removes untagged images.
+    const tag = `${ENV_REPO}:${key.slice(0, 20)}${opts.noCache ? `-${opts.runId.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 80)}` : ''}`;
 
     if (!opts.noCache) {
       const cached = await this.docker
@@ -205,6 +207,8 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
 
     let raw = '';
     let error: string | null = null;
+    // The classic builder keeps each finished step as an image; after a failure the last one is dangling and unlabelled.
+    let lastLayer: string | null = null;
     try {
       const stream = await this.docker.buildImage(packContext(snapshot, opts.dockerfile), {
         t: tag,
@@ -225,8 +229,10 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
           stream,
           (err: Error | null) => (err ? reject(err) : resolve()),
           (ev: BuildEvent) => {
-            if (ev.stream) raw += ev.stream;
-            else if (ev.status) raw += `${ev.status}\n`;
+            if (ev.stream) {
+              raw += ev.stream;
+              for (const m of ev.stream.matchAll(/^ ---> ([0-9a-f]{12,64})\s*$/gm)) lastLayer = m[1] ?? null;
+            } else if (ev.status) raw += `${ev.status}\n`;
             const e = ev.error ?? ev.errorDetail?.message;
             if (e) {
               error ??= e;
@@ -246,6 +252,12 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
       opts.signal?.removeEventListener('abort', onAbort);
     }
     const lines = splitLogLines(raw);
+    // Removal prunes its untagged parents too; a layer still in use (another build's cache) stays.
+    if ((abort.signal.aborted || error !== null) && lastLayer)
+      await this.docker
+        .getImage(lastLayer)
+        .remove()
+        .catch(() => undefined);
     if (timedOut)
       return { status: 'timeout', lines, error: `build timed out after ${this.cfg.buildTimeoutMs} ms` };
     if (abort.signal.aborted) return { status: 'failed', lines, error: 'build cancelled' };

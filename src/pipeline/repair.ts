@@ -5,7 +5,7 @@ import { ContextManager } from '../agent/context.js';
 import { createModelClient, type ModelHandle } from '../agent/factory.js';
 import { runAgentLoop, type LoopOutcome } from '../agent/loop.js';
 import { loadPrompts, renderTask } from '../agent/prompts.js';
-import { SECRET_ENV_NAMES } from '../config/config.js';
+import { loadEnv, SECRET_ENV_NAMES } from '../config/config.js';
 import { DockerEnvironmentBuilder } from '../environment/builder.js';
 import { LocalSandbox } from '../environment/local.js';
 import type { RunOutcome } from '../environment/types.js';
@@ -35,7 +35,9 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
   const prompts = loadPrompts();
   const startedAt = new Date();
   const specKey = opts.model.kind === 'url' ? opts.model.apiKey : undefined;
-  const secrets = [config.model.apiKey, specKey, ...SECRET_ENV_NAMES.map((n) => process.env[n])];
+  // Secrets may come from the environment or from .env (as `serve` reads them): redact both.
+  const hostEnv = loadEnv();
+  const secrets = [config.model.apiKey, specKey, ...SECRET_ENV_NAMES.map((n) => hostEnv[n])];
   const trace = new RunTrace(runId, config.runsDir, secrets);
   const budget = new Budget(budgets);
   // The time budget aborts whatever is in flight (model request, test run); the loop reports it as time_budget.
@@ -135,7 +137,8 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
       },
     });
   } catch (err) {
-    const stop: StopReason = opts.signal?.aborted ? 'cancelled' : 'fatal';
+    // The time budget also aborts a clone or a maintainer build in flight: report it as such, not as fatal.
+    const stop: StopReason = opts.signal?.aborted ? 'cancelled' : signal.aborted ? 'time_budget' : 'fatal';
     outcome = { stop_reason: stop, summary: null, error: message(err), model_name: null };
     trace.event('stop', { stop_reason: stop, error: outcome.error });
   } finally {

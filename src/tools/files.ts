@@ -1,4 +1,13 @@
-import { readdirSync, readFileSync, lstatSync, type Stats } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  lstatSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  type Stats,
+} from 'node:fs';
 import path from 'node:path';
 import { ALWAYS_EXCLUDED } from '../patch/types.js';
 import { sha256 } from '../trace/trace.js';
@@ -31,6 +40,28 @@ export interface LoadedFile {
   version: string;
 }
 
+/** Whether a descriptor's file is the one an earlier lstat saw (not a link, file or FIFO swapped in since). */
+export const sameFile = (fd: number, seen: Stats): boolean => {
+  const st = fstatSync(fd);
+  return st.isFile() && st.dev === seen.dev && st.ino === seen.ino;
+};
+
+/** Reads the file `seen` describes through one descriptor; null if it is gone or was replaced since. */
+export function readSameFile(abs: string, seen: Stats): Buffer | null {
+  let fd: number;
+  try {
+    // O_NONBLOCK: opening a FIFO swapped in must not hang the run.
+    fd = openSync(abs, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch {
+    return null;
+  }
+  try {
+    return sameFile(fd, seen) ? readFileSync(fd) : null;
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** Resolves and reads an existing regular file within the limits; `text` also refuses binary files. */
 export function loadFile(ctx: ToolContext, relPath: string, text: boolean): LoadedFile | ToolResult {
   const r = resolveInWorktree(ctx.worktree, relPath, { mustExist: true });
@@ -44,7 +75,8 @@ export function loadFile(ctx: ToolContext, relPath: string, text: boolean): Load
       `${r.rel} has ${stat.size} bytes, over the ${ctx.limits.maxFileBytes}-byte limit`,
     );
   }
-  const buf = readFileSync(r.abs);
+  const buf = readSameFile(r.abs, stat);
+  if (!buf) return fail('not_found', `${r.rel} changed while it was being read; try again`);
   if (text && isBinary(buf)) return fail('binary_file', `${r.rel} is a binary file`);
   return { abs: r.abs, rel: r.rel, buf, stat, version: fileVersion(buf) };
 }
@@ -91,15 +123,14 @@ export interface TreeEntry {
   rel: string;
   abs: string;
   type: 'file' | 'dir' | 'symlink' | 'other';
-  size: number;
-  nlink: number;
+  stat: Stats;
   depth: number;
 }
 
 const EXCLUDED = new Set<string>(ALWAYS_EXCLUDED);
 
 /** Skipped by every walk: git internals, env files and tool caches that never enter a patch. */
-export const isSkipped = (name: string): boolean => isForbiddenName(name) || EXCLUDED.has(name);
+const isSkipped = (name: string): boolean => isForbiddenName(name) || EXCLUDED.has(name);
 
 /**
  * Breadth-first walk below `start` (shallow entries first, so a cut keeps the overview), sorted per
@@ -140,7 +171,7 @@ export function walkTree(
             : st.isFile()
               ? 'file'
               : 'other';
-        if (visit({ rel, abs, type, size: st.size, nlink: st.nlink, depth }) === false) {
+        if (visit({ rel, abs, type, stat: st, depth }) === false) {
           return { scanLimitHit: false };
         }
         if (type === 'dir') next.push({ abs, rel });

@@ -1,5 +1,6 @@
 import { lstatSync, mkdirSync, realpathSync, type Stats } from 'node:fs';
 import path from 'node:path';
+import { z } from 'zod';
 import { fail, type ToolContext, type ToolResult } from './types.js';
 
 /**
@@ -8,6 +9,9 @@ import { fail, type ToolContext, type ToolResult } from './types.js';
  * `.git` or env files. Each existing component is checked with lstat, and the result again with
  * realpath, so neither `../` tricks nor links can reach host files.
  */
+
+/** The `path` argument of every file tool. */
+export const relPath = z.string().min(1).max(4096).describe('Path relative to the repository root');
 
 export interface ResolvedPath {
   ok: true;

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import {
   globMatcher,
@@ -6,14 +5,13 @@ import {
   isLoaded,
   loadFile,
   numberLines,
+  readSameFile,
   splitLines,
   walkTree,
   type TreeEntry,
 } from './files.js';
-import { pathError, resolveInWorktree } from './paths.js';
+import { pathError, relPath, resolveInWorktree } from './paths.js';
 import { fail, ok, type ToolDefinition } from './types.js';
-
-const relPath = z.string().min(1).max(4096).describe('Path relative to the repository root');
 
 const ListArgs = z.strictObject({
   path: relPath.default('.'),
@@ -44,7 +42,9 @@ export const listFiles: ToolDefinition<typeof ListArgs> = {
           return false;
         }
         entries.push(
-          e.type === 'file' ? { path: e.rel, type: e.type, size: e.size } : { path: e.rel, type: e.type },
+          e.type === 'file'
+            ? { path: e.rel, type: e.type, size: e.stat.size }
+            : { path: e.rel, type: e.type },
         );
       },
     );
@@ -161,9 +161,10 @@ export const searchCode: ToolDefinition<typeof SearchArgs> = {
       { maxDepth: SEARCH_DEPTH, maxScanned: ctx.limits.maxScannedEntries },
       (e) => {
         if (e.type !== 'file' || !matches(e.rel)) return;
-        if (e.size > ctx.limits.maxFileBytes) return skip(e.rel, 'too_large');
-        if (e.nlink > 1) return skip(e.rel, 'hard_link');
-        const buf = readFileSync(e.abs);
+        if (e.stat.size > ctx.limits.maxFileBytes) return skip(e.rel, 'too_large');
+        if (e.stat.nlink > 1) return skip(e.rel, 'hard_link');
+        const buf = readSameFile(e.abs, e.stat);
+        if (!buf) return skip(e.rel, 'changed');
         if (!buf.includes(args.query)) return;
         if (isBinary(buf)) return skip(e.rel, 'binary');
         const lines = splitLines(buf.toString('utf8'));

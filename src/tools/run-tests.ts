@@ -26,7 +26,8 @@ export const runTests: ToolDefinition<typeof RunTestsArgs> = {
   args: RunTestsArgs,
   mutates: false,
   async run(ctx, args) {
-    const argv = ctx.testCommands[args.target];
+    // Own keys only: `constructor` or `__proto__` must not resolve to something inherited.
+    const argv = Object.hasOwn(ctx.testCommands, args.target) ? ctx.testCommands[args.target] : undefined;
     if (!argv) {
       const targets = Object.keys(ctx.testCommands).join(', ');
       return fail('invalid_arguments', `unknown test target "${args.target}"; targets: ${targets}`);

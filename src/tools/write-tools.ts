@@ -1,10 +1,18 @@
-import { closeSync, constants, openSync, realpathSync, unlinkSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  ftruncateSync,
+  openSync,
+  realpathSync,
+  unlinkSync,
+  writeSync,
+  type Stats,
+} from 'node:fs';
 import { z } from 'zod';
-import { fileVersion, isLoaded, loadFile, numberLines, splitLines } from './files.js';
-import { mkdirSafe, pathError, protectedPathError, resolveInWorktree } from './paths.js';
+import { fileVersion, isLoaded, loadFile, numberLines, sameFile, splitLines } from './files.js';
+import { mkdirSafe, pathError, protectedPathError, relPath, resolveInWorktree } from './paths.js';
 import { fail, ok, type ToolDefinition } from './types.js';
 
-const relPath = z.string().min(1).max(4096).describe('Path relative to the repository root');
 const version = z
   .string()
   .regex(/^[0-9a-f]{64}$/, 'must be the 64-hex `version` returned by read_file')
@@ -12,11 +20,17 @@ const version = z
 
 const CONTEXT_LINES = 3;
 
-/** Writes through the existing inode (mode and ownership stay) and never through a link. */
-function overwrite(abs: string, data: string): void {
-  const fd = openSync(abs, constants.O_WRONLY | constants.O_TRUNC | constants.O_NOFOLLOW);
+/**
+ * Writes through the existing inode (mode and ownership stay), never through a link, and only if it
+ * is still the file that was read (false otherwise).
+ */
+function overwrite(abs: string, data: string, seen: Stats): boolean {
+  const fd = openSync(abs, constants.O_WRONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   try {
+    if (!sameFile(fd, seen)) return false;
+    ftruncateSync(fd);
     writeSync(fd, data);
+    return true;
   } finally {
     closeSync(fd);
   }
@@ -87,7 +101,9 @@ export const editFile: ToolDefinition<typeof EditArgs> = {
         `the result would have ${bytes} bytes, over the ${ctx.limits.maxFileBytes}-byte limit`,
       );
     }
-    overwrite(f.abs, out);
+    if (!overwrite(f.abs, out, f.stat)) {
+      return fail('stale_version', `${f.rel} was replaced while being edited; re-read it with read_file`);
+    }
 
     const first = lineOf(body, idx);
     const last = first + Math.max(0, newText.replace(/\n$/, '').split('\n').length - 1);

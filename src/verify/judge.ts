@@ -145,9 +145,9 @@ const CELLS: ReadonlyArray<{
 /**
  * The independent judge (live mode): four cells — {base, patched} source × {base, patch's} tests —
  * each in a fresh worktree at the base commit, all in containers of one image rebuilt without cache
- * from the final Dockerfile. Expected failures are verdicts, never exceptions.
+ * from the final Dockerfile. Expected failures are verdicts, never exceptions. The report is always
+ * recorded in `<runsDir>/<runId>/report.json` and `report.md`.
  */
-/** Judges a candidate patch and always records the report in `<runsDir>/<runId>/report.json` and `report.md`. */
 export async function judge(opts: JudgeOptions): Promise<VerificationReport> {
   const runId = opts.runId ?? newRunId('verify');
   const report = await decide(opts, runId);

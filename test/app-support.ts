@@ -10,6 +10,7 @@ import { startGitHubEmulator, type GitHubEmulator } from '../src/emulator/github
 import type { JobDeps } from '../src/pipeline/job.js';
 import type { RepairOptions, RepairResult } from '../src/pipeline/types.js';
 import { appOctokit, type GitHub } from '../src/publish/github.js';
+import { finish, newReport } from '../src/verify/judge.js';
 import type { JudgeOptions, Verdict, VerificationReport } from '../src/verify/types.js';
 import { git } from '../src/workspace/git.js';
 
@@ -179,7 +180,6 @@ function aborted(signal?: AbortSignal): Promise<void> {
 /** Runs the test command on the base and on the patched source (no Docker) and grades the patch. */
 export async function localJudge(o: JudgeOptions): Promise<VerificationReport> {
   const dir = tempDir('fake-judge-');
-  const started = Date.now();
   try {
     await git(['clone', '-q', o.remote, dir], { cwd: tmpdir() });
     await git(['checkout', '-q', '--detach', o.baseCommit], { cwd: dir });
@@ -197,45 +197,28 @@ export async function localJudge(o: JudgeOptions): Promise<VerificationReport> {
       else if (!patchedPasses) [verdict, reason] = ['regression', 'The test fails with the patch.'];
       else [verdict, reason] = ['no_reproduction', 'The test already passes on the base.'];
     }
-    return report(
-      verdict,
-      reason,
-      o,
-      [`${o.testArgv.join(' ')} (base: ${basePasses ? 'pass' : 'fail'})`],
-      started,
-    );
+    return report(verdict, reason, o, [`${o.testArgv.join(' ')} (base: ${basePasses ? 'pass' : 'fail'})`]);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
+/** A report in the judge's own shape (newReport + finish), for the stand-in judge. */
 export function report(
   verdict: Verdict,
   reason: string,
   o: JudgeOptions,
   commands: string[],
-  started = Date.now(),
 ): VerificationReport {
-  return {
-    verdict,
-    reason,
-    base_commit: o.baseCommit,
-    flags: [],
+  const r = newReport({
     mode: 'live',
-    run_id: o.runId ?? 'judge',
+    runId: o.runId ?? 'judge',
     repo: o.remote,
-    per_test: false,
-    patch: { files: [], test_files: [], source_files: [] },
-    tests_modified: [],
-    image: null,
-    build_error: null,
-    cells: [],
-    evidence: { reproduced: [], regressions: [], new_tests_failing: [], fail_both: [], flaky: [] },
-    task: null,
-    commands,
-    duration_ms: Date.now() - started,
-    started_at: new Date(started).toISOString(),
-  };
+    baseCommit: o.baseCommit,
+    patch: o.patch ?? '', // some callers pass partial options
+  });
+  r.commands.push(...commands);
+  return finish(r, verdict, reason);
 }
 
 export async function waitFor(check: () => boolean, ms = 10_000): Promise<void> {

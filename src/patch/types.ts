@@ -6,6 +6,13 @@ export interface ExportedPatch {
   files: string[];
   /** Tree id of the worktree content as exported (the "workspace revision"). */
   tree: string;
+  /** New or changed files over the size limit, left out of the patch (and never stored anywhere). */
+  skipped: SkippedFile[];
+}
+
+export interface SkippedFile {
+  path: string;
+  bytes: number;
 }
 
 export interface ApplyResult {

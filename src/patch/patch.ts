@@ -2,7 +2,7 @@ import { lstat, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
-import { worktreeGit } from '../workspace/git.js';
+import { capStderr, worktreeGit } from '../workspace/git.js';
 import type { WorktreeGit } from '../workspace/types.js';
 import { ALWAYS_EXCLUDED, type ApplyResult, type ExportedPatch, type SkippedFile } from './types.js';
 
@@ -176,7 +176,7 @@ export async function applyPatch(wt: WorktreeGit, patch: string): Promise<ApplyR
   for (const extra of [['--check'], []]) {
     const res = await worktreeGit(wt, [...args, ...extra, '-'], { input, allowFail: true });
     if (res.exitCode !== 0)
-      return { ok: false, error: res.stderr.trim() || `git apply exited ${res.exitCode}` };
+      return { ok: false, error: capStderr(res.stderr) || `git apply exited ${res.exitCode}` };
   }
   return { ok: true, error: null };
 }

@@ -1,4 +1,4 @@
-import { worktreeGit, type GitConfig } from '../workspace/git.js';
+import { capStderr, worktreeGit, type GitConfig } from '../workspace/git.js';
 import type { GitWorkspaceManager } from '../workspace/manager.js';
 import type { WorktreeGit } from '../workspace/types.js';
 import { applyPatch } from '../patch/patch.js';
@@ -71,7 +71,7 @@ async function authGit(
     if (res.exitCode === 0) return { ok: true, stdout: res.stdout };
     return {
       ok: false,
-      error: redactor.text(`git ${args[0]} failed (exit ${res.exitCode}): ${res.stderr.trim()}`),
+      error: `git ${args[0]} failed (exit ${res.exitCode}): ${capStderr(redactor.text(res.stderr))}`,
     };
   } catch (e) {
     return { ok: false, error: redactor.text(e instanceof Error ? e.message : String(e)) };

@@ -23,26 +23,33 @@ export interface GitResult {
   exitCode: number;
 }
 
-export class GitError extends Error {
-  constructor(
-    readonly args: readonly string[],
-    readonly exitCode: number,
-    readonly stderr: string,
-  ) {
-    super(
-      `git ${args.map(stripUserinfo).join(' ')} failed (exit ${exitCode}): ${stripUserinfo(capMiddle(stderr.trim()))}`,
-    );
-    this.name = 'GitError';
-  }
-}
-
 /** Kept from each end of a failing git's stderr: errors are stored in results and traces. */
 const STDERR_KEEP = 2048;
 
 /** Head and tail of `s`, with the number of characters left out between them. */
-function capMiddle(s: string, keep = STDERR_KEEP): string {
+function capMiddle(s: string, keep: number): string {
   if (s.length <= 2 * keep) return s;
   return `${s.slice(0, keep)}\n[... ${s.length - 2 * keep} characters left out ...]\n${s.slice(-keep)}`;
+}
+
+/** A git stderr as it may be stored (in an error, a result, a report): head and tail, trimmed. */
+export const capStderr = (stderr: string): string => capMiddle(stderr.trim(), STDERR_KEEP);
+
+export class GitError extends Error {
+  /** Head and tail only: a failing git can print megabytes, and errors are stored. */
+  readonly stderr: string;
+  constructor(
+    readonly args: readonly string[],
+    readonly exitCode: number,
+    stderr: string,
+  ) {
+    // Credentials are removed before cutting: a cut could leave part of one unrecognised.
+    const command = capMiddle(args.map(stripUserinfo).join(' '), 512);
+    const capped = capStderr(stripUserinfo(stderr));
+    super(`git ${command} failed (exit ${exitCode}): ${capped}`);
+    this.stderr = capped;
+    this.name = 'GitError';
+  }
 }
 
 /** Identity of commits the app makes; never the host user's. */

@@ -97,9 +97,17 @@ describe('host git never follows a .git planted in a worktree (no container)', (
     const marker = newMarker();
     await writeFile(path.join(wt.path, 'src/app.py'), 'def answer():\n    return 42\n');
     await plantByHand(wt, marker);
+    // A nested repository with the same filter (and an fsmonitor), and no commit: left out, never read.
+    const nested = path.join(wt.path, 'nested');
+    await git(['init', '-q', nested], { cwd: wt.path });
+    const evil = `[core]\n\tfsmonitor = id > ${marker}\n[filter "x"]\n\tclean = id > ${marker} && cat\n`;
+    await writeFile(path.join(nested, '.git', 'config'), evil);
+    await writeFile(path.join(nested, '.gitattributes'), '* filter=x\n');
 
     const exported = await exportPatch(wt, source.head, LIMITS);
     expect(exported.files).toEqual(expect.arrayContaining(['src/app.py', '.gitattributes', '.evil/config']));
+    expect(exported.files.filter((f) => f.startsWith('nested'))).toEqual([]);
+    expect(exported.skipped).toEqual([{ path: 'nested/', bytes: 0, reason: 'repository' }]);
     expect(await workspaceRevision(wt, source.head, LIMITS)).toBe(exported.tree);
     const dst = await fresh();
     expect(await applyPatch(dst, exported.patch)).toEqual({ ok: true, error: null });
@@ -126,7 +134,7 @@ describe('host git never follows a .git planted in a worktree (no container)', (
     await writeFile(path.join(wt.path, 'src/app.py'), 'def answer():\n    return 42\n');
     const exported = await exportPatch(wt, source.head, LIMITS);
     expect(exported.files).toEqual(['src/app.py']);
-    expect(exported.skipped).toEqual([{ path: 'big.bin', bytes: 3 * MiB }]);
+    expect(exported.skipped).toEqual([{ path: 'big.bin', bytes: 3 * MiB, reason: 'too_large' }]);
     expect(exported.patch).not.toContain('big.bin');
     await workspaceRevision(wt, source.head, LIMITS);
     expect(objectStore(wt.mirror)).toEqual(before);
@@ -140,8 +148,8 @@ describe('host git never follows a .git planted in a worktree (no container)', (
     await writeFile(path.join(wt.path, 'large.dat'), changed);
     const again = await exportPatch(wt, source.head, LIMITS);
     expect(again.skipped).toEqual([
-      { path: 'big.bin', bytes: 3 * MiB },
-      { path: 'large.dat', bytes: 2 * MiB },
+      { path: 'big.bin', bytes: 3 * MiB, reason: 'too_large' },
+      { path: 'large.dat', bytes: 2 * MiB, reason: 'too_large' },
     ]);
     expect(again.patch).not.toContain('large.dat');
     expect(objectStore(wt.mirror)).toEqual(before);

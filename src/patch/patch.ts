@@ -64,7 +64,7 @@ async function withTempIndex<T>(
   try {
     await mkdir(env.GIT_OBJECT_DIRECTORY);
     await worktreeGit(wt, ['read-tree', baseCommit], { env });
-    const { excluded, skipped } = await oversized(wt, baseCommit, env, opts.maxFileBytes);
+    const { excluded, skipped } = await leftOut(wt, baseCommit, env, opts.maxFileBytes);
     // Pathspecs through stdin: any number of excluded paths, whatever characters they hold.
     const pathspecs = ['.', ...EXCLUDE_PATHSPECS, ...excluded.map((p) => `:(exclude,literal)${p}`)];
     await worktreeGit(wt, ['add', '-A', '--pathspec-from-file=-', '--pathspec-file-nul'], {
@@ -81,11 +81,12 @@ async function withTempIndex<T>(
 const STAT_BATCH = 256;
 
 /**
- * Files `git add -A` would stage that are larger than `maxBytes`: all are left out of the staging; those
- * that differ from the base (new, or changed content) are reported as skipped. An unchanged large file
- * of the base is recognised by hashing it without writing anything.
+ * What `git add -A` must not stage. Files larger than `maxBytes`: those that differ from the base (new,
+ * or changed content) are reported as skipped; an unchanged large file of the base is recognised by
+ * hashing it without writing anything. Repositories nested in the worktree (a test's `git init`): git
+ * would stage them as commit links that no patch can carry, and fails on one without a commit.
  */
-async function oversized(
+async function leftOut(
   wt: WorktreeGit,
   baseCommit: string,
   env: Record<string, string>,
@@ -96,7 +97,10 @@ async function oversized(
     ['ls-files', '-z', '--cached', '--others', '--exclude-standard', '--', '.', ...EXCLUDE_PATHSPECS],
     { env },
   );
-  const paths = [...new Set(listing.stdout.split('\0').filter(Boolean))];
+  const listed = [...new Set(listing.stdout.split('\0').filter(Boolean))];
+  // ls-files names a nested repository as a directory, with a trailing slash.
+  const nested = listed.filter((p) => p.endsWith('/'));
+  const paths = listed.filter((p) => !p.endsWith('/'));
   const large: SkippedFile[] = [];
   for (let i = 0; i < paths.length; i += STAT_BATCH) {
     const batch = paths.slice(i, i + STAT_BATCH);
@@ -109,12 +113,12 @@ async function oversized(
       ),
     );
     batch.forEach((p, j) => {
-      if (sizes[j]! > maxBytes) large.push({ path: p, bytes: sizes[j]! });
+      if (sizes[j]! > maxBytes) large.push({ path: p, bytes: sizes[j]!, reason: 'too_large' });
     });
   }
-  const skipped: SkippedFile[] = [];
+  const skipped: SkippedFile[] = nested.map((p) => ({ path: p, bytes: 0, reason: 'repository' }));
   for (const f of large) if (!(await sameAsBase(wt, baseCommit, env, f))) skipped.push(f);
-  return { excluded: large.map((f) => f.path), skipped };
+  return { excluded: [...nested, ...large.map((f) => f.path)], skipped };
 }
 
 /** Whether a large file is the base's, unchanged: sizes first, then a hash that writes nothing. */

@@ -6,13 +6,15 @@ export interface ExportedPatch {
   files: string[];
   /** Tree id of the worktree content as exported (the "workspace revision"). */
   tree: string;
-  /** New or changed files over the size limit, left out of the patch (and never stored anywhere). */
+  /** What was left out of the patch (and never stored anywhere). */
   skipped: SkippedFile[];
 }
 
 export interface SkippedFile {
   path: string;
   bytes: number;
+  /** too_large: a new or changed file over the size limit; repository: a repository nested in the worktree. */
+  reason: 'too_large' | 'repository';
 }
 
 export interface ApplyResult {

@@ -337,8 +337,10 @@ d('the attack from a real test container (DockerSandbox)', () => {
     expect(report.reason).toMatch(/^Sandbox isolation was violated during a test run/);
   }, 300_000);
 
-  it('a repair run stops fatal, with the isolation error in its result and trace', async () => {
+  it('a repair run stops fatal, with the isolation error in its result and trace; a big test output stays out of the mirror', async () => {
     const runId = nextRunId('repair');
+    const mirror = manager.mirrorPath(source.path);
+    const storeBefore = objectStore(mirror);
     const server = await startScriptedModelServer([
       { tool_calls: [{ name: 'run_tests', arguments: {} }] },
       { tool_calls: [{ name: 'finish', arguments: { summary: 'never reached' } }] },
@@ -346,15 +348,15 @@ d('the attack from a real test container (DockerSandbox)', () => {
     const breached = breachWhenReady(() => [path.join(config.worktreeDir, runId)]);
     try {
       const result = await runRepair({
-        config,
         remote: source.path,
         baseCommit: source.head,
         issue: { title: 't', body: '' },
-        testArgv: SIGNAL_AND_WAIT,
+        testArgv: ['sh', '-c', `head -c ${3 * MiB} /dev/zero > big.out; ${SIGNAL_AND_WAIT[2]}`],
         model: { kind: 'url', baseUrl: server.url, name: 'm' },
         sandbox: 'docker',
         dockerfile: DOCKERFILE,
         runId,
+        config: { ...config, limits: { ...config.limits, maxPatchFileBytes: MiB } },
       });
       const wtPath = await breached;
       expect(result.stop_reason).toBe('fatal');
@@ -365,6 +367,15 @@ d('the attack from a real test container (DockerSandbox)', () => {
       expect(events).toContain('"error_code":"isolation_lost"');
       expect(result.worktree_path).toBe(wtPath);
       expect(await readFile(path.join(wtPath, '.git'), 'utf8')).toMatch(/^gitdir: \//);
+      // The test's 3 MiB output: skipped by the export (recorded), and not in the mirror's object store.
+      expect(statSync(path.join(wtPath, 'big.out')).size).toBe(3 * MiB);
+      const skipped = [{ path: 'big.out', bytes: 3 * MiB, reason: 'too_large' }];
+      expect(result.patch_skipped).toEqual(skipped);
+      expect(recorded.patch_skipped).toEqual(skipped);
+      expect(events).toContain('"type":"patch_files_skipped"');
+      expect(result.patch).toContain('.ready');
+      expect(result.patch).not.toContain('big.out');
+      expect(objectStore(mirror)).toEqual(storeBefore);
     } finally {
       await server.close();
     }

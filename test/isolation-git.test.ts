@@ -1,5 +1,5 @@
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { existsSync, lstatSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { mkdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import Docker from 'dockerode';
 import { loadConfig, type Config } from '../src/config/config.js';
@@ -14,6 +14,7 @@ import { RunTrace } from '../src/trace/trace.js';
 import { CellIsolationError, runCell } from '../src/verify/cells.js';
 import { infraReason, judge } from '../src/verify/judge.js';
 import { git, GitError, worktreeGit } from '../src/workspace/git.js';
+import { gitLinkChanges, restoreGitLink, snapshotGitLink } from '../src/workspace/guard.js';
 import { GitWorkspaceManager } from '../src/workspace/manager.js';
 import type { Worktree } from '../src/workspace/types.js';
 import { BASE_IMAGE, dockerReady } from './support/docker.js';
@@ -167,6 +168,49 @@ describe('host git never follows a .git planted in a worktree (no container)', (
     expect(stderr.length).toBeLessThan(5000);
     expect(message).toMatch(/^git ls-files --error-unmatch -- no-such-file-0 [\s\S]*characters left out/);
     expect(stderr).toMatch(/no-such-file-0'[\s\S]*characters left out[\s\S]*no-such-file-2999'/);
+  });
+});
+
+describe('the .git guard (snapshot, changes, restore)', () => {
+  it('sees .git replaced by a directory or a symlink, and a changed admin file; restores the file', async () => {
+    const wt = await fresh();
+    const dotGit = path.join(wt.path, '.git');
+    const link = await readFile(dotGit, 'utf8');
+    const snap = await snapshotGitLink(wt.path);
+    expect(await gitLinkChanges(snap)).toEqual([]);
+
+    await rm(dotGit);
+    await git(['init', '-q', '--bare', dotGit], { cwd: wt.path });
+    expect(await gitLinkChanges(snap)).toEqual([expect.stringMatching(/^\.git was a file .*, now a dir$/)]);
+    expect(await restoreGitLink(snap)).toBe(true);
+    expect(await readFile(dotGit, 'utf8')).toBe(link);
+    expect(await gitLinkChanges(snap)).toEqual(['.git was replaced (same content)']);
+
+    await rm(dotGit);
+    await symlink(wt.gitDir, dotGit);
+    expect(await gitLinkChanges(snap)).toEqual([expect.stringMatching(/now a other$/)]);
+    await restoreGitLink(snap);
+    expect(lstatSync(dotGit).isFile()).toBe(true);
+
+    const head = path.join(wt.gitDir, 'HEAD');
+    const before = await readFile(head, 'utf8');
+    const restored = await snapshotGitLink(wt.path);
+    await writeFile(head, 'ref: refs/heads/evil\n');
+    expect(await gitLinkChanges(restored)).toEqual([`${head} changed`]);
+    await writeFile(head, before);
+  });
+
+  it('a .git created where there was none is a change, and restoring removes it', async () => {
+    const { dir, cleanup } = await tempDir('agenticfix-nogit-');
+    try {
+      const snap = await snapshotGitLink(dir);
+      await mkdir(path.join(dir, '.git', 'info'), { recursive: true });
+      expect(await gitLinkChanges(snap)).toEqual(['.git was a missing, now a dir']);
+      await restoreGitLink(snap);
+      expect(existsSync(path.join(dir, '.git'))).toBe(false);
+    } finally {
+      await cleanup();
+    }
   });
 });
 

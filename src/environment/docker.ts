@@ -58,7 +58,7 @@ async function checkIsolation(link: GitLinkSnapshot, result: RunOutcome): Promis
   const changes = await gitLinkChanges(link).catch((err: unknown) => [`cannot check .git: ${message(err)}`]);
   if (changes.length === 0) return result;
   const restored = await restoreGitLink(link).then(
-    () => '.git restored',
+    (done) => (done ? '.git restored' : '.git left as found'),
     (err: unknown) => `.git not restored: ${message(err)}`,
   );
   const violation = `${changes.join('; ')} (${restored})`;
@@ -73,8 +73,9 @@ async function checkIsolation(link: GitLinkSnapshot, result: RunOutcome): Promis
 /**
  * Runs a test argv in a fresh container of a model-built image: no network, no capabilities,
  * no privilege escalation, read-only root with a small writable /tmp, memory/CPU/pid limits, the
- * worktree as the only writable mount (its `.git` read-only and checked after the run), a wall-clock timeout and capped output. The container is
- * always force-removed afterwards (no AutoRemove, which races with reading its exit state).
+ * worktree as the only writable mount (its `.git` read-only, checked after the run), a wall-clock
+ * timeout and capped output. The container is always force-removed afterwards (no AutoRemove, which
+ * races with reading its exit state).
  */
 export class DockerSandbox implements Sandbox {
   readonly kind = 'docker' as const;

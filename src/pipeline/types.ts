@@ -62,7 +62,7 @@ export interface RepairResult {
   base_commit: string; // full SHA
   patch: string; // final patch text ('' if none)
   patch_path: string; // runs/<id>/final.patch
-  patch_skipped: SkippedFile[]; // new or changed files over AGENTICFIX_MAX_PATCH_FILE_BYTES, not in the patch
+  patch_skipped: SkippedFile[]; // left out of the patch: files over AGENTICFIX_MAX_PATCH_FILE_BYTES, nested repositories
   trace_path: string; // runs/<id>/events.jsonl
   result_path: string; // runs/<id>/result.json
   run_dir: string;

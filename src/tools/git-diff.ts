@@ -35,7 +35,7 @@ export const gitDiff: ToolDefinition<typeof DiffArgs> = {
         base_commit: ctx.baseCommit,
         patch_path: patchPath,
         files,
-        // New or changed files left out of the patch: nothing over the limit is proposed.
+        // Left out of the patch: new or changed files over the limit, nested repositories.
         skipped,
         max_file_bytes: ctx.limits.maxPatchFileBytes,
         preview: truncated

@@ -80,23 +80,25 @@ export async function gitLinkChanges(before: GitLinkSnapshot): Promise<string[]>
   const now = await entry(path.join(before.worktree, '.git'));
   const b = before.dotGit;
   const changes: string[] = [];
-  if (now.kind !== b.kind || now.ino !== b.ino || now.mode !== b.mode || now.content !== b.content)
-    changes.push(`.git was ${show(b)}, now ${show(now)}`);
+  if (now.kind !== b.kind || now.content !== b.content) changes.push(`.git was ${show(b)}, now ${show(now)}`);
+  else if (now.ino !== b.ino || now.mode !== b.mode) changes.push('.git was replaced (same content)');
   for (const [f, content] of Object.entries(before.admin))
     if ((await entry(f)).content !== content) changes.push(`${f} changed`);
   return changes;
 }
 
 /**
- * Puts `.git` back as it was, so the worktree stays usable for the run's record (patch export) and for
- * removal. A directory `.git` (a plain repository, in tests) is left as it is.
+ * Puts `.git` back as it was (a file, or nothing), so the worktree stays usable for the run's record
+ * (patch export) and for removal. A directory `.git` (a plain repository, in tests), or one that could
+ * not be read before, is left as found: returns false.
  */
-export async function restoreGitLink(before: GitLinkSnapshot): Promise<void> {
+export async function restoreGitLink(before: GitLinkSnapshot): Promise<boolean> {
   const b = before.dotGit;
-  if (b.kind === 'dir') return;
+  if (b.kind === 'dir' || (b.kind === 'file' && b.content === null)) return false;
   const link = path.join(before.worktree, '.git');
   await rm(link, { recursive: true, force: true });
-  if (b.kind !== 'file' || b.content === null) return;
+  if (b.kind !== 'file' || b.content === null) return true;
   await writeFile(link, b.content, { encoding: 'latin1', mode: b.mode & 0o777, flag: 'wx' });
   await lchown(link, b.uid, b.gid);
+  return true;
 }

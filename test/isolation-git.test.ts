@@ -333,6 +333,20 @@ d('the attack from a real test container (DockerSandbox)', () => {
     expect(existsSync(marker)).toBe(false);
   }, 120_000);
 
+  it('refuses to run when .git is a symlink (it would be mounted as its target)', async () => {
+    const wt = await fresh();
+    const dotGit = path.join(wt.path, '.git');
+    await rm(dotGit);
+    await symlink(wt.gitDir, dotGit);
+    const out = await sandbox.run({
+      argv: ['true'],
+      worktree: wt.path,
+      timeoutMs: 10_000,
+      maxOutputBytes: 1024,
+    });
+    expect(out).toMatchObject({ status: 'error', detail: "the worktree's .git is not a file" });
+  });
+
   it('a judge cell reports the isolation error', async () => {
     const wt = await fresh();
     const breached = breachWhenReady(() => [wt.path]);

@@ -31,6 +31,7 @@ const result = (over: Partial<RepairResult> = {}): RepairResult => ({
   base_commit: 'b'.repeat(40),
   patch: '',
   patch_path: '/x/final.patch',
+  patch_skipped: [],
   trace_path: '/x/events.jsonl',
   result_path: '/x/result.json',
   run_dir: '/x',

@@ -36,6 +36,7 @@ async function setup(files: Record<string, string | Buffer>, limits: Partial<Too
   const ctx: ToolContext = {
     runId: 'run-1',
     worktree: repo.path,
+    gitDir: path.join(repo.path, '.git'),
     baseCommit: repo.head,
     limits: { ...loadConfig({}).limits, ...limits },
     testCommands: {

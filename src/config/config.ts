@@ -31,6 +31,7 @@ const ENV_SCHEMA = z.object({
   AGENTICFIX_MAX_OUTPUT_BYTES: int(MiB, 1024),
   AGENTICFIX_MAX_LIST_ENTRIES: int(2000, 1),
   AGENTICFIX_MAX_SCANNED_ENTRIES: int(20000, 1),
+  AGENTICFIX_MAX_PATCH_FILE_BYTES: int(10 * MiB, 1),
   // Docker sandbox
   AGENTICFIX_BASE_IMAGE: z.string().min(1).default('agenticfix/debian:bookworm'),
   AGENTICFIX_SANDBOX_MEMORY_MB: int(1024, 16),
@@ -86,6 +87,8 @@ export interface Config {
     maxOutputBytes: number;
     maxListEntries: number;
     maxScannedEntries: number;
+    /** Larger new or changed files are left out of exported patches (and of the workspace revision). */
+    maxPatchFileBytes: number;
   };
   sandbox: {
     baseImage: string;
@@ -160,6 +163,7 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       maxOutputBytes: e.AGENTICFIX_MAX_OUTPUT_BYTES,
       maxListEntries: e.AGENTICFIX_MAX_LIST_ENTRIES,
       maxScannedEntries: e.AGENTICFIX_MAX_SCANNED_ENTRIES,
+      maxPatchFileBytes: e.AGENTICFIX_MAX_PATCH_FILE_BYTES,
     },
     sandbox: {
       baseImage: e.AGENTICFIX_BASE_IMAGE,

@@ -59,6 +59,8 @@ export const fail = <T = unknown>(
 export interface ToolContext {
   readonly runId: string;
   readonly worktree: string;
+  /** The worktree's repository (its admin dir in the mirror): host git is always pointed here, never at `.git`. */
+  readonly gitDir: string;
   readonly baseCommit: string;
   readonly limits: Config['limits'];
   /** argv per named test target; `default` must exist. Never a free shell. */

@@ -29,6 +29,11 @@ export class CellInfraError extends Error {
   override name = 'CellInfraError';
 }
 
+/** The run changed the worktree's `.git`: the sandbox did not hold, no result of this judge can stand. */
+export class CellIsolationError extends CellInfraError {
+  override name = 'CellIsolationError';
+}
+
 const TAIL = 2000;
 
 async function runOnce(
@@ -49,6 +54,7 @@ async function runOnce(
     maxOutputBytes: ctx.maxOutputBytes,
     signal: ctx.signal,
   });
+  if (outcome.isolation_violation) throw new CellIsolationError(outcome.isolation_violation);
   if (outcome.status === 'error' || outcome.status === 'cancelled')
     throw new CellInfraError(`test run ${outcome.status}: ${outcome.detail ?? 'no detail'}`);
   const report = reportFile

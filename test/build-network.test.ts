@@ -1,9 +1,11 @@
+import { jest } from '@jest/globals';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
 import path from 'node:path';
 import Docker from 'dockerode';
 import { execa } from 'execa';
+import { serveCommand } from '../src/cli/serve.js';
 import { loadConfig, type Config } from '../src/config/config.js';
 import { DockerEnvironmentBuilder } from '../src/environment/builder.js';
 import {
@@ -246,6 +248,40 @@ d('build network (real engine and iptables)', () => {
     );
     expect(connections.length).toBeGreaterThan(0);
   }, 300_000);
+
+  it('`serve` refuses to start when it cannot install the rules (root without CAP_NET_ADMIN), saying what to do', async () => {
+    // The real iptables binaries, run without the capability the rules need.
+    const bin = tempDir('agenticfix-nocap-');
+    dirs.push(bin);
+    for (const name of ['iptables', 'iptables-restore', 'ip6tables', 'ip6tables-restore']) {
+      const real = (await execa('sh', ['-c', `command -v ${name}`])).stdout;
+      writeFileSync(
+        path.join(bin, name),
+        `#!/bin/sh\nexec setpriv --inh-caps=-net_admin --bounding-set=-net_admin ${real} "$@"\n`,
+        { mode: 0o755 },
+      );
+    }
+    const saved = { ...process.env };
+    const stderr = jest.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    try {
+      Object.assign(process.env, {
+        PATH: `${bin}:${process.env.PATH}`,
+        APP_ID: String(APP_ID),
+        PRIVATE_KEY,
+        WEBHOOK_SECRET: SECRET,
+        AGENTICFIX_HOME: tempDir('agenticfix-nocap-home-'),
+      });
+      dirs.push(String(process.env.AGENTICFIX_HOME));
+      expect(await serveCommand([])).toBe(2);
+      expect(String(stderr.mock.calls[0]?.[0])).toMatch(
+        /^agenticfix serve: build network: cannot install the build network rules .*Permission denied.*root or CAP_NET_ADMIN.*AGENTICFIX_BUILD_NETWORK=unrestricted/s,
+      );
+    } finally {
+      stderr.mockRestore();
+      for (const k of Object.keys(process.env)) if (!(k in saved)) delete process.env[k];
+      Object.assign(process.env, saved);
+    }
+  });
 
   it('removes cleanly, and a failure to install says what the operator must do', async () => {
     const tag = String(process.pid % 100000);

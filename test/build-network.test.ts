@@ -5,6 +5,7 @@ import { networkInterfaces, tmpdir } from 'node:os';
 import path from 'node:path';
 import Docker from 'dockerode';
 import { execa } from 'execa';
+import { buildNetworkCommand } from '../src/cli/build-network.js';
 import { serveCommand } from '../src/cli/serve.js';
 import { loadConfig, type Config } from '../src/config/config.js';
 import { DockerEnvironmentBuilder } from '../src/environment/builder.js';
@@ -15,7 +16,7 @@ import {
   buildNetworkRules,
   chainListing,
   ensureBuildNetwork,
-  hostSubnets,
+  hostRules,
   networkOf,
   proxyBuildArgs,
   removeRules,
@@ -176,13 +177,10 @@ d('build network (real engine and iptables)', () => {
     await new DockerEnvironmentBuilder(docker, { ...cfg, imageKeep: 1, imageMaxAgeMs: 1 }).gc({ runId });
   });
 
-  const installed = () =>
-    buildNetworkRules({ names: NAMES, dns: systemResolvers(), hostSubnets: hostSubnets() });
-
   it('installs its rules idempotently, in chains of its own: ranges are checked by reading them', async () => {
     await ensureBuildNetwork(docker, cfg.buildNetwork);
     await ensureBuildNetwork(docker, cfg.buildNetwork);
-    for (const f of installed()) {
+    for (const f of hostRules(cfg.buildNetwork)) {
       for (const c of f.chains) expect(listing(await xt(f.binary, '-S', c.name))).toEqual(chainListing(c));
       for (const j of f.jumps) {
         const jumps = listing(await xt(f.binary, '-S', j.from)).filter((l) => l === line(j.from, j.rule));
@@ -274,12 +272,30 @@ d('build network (real engine and iptables)', () => {
       dirs.push(String(process.env.AGENTICFIX_HOME));
       expect(await serveCommand([])).toBe(2);
       expect(String(stderr.mock.calls[0]?.[0])).toMatch(
-        /^agenticfix serve: build network: cannot install the build network rules .*Permission denied.*root or CAP_NET_ADMIN.*AGENTICFIX_BUILD_NETWORK=unrestricted/s,
+        /^agenticfix serve: build network: cannot install the build network rules .*Permission denied.*root or CAP_NET_ADMIN.*agenticfix build-network.*AGENTICFIX_BUILD_NETWORK=preinstalled.*AGENTICFIX_BUILD_NETWORK=unrestricted/s,
       );
+      // Rules the operator installed (`agenticfix build-network` as root): the app only needs the network.
+      await expect(ensureBuildNetwork(docker, { mode: 'preinstalled' })).resolves.toBeUndefined();
     } finally {
       stderr.mockRestore();
       for (const k of Object.keys(process.env)) if (!(k in saved)) delete process.env[k];
       Object.assign(process.env, saved);
+    }
+  });
+
+  it('`agenticfix build-network` installs the same rules for operators and prints them', async () => {
+    const out = jest.spyOn(process.stdout, 'write').mockImplementation(() => true);
+    try {
+      expect(await buildNetworkCommand([])).toBe(0);
+      const printed = out.mock.calls.map((c) => String(c[0])).join('');
+      for (const f of hostRules(cfg.buildNetwork)) {
+        for (const c of f.chains) expect(listing(await xt(f.binary, '-S', c.name))).toEqual(chainListing(c));
+        expect(printed).toContain(chainListing(f.chains[0]!).join('\n'));
+      }
+      expect(printed).toContain('-A AGENTICFIX-BUILD -d 169.254.0.0/16 -j DROP');
+      expect(printed).toContain('-I DOCKER-USER 1 -i agenticfix-bld -j AGENTICFIX-BUILD');
+    } finally {
+      out.mockRestore();
     }
   });
 
@@ -290,7 +306,7 @@ d('build network (real engine and iptables)', () => {
       bridge: `afxt${tag}`,
       chain: `AFXT-${tag}`,
     };
-    const rules = buildNetworkRules({ names, dns: systemResolvers(), hostSubnets: hostSubnets() });
+    const rules = hostRules(cfg.buildNetwork, names);
     try {
       await ensureBuildNetwork(docker, cfg.buildNetwork, names);
       expect(listing(await xt('iptables', '-S', `AFXT-${tag}-IN`)).at(-1)).toBe(`-A AFXT-${tag}-IN -j DROP`);

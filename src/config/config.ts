@@ -40,8 +40,9 @@ const ENV_SCHEMA = z.object({
   AGENTICFIX_BUILD_TIMEOUT_S: int(900, 1),
   AGENTICFIX_IMAGE_KEEP: int(20, 1),
   AGENTICFIX_IMAGE_MAX_AGE_H: int(168, 1),
-  // Build network: `isolated` (a bridge of its own behind iptables rules) or `unrestricted` (Docker's default bridge)
-  AGENTICFIX_BUILD_NETWORK: z.enum(['isolated', 'unrestricted']).default('isolated'),
+  // Build network: `isolated` (a bridge of its own behind rules the app installs), `preinstalled` (the same
+  // bridge, rules installed by the operator with `agenticfix build-network`) or `unrestricted` (Docker's default bridge)
+  AGENTICFIX_BUILD_NETWORK: z.enum(['isolated', 'preinstalled', 'unrestricted']).default('isolated'),
   AGENTICFIX_BUILD_DNS: z
     .string()
     .transform((v) => v.split(',').map((s) => s.trim()))
@@ -113,7 +114,7 @@ export interface Config {
     imageKeep: number;
     imageMaxAgeMs: number;
     buildNetwork: {
-      mode: 'isolated' | 'unrestricted';
+      mode: 'isolated' | 'preinstalled' | 'unrestricted';
       /** Resolvers builds may reach on port 53; undefined = the host's /etc/resolv.conf. */
       dns?: string[];
       /** When set, the only other destination builds may reach (passed to builds as HTTP(S)_PROXY). */

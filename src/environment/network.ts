@@ -260,9 +260,18 @@ export function proxyBuildArgs(cfg: BuildNetworkConfig): Record<string, string> 
   return { HTTP_PROXY: url, HTTPS_PROXY: url, http_proxy: url, https_proxy: url };
 }
 
+/** The rules as they are installed on this host now (inputs read from the host). */
+export const hostRules = (cfg: BuildNetworkConfig, names: BuildNetworkNames = BUILD_NETWORK) =>
+  buildNetworkRules({
+    names,
+    dns: cfg.dns ?? systemResolvers(),
+    proxy: cfg.proxy,
+    hostSubnets: hostSubnets(),
+  });
+
 /**
- * Makes sure the build network and its rules are in place (nothing to do when the operator chose
- * `unrestricted`). Calls in one process run one after the other; re-applying unchanged rules changes
+ * Makes sure the build network and its rules are in place (`preinstalled`: only the network, the rules
+ * are the operator's; `unrestricted`: nothing). Calls in one process run one after the other; re-applying unchanged rules changes
  * nothing. Throws a BuildNetworkError saying what the operator must do when the rules cannot be installed.
  */
 export function ensureBuildNetwork(
@@ -273,22 +282,25 @@ export function ensureBuildNetwork(
   if (cfg.mode === 'unrestricted') return Promise.resolve();
   const run = queue.then(async () => {
     await ensureDockerNetwork(docker, names);
-    const families = buildNetworkRules({
-      names,
-      dns: cfg.dns ?? systemResolvers(),
-      proxy: cfg.proxy,
-      hostSubnets: hostSubnets(),
-    });
+    if (cfg.mode === 'preinstalled') return;
+    // Rules installed in another namespace (the app in a container of its own) would filter nothing.
+    if (!existsSync(`/sys/class/net/${names.bridge}`))
+      throw new BuildNetworkError(
+        `the bridge ${names.bridge} is not in this network namespace: run the app in the host's network namespace ` +
+          '(a container needs --network host and --cap-add NET_ADMIN), or install the rules on the host with ' +
+          '`agenticfix build-network` (as root) and set AGENTICFIX_BUILD_NETWORK=preinstalled',
+      );
     try {
       // Without kernel IPv6 there is no IPv6 traffic to filter.
-      for (const f of families)
+      for (const f of hostRules(cfg, names))
         if (f.binary === 'iptables' || existsSync('/proc/net/if_inet6')) await applyFamily(f);
     } catch (err) {
       throw new BuildNetworkError(
         `cannot install the build network rules (${err instanceof Error ? err.message : String(err)}). ` +
           'They need root or CAP_NET_ADMIN in the host network namespace and Docker managing iptables (DOCKER-USER). ' +
-          'Set AGENTICFIX_BUILD_NETWORK=unrestricted to build on Docker’s default bridge instead, which lets ' +
-          'untrusted builds reach the host and internal networks.',
+          'Either install them as root with `agenticfix build-network` and set AGENTICFIX_BUILD_NETWORK=preinstalled, ' +
+          'or set AGENTICFIX_BUILD_NETWORK=unrestricted to build on Docker’s default bridge, which lets untrusted ' +
+          'builds reach the host and internal networks.',
       );
     }
   });

@@ -174,7 +174,8 @@ d('build network (real engine and iptables)', () => {
     server.close();
     await app.close();
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-    await new DockerEnvironmentBuilder(docker, { ...cfg, imageKeep: 1, imageMaxAgeMs: 1 }).gc({ runId });
+    const gc = new DockerEnvironmentBuilder(docker, { ...cfg, imageKeep: 1, imageMaxAgeMs: 1 });
+    for (const mode of ['isolated', 'unrestricted']) await gc.gc({ runId: `${runId}-${mode}` });
   });
 
   it('installs its rules idempotently, in chains of its own: ranges are checked by reading them', async () => {

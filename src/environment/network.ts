@@ -271,8 +271,9 @@ export const hostRules = (cfg: BuildNetworkConfig, names: BuildNetworkNames = BU
 
 /**
  * Makes sure the build network and its rules are in place (`preinstalled`: only the network, the rules
- * are the operator's; `unrestricted`: nothing). Calls in one process run one after the other; re-applying unchanged rules changes
- * nothing. Throws a BuildNetworkError saying what the operator must do when the rules cannot be installed.
+ * are the operator's; `unrestricted`: nothing). Calls in one process run one after the other;
+ * re-applying unchanged rules changes nothing. Throws a BuildNetworkError saying what the operator
+ * must do when the rules cannot be installed.
  */
 export function ensureBuildNetwork(
   docker: Docker,
@@ -287,7 +288,7 @@ export function ensureBuildNetwork(
     if (!existsSync(`/sys/class/net/${names.bridge}`))
       throw new BuildNetworkError(
         `the bridge ${names.bridge} is not in this network namespace: run the app in the host's network namespace ` +
-          '(a container needs --network host and --cap-add NET_ADMIN), or install the rules on the host with ' +
+          '(a container: --network host, as root, --cap-add NET_ADMIN), or install the rules on the host with ' +
           '`agenticfix build-network` (as root) and set AGENTICFIX_BUILD_NETWORK=preinstalled',
       );
     try {

@@ -41,6 +41,23 @@ const ENV_SCHEMA = z.object({
   AGENTICFIX_BUILD_TIMEOUT_S: int(900, 1),
   AGENTICFIX_IMAGE_KEEP: int(20, 1),
   AGENTICFIX_IMAGE_MAX_AGE_H: int(168, 1),
+  // Build network: `isolated` (a bridge of its own behind rules the app installs), `preinstalled` (the same
+  // bridge, rules installed by the operator with `agenticfix build-network`) or `unrestricted` (Docker's default bridge)
+  AGENTICFIX_BUILD_NETWORK: z.enum(['isolated', 'preinstalled', 'unrestricted']).default('isolated'),
+  AGENTICFIX_BUILD_DNS: z
+    .string()
+    .transform((v) => v.split(',').map((s) => s.trim()))
+    .pipe(z.array(z.ipv4()).min(1))
+    .optional(), // default: the IPv4 nameservers of /etc/resolv.conf (what Docker's resolver forwards to)
+  AGENTICFIX_BUILD_PROXY: z
+    .string()
+    .regex(/^[0-9.]+:\d{1,5}$/, 'expected <IPv4>:<port>')
+    .transform((v) => ({
+      host: v.slice(0, v.lastIndexOf(':')),
+      port: Number(v.slice(v.lastIndexOf(':') + 1)),
+    }))
+    .pipe(z.strictObject({ host: z.ipv4(), port: z.number().int().min(1).max(65535) }))
+    .optional(),
   // Model
   AGENTICFIX_MODEL_PROVIDER: z.enum(PROVIDERS).optional(),
   AGENTICFIX_MODEL_NAME: z.string().min(1).optional(),
@@ -99,6 +116,13 @@ export interface Config {
     buildTimeoutMs: number;
     imageKeep: number;
     imageMaxAgeMs: number;
+    buildNetwork: {
+      mode: 'isolated' | 'preinstalled' | 'unrestricted';
+      /** Resolvers builds may reach on port 53; undefined = the host's /etc/resolv.conf. */
+      dns?: string[];
+      /** When set, the only other destination builds may reach (passed to builds as HTTP(S)_PROXY). */
+      proxy?: { host: string; port: number };
+    };
   };
   model: {
     provider?: z.infer<typeof ENV_SCHEMA>['AGENTICFIX_MODEL_PROVIDER'];
@@ -174,6 +198,11 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       buildTimeoutMs: e.AGENTICFIX_BUILD_TIMEOUT_S * 1000,
       imageKeep: e.AGENTICFIX_IMAGE_KEEP,
       imageMaxAgeMs: e.AGENTICFIX_IMAGE_MAX_AGE_H * 3600_000,
+      buildNetwork: {
+        mode: e.AGENTICFIX_BUILD_NETWORK,
+        dns: e.AGENTICFIX_BUILD_DNS,
+        proxy: e.AGENTICFIX_BUILD_PROXY,
+      },
     },
     model: {
       provider: e.AGENTICFIX_MODEL_PROVIDER,

@@ -9,6 +9,7 @@ import {
   snapshotWorktree,
 } from './docker-context.js';
 import { DockerSandbox, LABEL, RUN_LABEL } from './docker.js';
+import { buildNetworkMode, ensureBuildNetwork, proxyBuildArgs } from './network.js';
 import type { BuildLog, BuildResult, EnvironmentBuilder } from './types.js';
 
 /** Repository of every environment image; the tag is a prefix of the environment's content key. */
@@ -98,6 +99,11 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
       }
     }
 
+    const unavailable = await ensureBuildNetwork(this.docker, this.cfg.buildNetwork).then(
+      () => null,
+      (err: unknown) => message(err),
+    );
+    if (unavailable) return failed(`build network: ${unavailable}`, compactBuildLog([], 'failed'));
     const run = await this.runBuild(opts, snapshot, tag, key);
     if (run.status !== 'ok') {
       const log = compactBuildLog(run.lines, run.status);
@@ -220,6 +226,9 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
           [BUILT_LABEL]: String(Date.now()),
         },
         nocache: opts.noCache === true,
+        // Builds reach the internet (or the proxy) but not the host or internal networks: see network.ts.
+        networkmode: buildNetworkMode(this.cfg.buildNetwork),
+        buildargs: proxyBuildArgs(this.cfg.buildNetwork),
         rm: true,
         forcerm: true,
         abortSignal: abort.signal,

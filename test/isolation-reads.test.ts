@@ -1,5 +1,14 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  statSync,
+  mkdtempSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Docker from 'dockerode';
@@ -141,5 +150,25 @@ const ready = await dockerReady();
     expect(c2.status).toBe('passed');
     expect(Date.now() - started).toBeLessThan(20_000);
     expect(c2.report_source).not.toBe('junit-xml');
+  }, 60_000);
+
+  it('a link to a host directory planted in a lent (root-owned) worktree: the host files keep their owner', async () => {
+    if (process.getuid?.() !== 0) return console.warn('not root: worktrees are not lent, case not exercised');
+    const hostOwned = mkdtempSync(path.join(tmpdir(), 'agenticfix-owned-'));
+    dirs.push(hostOwned);
+    writeFileSync(path.join(hostOwned, 'data'), 'x');
+    execFileSync('chown', ['-R', '4242:4242', hostOwned]);
+    const wt = worktree(); // root-owned: lent to nobody for the run, handed back to root afterwards
+    const out = await sandbox.run({
+      argv: ['ln', '-s', hostOwned, '/workspace/planted'],
+      worktree: wt,
+      timeoutMs: 20_000,
+      maxOutputBytes: 64 * 1024,
+    });
+    expect(out.status).toBe('passed');
+    expect(lstatSync(path.join(wt, 'planted')).isSymbolicLink()).toBe(true);
+    expect(lstatSync(path.join(wt, 'planted')).uid).toBe(0);
+    expect(statSync(path.join(hostOwned, 'data')).uid).toBe(4242);
+    expect(statSync(hostOwned).uid).toBe(4242);
   }, 60_000);
 });

@@ -52,7 +52,7 @@ const rawCap = (opts: CompactOptions) => 4 * opts.maxLineChars + 64;
  */
 export class BuildLogCompactor {
   private readonly head: string[] = [];
-  /** The latest lines after the head, at most `tailLines`. */
+  /** The latest lines after the head: cut back to `tailLines` whenever twice as many piled up. */
   private tail: string[] = [];
   private total = 0;
   private clipped = false;

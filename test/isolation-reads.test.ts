@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Docker from 'dockerode';
 import { loadConfig } from '../src/config/config.js';
+import { DockerEnvironmentBuilder } from '../src/environment/builder.js';
 import { DockerSandbox } from '../src/environment/docker.js';
 import { LocalSandbox } from '../src/environment/local.js';
 import type { Sandbox } from '../src/environment/types.js';
@@ -132,6 +133,15 @@ const ready = await dockerReady();
     const image = await docker.getImage(BASE_IMAGE).inspect();
     sandbox = new DockerSandbox(docker, image.Id, loadConfig({}).sandbox, runId);
   });
+  afterAll(async () => {
+    await new DockerEnvironmentBuilder(docker, {
+      ...loadConfig({}).sandbox,
+      imageKeep: 1,
+      imageMaxAgeMs: 1,
+    }).gc({
+      runId,
+    });
+  });
   afterEach(async () => {
     const left = await docker.listContainers({ all: true, filters: { label: [`agenticfix.run=${runId}`] } });
     expect(left).toEqual([]);
@@ -150,6 +160,21 @@ const ready = await dockerReady();
     expect(c2.status).toBe('passed');
     expect(Date.now() - started).toBeLessThan(20_000);
     expect(c2.report_source).not.toBe('junit-xml');
+  }, 60_000);
+
+  it('a FIFO planted as .dockerignore: the build goes on without it (it hung build_environment for 15 minutes)', async () => {
+    const wt = worktree();
+    writeFileSync(path.join(wt, 'app.txt'), 'app');
+    execFileSync('mkfifo', [path.join(wt, '.dockerignore'), path.join(wt, 'pipe')]);
+    const builder = new DockerEnvironmentBuilder(docker, loadConfig({}).sandbox);
+    const res = await builder.build({
+      dockerfile: `FROM ${BASE_IMAGE}\nCOPY . /ctx/\nRUN ls -A /ctx\n`,
+      worktree: wt,
+      runId,
+    });
+    expect(res).toMatchObject({ success: true, error: null });
+    expect([...res.log.head, ...res.log.tail]).toContain('app.txt');
+    expect([...res.log.head, ...res.log.tail].join('\n')).not.toMatch(/^(\.dockerignore|pipe)$/m);
   }, 60_000);
 
   it('a link to a host directory planted in a lent (root-owned) worktree: the host files keep their owner', async () => {

@@ -39,6 +39,8 @@ const ENV_SCHEMA = z.object({
   AGENTICFIX_SANDBOX_PIDS: int(256, 8),
   AGENTICFIX_SANDBOX_TMPFS_MB: int(256, 1),
   AGENTICFIX_BUILD_TIMEOUT_S: int(900, 1),
+  AGENTICFIX_BUILD_MAX_OUTPUT_MB: int(64, 1),
+  AGENTICFIX_BUILD_CONTEXT_MAX_MB: int(256, 1),
   AGENTICFIX_IMAGE_KEEP: int(20, 1),
   AGENTICFIX_IMAGE_MAX_AGE_H: int(168, 1),
   // Build network: `isolated` (a bridge of its own behind rules the app installs), `preinstalled` (the same
@@ -82,6 +84,7 @@ const ENV_SCHEMA = z.object({
   AGENTICFIX_LOOP_REPEAT: int(3, 2),
   // Verification
   AGENTICFIX_FLAKY_RERUNS: int(2, 0),
+  AGENTICFIX_MAX_REPORT_MB: int(32, 1),
   // App
   AGENTICFIX_CONCURRENCY: int(2, 1),
   AGENTICFIX_LABEL: z.string().min(1).default('agenticfix'),
@@ -114,6 +117,10 @@ export interface Config {
     pidsLimit: number;
     tmpfsBytes: number;
     buildTimeoutMs: number;
+    /** Build output (the engine's progress stream) past which a build is stopped. */
+    buildMaxOutputBytes: number;
+    /** Worktree snapshot sent as build context; it is held in memory. */
+    buildContextMaxBytes: number;
     imageKeep: number;
     imageMaxAgeMs: number;
     buildNetwork: {
@@ -142,7 +149,7 @@ export interface Config {
   };
   context: { observationMaxChars: number; keepFullObservations: number; enabled: boolean };
   agent: { maxFormatErrors: number; noEditNudges: number; loopRepeat: number };
-  verify: { flakyReruns: number };
+  verify: { flakyReruns: number; /** Largest test report the judge reads. */ maxReportBytes: number };
   app: {
     concurrency: number;
     label: string;
@@ -196,6 +203,8 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       pidsLimit: e.AGENTICFIX_SANDBOX_PIDS,
       tmpfsBytes: e.AGENTICFIX_SANDBOX_TMPFS_MB * MiB,
       buildTimeoutMs: e.AGENTICFIX_BUILD_TIMEOUT_S * 1000,
+      buildMaxOutputBytes: e.AGENTICFIX_BUILD_MAX_OUTPUT_MB * MiB,
+      buildContextMaxBytes: e.AGENTICFIX_BUILD_CONTEXT_MAX_MB * MiB,
       imageKeep: e.AGENTICFIX_IMAGE_KEEP,
       imageMaxAgeMs: e.AGENTICFIX_IMAGE_MAX_AGE_H * 3600_000,
       buildNetwork: {
@@ -230,7 +239,7 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       noEditNudges: e.AGENTICFIX_NO_EDIT_NUDGES,
       loopRepeat: e.AGENTICFIX_LOOP_REPEAT,
     },
-    verify: { flakyReruns: e.AGENTICFIX_FLAKY_RERUNS },
+    verify: { flakyReruns: e.AGENTICFIX_FLAKY_RERUNS, maxReportBytes: e.AGENTICFIX_MAX_REPORT_MB * MiB },
     app: {
       concurrency: e.AGENTICFIX_CONCURRENCY,
       label: e.AGENTICFIX_LABEL,

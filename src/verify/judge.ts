@@ -224,6 +224,7 @@ async function decide(opts: JudgeOptions, runId: string): Promise<VerificationRe
           argv: opts.testArgv,
           timeoutMs: opts.config.limits.maxTestTimeoutMs,
           maxOutputBytes: opts.config.limits.maxOutputBytes,
+          maxReportBytes: opts.config.verify.maxReportBytes,
           reruns: opts.config.verify.flakyReruns,
           allowEmpty: cell.tests === 'base',
           signal: opts.signal,

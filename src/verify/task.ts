@@ -194,6 +194,7 @@ export async function gradeInstance(
         argv: taskArgv(task),
         timeoutMs: config.limits.maxTestTimeoutMs,
         maxOutputBytes: config.limits.maxOutputBytes,
+        maxReportBytes: config.verify.maxReportBytes,
         reruns: 0, // graded once, as SWE-bench does
         allowEmpty: false,
         signal: opts.signal,

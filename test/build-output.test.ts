@@ -108,7 +108,9 @@ describe('a broken engine ends the build as failed, never the process', () => {
 
   it.each(['garbage', 'hangup'] as const)('%s', async (m) => {
     mode = m;
-    const builder = new DockerEnvironmentBuilder(new Docker({ socketPath: socket }), cfg);
+    // The fake engine knows no networks: the build goes to Docker's default bridge.
+    const unrestricted = { ...cfg, buildNetwork: { mode: 'unrestricted' as const } };
+    const builder = new DockerEnvironmentBuilder(new Docker({ socketPath: socket }), unrestricted);
     const res = await builder.build({ dockerfile: `FROM ${BASE_IMAGE}\n`, worktree: worktree(), runId: 'r' });
     expect(res.success).toBe(false);
     expect(res.log.head).toContain('Step 1/2 : FROM x');

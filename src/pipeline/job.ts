@@ -20,13 +20,7 @@ import { renderStatus, StatusComment, type StatusState } from '../publish/status
 import type { QueueHooks } from '../queue/queue.js';
 import type { RunRecord, RunStore, RunUpdate } from '../queue/store.js';
 import type { JudgeOptions, VerificationReport } from '../verify/types.js';
-import {
-  fetchFile,
-  loadRepoConfig,
-  refusals,
-  REPO_CONFIG_PATH,
-  type RepoConfig,
-} from '../webhook/repo-config.js';
+import { fetchFile, loadRepoConfig, REPO_CONFIG_PATH, type RepoConfig } from '../webhook/repo-config.js';
 import { matchingPattern } from '../tools/path-patterns.js';
 import { GitWorkspaceManager } from '../workspace/manager.js';
 import type { ModelSpec, RepairOptions, RepairResult } from './types.js';
@@ -140,15 +134,6 @@ export class JobRunner implements QueueHooks {
     const loaded = await loadRepoConfig(gh, run.owner, run.repo, run.base_commit, config);
     if (!loaded.ok) return this.failWith(run, gh, loaded.error, 'configuration error');
     const rc = loaded.config;
-    // Checked when the command came in; checked again in case the operator lowered a ceiling since.
-    const refused = refusals(config, {
-      tokens: run.token_budget ?? undefined,
-      model: run.model ?? undefined,
-    });
-    if (refused.length > 0) {
-      const error = refused.map((r) => `${r.key === 'tokens' ? 'budget' : r.key}=${r.reason}`).join('; ');
-      return this.failWith(run, gh, error, 'refused');
-    }
     let dockerfile: string | undefined;
     if (rc.dockerfile) {
       const file = await fetchFile(

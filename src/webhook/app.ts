@@ -6,7 +6,7 @@ import type { RunQueue } from '../queue/queue.js';
 import type { NewRun, RunRecord, RunStore } from '../queue/store.js';
 import { parseCommand, USAGE, type Command } from './commands.js';
 import type { Intake } from './intake.js';
-import { loadRepoConfig, refusals } from './repo-config.js';
+import { commandRefusal, loadRepoConfig } from './repo-config.js';
 
 /**
  * Webhook handlers. A handler only validates the payload, records the delivery (once: a redelivered
@@ -205,11 +205,8 @@ export function createApp(deps: AppDeps) {
       case 'rerun': {
         if (!(await canWrite(gh, ref.owner, ref.repo, login)))
           return void (await reply(politeNo(login, 'rerun AgenticFix')));
-        const refused = refusals(config, { tokens: command.budget, model: command.model });
-        if (refused.length > 0) {
-          const why = refused.map((r) => `${r.key === 'tokens' ? 'budget' : r.key}=${r.reason}`);
-          return void (await reply(`${why.join('; ')}; nothing started.`));
-        }
+        const refused = commandRefusal(config, command);
+        if (refused) return void (await reply(`${refused}; nothing started.`));
         // The issue as it reads now, when a maintainer asked for the run.
         const [base, { data: snapshot }] = await Promise.all([
           headOf(gh, ref.owner, ref.repo, defaultBranch),

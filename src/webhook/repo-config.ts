@@ -117,7 +117,7 @@ export type RepoConfigResult = { ok: true; config: RepoConfig } | { ok: false; e
 export type OperatorLimits = Pick<Config, 'ceilings'> & { model: Pick<Config['model'], 'allowlist'> };
 
 /** Budgets and a model a repository config or a command asks for. */
-export interface Asked {
+interface Asked {
   tokens?: number;
   requests?: number;
   tool_calls?: number;
@@ -126,7 +126,7 @@ export interface Asked {
 }
 
 /** Every asked value the operator does not allow, with the reason (ceilings are never raised, only refused). */
-export function refusals(limits: OperatorLimits, asked: Asked): { key: keyof Asked; reason: string }[] {
+function refusals(limits: OperatorLimits, asked: Asked): { key: keyof Asked; reason: string }[] {
   const c = limits.ceilings;
   const max: Record<Exclude<keyof Asked, 'model'>, [number, string]> = {
     tokens: [c.tokens, 'tokens'],
@@ -149,6 +149,16 @@ export function refusals(limits: OperatorLimits, asked: Asked): { key: keyof Ask
     });
   }
   return out;
+}
+
+/** Why a rerun command's `budget=`/`model=` is refused (`budget=… exceeds …; model=…`), or null. */
+export function commandRefusal(
+  limits: OperatorLimits,
+  asked: { budget?: number; model?: string },
+): string | null {
+  const refused = refusals(limits, { tokens: asked.budget, model: asked.model });
+  if (refused.length === 0) return null;
+  return refused.map((r) => `${r.key === 'tokens' ? 'budget' : r.key}=${r.reason}`).join('; ');
 }
 
 /** Parses the file's text; `null` (no file) gives the defaults. */

@@ -185,6 +185,18 @@ describe('path patterns', () => {
     expect(!cfg.ok && cfg.error).toContain(`\`protected_paths.1\`: \`${entry}\``);
   });
 
+  it('the default CI entry points are valid, normalised patterns', () => {
+    for (const p of DEFAULT_CI_ENTRY_POINTS) expect(parsePathPattern(p)).toEqual({ ok: true, pattern: p });
+    const hits = [
+      'tests/unit/conftest.py',
+      'web/package.json',
+      'Makefile',
+      '.github/actions/setup/action.yml',
+    ].map((f) => matchingPattern(f, DEFAULT_CI_ENTRY_POINTS));
+    expect(hits).toEqual(['**/conftest.py', '**/package.json', '**/Makefile', '.github/actions']);
+    expect(matchingPattern('src/calc.py', DEFAULT_CI_ENTRY_POINTS)).toBeUndefined();
+  });
+
   it('matches files, directories and globs with one matcher', () => {
     const m = (file: string, pattern: string) => matchingPattern(file, [pattern]) !== undefined;
     expect(m('.github/workflows/ci.yml', '.github/workflows')).toBe(true);

@@ -11,6 +11,7 @@ import {
   collapsed,
   configComment,
   evidenceComment,
+  inert,
   prBody,
   prTitle,
   traceComment,
@@ -291,7 +292,7 @@ export class JobRunner implements QueueHooks {
       await this.comment(run, gh, ref, unverifiedComment({ run, result, report, evidence, why }));
       await status.final({
         phase: 'done',
-        detail: `Verdict \`${report.verdict}\`: ${report.reason}\n\nNo pull request was opened.`,
+        detail: `Verdict \`${report.verdict}\`: ${inert(report.reason)}\n\nNo pull request was opened.`,
       });
       return { state: 'done' };
     }
@@ -338,7 +339,7 @@ export class JobRunner implements QueueHooks {
     );
     await status.final({
       phase: 'done',
-      detail: `Verdict \`${report.verdict}\`: ${report.reason}\n\nDraft pull request #${pr.number} ${pr.created ? 'opened' : 'updated'}.`,
+      detail: `Verdict \`${report.verdict}\`: ${inert(report.reason)}\n\nDraft pull request #${pr.number} ${pr.created ? 'opened' : 'updated'}.`,
       links: [{ label: `Pull request #${pr.number}`, url: pr.url }],
     });
     return { state: 'done', pr_number: pr.number };

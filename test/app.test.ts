@@ -350,11 +350,16 @@ describe('AgenticFix app through the GitHub emulator', () => {
       "budget=10000000 exceeds the operator's ceiling of 150000 tokens; nothing started.",
       "budget=200000 exceeds the operator's ceiling of 150000 tokens; model=`gpt-4.5-preview` is not among the operator's allowed models: `other-model`; nothing started.",
     ]);
-    // Within the ceiling it runs, with that budget.
+    // Within the ceiling it runs, with that budget, on the issue as it reads when the command comes in.
+    await emu.editIssue(O, R, n, { body: 'add(2, 3) is -1' }, 'alice');
     await emu.comment(O, R, n, '/agenticfix rerun budget=100000', 'maint');
     await app.idle();
-    expect(runsOf(n)[0]).toMatchObject({ state: 'done', token_budget: 100000 });
-    expect(deps.calls.at(-1)!.budgets?.tokens).toBe(100000);
+    const updatedAt = emu.issues.find((i) => i.repo === `${O}/${R}` && i.number === n)!.updatedAt;
+    expect(runsOf(n)[0]).toMatchObject({ state: 'done', token_budget: 100000, issue_updated_at: updatedAt });
+    expect(deps.calls.at(-1)).toMatchObject({
+      budgets: { tokens: 100000 },
+      issue: { title: 'add() subtracts, big budget', body: 'add(2, 3) is -1' },
+    });
   });
 
   it('a repository config asking for more than the ceilings is reported on the issue and nothing runs', async () => {

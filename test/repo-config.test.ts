@@ -269,4 +269,21 @@ describe('fetching repository files', () => {
     ]);
     expect(await fetchFile(gh, 'big', 'repo', 'missing', 'main', 10)).toEqual({ ok: true, text: null });
   });
+
+  it('turns any other refusal (GitHub answers 403 over 100 MB) into an error to report', async () => {
+    const gh = await installationClient(emu, config, 'big');
+    emu.failNext({ path: /\/contents\/\.github\/agenticfix\.yml$/ }, [
+      {
+        status: 403,
+        body: { message: 'This API returns blobs up to 100 MB in size.', errors: [{ code: 'too_large' }] },
+      },
+    ]);
+    const r = await fetchFile(gh, 'big', 'repo', '.github/agenticfix.yml', 'main', REPO_CONFIG_MAX_BYTES);
+    expect(r).toEqual({
+      ok: false,
+      error: expect.stringMatching(
+        /^`\.github\/agenticfix\.yml` could not be read \(403: This API returns blobs up to 100 MB/,
+      ),
+    });
+  });
 });

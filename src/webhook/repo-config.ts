@@ -205,30 +205,34 @@ export async function fetchFile(
   ref: string,
   maxBytes: number,
 ): Promise<FileResult> {
-  let data: { type?: string; size?: number; sha?: string; content?: string; encoding?: string };
-  try {
-    data = (await gh.rest.repos.getContent({ owner, repo, path, ref })).data as typeof data;
-  } catch (e) {
-    if ((e as { status?: number }).status === 404) return { ok: true, text: null };
-    throw e;
-  }
-  if (data.type !== 'file') return { ok: true, text: null };
   const tooBig = (size: number): FileResult => ({
     ok: false,
     error: `\`${path}\` has ${size} bytes, over the ${maxBytes}-byte limit; nothing was read.`,
   });
-  if (!(typeof data.size === 'number' && data.size <= maxBytes)) return tooBig(data.size ?? NaN);
-  let b64 = data.encoding === 'base64' ? data.content : undefined;
-  if (data.encoding === 'none' && data.sha) {
-    const blob = await gh.rest.git.getBlob({ owner, repo, file_sha: data.sha });
-    const size = blob.data.size ?? NaN;
-    if (!(size <= maxBytes)) return tooBig(size);
-    if (blob.data.encoding === 'base64') b64 = blob.data.content;
+  try {
+    const { data } = (await gh.rest.repos.getContent({ owner, repo, path, ref })) as {
+      data: { type?: string; size?: number; sha?: string; content?: string; encoding?: string };
+    };
+    if (data.type !== 'file') return { ok: true, text: null };
+    if (!(typeof data.size === 'number' && data.size <= maxBytes)) return tooBig(data.size ?? NaN);
+    let b64 = data.encoding === 'base64' ? data.content : undefined;
+    if (data.encoding === 'none' && data.sha) {
+      const blob = await gh.rest.git.getBlob({ owner, repo, file_sha: data.sha });
+      const size = blob.data.size ?? NaN;
+      if (!(size <= maxBytes)) return tooBig(size);
+      if (blob.data.encoding === 'base64') b64 = blob.data.content;
+    }
+    if (b64 === undefined)
+      return { ok: false, error: `\`${path}\` came back in an unexpected encoding (\`${data.encoding}\`).` };
+    const buf = Buffer.from(b64, 'base64');
+    return buf.length > maxBytes ? tooBig(buf.length) : { ok: true, text: buf.toString('utf8') };
+  } catch (e) {
+    const { status, message } = e as { status?: number; message?: string };
+    if (status === 404) return { ok: true, text: null };
+    // GitHub refuses files over 100 MB with 403; the issue is told, never a silent failure.
+    const why = `${status ?? 'error'}: ${String(message ?? e)}`.slice(0, 300);
+    return { ok: false, error: `\`${path}\` could not be read (${why}).` };
   }
-  if (b64 === undefined)
-    return { ok: false, error: `\`${path}\` came back in an unexpected encoding (\`${data.encoding}\`).` };
-  const buf = Buffer.from(b64, 'base64');
-  return buf.length > maxBytes ? tooBig(buf.length) : { ok: true, text: buf.toString('utf8') };
 }
 
 export async function loadRepoConfig(

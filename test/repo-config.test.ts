@@ -158,6 +158,8 @@ describe('path patterns', () => {
     ['migrations/*.sql', 'migrations/*.sql'],
     ['**/secrets.txt', '**/secrets.txt'],
     ['.//a//b/', 'a/b'],
+    ['a/**/**/b', 'a/**/b'],
+    ['a/**//**/b', 'a/**/b'],
     ['.github/workflows', '.github/workflows'],
   ])('normalises %s to %s', (entry, pattern) => {
     expect(parsePathPattern(entry)).toEqual({ ok: true, pattern });
@@ -211,6 +213,7 @@ describe('path patterns', () => {
     expect(m('a/b', 'a/**/b')).toBe(true);
     expect(m('a/x/y/b/c', 'a/**/b')).toBe(true);
     expect(m('ab', 'a/**/b')).toBe(false);
+    expect(m('a/b', 'a/**/**/b')).toBe(true);
     expect(m('pkg/requirements-dev.txt', 'requirements*.txt')).toBe(false);
     expect(m('requirements-dev.txt', 'requirements*.txt')).toBe(true);
     expect(m('src/v1.2/x', 'src/v1?2')).toBe(true);

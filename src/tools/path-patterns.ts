@@ -24,7 +24,8 @@ export function parsePathPattern(entry: string): PatternResult {
   const segments = entry
     .replace(/^(?:\.\/+)+/, '')
     .split('/')
-    .filter((s) => s !== '');
+    .filter((s) => s !== '')
+    .filter((s, i, all) => !(s === '**' && all[i - 1] === '**')); // `**/**` is `**`
   if (segments.includes('..')) return bad('contains `..`: it must stay inside the repository');
   if (segments.every((s) => s === '**' || s === '.')) return bad('covers the whole repository');
   if (segments.includes('.')) return bad('contains a `.` directory');

@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse as parseDotenv } from 'dotenv';
 import { z } from 'zod';
-import { PROVIDERS } from '../agent/providers.js';
+import { defaultModelOf, PROVIDERS } from '../agent/providers.js';
 
 /**
  * The one source of truth for every host-side limit, budget and path. Values come from
@@ -74,6 +74,13 @@ const ENV_SCHEMA = z.object({
   AGENTICFIX_TOOL_CALL_BUDGET: int(120, 1),
   AGENTICFIX_TIME_BUDGET_S: int(1800, 1),
   AGENTICFIX_TOKEN_RESERVE: int(12_000, 0),
+  // Operator ceilings: a repository config or a rerun command may lower budgets, never raise them past
+  // these (default: the budgets above), and may name only allow-listed models.
+  AGENTICFIX_MAX_TOKENS: z.coerce.number().int().min(1).optional(),
+  AGENTICFIX_MAX_REQUESTS: z.coerce.number().int().min(1).optional(),
+  AGENTICFIX_MAX_TOOL_CALLS: z.coerce.number().int().min(1).optional(),
+  AGENTICFIX_MAX_TIME_S: z.coerce.number().int().min(1).optional(),
+  AGENTICFIX_MODEL_ALLOWLIST: z.string().optional(), // comma-separated; default: the configured model name
   // Context policy
   AGENTICFIX_OBSERVATION_MAX_CHARS: int(12_000, 200),
   AGENTICFIX_KEEP_FULL_OBSERVATIONS: int(4, 1),
@@ -139,6 +146,8 @@ export interface Config {
     timeoutMs: number;
     maxRetries: number;
     retryBaseMs: number;
+    /** Model names a repository config or a command may choose. */
+    allowlist: string[];
   };
   budgets: {
     tokens: number;
@@ -147,6 +156,8 @@ export interface Config {
     timeMs: number;
     tokenReserve: number;
   };
+  /** The most a repository config or a command may ask for. */
+  ceilings: { tokens: number; requests: number; toolCalls: number; timeMs: number };
   context: { observationMaxChars: number; keepFullObservations: number; enabled: boolean };
   agent: { maxFormatErrors: number; noEditNudges: number; loopRepeat: number };
   verify: { flakyReruns: number; /** Largest test report the judge reads. */ maxReportBytes: number };
@@ -181,6 +192,43 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
     throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`);
   }
   const e = parsed.data;
+  const ceilings = {
+    tokens: e.AGENTICFIX_MAX_TOKENS ?? e.AGENTICFIX_TOKEN_BUDGET,
+    requests: e.AGENTICFIX_MAX_REQUESTS ?? e.AGENTICFIX_REQUEST_BUDGET,
+    toolCalls: e.AGENTICFIX_MAX_TOOL_CALLS ?? e.AGENTICFIX_TOOL_CALL_BUDGET,
+    timeS: e.AGENTICFIX_MAX_TIME_S ?? e.AGENTICFIX_TIME_BUDGET_S,
+  };
+  const below = (
+    [
+      ['AGENTICFIX_MAX_TOKENS', ceilings.tokens, 'AGENTICFIX_TOKEN_BUDGET', e.AGENTICFIX_TOKEN_BUDGET],
+      [
+        'AGENTICFIX_MAX_REQUESTS',
+        ceilings.requests,
+        'AGENTICFIX_REQUEST_BUDGET',
+        e.AGENTICFIX_REQUEST_BUDGET,
+      ],
+      [
+        'AGENTICFIX_MAX_TOOL_CALLS',
+        ceilings.toolCalls,
+        'AGENTICFIX_TOOL_CALL_BUDGET',
+        e.AGENTICFIX_TOOL_CALL_BUDGET,
+      ],
+      ['AGENTICFIX_MAX_TIME_S', ceilings.timeS, 'AGENTICFIX_TIME_BUDGET_S', e.AGENTICFIX_TIME_BUDGET_S],
+    ] as const
+  ).filter(([, max, , budget]) => max < budget);
+  if (below.length > 0) {
+    const lines = below.map(([m, max, b, budget]) => `${m}: ${max} is below ${b} (${budget})`);
+    throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`);
+  }
+  const defaultModel =
+    e.AGENTICFIX_MODEL_NAME ?? (e.AGENTICFIX_MODEL_PROVIDER && defaultModelOf(e.AGENTICFIX_MODEL_PROVIDER));
+  const allowlist = e.AGENTICFIX_MODEL_ALLOWLIST
+    ? e.AGENTICFIX_MODEL_ALLOWLIST.split(',')
+        .map((m) => m.trim())
+        .filter(Boolean)
+    : defaultModel
+      ? [defaultModel]
+      : [];
   const home = path.resolve(cwd, e.AGENTICFIX_HOME);
   return {
     cacheDir: path.resolve(cwd, e.AGENTICFIX_CACHE_DIR ?? path.join(home, 'cache')),
@@ -221,6 +269,7 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       timeoutMs: e.AGENTICFIX_MODEL_TIMEOUT_S * 1000,
       maxRetries: e.AGENTICFIX_MODEL_MAX_RETRIES,
       retryBaseMs: e.AGENTICFIX_MODEL_RETRY_BASE_MS,
+      allowlist,
     },
     budgets: {
       tokens: e.AGENTICFIX_TOKEN_BUDGET,
@@ -228,6 +277,12 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       toolCalls: e.AGENTICFIX_TOOL_CALL_BUDGET,
       timeMs: e.AGENTICFIX_TIME_BUDGET_S * 1000,
       tokenReserve: e.AGENTICFIX_TOKEN_RESERVE,
+    },
+    ceilings: {
+      tokens: ceilings.tokens,
+      requests: ceilings.requests,
+      toolCalls: ceilings.toolCalls,
+      timeMs: ceilings.timeS * 1000,
     },
     context: {
       observationMaxChars: e.AGENTICFIX_OBSERVATION_MAX_CHARS,

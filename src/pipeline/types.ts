@@ -23,7 +23,7 @@ export interface RepairOptions {
   testArgv: string[];
   model: ModelSpec;
   sandbox: 'docker' | 'local';
-  /** Repository paths (files or directory prefixes) the agent's tools refuse to change. */
+  /** Path patterns (src/tools/path-patterns.ts) the agent's tools refuse to change. */
   protectedPaths?: string[];
   /** A maintainer-provided Dockerfile used instead of asking the model to write one. */
   dockerfile?: string;

@@ -65,7 +65,7 @@ export interface ToolContext {
   readonly limits: Config['limits'];
   /** argv per named test target; `default` must exist. Never a free shell. */
   readonly testCommands: Readonly<Record<string, readonly string[]>>;
-  /** Repository paths (files or directory prefixes) the agent must never change. */
+  /** Path patterns (path-patterns.ts) the agent must never change. */
   readonly protectedPaths?: readonly string[];
   /** Where run artifacts go (runs/<id>), outside the worktree. */
   readonly runDir: string;

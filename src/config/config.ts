@@ -40,6 +40,8 @@ const ENV_SCHEMA = z.object({
   AGENTICFIX_BUILD_TIMEOUT_S: int(900, 1),
   AGENTICFIX_IMAGE_KEEP: int(20, 1),
   AGENTICFIX_IMAGE_MAX_AGE_H: int(168, 1),
+  AGENTICFIX_IMAGE_MAX_GB: z.coerce.number().positive().default(20),
+  AGENTICFIX_IMAGE_LEASE_TTL_S: int(600, 30),
   // Model
   AGENTICFIX_MODEL_PROVIDER: z.enum(PROVIDERS).optional(),
   AGENTICFIX_MODEL_NAME: z.string().min(1).optional(),
@@ -96,6 +98,10 @@ export interface Config {
     buildTimeoutMs: number;
     imageKeep: number;
     imageMaxAgeMs: number;
+    /** GC removes the oldest unleased environment images while they hold more than this. */
+    imageMaxBytes: number;
+    /** A lease not renewed for this long belongs to a dead process and may be reclaimed. */
+    imageLeaseTtlMs: number;
   };
   model: {
     provider?: z.infer<typeof ENV_SCHEMA>['AGENTICFIX_MODEL_PROVIDER'];
@@ -170,6 +176,8 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       buildTimeoutMs: e.AGENTICFIX_BUILD_TIMEOUT_S * 1000,
       imageKeep: e.AGENTICFIX_IMAGE_KEEP,
       imageMaxAgeMs: e.AGENTICFIX_IMAGE_MAX_AGE_H * 3600_000,
+      imageMaxBytes: Math.round(e.AGENTICFIX_IMAGE_MAX_GB * 1024 * MiB),
+      imageLeaseTtlMs: e.AGENTICFIX_IMAGE_LEASE_TTL_S * 1000,
     },
     model: {
       provider: e.AGENTICFIX_MODEL_PROVIDER,

@@ -145,6 +145,7 @@ export async function gradeInstance(
   if (!dockerfile) return done('build_failed', 'The task has no Dockerfile and none was given.');
 
   const worktrees = new Worktrees(config);
+  let dispose = async () => {};
   try {
     const base = await worktrees.manager.resolve(task.repo, task.base_commit);
     report.base_commit = base;
@@ -171,7 +172,7 @@ export async function gradeInstance(
         `The task's test_patch does not apply after the candidate: ${testApplied.error ?? ''}`,
       );
 
-    const { sandbox } = await buildEnvironment(report, {
+    const { sandbox, ...env } = await buildEnvironment(report, {
       config,
       dockerfile,
       worktree: wt.path,
@@ -179,6 +180,7 @@ export async function gradeInstance(
       reuseImage: opts.reuseImage,
       signal: opts.signal,
     });
+    dispose = env.dispose;
     if (!sandbox)
       return done(
         'build_failed',
@@ -235,6 +237,7 @@ export async function gradeInstance(
       `The judge itself failed: ${err instanceof Error ? err.message : String(err)}`,
     );
   } finally {
+    await dispose();
     await worktrees.removeAll();
   }
 }

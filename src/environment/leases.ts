@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import type Docker from 'dockerode';
-import { LABEL } from './docker.js';
+import { LABEL, RUN_LABEL } from './docker.js';
 
 /** The run holding the lease. */
 export const LEASE_LABEL = 'agenticfix.lease';
@@ -73,8 +73,10 @@ export class ImageLeases {
       // Never started; should anyone start it, there is nothing to run and nothing to reach.
       Entrypoint: ['/agenticfix-lease-is-never-started'],
       Cmd: [],
+      // A container inherits its image's labels: the run label must name the holder, not the builder.
       Labels: {
         [LABEL]: '1',
+        [RUN_LABEL]: runId,
         [LEASE_LABEL]: runId,
         [LEASE_OWNER_LABEL]: `${hostname()}/${process.pid}`,
         [LEASE_EXPIRES_LABEL]: String(Date.now() + this.ttlMs),

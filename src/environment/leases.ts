@@ -26,6 +26,8 @@ export class ImageLeases {
   /** run → image id → lease container id. */
   private readonly held = new Map<string, Map<string, string>>();
   private timer: NodeJS.Timeout | null = null;
+  /** Leases being created: a release waits for them, so none is created after it and outlives the run. */
+  private readonly creating = new Set<Promise<string>>();
   private renewing = false;
 
   constructor(
@@ -48,13 +50,20 @@ export class ImageLeases {
   async acquire(runId: string, imageId: string): Promise<void> {
     const leases = this.held.get(runId) ?? new Map<string, string>();
     if (leases.has(imageId)) return;
-    leases.set(imageId, await this.create(runId, imageId));
+    const creating = this.create(runId, imageId);
+    this.creating.add(creating);
+    try {
+      leases.set(imageId, await creating);
+    } finally {
+      this.creating.delete(creating);
+    }
     this.held.set(runId, leases);
     this.timer ??= setInterval(() => void this.renew(), Math.max(1000, this.ttlMs / 3)).unref();
   }
 
   /** Drops every lease of the run on the engine, whichever builder took it. */
   async release(runId: string): Promise<void> {
+    await Promise.allSettled([...this.creating]);
     this.held.delete(runId);
     if (this.held.size === 0 && this.timer) {
       clearInterval(this.timer);

@@ -39,6 +39,15 @@ describe('config', () => {
     expect(() => loadConfig({ AGENTICFIX_MODEL_PROVIDER: 'nope' })).toThrow(/AGENTICFIX_MODEL_PROVIDER/);
   });
 
+  it('sizes the image GC cap and the lease TTL', () => {
+    expect(loadConfig({}).sandbox).toMatchObject({ imageMaxBytes: 20 * 1024 ** 3, imageLeaseTtlMs: 600_000 });
+    const c = loadConfig({ AGENTICFIX_IMAGE_MAX_GB: '0.5', AGENTICFIX_IMAGE_LEASE_TTL_S: '60' });
+    expect(c.sandbox).toMatchObject({ imageMaxBytes: 512 * 1024 ** 2, imageLeaseTtlMs: 60_000 });
+    expect(() => loadConfig({ AGENTICFIX_IMAGE_MAX_GB: '0' })).toThrow(/AGENTICFIX_IMAGE_MAX_GB/);
+    // Renewed every third of the TTL: shorter would churn containers.
+    expect(() => loadConfig({ AGENTICFIX_IMAGE_LEASE_TTL_S: '5' })).toThrow(/AGENTICFIX_IMAGE_LEASE_TTL_S/);
+  });
+
   it('reads an optional .env file, real environment variables winning', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'cfg-'));
     writeFileSync(path.join(dir, '.env'), 'AGENTICFIX_MAX_READ_LINES=10\nAGENTICFIX_MAX_FILE_BYTES=99\n');

@@ -7,6 +7,7 @@ import Docker from 'dockerode';
 import { loadConfig, type Config } from '../src/config/config.js';
 import { DockerEnvironmentBuilder, ENV_REPO } from '../src/environment/builder.js';
 import { dockerAvailable, DockerSandbox, FALLBACK_USER } from '../src/environment/docker.js';
+import { LEASE_LABEL } from '../src/environment/leases.js';
 import { LocalSandbox } from '../src/environment/local.js';
 import type { RunRequest } from '../src/environment/types.js';
 import { makeBuildEnvironmentTool } from '../src/tools/build-environment.js';
@@ -43,9 +44,10 @@ function tempRepo(): string {
   return dir;
 }
 
+/** Test containers of the run still there; the run's image leases are meant to stay until it ends. */
 async function leftoverContainers(): Promise<number> {
   const list = await docker.listContainers({ all: true, filters: { label: [`agenticfix.run=${runId}`] } });
-  return list.length;
+  return list.filter((c) => !c.Labels[LEASE_LABEL]).length;
 }
 
 const req = (worktree: string, argv: string[], extra: Partial<RunRequest> = {}): RunRequest => ({
@@ -80,6 +82,8 @@ d('Docker environment builder and sandbox (real engine)', () => {
   }, 300_000);
 
   afterEach(async () => expect(await leftoverContainers()).toBe(0));
+  // The run is over: its images are no longer leased, so the final GC can remove them.
+  afterAll(() => builder?.release(runId));
 
   it('runs the fixture tests in the container with the same summary as the parsed output', async () => {
     const out = await sandbox.run(req(repo, ['python3', '-m', 'pytest', '-q', '-p', 'no:cacheprovider']));
@@ -332,6 +336,7 @@ while n < 10000:
       );
     }
     const [older, newer] = builds.map((b) => b.image_tag ?? '');
+    await builder.release(gcRun);
     const keepOne = new DockerEnvironmentBuilder(docker, { ...cfg, imageKeep: 1 });
     expect(await keepOne.gc({ runId: gcRun })).toEqual([older]);
     const expired = new DockerEnvironmentBuilder(docker, { ...cfg, imageMaxAgeMs: 1 });

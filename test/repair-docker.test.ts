@@ -2,7 +2,9 @@ import { createHash } from 'node:crypto';
 import { cpSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import Docker from 'dockerode';
 import { loadConfig, type Config } from '../src/config/config.js';
+import { ImageLeases } from '../src/environment/leases.js';
 import { startScriptedModelServer, type ScriptStep } from '../src/emulator/scripted-model.js';
 import { runRepair } from '../src/pipeline/repair.js';
 import type { RepairOptions } from '../src/pipeline/types.js';
@@ -101,5 +103,30 @@ describe('runRepair in the Docker sandbox', () => {
       artifacts: { name: string }[];
     };
     expect(recorded.artifacts.map((a) => a.name)).toEqual(['final.patch', 'Dockerfile']);
+  });
+
+  it('the image is leased while the run uses it and released when the run ends, also when cancelled', async () => {
+    if (!ready) return;
+    const docker = new Docker();
+    const runId = `lease-repair-${process.pid}-${Date.now()}`;
+    const leased = async () =>
+      (await ImageLeases.list(docker)).filter((l) => l.run === runId).map((l) => l.image);
+    const abort = new AbortController();
+    let during: Promise<string[]> | null = null;
+    const { result } = await repair(
+      [call('build_environment', { dockerfile: DOCKERFILE }), ...Array(6).fill(call('run_tests')), FINISH],
+      {
+        runId,
+        signal: abort.signal,
+        // After the build and one test run, look at the engine, then cancel the run.
+        onProgress: (p) => {
+          if (p.phase === 'working' && p.step === 2 && !during)
+            during = leased().finally(() => abort.abort());
+        },
+      },
+    );
+    expect(result.stop_reason).toBe('cancelled');
+    expect(await during).toEqual([result.image_id]);
+    expect(await leased()).toEqual([]);
   });
 });

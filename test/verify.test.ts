@@ -2,7 +2,9 @@ import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import Docker from 'dockerode';
 import { loadConfig, type Config } from '../src/config/config.js';
+import { ImageLeases } from '../src/environment/leases.js';
 import { git } from '../src/workspace/git.js';
 import { judge } from '../src/verify/judge.js';
 import { renderMarkdown } from '../src/verify/markdown.js';
@@ -13,6 +15,8 @@ import { dockerReady } from './support/docker.js';
 const FIXTURES = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures');
 const ready = await dockerReady();
 const describeDocker = ready ? describe : describe.skip;
+const docker = new Docker();
+const leasesOf = async (runId: string) => (await ImageLeases.list(docker)).filter((l) => l.run === runId);
 
 interface Repo {
   dir: string;
@@ -138,6 +142,10 @@ describeDocker('judge on a Python/pytest fixture (real git, real Docker)', () =>
     const saved = JSON.parse(await readFile(path.join(config.runsDir, 't-verified', 'report.json'), 'utf8'));
     expect(saved.verdict).toBe('verified');
     expect(await readFile(path.join(config.runsDir, 't-verified', 'report.md'), 'utf8')).toBe(md);
+    // The image rebuilt for this verdict alone is gone with its lease (issue 9: ~300 MB per run).
+    await expect(docker.getImage(r.image!.tag!).inspect()).rejects.toThrow(/no such image/i);
+    await expect(docker.getImage(r.image!.id).inspect()).rejects.toThrow(/no such image/i);
+    expect(await leasesOf('t-verified')).toEqual([]);
   });
 
   test('a fix without a test is no_reproduction', async () => {
@@ -145,6 +153,9 @@ describeDocker('judge on a Python/pytest fixture (real git, real Docker)', () =>
     expect(r.verdict).toBe('no_reproduction');
     expect(r.evidence.regressions).toEqual([]);
     expect(r.image!.no_cache).toBe(false);
+    // A reused (shared) image is only released, never removed by the judge.
+    expect(await leasesOf('t-no_reproduction')).toEqual([]);
+    await expect(docker.getImage(r.image!.id).inspect()).resolves.toMatchObject({ Id: r.image!.id });
   });
 
   test('a patch that breaks another test is a regression', async () => {

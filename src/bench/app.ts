@@ -7,7 +7,8 @@ import Docker from 'dockerode';
 import pino from 'pino';
 import { loadConfig } from '../config/config.js';
 import { runAppDemo } from '../demo/app.js';
-import { dockerAvailable, LABEL } from '../environment/docker.js';
+import { DockerEnvironmentBuilder } from '../environment/builder.js';
+import { dockerAvailable } from '../environment/docker.js';
 import { signBody } from '../emulator/github-webhooks.js';
 import { REAL_JOB_DEPS, type JobDeps } from '../pipeline/job.js';
 import { startApp } from '../webhook/server.js';
@@ -118,32 +119,55 @@ async function webhookLatency(): Promise<Record<string, number>> {
   }
 }
 
-/** Label-to-draft-PR wall time of the demo, cold (no environment image) and warm, and the share outside test runs. */
+/**
+ * Label-to-draft-PR wall time of the demo, cold (no environment image) and warm, and the share outside
+ * test runs. The engine is shared: the demo starts FROM a base image of the benchmark's own (the base
+ * image plus a label unique to this benchmark), so the cold build misses every cache without removing
+ * anyone's images, and only the images of the benchmark's runs are removed afterwards.
+ */
 async function demoWallTime(): Promise<Record<string, number | string>> {
   const docker = new Docker();
   if (!(await dockerAvailable(docker))) return { demo_skipped: 'no Docker engine' };
   const home = mkdtempSync(path.join(tmpdir(), 'bench-demo-'));
-  const config = loadConfig({ AGENTICFIX_HOME: home, AGENTICFIX_RUNS_DIR: path.join(home, 'runs') }, home);
+  const benchId = `bench-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
+  const base = `agenticfix-bench:${benchId}`;
+  const seed = await docker.createContainer({
+    Image: loadConfig({}, home).sandbox.baseImage,
+    Entrypoint: ['/bench-base-is-never-started'],
+  });
+  await seed.commit({
+    repo: 'agenticfix-bench',
+    tag: benchId,
+    changes: `LABEL agenticfix.bench=${benchId}`,
+  });
+  await seed.remove({ force: true });
+  const config = loadConfig(
+    { AGENTICFIX_HOME: home, AGENTICFIX_RUNS_DIR: path.join(home, 'runs'), AGENTICFIX_BASE_IMAGE: base },
+    home,
+  );
+  const runs: string[] = [];
   const out: Record<string, number | string> = {};
-  for (const phase of ['cold', 'warm'] as const) {
-    if (phase === 'cold') {
-      const images = await docker.listImages({ filters: { label: [`${LABEL}=1`] } });
-      for (const img of images)
-        await docker
-          .getImage(img.Id)
-          .remove({ force: true })
-          .catch(() => undefined);
+  try {
+    for (const phase of ['cold', 'warm'] as const) {
+      const t0 = performance.now();
+      const s = await runAppDemo({ config, model: 'scripted', log: () => {} });
+      const wall = performance.now() - t0;
+      if (s.run_id) runs.push(s.run_id);
+      if (s.result !== 'success') throw new Error(`demo failed: ${s.error}`);
+      const testMs = testRunTime(
+        s.trace_path!,
+        path.join(config.runsDir, `${s.run_id}-verify`, 'report.json'),
+      );
+      out[`demo_${phase}_label_to_pr_s`] = round(wall / 1000);
+      out[`demo_${phase}_test_runs_s`] = round(testMs / 1000);
+      out[`demo_${phase}_share_outside_tests`] = round((1 - testMs / wall) * 100) / 100;
     }
-    const t0 = performance.now();
-    const s = await runAppDemo({ config, model: 'scripted', log: () => {} });
-    const wall = performance.now() - t0;
-    if (s.result !== 'success') throw new Error(`demo failed: ${s.error}`);
-    const testMs = testRunTime(s.trace_path!, path.join(config.runsDir, `${s.run_id}-verify`, 'report.json'));
-    out[`demo_${phase}_label_to_pr_s`] = round(wall / 1000);
-    out[`demo_${phase}_test_runs_s`] = round(testMs / 1000);
-    out[`demo_${phase}_share_outside_tests`] = round((1 - testMs / wall) * 100) / 100;
+  } finally {
+    const sweep = new DockerEnvironmentBuilder(docker, { ...config.sandbox, imageKeep: 0, imageMaxAgeMs: 0 });
+    for (const run of runs) for (const id of [run, `${run}-verify`]) await sweep.gc({ runId: id });
+    await sweep.removeImage(base);
+    rmSync(home, { recursive: true, force: true });
   }
-  rmSync(home, { recursive: true, force: true });
   return out;
 }
 

@@ -60,6 +60,8 @@ const ENV_SCHEMA = z.object({
     }))
     .pipe(z.strictObject({ host: z.ipv4(), port: z.number().int().min(1).max(65535) }))
     .optional(),
+  AGENTICFIX_IMAGE_MAX_GB: z.coerce.number().positive().default(20),
+  AGENTICFIX_IMAGE_LEASE_TTL_S: int(600, 30),
   // Model
   AGENTICFIX_MODEL_PROVIDER: z.enum(PROVIDERS).optional(),
   AGENTICFIX_MODEL_NAME: z.string().min(1).optional(),
@@ -137,6 +139,10 @@ export interface Config {
       /** When set, the only other destination builds may reach (passed to builds as HTTP(S)_PROXY). */
       proxy?: { host: string; port: number };
     };
+    /** GC removes the oldest unleased environment images while they hold more than this. */
+    imageMaxBytes: number;
+    /** A lease not renewed for this long belongs to a dead process and may be reclaimed. */
+    imageLeaseTtlMs: number;
   };
   model: {
     provider?: z.infer<typeof ENV_SCHEMA>['AGENTICFIX_MODEL_PROVIDER'];
@@ -260,6 +266,8 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
         dns: e.AGENTICFIX_BUILD_DNS,
         proxy: e.AGENTICFIX_BUILD_PROXY,
       },
+      imageMaxBytes: Math.round(e.AGENTICFIX_IMAGE_MAX_GB * 1024 * MiB),
+      imageLeaseTtlMs: e.AGENTICFIX_IMAGE_LEASE_TTL_S * 1000,
     },
     model: {
       provider: e.AGENTICFIX_MODEL_PROVIDER,

@@ -64,13 +64,13 @@ export async function runToolsOnlyDemo(opts: DemoOptions): Promise<DemoSummary> 
     error: null,
   };
   let toolCalls = 0;
+  const builder =
+    opts.sandbox === 'docker' ? new DockerEnvironmentBuilder(new Docker(), config.sandbox) : null;
   try {
     const { repo, baseCommit } = await createCalculatorRepo();
     log(`repository ${repo} at ${baseCommit.slice(0, 12)}`);
     const work = await workspaces.create(repo, baseCommit, `${runId}-work`);
     worktrees.push(work);
-    const builder =
-      opts.sandbox === 'docker' ? new DockerEnvironmentBuilder(new Docker(), config.sandbox) : null;
     const ctx: ToolContext = {
       runId,
       worktree: work.path,
@@ -139,6 +139,7 @@ export async function runToolsOnlyDemo(opts: DemoOptions): Promise<DemoSummary> 
     summary.error = (err as Error).message;
     trace.event('error', { error: summary.error });
   } finally {
+    await builder?.release(runId).catch(() => undefined);
     const keep = opts.keepWorktrees || summary.result !== 'success';
     if (!keep) for (const wt of worktrees) await workspaces.remove(wt);
     summary.worktrees = keep ? worktrees.map((w) => w.path) : [];

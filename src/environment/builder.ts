@@ -12,6 +12,7 @@ import {
 } from './docker-context.js';
 import { DockerSandbox, LABEL, RUN_LABEL } from './docker.js';
 import { buildNetworkMode, ensureBuildNetwork, proxyBuildArgs } from './network.js';
+import { ImageLeases } from './leases.js';
 import type { BuildLog, BuildResult, EnvironmentBuilder } from './types.js';
 
 /** Repository of every environment image; the tag is a prefix of the environment's content key. */
@@ -38,6 +39,11 @@ const MiB = 1024 * 1024;
 /** Build errors that mean a base image could not be pulled: the model should pick a local one. */
 const PULL_FAILURE =
   /pull access denied|manifest unknown|repository does not exist|no such host|dial tcp|i\/o timeout|TLS handshake|connection refused|toomanyrequests/i;
+
+/** The part of `GET /system/df` that GC reads. */
+const DiskUsageSchema = z.looseObject({
+  Images: z.array(z.looseObject({ Id: z.string(), Size: z.number(), SharedSize: z.number() })).nullable(),
+});
 
 const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
 const capped = (text: string) =>
@@ -129,11 +135,14 @@ export interface BuildOptions {
 export class DockerEnvironmentBuilder implements EnvironmentBuilder {
   /** Which run first asked for each image, so its containers carry that run's label. */
   private readonly runOf = new Map<string, string>();
+  private readonly leases: ImageLeases;
 
   constructor(
     private readonly docker: Docker,
     private readonly cfg: Config['sandbox'],
-  ) {}
+  ) {
+    this.leases = new ImageLeases(docker, cfg.imageLeaseTtlMs);
+  }
 
   async build(opts: BuildOptions): Promise<BuildResult> {
     const started = Date.now();
@@ -164,7 +173,15 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
         .getImage(tag)
         .inspect()
         .catch(() => null);
-      if (cached && cached.Config.Labels?.[KEY_LABEL] === key) {
+      // Leased before use: from then on no cleanup, in this process or another, can remove it. An image
+      // removed between the inspection and the lease is simply built again.
+      const leased =
+        cached?.Config.Labels?.[KEY_LABEL] === key &&
+        (await this.leases.acquire(opts.runId, cached.Id).then(
+          () => true,
+          () => false,
+        ));
+      if (cached && leased) {
         this.runOf.set(cached.Id, this.runOf.get(cached.Id) ?? opts.runId);
         const log = compactBuildLog([`cache hit: identical environment already built as ${tag}`], 'ok');
         return {
@@ -202,6 +219,15 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
     if (!image || image.Config.Labels?.[KEY_LABEL] !== key) {
       return failed('the build finished but produced no image', run.log.result('failed'));
     }
+    const leased = await this.leases.acquire(opts.runId, image.Id).then(
+      () => true,
+      () => false,
+    );
+    if (!leased)
+      return failed(
+        'the image was removed by a concurrent cleanup before it could be leased; build again',
+        run.log.result('failed'),
+      );
     this.runOf.set(image.Id, opts.runId);
     await this.gc({ protect: image.Id }).catch(() => undefined);
     return {
@@ -226,44 +252,98 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
     return [...new Set(tags.filter((t) => t !== '<none>:<none>' && !t.startsWith(`${ENV_REPO}:`)))].sort();
   }
 
+  /** Ends the run's leases on its images (also those another builder of the run took). */
+  release(runId: string): Promise<void> {
+    return this.leases.release(runId);
+  }
+
   /**
-   * Removes environment images beyond the newest `imageKeep` or older than `imageMaxAgeMs`.
-   * `runId` limits it to one run's images; images in use by a container are left alone.
+   * Removes one image by reference (a tag of its own, e.g. the judge's); an image still leased or
+   * used by a container is refused by the engine and stays for GC. Never throws.
+   */
+  async removeImage(ref: string): Promise<boolean> {
+    return this.docker
+      .getImage(ref)
+      .remove()
+      .then(
+        () => true,
+        () => false,
+      );
+  }
+
+  /**
+   * Removes environment images beyond the newest `imageKeep`, older than `imageMaxAgeMs`, and then the
+   * oldest while they hold more than `imageMaxBytes`. Leased images are never removed (in this process
+   * or another); leases whose holder stopped renewing them are reclaimed first. `runId` limits all of
+   * it to one run's images; images in use by a container are refused by the engine.
    */
   async gc(opts: { runId?: string; protect?: string; now?: number } = {}): Promise<string[]> {
     const label = [`${LABEL}=1`, ...(opts.runId ? [`${RUN_LABEL}=${opts.runId}`] : [])];
     const images = await this.docker.listImages({ filters: { label } });
+    const now = opts.now ?? Date.now();
+    const leased = await this.liveLeases(new Set(images.map((i) => i.Id)), now);
+    const spared = (id: string) => id === opts.protect || leased.has(id);
+    const removed: string[] = [];
+    const remove = async (ref: string) => {
+      const ok = await this.removeImage(ref);
+      if (ok) removed.push(ref);
+      return ok;
+    };
+    // Dangling: a build that lost its tag (e.g. the same run id built again).
+    for (const img of images.filter((i) => !(i.RepoTags ?? []).some((t) => t !== '<none>:<none>')))
+      if (!spared(img.Id)) await remove(img.Id);
+
     const tagged = images
       .flatMap((i) =>
         (i.RepoTags ?? [])
           .filter((t) => t.startsWith(`${ENV_REPO}:`))
-          .map((tag) => ({ tag, id: i.Id, created: Number(i.Labels?.[BUILT_LABEL]) || i.Created * 1000 })),
+          .map((tag) => ({
+            tag,
+            id: i.Id,
+            size: i.Size,
+            created: Number(i.Labels?.[BUILT_LABEL]) || i.Created * 1000,
+          })),
       )
       .sort((a, b) => b.created - a.created);
-    const now = opts.now ?? Date.now();
-    const removed: string[] = [];
-    // A forced rebuild moves the tag to the new image and leaves the old one dangling.
-    for (const img of images.filter((i) => !(i.RepoTags ?? []).some((t) => t !== '<none>:<none>'))) {
-      if (img.Id === opts.protect) continue;
-      const ok = await this.docker
-        .getImage(img.Id)
-        .remove()
-        .then(() => true)
-        .catch(() => false);
-      if (ok) removed.push(img.Id);
-    }
+    const kept: typeof tagged = [];
     for (const [i, img] of tagged.entries()) {
-      if (img.id === opts.protect) continue;
-      if (i < this.cfg.imageKeep && now - img.created <= this.cfg.imageMaxAgeMs) continue;
+      const keep = i < this.cfg.imageKeep && now - img.created <= this.cfg.imageMaxAgeMs;
       // Removing by tag only untags an image that other environments share.
-      const ok = await this.docker
-        .getImage(img.tag)
-        .remove()
-        .then(() => true)
-        .catch(() => false);
-      if (ok) removed.push(img.tag);
+      if (spared(img.id) || keep || !(await remove(img.tag))) kept.push(img);
+    }
+
+    // Size cap, oldest first. The virtual sizes bound the real ones from above: only when they exceed
+    // the cap is the engine asked for what each image holds alone (what removing it frees).
+    const total = (sizes: Map<string, number>) =>
+      [...new Set(kept.map((k) => k.id))].reduce((sum, id) => sum + (sizes.get(id) ?? 0), 0);
+    if (total(new Map(kept.map((k) => [k.id, k.size]))) <= this.cfg.imageMaxBytes) return removed;
+    const own = await this.ownSizes();
+    let bytes = total(own);
+    for (const img of [...kept].reverse()) {
+      if (bytes <= this.cfg.imageMaxBytes) break;
+      if (!spared(img.id) && (await remove(img.tag))) bytes -= own.get(img.id) ?? 0;
     }
     return removed;
+  }
+
+  /** Images under a live lease; expired leases on images in scope are removed (their holder is gone). */
+  private async liveLeases(scope: Set<string>, now: number): Promise<Set<string>> {
+    const live = new Set<string>();
+    for (const lease of await ImageLeases.list(this.docker)) {
+      if (lease.expires > now) live.add(lease.image);
+      else if (scope.has(lease.image))
+        await this.docker
+          .getContainer(lease.container)
+          .remove({ force: true })
+          .catch(() => undefined);
+    }
+    return live;
+  }
+
+  /** Bytes each image holds in layers of its own, from the engine's disk usage report. */
+  private async ownSizes(): Promise<Map<string, number>> {
+    const df = DiskUsageSchema.parse(await this.docker.df());
+    return new Map((df.Images ?? []).map((i) => [i.Id, Math.max(0, i.Size - Math.max(0, i.SharedSize))]));
   }
 
   private async imageId(name: string): Promise<string> {

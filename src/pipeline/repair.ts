@@ -47,6 +47,9 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
     AbortSignal.timeout(budgets.timeMs),
   ]);
   const workspaces = new GitWorkspaceManager({ cacheDir: config.cacheDir, worktreeDir: config.worktreeDir });
+  // Leases the run's images from the first build or cache hit to the end of the run, whatever ends it.
+  const builder =
+    opts.sandbox === 'docker' ? new DockerEnvironmentBuilder(new Docker(), config.sandbox) : null;
   let worktree: Worktree | null = null;
   let baseCommit = '';
   let ctx: ToolContext | null = null;
@@ -94,7 +97,7 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
     worktree = await workspaces.create(opts.remote, baseCommit, runId);
     trace.event('workspace_ready', { base_commit: baseCommit, worktree: worktree.path });
 
-    const env = await prepareEnvironment(opts, runId, worktree.path, trace, signal, () =>
+    const env = await prepareEnvironment(opts, builder, runId, worktree.path, trace, signal, () =>
       progress('building_environment'),
     );
     ctx = {
@@ -145,6 +148,9 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
     trace.event('stop', { stop_reason: stop, error: outcome.error });
   } finally {
     await model?.close();
+    await builder
+      ?.release(runId)
+      .catch((err: unknown) => trace.event('lease_release_failed', { error: message(err) }));
   }
 
   // Every stop saves the patch as it stands.
@@ -238,13 +244,14 @@ interface PreparedEnvironment {
  */
 async function prepareEnvironment(
   opts: RepairOptions,
+  builder: DockerEnvironmentBuilder | null,
   runId: string,
   worktree: string,
   trace: RunTrace,
   signal: AbortSignal,
   building: () => void,
 ): Promise<PreparedEnvironment> {
-  if (opts.sandbox === 'local') {
+  if (!builder) {
     return {
       sandbox: new LocalSandbox(),
       builder: null,
@@ -253,7 +260,6 @@ async function prepareEnvironment(
       note: 'The test environment is ready.',
     };
   }
-  const builder = new DockerEnvironmentBuilder(new Docker(), opts.config.sandbox);
   if (!opts.dockerfile) {
     const note =
       'There is no test environment yet: first write a Dockerfile for it and call build_environment.';

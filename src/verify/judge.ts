@@ -95,7 +95,9 @@ export class Worktrees {
 /**
  * Builds the environment image from the Dockerfile with the given worktree as context, without the
  * engine's layer cache unless `reuseImage` (tests only): a verdict must not rest on an image that
- * cannot be rebuilt from scratch.
+ * cannot be rebuilt from scratch. The image is leased to the judge's run until `dispose`, which also
+ * removes an image built for this judge alone (its no-cache tag): no later judge reuses it, a rerun
+ * rebuilds from scratch, so keeping it would only fill the disk. A reused (shared) image is only released.
  */
 export async function buildEnvironment(
   report: VerificationReport,
@@ -107,7 +109,7 @@ export async function buildEnvironment(
     reuseImage?: boolean;
     signal?: AbortSignal;
   },
-): Promise<{ build: BuildResult; sandbox: Sandbox | null }> {
+): Promise<{ build: BuildResult; sandbox: Sandbox | null; dispose: () => Promise<void> }> {
   const builder = new DockerEnvironmentBuilder(new Docker(), a.config.sandbox);
   const noCache = !a.reuseImage;
   report.commands.push(`docker build${noCache ? ' --no-cache' : ''} (context: ${a.worktree})`);
@@ -118,13 +120,17 @@ export async function buildEnvironment(
     noCache,
     signal: a.signal,
   });
+  const dispose = async () => {
+    await builder.release(a.runId).catch(() => undefined);
+    if (noCache && build.image_tag) await builder.removeImage(build.image_tag);
+  };
   if (!build.success || !build.image_id) {
     report.build_error = [
       build.error ?? 'build failed',
       ...build.log.error_lines,
       ...build.log.tail.slice(-10),
     ].join('\n');
-    return { build, sandbox: null };
+    return { build, sandbox: null, dispose };
   }
   report.image = {
     id: build.image_id,
@@ -133,7 +139,7 @@ export async function buildEnvironment(
     build_ms: build.duration_ms,
     dockerfile_sha256: createHash('sha256').update(a.dockerfile).digest('hex'),
   };
-  return { build, sandbox: builder.sandboxFor(build.image_id) };
+  return { build, sandbox: builder.sandboxFor(build.image_id), dispose };
 }
 
 /** In the order of the evidence table; worktrees are prepared in reverse, so the full patch is tried first. */
@@ -186,6 +192,7 @@ async function decide(opts: JudgeOptions, runId: string): Promise<VerificationRe
     patched: opts.patch,
   };
   const worktrees = new Worktrees(opts.config);
+  let dispose = async () => {};
   try {
     const base = await worktrees.manager.resolve(opts.remote, opts.baseCommit);
     report.base_commit = base;
@@ -205,7 +212,8 @@ async function decide(opts: JudgeOptions, runId: string): Promise<VerificationRe
         );
     }
 
-    const { sandbox } = await buildEnvironment(report, { ...opts, worktree: paths.patched, runId });
+    const { sandbox, ...env } = await buildEnvironment(report, { ...opts, worktree: paths.patched, runId });
+    dispose = env.dispose;
     if (!sandbox)
       return finish(
         report,
@@ -240,6 +248,7 @@ async function decide(opts: JudgeOptions, runId: string): Promise<VerificationRe
   } catch (err) {
     return finish(report, 'infra_error', infraReason(err));
   } finally {
+    await dispose();
     await worktrees.removeAll();
   }
 }

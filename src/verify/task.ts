@@ -146,6 +146,7 @@ export async function gradeInstance(
   if (!dockerfile) return done('build_failed', 'The task has no Dockerfile and none was given.');
 
   const worktrees = new Worktrees(config);
+  let dispose = async () => {};
   try {
     const base = await worktrees.manager.resolve(task.repo, task.base_commit);
     report.base_commit = base;
@@ -172,7 +173,7 @@ export async function gradeInstance(
         `The task's test_patch does not apply after the candidate: ${testApplied.error ?? ''}`,
       );
 
-    const { sandbox } = await buildEnvironment(report, {
+    const { sandbox, ...env } = await buildEnvironment(report, {
       config,
       dockerfile,
       worktree: wt.path,
@@ -180,6 +181,7 @@ export async function gradeInstance(
       reuseImage: opts.reuseImage,
       signal: opts.signal,
     });
+    dispose = env.dispose;
     if (!sandbox)
       return done(
         'build_failed',
@@ -234,6 +236,7 @@ export async function gradeInstance(
   } catch (err) {
     return done('infra_error', infraReason(err));
   } finally {
+    await dispose();
     await worktrees.removeAll();
   }
 }

@@ -1,0 +1,132 @@
+import { hostname } from 'node:os';
+import type Docker from 'dockerode';
+import { LABEL, RUN_LABEL } from './docker.js';
+
+/** The run holding the lease. */
+export const LEASE_LABEL = 'agenticfix.lease';
+/** Host and pid of the holder: who to ask when a lease looks stuck. */
+export const LEASE_OWNER_LABEL = 'agenticfix.lease.owner';
+/** Milliseconds since the epoch after which the lease is dead unless renewed. */
+export const LEASE_EXPIRES_LABEL = 'agenticfix.lease.expires';
+
+export interface Lease {
+  container: string;
+  image: string;
+  run: string;
+  expires: number;
+}
+
+/**
+ * Image leases that every process sharing the engine sees. A lease is a container of the image that is
+ * created and never started: the engine refuses to remove an image a container references, and every
+ * GC skips leased images. Its holder renews it (a new container with a later expiry replaces the old
+ * one) every third of the TTL; a holder that dies stops renewing, and GC reclaims the lease once expired.
+ */
+export class ImageLeases {
+  /** run → image id → lease container id. */
+  private readonly held = new Map<string, Map<string, string>>();
+  private timer: NodeJS.Timeout | null = null;
+  /** Leases being created: a release waits for them, so none is created after it and outlives the run. */
+  private readonly creating = new Set<Promise<string>>();
+  private renewing = false;
+
+  constructor(
+    private readonly docker: Docker,
+    private readonly ttlMs: number,
+  ) {}
+
+  /** Every lease on the engine, of any process. */
+  static async list(docker: Docker): Promise<Lease[]> {
+    const containers = await docker.listContainers({ all: true, filters: { label: [LEASE_LABEL] } });
+    return containers.map((c) => ({
+      container: c.Id,
+      image: c.ImageID,
+      run: c.Labels[LEASE_LABEL] ?? '',
+      expires: Number(c.Labels[LEASE_EXPIRES_LABEL]) || 0,
+    }));
+  }
+
+  /** Pins the image (by id) for the run; rejects when the image no longer exists. */
+  async acquire(runId: string, imageId: string): Promise<void> {
+    const leases = this.held.get(runId) ?? new Map<string, string>();
+    if (leases.has(imageId)) return;
+    const creating = this.create(runId, imageId);
+    this.creating.add(creating);
+    try {
+      leases.set(imageId, await creating);
+    } finally {
+      this.creating.delete(creating);
+    }
+    this.held.set(runId, leases);
+    this.timer ??= setInterval(() => void this.renew(), Math.max(1000, this.ttlMs / 3)).unref();
+  }
+
+  /** Drops every lease of the run on the engine, whichever builder took it. */
+  async release(runId: string): Promise<void> {
+    await Promise.allSettled([...this.creating]);
+    this.held.delete(runId);
+    if (this.held.size === 0 && this.timer) {
+      clearInterval(this.timer);
+      this.timer = null;
+    }
+    const mine = await this.docker.listContainers({
+      all: true,
+      filters: { label: [`${LEASE_LABEL}=${runId}`] },
+    });
+    await Promise.all(mine.map((c) => this.remove(c.Id)));
+  }
+
+  private async create(runId: string, imageId: string): Promise<string> {
+    const container = await this.docker.createContainer({
+      Image: imageId,
+      // Never started; should anyone start it, there is nothing to run and nothing to reach.
+      Entrypoint: ['/agenticfix-lease-is-never-started'],
+      Cmd: [],
+      // A container inherits its image's labels: the run label must name the holder, not the builder.
+      Labels: {
+        [LABEL]: '1',
+        [RUN_LABEL]: runId,
+        [LEASE_LABEL]: runId,
+        [LEASE_OWNER_LABEL]: `${hostname()}/${process.pid}`,
+        [LEASE_EXPIRES_LABEL]: String(Date.now() + this.ttlMs),
+      },
+      NetworkDisabled: true,
+      HostConfig: { NetworkMode: 'none', CapDrop: ['ALL'], ReadonlyRootfs: true, AutoRemove: false },
+    });
+    return container.id;
+  }
+
+  private remove(container: string): Promise<void> {
+    return this.docker
+      .getContainer(container)
+      .remove({ force: true })
+      .catch(() => undefined);
+  }
+
+  /** A failed renewal leaves the old lease in place until it expires; the next tick tries again. */
+  private async renew(): Promise<void> {
+    if (this.renewing) return;
+    this.renewing = true;
+    try {
+      await this.renewAll();
+    } finally {
+      this.renewing = false;
+    }
+  }
+
+  private async renewAll(): Promise<void> {
+    for (const [runId, leases] of this.held) {
+      for (const [imageId, old] of leases) {
+        const fresh = await this.create(runId, imageId).catch(() => null);
+        if (!fresh) continue;
+        // Released while the new container was being created: it must not outlive the release.
+        if (this.held.get(runId)?.get(imageId) !== old) {
+          await this.remove(fresh);
+          continue;
+        }
+        leases.set(imageId, fresh);
+        await this.remove(old);
+      }
+    }
+  }
+}

@@ -20,6 +20,7 @@ import type { RunRecord, RunStore, RunUpdate } from '../queue/store.js';
 import type { JudgeOptions, VerificationReport } from '../verify/types.js';
 import { fetchFile, loadRepoConfig, REPO_CONFIG_PATH, type RepoConfig } from '../webhook/repo-config.js';
 import { isUnder } from '../tools/paths.js';
+import { capText } from '../trace/cap.js';
 import { GitWorkspaceManager } from '../workspace/manager.js';
 import type { ModelSpec, RepairOptions, RepairResult } from './types.js';
 
@@ -94,6 +95,12 @@ export class JobRunner implements QueueHooks {
   /** Resolves when every finished run's last status edit has landed. */
   async settled(): Promise<void> {
     while (this.finishing.size > 0) await Promise.all([...this.finishing]);
+  }
+
+  /** Whether the run behind an engine label (a run's, or its judge's `<id>-verify`) is over. */
+  isFinished(label: string): boolean {
+    const run = this.o.store.get(label.replace(/-verify$/, ''));
+    return run !== null && run.state !== 'queued' && run.state !== 'running';
   }
 
   /** Tells an issue that its run was interrupted by a restart (edits the status comment, then comments). */
@@ -216,7 +223,7 @@ export class JobRunner implements QueueHooks {
       });
     } catch (e) {
       // The run's patch stays in its run directory; the issue is told, with the patch attached.
-      const error = `publishing failed: ${e instanceof Error ? e.message : String(e)}`;
+      const error = capText(`publishing failed: ${e instanceof Error ? e.message : String(e)}`);
       await this.comment(
         run,
         gh,
@@ -330,7 +337,12 @@ export class JobRunner implements QueueHooks {
 
   /** The issue is told why; the status comment's final edit (onFinished) shows the error too. */
   private async failWith(run: RunRecord, gh: GitHub, error: string, title: string): Promise<RunUpdate> {
-    await this.comment(run, gh, refOf(run), `## AgenticFix: ${title}\n\n${error}\n\nNothing was run.`);
+    await this.comment(
+      run,
+      gh,
+      refOf(run),
+      `## AgenticFix: ${title}\n\n${capText(error)}\n\nNothing was run.`,
+    );
     return { state: 'failed', error };
   }
 
@@ -378,7 +390,7 @@ function endingFor(run: RunRecord): StatusState | null {
         detail: 'The app shut down before the run finished. Comment `/agenticfix rerun` to start again.',
       };
     case 'failed':
-      return { phase: 'failed', detail: `Error: ${(run.error ?? 'unknown').slice(0, 1000)}` };
+      return { phase: 'failed', detail: `Error: ${capText(run.error ?? 'unknown', 1000)}` };
     default:
       return null;
   }

@@ -12,10 +12,13 @@ import type { RunOutcome } from '../environment/types.js';
 import { exportPatch } from '../patch/patch.js';
 import { createRegistry, DEFAULT_TOOLS, toolsFor } from '../tools/registry.js';
 import type { ToolContext, ToolDefinition, ToolRegistry, ToolResult } from '../tools/types.js';
+import { capText } from '../trace/cap.js';
 import { RunTrace, type Artifact } from '../trace/trace.js';
 import { stripUserinfo } from '../workspace/git.js';
 import { GitWorkspaceManager } from '../workspace/manager.js';
+import { diskUsage } from '../workspace/usage.js';
 import type { Worktree } from '../workspace/types.js';
+import { removeOldWorktrees } from './startup.js';
 import type { RepairOptions, RepairProgress, RepairResult, StopReason } from './types.js';
 
 /** Time-sortable (UTC timestamp to the millisecond) and unique (random suffix). */
@@ -139,7 +142,7 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
   } catch (err) {
     // The time budget also aborts a clone or a maintainer build in flight: report it as such, not as fatal.
     const stop: StopReason = opts.signal?.aborted ? 'cancelled' : signal.aborted ? 'time_budget' : 'fatal';
-    outcome = { stop_reason: stop, summary: null, error: message(err), model_name: null };
+    outcome = { stop_reason: stop, summary: null, error: capText(message(err)), model_name: null };
     trace.event('stop', { stop_reason: stop, error: outcome.error });
   } finally {
     await model?.close();
@@ -152,17 +155,21 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
     try {
       patch = (await exportPatch(worktree.path, baseCommit)).patch;
     } catch (err) {
-      error = [error, `patch export failed: ${message(err)}`].filter(Boolean).join('; ');
+      error = [error, `patch export failed: ${capText(message(err))}`].filter(Boolean).join('; ');
     }
   }
   const artifacts: Artifact[] = [trace.writeArtifact('final.patch', patch)];
   let worktreePath = worktree?.path ?? null;
-  if (worktree && outcome.stop_reason === 'completed' && !opts.keepWorktree) {
+  if (worktree && !(await keepWorktree(opts, outcome.stop_reason, worktree.path))) {
     await workspaces.remove(worktree).then(
       () => (worktreePath = null),
       (err) => trace.event('worktree_remove_failed', { error: message(err) }),
     );
   }
+  await removeOldWorktrees(config).then(
+    (removed) => removed.length > 0 && trace.event('old_worktrees_removed', { worktrees: removed }),
+    (err) => trace.event('worktree_remove_failed', { error: message(err) }),
+  );
 
   const env = ctx as ToolContext | null;
   const result: RepairResult = {
@@ -210,6 +217,14 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
   });
   progress('done');
   return result;
+}
+
+/** `--keep-worktree` keeps it; a failed run's is kept when configured, unless it is over the size limit. */
+async function keepWorktree(opts: RepairOptions, stop: StopReason, worktree: string): Promise<boolean> {
+  if (opts.keepWorktree) return true;
+  if (stop === 'completed' || !opts.config.app.keepFailedWorktrees) return false;
+  const max = opts.config.limits.maxWorktreeBytes;
+  return (await diskUsage(worktree, max)) <= max;
 }
 
 interface PreparedEnvironment {

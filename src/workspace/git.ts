@@ -1,4 +1,5 @@
 import { execa } from 'execa';
+import { capText } from '../trace/cap.js';
 
 /** The one git runner of the project: no shell, no prompts, no ambient configuration or credentials. */
 
@@ -29,7 +30,7 @@ export class GitError extends Error {
     readonly stderr: string,
   ) {
     super(
-      `git ${args.map(stripUserinfo).join(' ')} failed (exit ${exitCode}): ${stripUserinfo(stderr.trim())}`,
+      `git ${args.map(stripUserinfo).join(' ')} failed (exit ${exitCode}): ${capText(stripUserinfo(stderr.trim()))}`,
     );
     this.name = 'GitError';
   }

@@ -30,7 +30,8 @@ export class GitError extends Error {
     readonly stderr: string,
   ) {
     super(
-      `git ${args.map(stripUserinfo).join(' ')} failed (exit ${exitCode}): ${capText(stripUserinfo(stderr.trim()))}`,
+      // Capped first: git's output can be huge (100 MB seen), and URLs are stripped in what is kept.
+      `git ${args.map(stripUserinfo).join(' ')} failed (exit ${exitCode}): ${stripUserinfo(capText(stderr.trim()))}`,
     );
     this.name = 'GitError';
   }

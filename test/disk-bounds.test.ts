@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -18,9 +17,6 @@ import { BASE_IMAGE, dockerReady } from './support/docker.js';
 import { commitAll, tempDir } from './support/git-fixtures.js';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/agent-repo', import.meta.url));
-const VERSION = createHash('sha256')
-  .update(readFileSync(path.join(FIXTURE, 'src/math.js')))
-  .digest('hex');
 const call = (name: string, args: Record<string, unknown> = {}): ScriptStep => ({
   tool_calls: [{ name, arguments: args }],
 });

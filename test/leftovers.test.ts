@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import Docker from 'dockerode';
 import { execa } from 'execa';
 import { ConfigError, loadConfig, type Config } from '../src/config/config.js';
-import { DEADLINE_LABEL, hostPath, OWNER_LABEL } from '../src/environment/docker.js';
+import { DEADLINE_LABEL, DockerSandbox, hostPath, OWNER_LABEL } from '../src/environment/docker.js';
 import { processOwner } from '../src/environment/lending.js';
 import { sweepContainers } from '../src/environment/startup.js';
 import { prepareHost } from '../src/pipeline/startup.js';
@@ -89,7 +89,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (ready)
-    for (const run of [runId, `${runId}-deadline`])
+    for (const run of [runId, `${runId}-deadline`, `${runId}-finished`])
       for (const c of await ours(run))
         await docker
           .getContainer(c.Id)
@@ -156,6 +156,30 @@ d('a killed app leaves nothing running (real engine, SIGKILLed child process)', 
     expect(await ours(run)).toHaveLength(0);
     await prepareHost({ config, docker: true }); // hands the worktree back
     if (asRoot) expect(statSync(wt).uid).toBe(0);
+  }, 120_000);
+});
+
+d('containers of runs the store knows are over', () => {
+  it('are removed even while their owner lives; running ones are not', async () => {
+    const run = `${runId}-finished`;
+    const wt = path.join(config.worktreeDir, 'run-finished');
+    mkdirSync(wt, { recursive: true });
+    const sandbox = new DockerSandbox(docker, BASE_IMAGE, config.sandbox, run);
+    const outcome = sandbox.run({
+      argv: ['sleep', '100000'],
+      worktree: wt,
+      timeoutMs: 600_000,
+      maxOutputBytes: 4096,
+    });
+    const [c] = await until('the test container', async () => {
+      const list = await ours(run);
+      return list.some((x) => x.State === 'running') ? list : undefined;
+    });
+    expect(await sweepContainers(docker, { isFinished: () => false })).not.toContain(c!.Id);
+    expect(await sweepContainers(docker, { isFinished: (id) => id === run })).toContain(c!.Id);
+    // The run in this process ends instead of waiting (killed: failed, or gone before inspection: error).
+    expect(['failed', 'error']).toContain((await outcome).status);
+    expect(await ours(run)).toHaveLength(0);
   }, 120_000);
 });
 

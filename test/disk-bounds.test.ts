@@ -8,7 +8,7 @@ import { runRepair } from '../src/pipeline/repair.js';
 import { removeOldWorktrees } from '../src/pipeline/startup.js';
 import type { RepairOptions } from '../src/pipeline/types.js';
 import { RunStore } from '../src/queue/store.js';
-import { capText, ERROR_MAX_CHARS } from '../src/trace/cap.js';
+import { capMiddle, ERROR_KEEP } from '../src/trace/cap.js';
 import { RunTrace } from '../src/trace/trace.js';
 import { git, GitError } from '../src/workspace/git.js';
 import { GitWorkspaceManager } from '../src/workspace/manager.js';
@@ -131,12 +131,13 @@ describe('disk bounds without Docker', () => {
   });
 
   it('error strings are capped, head and tail kept, wherever they are stored', () => {
-    const huge = `fatal: start\n${'x'.repeat(100 * MiB)}\nend of the story`;
-    const capped = capText(huge);
-    expect(capped.length).toBeLessThanOrEqual(ERROR_MAX_CHARS);
+    // 100 MB of git-like output: a line per file.
+    const huge = `fatal: start\n${'warning: in the working copy of a file\n'.repeat(2.5 * MiB)}end of the story`;
+    const capped = capMiddle(huge);
+    expect(capped.length).toBeLessThanOrEqual(2 * ERROR_KEEP + 60);
     expect(capped.startsWith('fatal: start')).toBe(true);
     expect(capped.endsWith('end of the story')).toBe(true);
-    expect(capped).toMatch(/\[… \d+ of \d+ characters cut …\]/);
+    expect(capped).toMatch(/\n\[\.\.\. \d+ characters left out \.\.\.\]\n/);
 
     // The run store's error column.
     const store = new RunStore(':memory:');
@@ -169,7 +170,7 @@ describe('disk bounds without Docker', () => {
 
     // A failed git call with 100 MB of output (the failed export's error).
     const err = new GitError(['add', '-A'], 128, huge);
-    expect(err.message.length).toBeLessThan(ERROR_MAX_CHARS + 200);
+    expect(err.message.length).toBeLessThan(2 * ERROR_KEEP + 200);
     expect(err.message).toMatch(/end of the story$/);
   });
 });

@@ -61,10 +61,18 @@ const markerPath = (worktree: string) =>
   path.join(path.dirname(worktree), `.${path.basename(worktree)}.lent.json`);
 const MARKER_NAME = /^\.(.+)\.lent\.json$/;
 
-/** Changes the owner of every entry under `dir` (symlinks themselves, never their targets). */
+/**
+ * Changes the owner of every entry under `dir` (symlinks themselves, never their targets). Walks
+ * by hand: `readdir({ recursive: true })` descends into linked directories, so a link a test
+ * planted to a host directory would hand that directory's files to another owner.
+ */
 async function chownTree(dir: string, uid: number, gid: number): Promise<void> {
   await lchown(dir, uid, gid);
-  for (const rel of await readdir(dir, { recursive: true })) await lchown(path.join(dir, rel), uid, gid);
+  for (const d of await readdir(dir, { withFileTypes: true })) {
+    const p = path.join(dir, d.name);
+    if (d.isDirectory()) await chownTree(p, uid, gid);
+    else await lchown(p, uid, gid);
+  }
 }
 
 /**

@@ -20,7 +20,7 @@ import type { RunRecord, RunStore, RunUpdate } from '../queue/store.js';
 import type { JudgeOptions, VerificationReport } from '../verify/types.js';
 import { fetchFile, loadRepoConfig, REPO_CONFIG_PATH, type RepoConfig } from '../webhook/repo-config.js';
 import { isUnder } from '../tools/paths.js';
-import { capText } from '../trace/cap.js';
+import { capMiddle } from '../trace/cap.js';
 import { GitWorkspaceManager } from '../workspace/manager.js';
 import type { ModelSpec, RepairOptions, RepairResult } from './types.js';
 
@@ -223,7 +223,7 @@ export class JobRunner implements QueueHooks {
       });
     } catch (e) {
       // The run's patch stays in its run directory; the issue is told, with the patch attached.
-      const error = capText(`publishing failed: ${e instanceof Error ? e.message : String(e)}`);
+      const error = capMiddle(`publishing failed: ${e instanceof Error ? e.message : String(e)}`);
       await this.comment(
         run,
         gh,
@@ -341,7 +341,7 @@ export class JobRunner implements QueueHooks {
       run,
       gh,
       refOf(run),
-      `## AgenticFix: ${title}\n\n${capText(error)}\n\nNothing was run.`,
+      `## AgenticFix: ${title}\n\n${capMiddle(error)}\n\nNothing was run.`,
     );
     return { state: 'failed', error };
   }
@@ -390,7 +390,7 @@ function endingFor(run: RunRecord): StatusState | null {
         detail: 'The app shut down before the run finished. Comment `/agenticfix rerun` to start again.',
       };
     case 'failed':
-      return { phase: 'failed', detail: `Error: ${capText(run.error ?? 'unknown', 1000)}` };
+      return { phase: 'failed', detail: `Error: ${capMiddle(run.error ?? 'unknown', 500)}` };
     default:
       return null;
   }

@@ -12,7 +12,7 @@ import type { RunOutcome } from '../environment/types.js';
 import { exportPatch } from '../patch/patch.js';
 import { createRegistry, DEFAULT_TOOLS, toolsFor } from '../tools/registry.js';
 import type { ToolContext, ToolDefinition, ToolRegistry, ToolResult } from '../tools/types.js';
-import { capText } from '../trace/cap.js';
+import { capMiddle } from '../trace/cap.js';
 import { RunTrace, type Artifact } from '../trace/trace.js';
 import { stripUserinfo } from '../workspace/git.js';
 import { GitWorkspaceManager } from '../workspace/manager.js';
@@ -142,7 +142,7 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
   } catch (err) {
     // The time budget also aborts a clone or a maintainer build in flight: report it as such, not as fatal.
     const stop: StopReason = opts.signal?.aborted ? 'cancelled' : signal.aborted ? 'time_budget' : 'fatal';
-    outcome = { stop_reason: stop, summary: null, error: capText(message(err)), model_name: null };
+    outcome = { stop_reason: stop, summary: null, error: capMiddle(message(err)), model_name: null };
     trace.event('stop', { stop_reason: stop, error: outcome.error });
   } finally {
     await model?.close();
@@ -155,7 +155,7 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
     try {
       patch = (await exportPatch(worktree.path, baseCommit)).patch;
     } catch (err) {
-      error = [error, `patch export failed: ${capText(message(err))}`].filter(Boolean).join('; ');
+      error = [error, `patch export failed: ${capMiddle(message(err))}`].filter(Boolean).join('; ');
     }
   }
   const artifacts: Artifact[] = [trace.writeArtifact('final.patch', patch)];

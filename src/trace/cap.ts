@@ -1,14 +1,11 @@
-/** The most characters of an error message kept wherever one is stored (result.json, the run store, comments). */
-export const ERROR_MAX_CHARS = 4000;
+/** Kept from each end of an error message wherever one is stored (result.json, the run store, comments). */
+export const ERROR_KEEP = 2048;
 
 /**
- * Keeps the head and the tail of `text` (where errors say what failed and why) within `max`
- * characters, with a marker saying how much was cut from the middle.
+ * Head and tail of `s` (where errors say what failed and why), with the number of characters left out
+ * between them: the one cap for stored error strings.
  */
-export function capText(text: string, max = ERROR_MAX_CHARS): string {
-  if (text.length <= max) return text;
-  const marker = `\n[… ${text.length - max} of ${text.length} characters cut …]\n`;
-  const keep = Math.max(0, max - marker.length);
-  const head = Math.ceil(keep / 2);
-  return text.slice(0, head) + marker + text.slice(text.length - (keep - head));
+export function capMiddle(s: string, keep = ERROR_KEEP): string {
+  if (s.length <= 2 * keep) return s;
+  return `${s.slice(0, keep)}\n[... ${s.length - 2 * keep} characters left out ...]\n${s.slice(-keep)}`;
 }

@@ -1,5 +1,5 @@
 import { execa } from 'execa';
-import { capText } from '../trace/cap.js';
+import { capMiddle } from '../trace/cap.js';
 
 /** The one git runner of the project: no shell, no prompts, no ambient configuration or credentials. */
 
@@ -30,8 +30,9 @@ export class GitError extends Error {
     readonly stderr: string,
   ) {
     super(
-      // Capped first: git's output can be huge (100 MB seen), and URLs are stripped in what is kept.
-      `git ${args.map(stripUserinfo).join(' ')} failed (exit ${exitCode}): ${stripUserinfo(capText(stderr.trim()))}`,
+      // Credentials are removed before cutting (a cut could leave part of one unrecognised); then the
+      // cap: a failing git can print megabytes (100 MB seen), and errors are stored.
+      `git ${args.map(stripUserinfo).join(' ')} failed (exit ${exitCode}): ${capMiddle(stripUserinfo(stderr).trim())}`,
     );
     this.name = 'GitError';
   }

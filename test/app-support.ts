@@ -143,6 +143,7 @@ export function fakeDeps(o: FakeOptions): JobDeps & { calls: RepairOptions[] } {
           base_commit: opts.baseCommit,
           patch,
           patch_path: path.join(runDir, 'final.patch'),
+          patch_skipped: [],
           trace_path: tracePath,
           result_path: path.join(runDir, 'result.json'),
           run_dir: runDir,

@@ -1,4 +1,4 @@
-import { compactBuildLog, DEFAULT_COMPACT, splitLogLines } from '../src/environment/buildlog.js';
+import { BuildLogCompactor, compactBuildLog, DEFAULT_COMPACT } from '../src/environment/buildlog.js';
 
 /** A long apt build whose failure sits in the middle of thousands of progress lines. */
 function syntheticLog(): string[] {
@@ -82,14 +82,57 @@ describe('compactBuildLog', () => {
   });
 });
 
-describe('splitLogLines', () => {
-  it('keeps what a terminal shows after carriage returns and drops blank lines', () => {
-    expect(splitLogLines('a\r\nGet 10%\rGet 50%\rGet 100%\n\n  \nb\n')).toEqual(['a', 'Get 100%', 'b']);
+describe('BuildLogCompactor (streaming)', () => {
+  const streamed = (chunks: readonly string[]) => {
+    const c = new BuildLogCompactor();
+    for (const chunk of chunks) c.write(chunk);
+    return c.result('failed');
+  };
+
+  it('gives the same compact log as the whole list, however the output is chunked', () => {
+    const lines = syntheticLog();
+    const raw = lines.map((l) => `${l}\n`).join('');
+    const chunks: string[] = [];
+    for (let i = 0, n = 1; i < raw.length; i += n, n = ((n * 7 + 3) % 4999) + 1)
+      chunks.push(raw.slice(i, i + n));
+    expect(chunks.length).toBeGreaterThan(100);
+    expect(streamed(chunks)).toEqual(compactBuildLog(lines, 'failed'));
   });
 
-  it('strips the colour codes the builder puts around stderr', () => {
-    expect(splitLogLines('\x1b[91mE: Unable to locate package x\n\x1b[0m')).toEqual([
-      'E: Unable to locate package x',
-    ]);
+  it('keeps what a terminal shows after carriage returns and drops blank lines', () => {
+    expect(streamed(['a\r\nGet 10%\rGet 5', '0%\rGet 100%\n\n  \nb\n']).head).toEqual(['a', 'Get 100%', 'b']);
+  });
+
+  it('strips the colour codes the builder puts around stderr, also split across chunks', () => {
+    const log = streamed(['\x1b[9', '1mE: Unable to locate package x\n\x1b[0m']);
+    expect(log.head).toEqual(['E: Unable to locate package x']);
+    expect(log.error_lines).toEqual(['E: Unable to locate package x']);
+  });
+
+  it('a 50 MB line without a newline is held clipped, not whole', () => {
+    const c = new BuildLogCompactor();
+    const chunk = 'x'.repeat(1024 * 1024);
+    for (let i = 0; i < 50; i++) c.write(chunk);
+    c.write('\rERROR: the real cause\n');
+    const log = c.result('failed');
+    expect(log.total_lines).toBe(1);
+    expect(log.head).toEqual(['ERROR: the real cause']);
+    const c2 = new BuildLogCompactor();
+    for (let i = 0; i < 50; i++) c2.write(chunk);
+    const cut = c2.result('failed');
+    expect(cut.head[0]).toBe(`${'x'.repeat(DEFAULT_COMPACT.maxLineChars)}…`);
+    expect(cut.truncated).toBe(true);
+  });
+
+  it('counts every line of a long stream and keeps only head, tail and errors', () => {
+    const c = new BuildLogCompactor();
+    const block = Array.from({ length: 1000 }, (_, i) => `line ${i}`).join('\n') + '\n';
+    for (let i = 0; i < 1000; i++) c.write(block);
+    const log = c.result('ok');
+    expect(log.total_lines).toBe(1_000_000);
+    expect(log.head).toHaveLength(DEFAULT_COMPACT.headLines);
+    expect(log.tail).toHaveLength(DEFAULT_COMPACT.tailLines);
+    expect(log.tail.at(-1)).toBe('line 999');
+    expect(JSON.stringify(log).length).toBeLessThan(12_000);
   });
 });

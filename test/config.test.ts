@@ -14,11 +14,24 @@ describe('config', () => {
       maxListEntries: 2000,
       maxScannedEntries: 20000,
       maxWorktreeBytes: 1024 * 1024 * 1024,
+      maxPatchFileBytes: 10 * 1024 * 1024,
     });
     expect(c.cacheDir).toBe('/srv/.agenticfix/cache');
     expect(c.worktreeDir).toBe('/srv/.agenticfix/worktrees');
     expect(c.runsDir).toBe('/srv/runs');
     expect(c.budgets.tokens).toBe(150_000);
+  });
+
+  it('bounds builds and the reads of container-written files', () => {
+    const MiB = 1024 * 1024;
+    const c = loadConfig({});
+    expect(c.sandbox).toMatchObject({ buildMaxOutputBytes: 64 * MiB, buildContextMaxBytes: 256 * MiB });
+    expect(c.verify.maxReportBytes).toBe(32 * MiB);
+    const set = loadConfig({ AGENTICFIX_BUILD_MAX_OUTPUT_MB: '8', AGENTICFIX_BUILD_CONTEXT_MAX_MB: '16' });
+    expect(set.sandbox).toMatchObject({ buildMaxOutputBytes: 8 * MiB, buildContextMaxBytes: 16 * MiB });
+    expect(() => loadConfig({ AGENTICFIX_BUILD_MAX_OUTPUT_MB: '0' })).toThrow(
+      /AGENTICFIX_BUILD_MAX_OUTPUT_MB/,
+    );
   });
 
   it('fails at start-up naming the invalid variable', () => {

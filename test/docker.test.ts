@@ -291,6 +291,7 @@ while n < 10000:
     const ctx: ToolContext = {
       runId,
       worktree: repo,
+      gitDir: path.join(repo, '.git'),
       baseCommit: 'HEAD',
       limits: loadConfig({}).limits,
       testCommands: { default: ['python3', '-m', 'pytest', '-q'] },

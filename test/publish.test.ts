@@ -8,7 +8,11 @@ import {
   collapsed,
   cutMiddle,
   fitBody,
+  evidenceComment,
   GITHUB_BODY_LIMIT,
+  inert,
+  prBody,
+  prTitle,
   traceComment,
   unverifiedComment,
 } from '../src/publish/render.js';
@@ -31,6 +35,7 @@ const result = (over: Partial<RepairResult> = {}): RepairResult => ({
   base_commit: 'b'.repeat(40),
   patch: '',
   patch_path: '/x/final.patch',
+  patch_skipped: [],
   trace_path: '/x/events.jsonl',
   result_path: '/x/result.json',
   run_dir: '/x',
@@ -47,6 +52,84 @@ const result = (over: Partial<RepairResult> = {}): RepairResult => ({
   worktree_path: null,
   error: null,
   ...over,
+});
+
+// Issue 10, item 9: model-written text went into the PR body and comments as it was.
+describe('model-written text is inert', () => {
+  const ZWJ = '\u200d';
+  const CLOSING =
+    /\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?):?\s*(?:[\w.-]+\/[\w.-]+#\d+|#\d+|https?:\/\/\S+\/issues\/\d+)/gi;
+
+  it.each([
+    'Fixes #12',
+    'fixed: #12',
+    'Closes acme/other#7',
+    'resolves https://github.com/acme/calc/issues/3',
+    'RESOLVED #3',
+    'close#3',
+  ])('breaks the closing keyword in %s', (text) => {
+    const out = inert(text);
+    expect(out.match(CLOSING)).toBeNull();
+    expect(out.replaceAll(ZWJ, '')).toBe(text); // only invisible changes
+  });
+
+  it('leaves words that merely contain a keyword, and plain references, alone', () => {
+    expect(inert('prefixes #3 and see #4')).toBe('prefixes #3 and see #4');
+  });
+
+  it('breaks mentions, links, images, autolinks, tags and entities', () => {
+    const out = inert(
+      'cc @admin and @acme/security: [docs](https://evil.example/x) ![p](https://e.example/p.png) ' +
+        '<https://evil.example/y> www.evil.example [ref]: https://evil.example <img src=x> &#64;admin a@b.example',
+    );
+    expect(out).not.toMatch(/(^|[^\w])@[A-Za-z0-9]/);
+    expect(out).not.toMatch(/\]\(|\]:|https?:\/\/|<https?|<img|www\.|&#64;/);
+    expect(out).toContain('&lt;img src=x>');
+    expect(out).toContain('&amp;#64;admin');
+    // Readable: only zero-width joiners and escapes were added.
+    expect(out.replaceAll(ZWJ, '')).toContain('[docs](https://evil.example/x)');
+  });
+
+  it("keeps the app's own closing keyword and HTML where its own markup needs them", () => {
+    const body = prBody({
+      issue: 5,
+      run,
+      result: result({ summary: 'Fixes #1 for @admin, see https://evil.example' }),
+      report: report('verified', 'ok', { runId: 'j', remote: 'r', baseCommit: 'b' } as never, []),
+    });
+    expect(body.match(CLOSING)).toEqual(['Fixes #5']);
+    expect(body).not.toContain('https://');
+    const evidence = evidenceComment(
+      run,
+      '<details><summary>x</summary>\n\n`@admin` closes #2\n\n</details>',
+    );
+    expect(evidence).toContain('<details><summary>x</summary>');
+    expect(evidence.match(CLOSING)).toBeNull();
+    expect(evidence).not.toMatch(/@admin/);
+    // Titles and commit messages are plain text: only keywords and mentions change there.
+    expect(prTitle({ number: 5, title: 'Crash <b>, closes #1 (@admin)' })).toBe(
+      `Fix #5: Crash <b>, c${ZWJ}loses #1 (@${ZWJ}admin)`,
+    );
+  });
+
+  it('the trace comment breaks them in the stop error, and the issue comment in the reason and evidence', () => {
+    const trace = traceComment(run, result({ error: 'model said: fixes #9 @admin' }), '');
+    expect(trace.match(CLOSING)).toBeNull();
+    expect(trace).not.toMatch(/@admin/);
+    const comment = unverifiedComment({
+      run,
+      result: result(),
+      report: report(
+        'regression',
+        'test `t` (closes #4) failed',
+        { runId: 'j', remote: 'r', baseCommit: 'b' } as never,
+        [],
+      ),
+      evidence: 'fixes #3 [x](https://e.example)',
+    });
+    expect(comment.match(CLOSING)).toBeNull();
+    expect(comment).not.toMatch(/https?:\/\//);
+  });
 });
 
 describe('rendering', () => {

@@ -121,7 +121,7 @@ describe('RunStore', () => {
     new RunStore(file).close();
     new RunStore(file).close();
     const db = new Database(file);
-    expect(db.pragma('user_version', { simple: true })).toBe(2);
+    expect(db.pragma('user_version', { simple: true })).toBe(3);
     db.close();
   });
 });

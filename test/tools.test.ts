@@ -36,6 +36,7 @@ async function setup(files: Record<string, string | Buffer>, limits: Partial<Too
   const ctx: ToolContext = {
     runId: 'run-1',
     worktree: repo.path,
+    gitDir: path.join(repo.path, '.git'),
     baseCommit: repo.head,
     limits: { ...loadConfig({}).limits, ...limits },
     testCommands: {
@@ -505,6 +506,50 @@ describe('protected paths', () => {
       version: sha('x = 1\n'),
     });
     expect(app.success).toBe(true);
+  });
+
+  // Issue 10, item 7: these entries passed validation but, matched as literal prefixes, protected nothing.
+  it.each([
+    [
+      './migrations',
+      ['migrations/001.sql', 'migrations/a/2.sql'],
+      'migrations/003.sql',
+      ['migrations2/1.sql'],
+    ],
+    [
+      'migrations/',
+      ['migrations/001.sql', 'migrations/a/2.sql'],
+      'migrations/003.sql',
+      ['migrations2/1.sql'],
+    ],
+    [
+      'migrations/**',
+      ['migrations/001.sql', 'migrations/a/2.sql'],
+      'migrations/b/3.sql',
+      ['migrations2/1.sql'],
+    ],
+    ['migrations/*.sql', ['migrations/001.sql'], 'migrations/003.sql', ['migrations/notes.txt', 'x/001.sql']],
+    [
+      '**/secrets.txt',
+      ['secrets.txt', 'config/deep/secrets.txt'],
+      'new/secrets.txt',
+      ['config/my-secrets.txt'],
+    ],
+  ])('protects %s in edit, create and delete', async (entry, protectedFiles, created, freeFiles) => {
+    const env = await setup(Object.fromEntries([...protectedFiles, ...freeFiles].map((f) => [f, 'old\n'])));
+    const reg = createRegistry({ ...env.ctx, protectedPaths: [entry] });
+    const edit = (file: string) =>
+      reg.call('edit_file', { path: file, old_text: 'old', new_text: 'new', version: sha('old\n') });
+    for (const file of protectedFiles) {
+      const refused = await edit(file);
+      expectFail(refused, 'path_forbidden');
+      expect(refused.error).toContain('protected');
+      expectFail(await reg.call('delete_file', { path: file, version: sha('old\n') }), 'path_forbidden');
+      expect(readFileSync(path.join(env.wt, file), 'utf8')).toBe('old\n');
+    }
+    expectFail(await reg.call('create_file', { path: created, content: 'x\n' }), 'path_forbidden');
+    expect(existsSync(path.join(env.wt, created))).toBe(false);
+    for (const file of freeFiles) expect((await edit(file)).success).toBe(true);
   });
 });
 

@@ -25,6 +25,9 @@ const PROVIDER_PRESETS = {
 export type Provider = keyof typeof PROVIDER_PRESETS;
 export const PROVIDERS = Object.keys(PROVIDER_PRESETS) as [Provider, ...Provider[]];
 
+/** The model a provider uses when no name is configured (null: the name is required). */
+export const defaultModelOf = (provider: Provider): string | null => PROVIDER_PRESETS[provider].model;
+
 const ResolvedModelSchema = z.strictObject({
   provider: z.enum(PROVIDERS),
   baseUrl: z.url(),

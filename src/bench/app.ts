@@ -58,7 +58,13 @@ async function webhookLatency(): Promise<Record<string, number>> {
     const deliver = async (issue: number): Promise<number> => {
       const body = JSON.stringify({
         action: 'labeled',
-        issue: { number: issue, title: `issue ${issue}`, labels: [{ name: config.app.label }] },
+        issue: {
+          number: issue,
+          title: `issue ${issue}`,
+          body: null,
+          updated_at: new Date().toISOString(),
+          labels: [{ name: config.app.label }],
+        },
         label: { name: config.app.label },
         repository: {
           id: 1,

@@ -6,6 +6,7 @@ type Bench = () => Promise<Record<string, number | string>>;
 
 const BENCHES: Record<string, () => Promise<Bench>> = {
   docker: async () => (await import('./docker.js')).benchDocker,
+  'build-output': async () => (await import('./build-output.js')).benchBuildOutput,
   context: async () => (await import('./context.js')).benchContext,
   app: async () => (await import('./app.js')).benchApp,
 };

@@ -10,6 +10,7 @@ commands:
   verify   judge a candidate patch in a clean worktree and a fresh container
   eval     run the agent and the judge on a JSON Lines task file
   serve    start the GitHub App (Probot) server
+  build-network  create the build network and install its iptables rules (as root)
 `;
 
 type Command = (argv: string[]) => Promise<number>;
@@ -20,6 +21,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   verify: async () => (await import('./verify.js')).verifyCommand,
   eval: async () => (await import('./eval.js')).evalCommand,
   serve: async () => (await import('./serve.js')).serveCommand,
+  'build-network': async () => (await import('./build-network.js')).buildNetworkCommand,
 };
 
 async function main(argv: string[]): Promise<number> {

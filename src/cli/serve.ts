@@ -1,7 +1,9 @@
 import { readFileSync } from 'node:fs';
+import Docker from 'dockerode';
 import SmeeClient from 'smee-client';
 import { z } from 'zod';
 import { loadConfig, loadEnv } from '../config/config.js';
+import { ensureBuildNetwork } from '../environment/network.js';
 import { startApp } from '../webhook/server.js';
 
 /** Probot's usual variables; the private key comes inline (PRIVATE_KEY) or from a file (PRIVATE_KEY_PATH). */
@@ -33,8 +35,18 @@ export async function serveCommand(_argv: string[]): Promise<number> {
   }
   const env = parsed.data;
   const privateKey = env.PRIVATE_KEY?.replace(/\\n/g, '\n') ?? readFileSync(env.PRIVATE_KEY_PATH!, 'utf8');
+  const config = loadConfig(raw);
+  // Fail at start-up, not in every run, when builds cannot be kept off the host and internal networks.
+  try {
+    await ensureBuildNetwork(new Docker(), config.sandbox.buildNetwork);
+  } catch (err) {
+    process.stderr.write(
+      `agenticfix serve: build network: ${err instanceof Error ? err.message : String(err)}\n`,
+    );
+    return 2;
+  }
   const app = await startApp({
-    config: loadConfig(raw),
+    config,
     appId: env.APP_ID,
     privateKey,
     webhookSecret: env.WEBHOOK_SECRET,

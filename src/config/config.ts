@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse as parseDotenv } from 'dotenv';
 import { z } from 'zod';
-import { PROVIDERS } from '../agent/providers.js';
+import { defaultModelOf, PROVIDERS } from '../agent/providers.js';
 
 /**
  * The one source of truth for every host-side limit, budget and path. Values come from
@@ -34,6 +34,7 @@ const ENV_SCHEMA = z.object({
   AGENTICFIX_MAX_LIST_ENTRIES: int(2000, 1),
   AGENTICFIX_MAX_SCANNED_ENTRIES: int(20000, 1),
   AGENTICFIX_MAX_WORKTREE_MB: int(1024, 1),
+  AGENTICFIX_MAX_PATCH_FILE_BYTES: int(10 * MiB, 1),
   // Docker sandbox
   AGENTICFIX_BASE_IMAGE: z.string().min(1).default('agenticfix/debian:bookworm'),
   AGENTICFIX_SANDBOX_MEMORY_MB: int(1024, 16),
@@ -41,8 +42,27 @@ const ENV_SCHEMA = z.object({
   AGENTICFIX_SANDBOX_PIDS: int(256, 8),
   AGENTICFIX_SANDBOX_TMPFS_MB: int(256, 1),
   AGENTICFIX_BUILD_TIMEOUT_S: int(900, 1),
+  AGENTICFIX_BUILD_MAX_OUTPUT_MB: int(64, 1),
+  AGENTICFIX_BUILD_CONTEXT_MAX_MB: int(256, 1),
   AGENTICFIX_IMAGE_KEEP: int(20, 1),
   AGENTICFIX_IMAGE_MAX_AGE_H: int(168, 1),
+  // Build network: `isolated` (a bridge of its own behind rules the app installs), `preinstalled` (the same
+  // bridge, rules installed by the operator with `agenticfix build-network`) or `unrestricted` (Docker's default bridge)
+  AGENTICFIX_BUILD_NETWORK: z.enum(['isolated', 'preinstalled', 'unrestricted']).default('isolated'),
+  AGENTICFIX_BUILD_DNS: z
+    .string()
+    .transform((v) => v.split(',').map((s) => s.trim()))
+    .pipe(z.array(z.ipv4()).min(1))
+    .optional(), // default: the IPv4 nameservers of /etc/resolv.conf (what Docker's resolver forwards to)
+  AGENTICFIX_BUILD_PROXY: z
+    .string()
+    .regex(/^[0-9.]+:\d{1,5}$/, 'expected <IPv4>:<port>')
+    .transform((v) => ({
+      host: v.slice(0, v.lastIndexOf(':')),
+      port: Number(v.slice(v.lastIndexOf(':') + 1)),
+    }))
+    .pipe(z.strictObject({ host: z.ipv4(), port: z.number().int().min(1).max(65535) }))
+    .optional(),
   // Model
   AGENTICFIX_MODEL_PROVIDER: z.enum(PROVIDERS).optional(),
   AGENTICFIX_MODEL_NAME: z.string().min(1).optional(),
@@ -57,6 +77,13 @@ const ENV_SCHEMA = z.object({
   AGENTICFIX_TOOL_CALL_BUDGET: int(120, 1),
   AGENTICFIX_TIME_BUDGET_S: int(1800, 1),
   AGENTICFIX_TOKEN_RESERVE: int(12_000, 0),
+  // Operator ceilings: a repository config or a rerun command may lower budgets, never raise them past
+  // these (default: the budgets above), and may name only allow-listed models.
+  AGENTICFIX_MAX_TOKENS: z.coerce.number().int().min(1).optional(),
+  AGENTICFIX_MAX_REQUESTS: z.coerce.number().int().min(1).optional(),
+  AGENTICFIX_MAX_TOOL_CALLS: z.coerce.number().int().min(1).optional(),
+  AGENTICFIX_MAX_TIME_S: z.coerce.number().int().min(1).optional(),
+  AGENTICFIX_MODEL_ALLOWLIST: z.string().optional(), // comma-separated; default: the configured model name
   // Context policy
   AGENTICFIX_OBSERVATION_MAX_CHARS: int(12_000, 200),
   AGENTICFIX_KEEP_FULL_OBSERVATIONS: int(4, 1),
@@ -67,6 +94,7 @@ const ENV_SCHEMA = z.object({
   AGENTICFIX_LOOP_REPEAT: int(3, 2),
   // Verification
   AGENTICFIX_FLAKY_RERUNS: int(2, 0),
+  AGENTICFIX_MAX_REPORT_MB: int(32, 1),
   // App
   AGENTICFIX_CONCURRENCY: int(2, 1),
   AGENTICFIX_LABEL: z.string().min(1).default('agenticfix'),
@@ -92,6 +120,8 @@ export interface Config {
     maxScannedEntries: number;
     /** A worktree larger than this after a test run ends the run. */
     maxWorktreeBytes: number;
+    /** Larger new or changed files are left out of exported patches (and of the workspace revision). */
+    maxPatchFileBytes: number;
   };
   sandbox: {
     baseImage: string;
@@ -100,10 +130,21 @@ export interface Config {
     pidsLimit: number;
     tmpfsBytes: number;
     buildTimeoutMs: number;
+    /** Build output (the engine's progress stream) past which a build is stopped. */
+    buildMaxOutputBytes: number;
+    /** Worktree snapshot sent as build context; it is held in memory. */
+    buildContextMaxBytes: number;
     imageKeep: number;
     imageMaxAgeMs: number;
     /** AGENTICFIX_HOME here and on the engine's host, when they differ (the app in a container). */
     hostHome: { local: string; host: string } | null;
+    buildNetwork: {
+      mode: 'isolated' | 'preinstalled' | 'unrestricted';
+      /** Resolvers builds may reach on port 53; undefined = the host's /etc/resolv.conf. */
+      dns?: string[];
+      /** When set, the only other destination builds may reach (passed to builds as HTTP(S)_PROXY). */
+      proxy?: { host: string; port: number };
+    };
   };
   model: {
     provider?: z.infer<typeof ENV_SCHEMA>['AGENTICFIX_MODEL_PROVIDER'];
@@ -113,6 +154,8 @@ export interface Config {
     timeoutMs: number;
     maxRetries: number;
     retryBaseMs: number;
+    /** Model names a repository config or a command may choose. */
+    allowlist: string[];
   };
   budgets: {
     tokens: number;
@@ -121,9 +164,11 @@ export interface Config {
     timeMs: number;
     tokenReserve: number;
   };
+  /** The most a repository config or a command may ask for. */
+  ceilings: { tokens: number; requests: number; toolCalls: number; timeMs: number };
   context: { observationMaxChars: number; keepFullObservations: number; enabled: boolean };
   agent: { maxFormatErrors: number; noEditNudges: number; loopRepeat: number };
-  verify: { flakyReruns: number };
+  verify: { flakyReruns: number; /** Largest test report the judge reads. */ maxReportBytes: number };
   app: {
     concurrency: number;
     label: string;
@@ -157,6 +202,43 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
     throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`);
   }
   const e = parsed.data;
+  const ceilings = {
+    tokens: e.AGENTICFIX_MAX_TOKENS ?? e.AGENTICFIX_TOKEN_BUDGET,
+    requests: e.AGENTICFIX_MAX_REQUESTS ?? e.AGENTICFIX_REQUEST_BUDGET,
+    toolCalls: e.AGENTICFIX_MAX_TOOL_CALLS ?? e.AGENTICFIX_TOOL_CALL_BUDGET,
+    timeS: e.AGENTICFIX_MAX_TIME_S ?? e.AGENTICFIX_TIME_BUDGET_S,
+  };
+  const below = (
+    [
+      ['AGENTICFIX_MAX_TOKENS', ceilings.tokens, 'AGENTICFIX_TOKEN_BUDGET', e.AGENTICFIX_TOKEN_BUDGET],
+      [
+        'AGENTICFIX_MAX_REQUESTS',
+        ceilings.requests,
+        'AGENTICFIX_REQUEST_BUDGET',
+        e.AGENTICFIX_REQUEST_BUDGET,
+      ],
+      [
+        'AGENTICFIX_MAX_TOOL_CALLS',
+        ceilings.toolCalls,
+        'AGENTICFIX_TOOL_CALL_BUDGET',
+        e.AGENTICFIX_TOOL_CALL_BUDGET,
+      ],
+      ['AGENTICFIX_MAX_TIME_S', ceilings.timeS, 'AGENTICFIX_TIME_BUDGET_S', e.AGENTICFIX_TIME_BUDGET_S],
+    ] as const
+  ).filter(([, max, , budget]) => max < budget);
+  if (below.length > 0) {
+    const lines = below.map(([m, max, b, budget]) => `${m}: ${max} is below ${b} (${budget})`);
+    throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`);
+  }
+  const defaultModel =
+    e.AGENTICFIX_MODEL_NAME ?? (e.AGENTICFIX_MODEL_PROVIDER && defaultModelOf(e.AGENTICFIX_MODEL_PROVIDER));
+  const allowlist = e.AGENTICFIX_MODEL_ALLOWLIST
+    ? e.AGENTICFIX_MODEL_ALLOWLIST.split(',')
+        .map((m) => m.trim())
+        .filter(Boolean)
+    : defaultModel
+      ? [defaultModel]
+      : [];
   const home = path.resolve(cwd, e.AGENTICFIX_HOME);
   return {
     cacheDir: path.resolve(cwd, e.AGENTICFIX_CACHE_DIR ?? path.join(home, 'cache')),
@@ -171,6 +253,7 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       maxListEntries: e.AGENTICFIX_MAX_LIST_ENTRIES,
       maxScannedEntries: e.AGENTICFIX_MAX_SCANNED_ENTRIES,
       maxWorktreeBytes: e.AGENTICFIX_MAX_WORKTREE_MB * MiB,
+      maxPatchFileBytes: e.AGENTICFIX_MAX_PATCH_FILE_BYTES,
     },
     sandbox: {
       baseImage: e.AGENTICFIX_BASE_IMAGE,
@@ -179,11 +262,18 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       pidsLimit: e.AGENTICFIX_SANDBOX_PIDS,
       tmpfsBytes: e.AGENTICFIX_SANDBOX_TMPFS_MB * MiB,
       buildTimeoutMs: e.AGENTICFIX_BUILD_TIMEOUT_S * 1000,
+      buildMaxOutputBytes: e.AGENTICFIX_BUILD_MAX_OUTPUT_MB * MiB,
+      buildContextMaxBytes: e.AGENTICFIX_BUILD_CONTEXT_MAX_MB * MiB,
       imageKeep: e.AGENTICFIX_IMAGE_KEEP,
       imageMaxAgeMs: e.AGENTICFIX_IMAGE_MAX_AGE_H * 3600_000,
       hostHome: e.AGENTICFIX_HOST_HOME
         ? { local: home, host: path.posix.normalize(e.AGENTICFIX_HOST_HOME) }
         : null,
+      buildNetwork: {
+        mode: e.AGENTICFIX_BUILD_NETWORK,
+        dns: e.AGENTICFIX_BUILD_DNS,
+        proxy: e.AGENTICFIX_BUILD_PROXY,
+      },
     },
     model: {
       provider: e.AGENTICFIX_MODEL_PROVIDER,
@@ -193,6 +283,7 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       timeoutMs: e.AGENTICFIX_MODEL_TIMEOUT_S * 1000,
       maxRetries: e.AGENTICFIX_MODEL_MAX_RETRIES,
       retryBaseMs: e.AGENTICFIX_MODEL_RETRY_BASE_MS,
+      allowlist,
     },
     budgets: {
       tokens: e.AGENTICFIX_TOKEN_BUDGET,
@@ -200,6 +291,12 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       toolCalls: e.AGENTICFIX_TOOL_CALL_BUDGET,
       timeMs: e.AGENTICFIX_TIME_BUDGET_S * 1000,
       tokenReserve: e.AGENTICFIX_TOKEN_RESERVE,
+    },
+    ceilings: {
+      tokens: ceilings.tokens,
+      requests: ceilings.requests,
+      toolCalls: ceilings.toolCalls,
+      timeMs: ceilings.timeS * 1000,
     },
     context: {
       observationMaxChars: e.AGENTICFIX_OBSERVATION_MAX_CHARS,
@@ -211,7 +308,7 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       noEditNudges: e.AGENTICFIX_NO_EDIT_NUDGES,
       loopRepeat: e.AGENTICFIX_LOOP_REPEAT,
     },
-    verify: { flakyReruns: e.AGENTICFIX_FLAKY_RERUNS },
+    verify: { flakyReruns: e.AGENTICFIX_FLAKY_RERUNS, maxReportBytes: e.AGENTICFIX_MAX_REPORT_MB * MiB },
     app: {
       concurrency: e.AGENTICFIX_CONCURRENCY,
       label: e.AGENTICFIX_LABEL,

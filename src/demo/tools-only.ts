@@ -74,6 +74,7 @@ export async function runToolsOnlyDemo(opts: DemoOptions): Promise<DemoSummary> 
     const ctx: ToolContext = {
       runId,
       worktree: work.path,
+      gitDir: work.gitDir,
       baseCommit,
       limits: config.limits,
       testCommands: { default: CALCULATOR_TEST_ARGV },
@@ -105,14 +106,14 @@ export async function runToolsOnlyDemo(opts: DemoOptions): Promise<DemoSummary> 
     }
     summary.after_tests = counts(after);
 
-    const exported = await exportPatch(work.path, baseCommit);
+    const exported = await exportPatch(work, baseCommit, { maxFileBytes: config.limits.maxPatchFileBytes });
     const patch = trace.writeArtifact('final.patch', exported.patch);
     summary.patch_path = patch.path;
 
     // Independent check: the patch alone, applied to a clean worktree at the same base.
     const clean = await workspaces.create(repo, baseCommit, `${runId}-verify`);
     worktrees.push(clean);
-    const applied = await applyPatch(clean.path, exported.patch);
+    const applied = await applyPatch(clean, exported.patch);
     if (!applied.ok) throw new Error(`patch does not apply: ${applied.error}`);
     const sandbox =
       ctx.environment && builder ? builder.sandboxFor(ctx.environment.imageId) : new LocalSandbox();

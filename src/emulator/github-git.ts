@@ -120,6 +120,12 @@ export type TreeEntry =
   | { kind: 'blob'; sha: string; content: Buffer }
   | { kind: 'tree'; entries: { type: string; sha: string; name: string; size: number }[] };
 
+/** A blob's bytes by its id; null when there is no such blob. */
+export function readBlob(gitDir: string, sha: string): Buffer | null {
+  if (gitText(gitDir, ['cat-file', '-t', sha]) !== 'blob') return null;
+  return git(gitDir, ['cat-file', 'blob', sha]).stdout;
+}
+
 /** Reads `ref:path`: a file's bytes or a directory's listing; null when absent. */
 export function readTreePath(gitDir: string, commit: string, filePath: string): TreeEntry | null {
   const spec = `${commit}:${filePath}`;

@@ -10,6 +10,7 @@ import {
   commitInfo,
   diffFiles,
   hasCommitsBetween,
+  readBlob,
   readTreePath,
   resolveCommit,
 } from './github-git.js';
@@ -35,6 +36,8 @@ export class ApiError extends Error {
   }
 }
 
+/** The contents API returns a file's content inline only up to this size. */
+const CONTENTS_MAX_BYTES = 1024 * 1024;
 const notFound = () => new ApiError(404, { message: 'Not Found', documentation_url: DOCS });
 const badCredentials = () => new ApiError(401, { message: 'Bad credentials', documentation_url: DOCS });
 const validationFailed = (...errors: Json[]) =>
@@ -311,16 +314,31 @@ export function createRouter({
     if (/application\/vnd\.github(\.v3)?\.raw/.test(ctx.accept)) {
       return { status: 200, body: entry.content, headers: { 'content-type': 'text/plain; charset=utf-8' } };
     }
+    // Like GitHub, the JSON form leaves out the content of files over 1 MB (read them as git blobs).
+    const large = entry.content.length > CONTENTS_MAX_BYTES;
     return ok({
       type: 'file',
-      encoding: 'base64',
+      encoding: large ? 'none' : 'base64',
       name: filePath.split('/').pop(),
       path: filePath,
       sha: entry.sha,
       size: entry.content.length,
-      content: entry.content.toString('base64'),
+      content: large ? '' : entry.content.toString('base64'),
       url: url(filePath),
       html_url: `${baseUrl()}/${ctx.repo.fullName}/blob/${ref}/${filePath}`,
+    });
+  });
+  onRepo('GET', '/repos/:owner/:repo/git/blobs/:sha', (ctx) => {
+    const sha = ctx.params.sha as string;
+    const content = /^[0-9a-f]{40}$/.test(sha) ? readBlob(ctx.repo.bareDir, sha) : null;
+    if (!content) throw notFound();
+    return ok({
+      sha,
+      node_id: `B_${sha}`,
+      size: content.length,
+      url: `${baseUrl()}/repos/${ctx.repo.fullName}/git/blobs/${sha}`,
+      content: content.toString('base64'),
+      encoding: 'base64',
     });
   });
   onRepo('GET', '/repos/:owner/:repo/collaborators/:user/permission', (ctx) => {

@@ -17,6 +17,7 @@ import { createRouter, type Reply } from './github-routes.js';
 import { Shapes } from './github-shapes.js';
 import {
   EmulatorState,
+  timestamp,
   type CommentRecord,
   type IssueRecord,
   type Permission,
@@ -83,6 +84,14 @@ export interface GitHubEmulator {
     repo: string,
     fields: { title: string; body?: string; user: string; labels?: string[] },
   ): number;
+  /** Changes an issue's title or body as `user` would, and delivers `issues.edited`. */
+  editIssue(
+    owner: string,
+    repo: string,
+    issue: number,
+    fields: { title?: string; body?: string },
+    user: string,
+  ): Promise<DeliveryResult>;
   /** Adds the label (if absent) and delivers `issues.labeled` either way. */
   label(owner: string, repo: string, issue: number, label: string, sender: string): Promise<DeliveryResult>;
   /** Stores the comment and delivers `issue_comment.created` (issues and pull requests alike). */
@@ -279,6 +288,22 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
     },
     createIssue(owner, repo, fields) {
       return state.createIssue(repoOf(owner, repo), fields).number;
+    },
+    editIssue(owner, repoName, number, fields, user) {
+      const repo = repoOf(owner, repoName);
+      const issue = issueOf(repo, number);
+      state.user(user);
+      const changes = {
+        ...(fields.title !== undefined ? { title: { from: issue.title } } : {}),
+        ...(fields.body !== undefined ? { body: { from: issue.body ?? '' } } : {}),
+      };
+      Object.assign(issue, fields, { updatedAt: timestamp() });
+      return webhooks.deliver('issues', {
+        action: 'edited',
+        issue: shapes.issue(repo, issue),
+        changes,
+        ...envelope(repo, user),
+      });
     },
     label(owner, repoName, number, label, sender) {
       const repo = repoOf(owner, repoName);

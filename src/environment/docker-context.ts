@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
-import { lstat, readdir, readFile, readlink } from 'node:fs/promises';
+import { readdir, readlink } from 'node:fs/promises';
 import path from 'node:path';
 import dockerignoreModule from '@balena/dockerignore';
 import tar from 'tar-stream';
 import { ALWAYS_EXCLUDED } from '../patch/types.js';
+import { readRegularFile } from '../workspace/safe-read.js';
 
 // CommonJS package typed with `export default`: under NodeNext the default import is the factory itself.
 const ignore = dockerignoreModule as unknown as typeof dockerignoreModule.default;
@@ -20,15 +21,32 @@ export interface SnapshotEntry {
   linkTarget: string | null;
 }
 
+const MiB = 1024 * 1024;
+
 const SKIPPED_DIRS = new Set<string>(['.git', ...ALWAYS_EXCLUDED]);
+
+/** Bytes a tar header takes: every entry costs at least this much in the build context. */
+const TAR_HEADER = 512;
 
 /**
  * The files a build may see: the worktree without .git, caches and whatever `.dockerignore`
- * excludes. Only regular files and symlinks; nothing outside the worktree is ever read.
+ * excludes. Regular files are read without following links or blocking (a FIFO planted by a test
+ * would hang a plain read), symlinks are kept as links, anything else (FIFOs, sockets, devices) is
+ * skipped; nothing outside the worktree is ever read. The context is held in memory, so past
+ * `maxBytes` the snapshot fails rather than read a huge worktree.
  */
-export async function snapshotWorktree(worktree: string): Promise<SnapshotEntry[]> {
-  const ignoreFile = await readFile(path.join(worktree, '.dockerignore'), 'utf8').catch(() => '');
-  const ig = ignore({ ignorecase: false }).add(ignoreFile);
+export async function snapshotWorktree(worktree: string, maxBytes: number): Promise<SnapshotEntry[]> {
+  let budget = maxBytes;
+  const take = (bytes: number) => {
+    budget -= bytes;
+    if (budget < 0)
+      throw new Error(
+        `the build context is over ${Math.floor(maxBytes / MiB)} MiB (AGENTICFIX_BUILD_CONTEXT_MAX_MB): exclude large files and folders in .dockerignore`,
+      );
+  };
+  const ignoreFile = readRegularFile(path.join(worktree, '.dockerignore'), maxBytes);
+  if (ignoreFile.ok && ignoreFile.truncated) take(ignoreFile.stat.size); // over the budget on its own: throws
+  const ig = ignore({ ignorecase: false }).add(ignoreFile.ok ? ignoreFile.buf.toString('utf8') : '');
   const out: SnapshotEntry[] = [];
   const walk = async (rel: string): Promise<void> => {
     const dirents = await readdir(path.join(worktree, rel), { withFileTypes: true });
@@ -42,10 +60,14 @@ export async function snapshotWorktree(worktree: string): Promise<SnapshotEntry[
       if (d.name === CONTEXT_DOCKERFILE || SKIPPED_DIRS.has(d.name) || ig.ignores(childRel)) continue;
       const abs = path.join(worktree, childRel);
       if (d.isSymbolicLink()) {
+        take(TAR_HEADER);
         out.push({ path: childRel, mode: 0o777, content: null, linkTarget: await readlink(abs) });
       } else if (d.isFile()) {
-        const st = await lstat(abs);
-        out.push({ path: childRel, mode: st.mode & 0o777, content: await readFile(abs), linkTarget: null });
+        // Reads one byte past the budget so that a file too large for it is noticed, never read whole.
+        const file = readRegularFile(abs, Math.max(budget - TAR_HEADER, 0) + 1);
+        if (!file.ok) continue; // replaced by something else (a FIFO, a link) since it was listed
+        take(TAR_HEADER + (file.truncated ? file.stat.size : file.buf.length));
+        out.push({ path: childRel, mode: file.stat.mode & 0o777, content: file.buf, linkTarget: null });
       }
     }
   };

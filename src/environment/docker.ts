@@ -2,6 +2,7 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import Docker from 'dockerode';
 import type { Config } from '../config/config.js';
+import { gitLinkChanges, restoreGitLink, snapshotGitLink, type GitLinkSnapshot } from '../workspace/guard.js';
 import { OutputCapture } from './capture.js';
 import { processOwner, worktreeUser } from './lending.js';
 import { parseTestSummary, statusFromExit } from './summary.js';
@@ -52,10 +53,31 @@ export function hostPath(p: string, map: Config['sandbox']['hostHome']): string 
 }
 
 /**
+ * After a run: a changed `.git` (or admin file) turns any outcome into an isolation error, and `.git` is
+ * put back so the worktree stays usable for the run's record. A check that cannot be made counts as a change.
+ */
+async function checkIsolation(link: GitLinkSnapshot, result: RunOutcome): Promise<RunOutcome> {
+  const changes = await gitLinkChanges(link).catch((err: unknown) => [`cannot check .git: ${message(err)}`]);
+  if (changes.length === 0) return result;
+  const restored = await restoreGitLink(link).then(
+    (done) => (done ? '.git restored' : '.git left as found'),
+    (err: unknown) => `.git not restored: ${message(err)}`,
+  );
+  const violation = `${changes.join('; ')} (${restored})`;
+  return {
+    ...result,
+    status: 'error',
+    detail: `isolation violated: ${violation}`,
+    isolation_violation: violation,
+  };
+}
+
+/**
  * Runs a test argv in a fresh container of a model-built image: no network, no capabilities,
  * no privilege escalation, read-only root with a small writable /tmp, memory/CPU/pid limits, the
- * worktree as the only writable mount, a wall-clock timeout and capped output. The container is
- * always force-removed afterwards (no AutoRemove, which races with reading its exit state).
+ * worktree as the only writable mount (its `.git` read-only, checked after the run), a wall-clock
+ * timeout and capped output. The container is always force-removed afterwards (no AutoRemove, which
+ * races with reading its exit state).
  */
 export class DockerSandbox implements Sandbox {
   readonly kind = 'docker' as const;
@@ -97,17 +119,22 @@ export class DockerSandbox implements Sandbox {
     if (!cmd) return outcome('error', 'empty argv');
     if (req.signal?.aborted) return outcome('cancelled');
 
+    let link: GitLinkSnapshot;
     let owner: Awaited<ReturnType<typeof worktreeUser>>;
     try {
+      link = await snapshotGitLink(req.worktree);
+      if (link.dotGit.kind === 'other') return outcome('error', "the worktree's .git is not a file");
       owner = await worktreeUser(req.worktree);
     } catch (err) {
       return outcome('error', `worktree not accessible: ${message(err)}`);
     }
+    let result: RunOutcome;
     try {
-      return await this.runAs(owner.user, cmd, args, req, started, outcome);
+      result = await this.runAs(owner.user, cmd, args, req, started, outcome, link);
     } finally {
       await owner.release();
     }
+    return checkIsolation(link, result);
   }
 
   private async runAs(
@@ -117,8 +144,19 @@ export class DockerSandbox implements Sandbox {
     req: RunRequest,
     started: number,
     outcome: (status: RunOutcome['status'], detail?: string) => RunOutcome,
+    link: GitLinkSnapshot,
   ): Promise<RunOutcome> {
     const deadlineS = Math.ceil((req.timeoutMs + DEADLINE_GRACE_MS) / 1000);
+    const binds = [`${hostPath(req.worktree, this.limits.hostHome)}:${CONTAINER_WORKTREE}:rw`];
+    // `.git` is bind-mounted read-only over the writable worktree: as a mount point it cannot be
+    // written, removed or replaced by a rename, so the tests cannot point it at a repository of their
+    // own. Read-only rather than masked: nothing on the host has to be made or cleaned up per run, and
+    // its content (a path the container cannot reach) tells the tests nothing useful. Host git does not
+    // read it anyway (GIT_DIR is explicit); the check after the run catches any change all the same.
+    if (link.dotGit.kind !== 'missing')
+      binds.push(
+        `${hostPath(path.join(req.worktree, '.git'), this.limits.hostHome)}:${CONTAINER_WORKTREE}/.git:ro`,
+      );
     let container: Docker.Container;
     try {
       container = await this.docker.createContainer({
@@ -145,7 +183,7 @@ export class DockerSandbox implements Sandbox {
         Tty: false,
         NetworkDisabled: true,
         HostConfig: {
-          Binds: [`${hostPath(req.worktree, this.limits.hostHome)}:${CONTAINER_WORKTREE}:rw`],
+          Binds: binds,
           NetworkMode: 'none',
           Memory: this.limits.memoryBytes,
           MemorySwap: this.limits.memoryBytes, // equal: no swap on top of the memory limit

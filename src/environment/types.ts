@@ -33,6 +33,11 @@ export interface RunOutcome {
   summary: TestSummary | null;
   /** Free-form detail when status is error (e.g. OOM-killed, image missing). */
   detail?: string;
+  /**
+   * Set (with status error) when the run changed what it must never change: the worktree's `.git` or
+   * the repository it leads to. The sandbox can no longer be trusted; callers stop the run.
+   */
+  isolation_violation?: string;
 }
 
 export interface Sandbox {

@@ -1,9 +1,10 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
-import { git } from '../workspace/git.js';
-import { ALWAYS_EXCLUDED, type ApplyResult, type ExportedPatch } from './types.js';
+import { capStderr, worktreeGit } from '../workspace/git.js';
+import type { WorktreeGit } from '../workspace/types.js';
+import { ALWAYS_EXCLUDED, type ApplyResult, type ExportedPatch, type SkippedFile } from './types.js';
 
 /** A leading '-' would be read by git as an option. */
 const Rev = z
@@ -29,69 +30,157 @@ const DIFF_ARGS = [
   '--dst-prefix=b/',
 ];
 
+export interface ExportOptions {
+  /** Files larger than this stay out of the patch (new or changed ones are reported in `skipped`). */
+  maxFileBytes: number;
+}
+
+interface Staged {
+  env: Record<string, string>;
+  scratchDir: string;
+  skipped: SkippedFile[];
+}
+
 /**
- * Stages the worktree's current content (minus ignored and always-excluded paths) into a temporary
- * index based on `baseCommit` and runs `fn` with that index; the worktree's own index is never touched.
+ * Stages the worktree's current content (minus ignored, always-excluded and oversized paths) into a
+ * temporary index based on `baseCommit` and runs `fn` with it. Nothing is written to the repository:
+ * not its index, and not its object store (new objects go to a temporary object directory, the
+ * mirror's objects are only read, as alternates), so whatever a test wrote never enters the mirror.
  */
 async function withTempIndex<T>(
-  worktreePath: string,
+  wt: WorktreeGit,
   baseCommit: string,
-  fn: (env: Record<string, string>, scratchDir: string) => Promise<T>,
+  opts: ExportOptions,
+  fn: (staged: Staged) => Promise<T>,
 ): Promise<T> {
   Rev.parse(baseCommit);
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'agenticfix-index-'));
-  const env = { GIT_INDEX_FILE: path.join(dir, 'index') };
+  const common = (await worktreeGit(wt, ['rev-parse', '--path-format=absolute', '--git-common-dir'])).stdout;
+  const scratchDir = await mkdtemp(path.join(os.tmpdir(), 'agenticfix-index-'));
+  const env = {
+    GIT_INDEX_FILE: path.join(scratchDir, 'index'),
+    GIT_OBJECT_DIRECTORY: path.join(scratchDir, 'objects'),
+    GIT_ALTERNATE_OBJECT_DIRECTORIES: path.join(common.trim(), 'objects'),
+  };
   try {
-    await git(['read-tree', baseCommit], { cwd: worktreePath, env });
-    await git(['add', '-A', '--', '.', ...EXCLUDE_PATHSPECS], { cwd: worktreePath, env });
-    return await fn(env, dir);
+    await mkdir(env.GIT_OBJECT_DIRECTORY);
+    await worktreeGit(wt, ['read-tree', baseCommit], { env });
+    const { excluded, skipped } = await leftOut(wt, baseCommit, env, opts.maxFileBytes);
+    // Pathspecs through stdin: any number of excluded paths, whatever characters they hold.
+    const pathspecs = ['.', ...EXCLUDE_PATHSPECS, ...excluded.map((p) => `:(exclude,literal)${p}`)];
+    await worktreeGit(wt, ['add', '-A', '--pathspec-from-file=-', '--pathspec-file-nul'], {
+      env,
+      input: pathspecs.join('\0'),
+    });
+    return await fn({ env, scratchDir, skipped });
   } finally {
-    await rm(dir, { recursive: true, force: true });
+    await rm(scratchDir, { recursive: true, force: true });
   }
+}
+
+/** How many lstat calls run at once when sizing the worktree's files. */
+const STAT_BATCH = 256;
+
+/**
+ * What `git add -A` must not stage. Files larger than `maxBytes`: those that differ from the base (new,
+ * or changed content) are reported as skipped; an unchanged large file of the base is recognised by
+ * hashing it without writing anything. Repositories nested in the worktree (a test's `git init`): git
+ * would stage them as commit links that no patch can carry, and fails on one without a commit.
+ */
+async function leftOut(
+  wt: WorktreeGit,
+  baseCommit: string,
+  env: Record<string, string>,
+  maxBytes: number,
+): Promise<{ excluded: string[]; skipped: SkippedFile[] }> {
+  const listing = await worktreeGit(
+    wt,
+    ['ls-files', '-z', '--cached', '--others', '--exclude-standard', '--', '.', ...EXCLUDE_PATHSPECS],
+    { env },
+  );
+  const listed = [...new Set(listing.stdout.split('\0').filter(Boolean))];
+  // ls-files names a nested repository as a directory, with a trailing slash.
+  const nested = listed.filter((p) => p.endsWith('/'));
+  const paths = listed.filter((p) => !p.endsWith('/'));
+  const large: SkippedFile[] = [];
+  for (let i = 0; i < paths.length; i += STAT_BATCH) {
+    const batch = paths.slice(i, i + STAT_BATCH);
+    const sizes = await Promise.all(
+      batch.map((p) =>
+        lstat(path.join(wt.path, p)).then(
+          (st) => (st.isFile() ? st.size : 0),
+          () => 0,
+        ),
+      ),
+    );
+    batch.forEach((p, j) => {
+      if (sizes[j]! > maxBytes) large.push({ path: p, bytes: sizes[j]!, reason: 'too_large' });
+    });
+  }
+  const skipped: SkippedFile[] = nested.map((p) => ({ path: p, bytes: 0, reason: 'repository' }));
+  for (const f of large) if (!(await sameAsBase(wt, baseCommit, env, f))) skipped.push(f);
+  return { excluded: [...nested, ...large.map((f) => f.path)], skipped };
+}
+
+/** Whether a large file is the base's, unchanged: sizes first, then a hash that writes nothing. */
+async function sameAsBase(
+  wt: WorktreeGit,
+  baseCommit: string,
+  env: Record<string, string>,
+  f: SkippedFile,
+): Promise<boolean> {
+  const spec = `${baseCommit}:${f.path}`;
+  const size = await worktreeGit(wt, ['cat-file', '-s', spec], { env, allowFail: true });
+  if (size.exitCode !== 0 || Number(size.stdout.trim()) !== f.bytes) return false;
+  const blob = (await worktreeGit(wt, ['rev-parse', spec], { env })).stdout.trim();
+  return (await worktreeGit(wt, ['hash-object', '--', f.path], { env })).stdout.trim() === blob;
 }
 
 /**
  * The staged diff as text. Content that is not UTF-8 would be mangled by decoding (U+FFFD appears), so the
  * diff is then redone with every file treated as binary: a base85 patch reproduces any bytes.
  */
-async function stagedDiff(
-  worktreePath: string,
-  baseCommit: string,
-  env: Record<string, string>,
-  scratchDir: string,
-): Promise<string> {
-  const text = (await git([...DIFF_ARGS, baseCommit], { cwd: worktreePath, env })).stdout;
+async function stagedDiff(wt: WorktreeGit, baseCommit: string, staged: Staged): Promise<string> {
+  const { env, scratchDir } = staged;
+  const text = (await worktreeGit(wt, [...DIFF_ARGS, baseCommit], { env })).stdout;
   if (!text.includes('\uFFFD')) return text;
   const attrs = path.join(scratchDir, 'attributes');
   await writeFile(attrs, '* -diff\n');
   const args = ['-c', `core.attributesFile=${attrs}`, ...DIFF_ARGS, baseCommit];
-  return (await git(args, { cwd: worktreePath, env })).stdout;
+  return (await worktreeGit(wt, args, { env })).stdout;
 }
 
-export async function exportPatch(worktreePath: string, baseCommit: string): Promise<ExportedPatch> {
-  return withTempIndex(worktreePath, baseCommit, async (env, scratchDir) => {
-    const patch = await stagedDiff(worktreePath, baseCommit, env, scratchDir);
-    const tree = (await git(['write-tree'], { cwd: worktreePath, env })).stdout.trim();
-    return { patch, files: patchFiles(patch), tree };
+export async function exportPatch(
+  wt: WorktreeGit,
+  baseCommit: string,
+  opts: ExportOptions,
+): Promise<ExportedPatch> {
+  return withTempIndex(wt, baseCommit, opts, async (staged) => {
+    const patch = await stagedDiff(wt, baseCommit, staged);
+    const tree = (await worktreeGit(wt, ['write-tree'], { env: staged.env })).stdout.trim();
+    return { patch, files: patchFiles(patch), tree, skipped: staged.skipped };
   });
 }
 
 /** Tree id of the worktree's current content, computed exactly as exportPatch does. */
-export async function workspaceRevision(worktreePath: string, baseCommit: string): Promise<string> {
-  return withTempIndex(worktreePath, baseCommit, async (env) =>
-    (await git(['write-tree'], { cwd: worktreePath, env })).stdout.trim(),
+export async function workspaceRevision(
+  wt: WorktreeGit,
+  baseCommit: string,
+  opts: ExportOptions,
+): Promise<string> {
+  return withTempIndex(wt, baseCommit, opts, async ({ env }) =>
+    (await worktreeGit(wt, ['write-tree'], { env })).stdout.trim(),
   );
 }
 
 /** Applies a `git diff --binary` patch to the files (not the index); all or nothing. */
-export async function applyPatch(worktreePath: string, patch: string): Promise<ApplyResult> {
+export async function applyPatch(wt: WorktreeGit, patch: string): Promise<ApplyResult> {
   if (patch.trim() === '') return { ok: true, error: null };
   const input = patch.endsWith('\n') ? patch : `${patch}\n`;
   const args = ['apply', '--binary', '--whitespace=nowarn'];
   for (const extra of [['--check'], []]) {
-    const res = await git([...args, ...extra, '-'], { cwd: worktreePath, input, allowFail: true });
+    const res = await worktreeGit(wt, [...args, ...extra, '-'], { input, allowFail: true });
     if (res.exitCode !== 0)
-      return { ok: false, error: res.stderr.trim() || `git apply exited ${res.exitCode}` };
+      return { ok: false, error: capStderr(res.stderr) || `git apply exited ${res.exitCode}` };
   }
   return { ok: true, error: null };
 }

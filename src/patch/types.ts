@@ -1,11 +1,23 @@
-/** Patch export and application. Export never touches the worktree's own index (temporary GIT_INDEX_FILE). */
+/**
+ * Patch export and application. Export never touches the worktree's own index (temporary GIT_INDEX_FILE)
+ * nor the mirror's object store (temporary GIT_OBJECT_DIRECTORY).
+ */
 export interface ExportedPatch {
   /** `git diff --binary` text against the base commit; empty string when nothing changed. */
   patch: string;
   /** Paths touched by the patch, relative to the worktree root. */
   files: string[];
-  /** Tree id of the worktree content as exported (the "workspace revision"). */
+  /** Tree id of the worktree content as exported (the "workspace revision"); an id only, the object is not kept. */
   tree: string;
+  /** What was left out of the patch (and never stored anywhere). */
+  skipped: SkippedFile[];
+}
+
+export interface SkippedFile {
+  path: string;
+  bytes: number;
+  /** too_large: a new or changed file over the size limit; repository: a repository nested in the worktree. */
+  reason: 'too_large' | 'repository';
 }
 
 export interface ApplyResult {

@@ -6,9 +6,12 @@ import { editComment, postComment, type GitHub, type IssueRef } from '../publish
 import { branchFor, pushPatch, tokenAuth, upsertDraftPr } from '../publish/pr.js';
 import {
   blockedPathsNote,
+  ciBlockedNote,
+  ciFlagNote,
   collapsed,
   configComment,
   evidenceComment,
+  inert,
   prBody,
   prTitle,
   traceComment,
@@ -19,7 +22,7 @@ import type { QueueHooks } from '../queue/queue.js';
 import type { RunRecord, RunStore, RunUpdate } from '../queue/store.js';
 import type { JudgeOptions, VerificationReport } from '../verify/types.js';
 import { fetchFile, loadRepoConfig, REPO_CONFIG_PATH, type RepoConfig } from '../webhook/repo-config.js';
-import { isUnder } from '../tools/paths.js';
+import { matchingPattern } from '../tools/path-patterns.js';
 import { capMiddle } from '../trace/cap.js';
 import { GitWorkspaceManager } from '../workspace/manager.js';
 import type { ModelSpec, RepairOptions, RepairResult } from './types.js';
@@ -129,21 +132,31 @@ export class JobRunner implements QueueHooks {
     const ref = refOf(run);
     status.update({ phase: 'preparing_workspace' });
 
-    const [repo, issue] = await Promise.all([
-      gh.rest.repos.get({ owner: run.owner, repo: run.repo }),
-      gh.rest.issues.get({ owner: run.owner, repo: run.repo, issue_number: run.issue }),
-    ]);
-    const loaded = await loadRepoConfig(gh, run.owner, run.repo, run.base_commit);
+    // The issue as it was when the run was triggered: an edit made after the label is never read.
+    if (run.issue_title === null || run.issue_body === null) {
+      const error = 'this run has no snapshot of the issue (recorded by an older version of the app).';
+      return this.failWith(run, gh, error, 'cannot run');
+    }
+    const issue = { title: run.issue_title, body: run.issue_body, number: run.issue };
+    const repo = await gh.rest.repos.get({ owner: run.owner, repo: run.repo });
+    const loaded = await loadRepoConfig(gh, run.owner, run.repo, run.base_commit, config);
     if (!loaded.ok) return this.failWith(run, gh, loaded.error, 'configuration error');
     const rc = loaded.config;
     let dockerfile: string | undefined;
     if (rc.dockerfile) {
-      const text = await fetchFile(gh, run.owner, run.repo, rc.dockerfile, run.base_commit);
-      if (text === null) {
-        const error = `${REPO_CONFIG_PATH}: the maintainer Dockerfile \`${rc.dockerfile}\` does not exist at ${run.base_commit.slice(0, 12)}.`;
+      const file = await fetchFile(
+        gh,
+        run.owner,
+        run.repo,
+        rc.dockerfile,
+        run.base_commit,
+        config.limits.maxFileBytes,
+      );
+      if (!file.ok || file.text === null) {
+        const error = `${REPO_CONFIG_PATH}: the maintainer Dockerfile: ${file.ok ? `\`${rc.dockerfile}\` does not exist at ${run.base_commit.slice(0, 12)}.` : file.error}`;
         return this.failWith(run, gh, error, 'configuration error');
       }
-      dockerfile = text;
+      dockerfile = file.text;
     }
 
     const modelName = run.model ?? rc.model ?? null;
@@ -164,7 +177,7 @@ export class JobRunner implements QueueHooks {
       config: runConfig,
       remote,
       baseCommit: run.base_commit,
-      issue: { title: issue.data.title, body: issue.data.body ?? '', number: run.issue },
+      issue,
       testArgv: rc.test,
       protectedPaths: [...NEVER_PUSHED, ...rc.protected_paths],
       model: spec,
@@ -214,7 +227,7 @@ export class JobRunner implements QueueHooks {
         result,
         report,
         rc,
-        issueTitle: issue.data.title,
+        issueTitle: issue.title,
         budgets,
         modelLabel,
         defaultBranch: repo.data.default_branch,
@@ -273,16 +286,20 @@ export class JobRunner implements QueueHooks {
   }): Promise<RunUpdate> {
     const { run, gh, ref, status, result, report, rc } = a;
     const evidence = await this.deps.renderEvidence(report);
-    const blocked = patchFiles(result.patch).filter((f) =>
-      isUnder(f, [...NEVER_PUSHED, ...rc.protected_paths]),
-    );
+    const files = patchFiles(result.patch);
+    const blocked = files.filter((f) => matchingPattern(f, [...NEVER_PUSHED, ...rc.protected_paths]));
+    const ci = files.filter((f) => matchingPattern(f, rc.ci_entry_points.paths));
+    const ciBlocked = rc.ci_entry_points.policy === 'block' && ci.length > 0;
     const wantPr = report.verdict === 'verified' || rc.publish_unverified;
-    if (!wantPr || blocked.length > 0 || !result.patch.trim()) {
-      const why = blocked.length > 0 ? blockedPathsNote(blocked) : undefined;
+    if (!wantPr || blocked.length > 0 || ciBlocked || !result.patch.trim()) {
+      const notes = [blocked.length > 0 && blockedPathsNote(blocked), ciBlocked && ciBlockedNote(ci)].filter(
+        (n): n is string => typeof n === 'string',
+      );
+      const why = notes.length > 0 ? notes.join('\n\n') : undefined;
       await this.comment(run, gh, ref, unverifiedComment({ run, result, report, evidence, why }));
       await status.final({
         phase: 'done',
-        detail: `Verdict \`${report.verdict}\`: ${report.reason}\n\nNo pull request was opened.`,
+        detail: `Verdict \`${report.verdict}\`: ${inert(report.reason)}\n\nNo pull request was opened.`,
       });
       return { state: 'done' };
     }
@@ -310,7 +327,7 @@ export class JobRunner implements QueueHooks {
     this.o.store.update(run.id, { pr_number: pr.number });
     const prRef = { ...ref, issue: pr.number };
     const events = existsSync(result.trace_path) ? readFileSync(result.trace_path, 'utf8') : '';
-    await this.comment(run, gh, prRef, evidenceComment(run, evidence));
+    await this.comment(run, gh, prRef, evidenceComment(run, evidence, ci.length > 0 ? [ciFlagNote(ci)] : []));
     await this.comment(run, gh, prRef, traceComment(run, result, events));
     await this.comment(
       run,
@@ -329,7 +346,7 @@ export class JobRunner implements QueueHooks {
     );
     await status.final({
       phase: 'done',
-      detail: `Verdict \`${report.verdict}\`: ${report.reason}\n\nDraft pull request #${pr.number} ${pr.created ? 'opened' : 'updated'}.`,
+      detail: `Verdict \`${report.verdict}\`: ${inert(report.reason)}\n\nDraft pull request #${pr.number} ${pr.created ? 'opened' : 'updated'}.`,
       links: [{ label: `Pull request #${pr.number}`, url: pr.url }],
     });
     return { state: 'done', pr_number: pr.number };

@@ -10,6 +10,7 @@ import { DockerEnvironmentBuilder } from '../environment/builder.js';
 import { LocalSandbox } from '../environment/local.js';
 import type { RunOutcome } from '../environment/types.js';
 import { exportPatch } from '../patch/patch.js';
+import type { SkippedFile } from '../patch/types.js';
 import { createRegistry, DEFAULT_TOOLS, toolsFor } from '../tools/registry.js';
 import type { ToolContext, ToolDefinition, ToolRegistry, ToolResult } from '../tools/types.js';
 import { capMiddle } from '../trace/cap.js';
@@ -102,6 +103,7 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
     ctx = {
       runId,
       worktree: worktree.path,
+      gitDir: worktree.gitDir,
       baseCommit,
       limits: config.limits,
       testCommands: { default: opts.testArgv },
@@ -150,10 +152,18 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
 
   // Every stop saves the patch as it stands.
   let patch = '';
+  let skipped: SkippedFile[] = [];
   let error = outcome.error;
   if (worktree) {
     try {
-      patch = (await exportPatch(worktree.path, baseCommit)).patch;
+      ({ patch, skipped } = await exportPatch(worktree, baseCommit, {
+        maxFileBytes: config.limits.maxPatchFileBytes,
+      }));
+      if (skipped.length > 0)
+        trace.event('patch_files_skipped', {
+          max_file_bytes: config.limits.maxPatchFileBytes,
+          files: skipped,
+        });
     } catch (err) {
       error = [error, `patch export failed: ${capMiddle(message(err))}`].filter(Boolean).join('; ');
     }
@@ -178,6 +188,7 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
     base_commit: baseCommit,
     patch,
     patch_path: artifacts[0]!.path,
+    patch_skipped: skipped,
     trace_path: trace.eventsPath,
     result_path: trace.resultPath,
     run_dir: trace.dir,

@@ -1,5 +1,6 @@
 import type { Config } from '../config/config.js';
 import type { RunOutcome } from '../environment/types.js';
+import type { SkippedFile } from '../patch/types.js';
 
 /** How the agent is driven: a real OpenAI-compatible model, a scripted replay, or a person at a prompt. */
 export type ModelSpec =
@@ -22,7 +23,7 @@ export interface RepairOptions {
   testArgv: string[];
   model: ModelSpec;
   sandbox: 'docker' | 'local';
-  /** Repository paths (files or directory prefixes) the agent's tools refuse to change. */
+  /** Path patterns (src/tools/path-patterns.ts) the agent's tools refuse to change. */
   protectedPaths?: string[];
   /** A maintainer-provided Dockerfile used instead of asking the model to write one. */
   dockerfile?: string;
@@ -61,6 +62,7 @@ export interface RepairResult {
   base_commit: string; // full SHA
   patch: string; // final patch text ('' if none)
   patch_path: string; // runs/<id>/final.patch
+  patch_skipped: SkippedFile[]; // left out of the patch: files over AGENTICFIX_MAX_PATCH_FILE_BYTES, nested repositories
   trace_path: string; // runs/<id>/events.jsonl
   result_path: string; // runs/<id>/result.json
   run_dir: string;

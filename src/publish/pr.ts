@@ -1,5 +1,6 @@
-import { git, type GitConfig } from '../workspace/git.js';
+import { capStderr, worktreeGit, type GitConfig } from '../workspace/git.js';
 import type { GitWorkspaceManager } from '../workspace/manager.js';
+import type { WorktreeGit } from '../workspace/types.js';
 import { applyPatch } from '../patch/patch.js';
 import { Redactor } from '../trace/redact.js';
 import type { GitHub } from './github.js';
@@ -30,19 +31,19 @@ export interface PushOptions {
 export async function pushPatch(o: PushOptions): Promise<PushResult> {
   const wt = await o.workspaces.create(o.cloneUrl, o.baseCommit, `${o.runId}-publish`);
   try {
-    const applied = await applyPatch(wt.path, o.patch);
+    const applied = await applyPatch(wt, o.patch);
     if (!applied.ok) return { ok: false, error: `the patch does not apply: ${applied.error}` };
-    await git(['add', '-A'], { cwd: wt.path });
-    await git(['commit', '-q', '--no-verify', '-m', o.message], { cwd: wt.path });
-    const commit = (await git(['rev-parse', 'HEAD'], { cwd: wt.path })).stdout.trim();
+    await worktreeGit(wt, ['add', '-A']);
+    await worktreeGit(wt, ['commit', '-q', '--no-verify', '-m', o.message]);
+    const commit = (await worktreeGit(wt, ['rev-parse', 'HEAD'])).stdout.trim();
     const { token } = (await o.gh.auth({ type: 'installation' })) as { token: string };
     const ref = `refs/heads/${o.branch}`;
-    const seen = await authGit(['ls-remote', '--refs', o.cloneUrl, ref], wt.path, token);
+    const seen = await authGit(['ls-remote', '--refs', o.cloneUrl, ref], wt, token);
     if (!seen.ok) return seen;
     const lease = seen.stdout.split('\t')[0]?.trim() ?? ''; // '' = the branch must not exist yet
     const pushed = await authGit(
       ['push', '--porcelain', `--force-with-lease=${ref}:${lease}`, o.cloneUrl, `${commit}:${ref}`],
-      wt.path,
+      wt,
       token,
     );
     return pushed.ok ? { ok: true, commit } : pushed;
@@ -60,17 +61,17 @@ export function tokenAuth(token: string): GitConfig {
 /** Runs a network git command with the token as a per-call header; errors never carry the token. */
 async function authGit(
   args: string[],
-  cwd: string,
+  wt: WorktreeGit,
   token: string,
 ): Promise<{ ok: true; stdout: string } | { ok: false; error: string }> {
   const auth = tokenAuth(token);
   const redactor = new Redactor([token, ...auth.map(([, v]) => v.replace('Authorization: Basic ', ''))]);
   try {
-    const res = await git(args, { cwd, allowFail: true, config: auth });
+    const res = await worktreeGit(wt, args, { allowFail: true, config: auth });
     if (res.exitCode === 0) return { ok: true, stdout: res.stdout };
     return {
       ok: false,
-      error: redactor.text(`git ${args[0]} failed (exit ${res.exitCode}): ${res.stderr.trim()}`),
+      error: `git ${args[0]} failed (exit ${res.exitCode}): ${capStderr(redactor.text(res.stderr))}`,
     };
   } catch (e) {
     return { ok: false, error: redactor.text(e instanceof Error ? e.message : String(e)) };

@@ -68,11 +68,38 @@ export function fitBody(body: string, max = GITHUB_BODY_LIMIT): string {
   return head + note;
 }
 
+const ZWJ = '\u200d';
+
+/**
+ * Makes text that the model (or an outsider) wrote inert where the app posts it: closing keywords
+ * followed by an issue reference (`Fixes #3`, `closes owner/repo#3`, `resolves https://…/issues/3`)
+ * and @-mentions get a zero-width joiner inside, so they neither close issues nor notify anyone;
+ * unless `plain` (titles, commit messages), links are broken too (URL schemes, `www.`, `[text](url)`,
+ * reference definitions, HTML entities) and, unless `keepHtml`, HTML tags are escaped.
+ */
+export function inert(text: string, o: { plain?: boolean; keepHtml?: boolean } = {}): string {
+  let t = text
+    .replace(
+      /\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)(?=:?\s*(?:(?:[\w.-]+\/[\w.-]+)?#\d|https?:\/\/))/gi,
+      (k) => k[0] + ZWJ + k.slice(1),
+    )
+    .replace(/@(?=[\w-])/g, '@' + ZWJ);
+  if (o.plain) return t;
+  t = t
+    .replace(/\b([a-z][a-z0-9+.-]*):\/\//gi, `$1${ZWJ}://`)
+    .replace(/\bwww\./gi, `www${ZWJ}.`)
+    .replace(/\]\s*([(:[])/g, `]${ZWJ}$1`)
+    .replace(/&(?=#?\w+;)/g, '&amp;');
+  return o.keepHtml ? t : t.replace(/<(?=[a-z/!?])/gi, '&lt;');
+}
+
+/** The run, its base commit and the version of the issue it worked on. */
 const runLine = (run: RunRecord): string =>
-  `Run \`${run.id}\`, base commit \`${run.base_commit.slice(0, 12)}\``;
+  `Run \`${run.id}\`, base commit \`${run.base_commit.slice(0, 12)}\`` +
+  (run.issue_updated_at ? `, issue #${run.issue} as of ${run.issue_updated_at}` : '');
 
 export function prTitle(issue: { number: number; title: string }): string {
-  const t = `Fix #${issue.number}: ${issue.title}`.replace(/\s+/g, ' ').trim();
+  const t = `Fix #${issue.number}: ${inert(issue.title, { plain: true })}`.replace(/\s+/g, ' ').trim();
   return t.length > 200 ? t.slice(0, 199) + '…' : t;
 }
 
@@ -82,20 +109,21 @@ export function prBody(a: {
   result: RepairResult;
   report: VerificationReport;
 }): string {
-  const summary = a.result.summary?.trim() || 'The agent did not leave a summary.';
+  const summary = inert(a.result.summary?.trim() || 'The agent did not leave a summary.');
   return fitBody(
     [
       `### Summary\n\n${cutMiddle(summary, 8000).text}`,
       `Fixes #${a.issue}`,
-      `### Verification\n\n**Verdict: \`${a.report.verdict}\`**: ${a.report.reason}`,
+      `### Verification\n\n**Verdict: \`${a.report.verdict}\`**: ${inert(a.report.reason)}`,
       `<sub>Opened by AgenticFix. ${runLine(a.run)}. Evidence, trace and configuration are in the comments below.</sub>`,
     ].join('\n\n'),
   );
 }
 
-export function evidenceComment(run: RunRecord, markdown: string): string {
-  const head = `## Test evidence\n\n<sub>${runLine(run)}</sub>\n\n`;
-  return head + cutMiddle(markdown, GITHUB_BODY_LIMIT - head.length - MARGIN).text;
+/** The judge's report (its test names and outputs come from model-written code) and the app's notes. */
+export function evidenceComment(run: RunRecord, markdown: string, notes: string[] = []): string {
+  const head = [`## Test evidence\n\n<sub>${runLine(run)}</sub>`, ...notes, ''].join('\n\n');
+  return head + cutMiddle(inert(markdown, { keepHtml: true }), GITHUB_BODY_LIMIT - head.length - MARGIN).text;
 }
 
 interface ToolEnd {
@@ -148,7 +176,7 @@ export function traceComment(run: RunRecord, result: RepairResult, eventsJsonl: 
   const parts = [
     `## Trace summary\n\n<sub>${runLine(run)}</sub>`,
     [
-      `- Stop reason: \`${result.stop_reason}\`${result.error ? ` (${oneLine(result.error, 300)})` : ''}`,
+      `- Stop reason: \`${result.stop_reason}\`${result.error ? ` (${inert(oneLine(result.error, 300))})` : ''}`,
       `- Duration: ${(result.duration_ms / 1000).toFixed(1)} s; ${result.requests} model requests, ${result.tool_calls} tool calls`,
       `- Tokens: ${t.total} total (${t.prompt} prompt, ${t.completion} completion, ${t.cached} cached)`,
     ].join('\n'),
@@ -223,19 +251,30 @@ export function unverifiedComment(a: {
 }): string {
   const head = [
     `## AgenticFix: no pull request`,
-    `**Verdict: \`${a.report.verdict}\`**: ${a.report.reason}`,
+    `**Verdict: \`${a.report.verdict}\`**: ${inert(a.report.reason)}`,
     a.why ?? 'Only verified patches are published as pull requests.',
     `<sub>${runLine(a.run)}; stop reason \`${a.result.stop_reason}\`.</sub>`,
   ].join('\n\n');
   const room = GITHUB_BODY_LIMIT - head.length - 2 * MARGIN;
-  const evidence = cutMiddle(a.evidence, Math.floor(room / 2)).text;
+  const evidence = cutMiddle(inert(a.evidence, { keepHtml: true }), Math.floor(room / 2)).text;
   const patch = a.result.patch
     ? collapsed('Candidate patch', a.result.patch, room - evidence.length, 'diff')
     : '_The run produced no patch._';
   return fitBody(`${head}\n\n### Evidence\n\n${evidence}\n\n${patch}`);
 }
 
+const fileList = (files: string[]): string => files.map((f) => `\`${f}\``).join(', ');
+
 export function blockedPathsNote(files: string[]): string {
-  const list = files.map((f) => `\`${f}\``).join(', ');
-  return `The patch changes ${list}, which the app never pushes: workflow files need a permission the app does not hold by design, and the repository's \`protected_paths\` are off limits. A maintainer can apply the patch below by hand after review.`;
+  return `The patch changes ${fileList(files)}, which the app never pushes: workflow files need a permission the app does not hold by design, and the repository's \`protected_paths\` are off limits. A maintainer can apply the patch below by hand after review.`;
+}
+
+/** The evidence's warning for a published patch that changes CI entry points (`ci_entry_points: flag`). */
+export function ciFlagNote(files: string[]): string {
+  return `> [!WARNING]\n> This patch changes CI entry points: ${fileList(files)}. The branch lives in this repository, so workflows it triggers run these files with the repository's secrets. Review them before approving or re-running workflows for this pull request.`;
+}
+
+/** Why a patch that changes CI entry points was not pushed (`ci_entry_points: block`). */
+export function ciBlockedNote(files: string[]): string {
+  return `The patch changes CI entry points (${fileList(files)}) and this repository's \`ci_entry_points\` policy is \`block\`: a push would run them in CI with the repository's secrets. A maintainer can apply the patch below by hand after review.`;
 }

@@ -35,6 +35,10 @@ const RUN_ROW = z.strictObject({
   patch_path: z.string().nullable(),
   run_dir: z.string().nullable(),
   superseded_by: z.string().nullable(),
+  // The issue as it was when the run was triggered: the run works on this, never on a later edit.
+  issue_title: z.string().nullable(),
+  issue_body: z.string().nullable(),
+  issue_updated_at: z.string().nullable(),
 });
 
 export type RunRecord = z.output<typeof RUN_ROW>;
@@ -43,7 +47,7 @@ export type NewRun = Pick<
   RunRecord,
   'owner' | 'repo' | 'issue' | 'installation_id' | 'trigger' | 'triggered_by' | 'delivery_id' | 'base_commit'
 > &
-  Partial<Pick<RunRecord, 'model' | 'token_budget'>>;
+  Partial<Pick<RunRecord, 'model' | 'token_budget' | 'issue_title' | 'issue_body' | 'issue_updated_at'>>;
 
 export type RunUpdate = Partial<
   Omit<
@@ -73,6 +77,10 @@ const MIGRATIONS = [
    ALTER TABLE deliveries ADD COLUMN payload TEXT;
    ALTER TABLE deliveries ADD COLUMN done_at TEXT;
    UPDATE deliveries SET done_at = received_at;`,
+  // The issue snapshot taken at trigger time (runs recorded before have none).
+  `ALTER TABLE runs ADD COLUMN issue_title TEXT;
+   ALTER TABLE runs ADD COLUMN issue_body TEXT;
+   ALTER TABLE runs ADD COLUMN issue_updated_at TEXT;`,
 ];
 
 export class RunStore {
@@ -132,11 +140,21 @@ export class RunStore {
     this.db
       .prepare(
         `INSERT INTO runs (id, owner, repo, issue, installation_id, trigger, triggered_by, delivery_id,
-           model, token_budget, base_commit, state, created_at)
+           model, token_budget, base_commit, state, created_at, issue_title, issue_body, issue_updated_at)
          VALUES (@id, @owner, @repo, @issue, @installation_id, @trigger, @triggered_by, @delivery_id,
-           @model, @token_budget, @base_commit, 'queued', @created_at)`,
+           @model, @token_budget, @base_commit, 'queued', @created_at, @issue_title, @issue_body,
+           @issue_updated_at)`,
       )
-      .run({ model: null, token_budget: null, ...input, id, created_at: now() });
+      .run({
+        model: null,
+        token_budget: null,
+        issue_title: null,
+        issue_body: null,
+        issue_updated_at: null,
+        ...input,
+        id,
+        created_at: now(),
+      });
     return this.get(id)!;
   }
 

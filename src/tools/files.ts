@@ -1,16 +1,8 @@
-import {
-  closeSync,
-  constants,
-  fstatSync,
-  lstatSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  type Stats,
-} from 'node:fs';
+import { fstatSync, lstatSync, readdirSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { ALWAYS_EXCLUDED } from '../patch/types.js';
 import { sha256 } from '../trace/trace.js';
+import { readRegularFile } from '../workspace/safe-read.js';
 import { isForbiddenName, pathError, resolveInWorktree } from './paths.js';
 import { fail, type ToolContext, type ToolResult } from './types.js';
 
@@ -46,20 +38,10 @@ export const sameFile = (fd: number, seen: Stats): boolean => {
   return st.isFile() && st.dev === seen.dev && st.ino === seen.ino;
 };
 
-/** Reads the file `seen` describes through one descriptor; null if it is gone or was replaced since. */
+/** Reads the file `seen` describes through one descriptor; null if it is gone, replaced or grown since. */
 export function readSameFile(abs: string, seen: Stats): Buffer | null {
-  let fd: number;
-  try {
-    // O_NONBLOCK: opening a FIFO swapped in must not hang the run.
-    fd = openSync(abs, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  } catch {
-    return null;
-  }
-  try {
-    return sameFile(fd, seen) ? readFileSync(fd) : null;
-  } finally {
-    closeSync(fd);
-  }
+  const r = readRegularFile(abs, seen.size, seen);
+  return r.ok && !r.truncated ? r.buf : null;
 }
 
 /** Resolves and reads an existing regular file within the limits; `text` also refuses binary files. */

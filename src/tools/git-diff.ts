@@ -17,7 +17,11 @@ export const gitDiff: ToolDefinition<typeof DiffArgs> = {
   args: DiffArgs,
   mutates: false,
   async run(ctx) {
-    const { patch, files } = await exportPatch(ctx.worktree, ctx.baseCommit);
+    const { patch, files, skipped } = await exportPatch(
+      { path: ctx.worktree, gitDir: ctx.gitDir },
+      ctx.baseCommit,
+      { maxFileBytes: ctx.limits.maxPatchFileBytes },
+    );
     const patchPath = path.join(ctx.runDir, 'current.patch');
     try {
       writeFileSync(patchPath, patch);
@@ -31,6 +35,9 @@ export const gitDiff: ToolDefinition<typeof DiffArgs> = {
         base_commit: ctx.baseCommit,
         patch_path: patchPath,
         files,
+        // Left out of the patch: new or changed files over the limit, nested repositories.
+        skipped,
+        max_file_bytes: ctx.limits.maxPatchFileBytes,
         preview: truncated
           ? `${patch.slice(0, PREVIEW_CHARS)}\n[... diff truncated; ${patch.length} chars in total]`
           : patch,

@@ -1,6 +1,7 @@
 import { lstatSync, mkdirSync, realpathSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
+import { matchingPattern } from './path-patterns.js';
 import { fail, type ToolContext, type ToolResult } from './types.js';
 
 /**
@@ -135,17 +136,13 @@ export function mkdirSafe(root: string, abs: string): PathFailure | null {
   return null;
 }
 
-/** True when `file` (repository-relative) is one of `prefixes` or lies under one of them. */
-export function isUnder(file: string, prefixes: readonly string[]): boolean {
-  return prefixes.some((p) => {
-    const dir = p.replace(/\/+$/, '');
-    return file === dir || file.startsWith(dir + '/');
-  });
-}
-
 /** Refuses a change to a path the repository's configuration protects. */
 export function protectedPathError(ctx: ToolContext, rel: string): ToolResult | null {
-  return isUnder(rel, ctx.protectedPaths ?? [])
-    ? fail('path_forbidden', `${rel} is protected by the repository's configuration and must not change`)
-    : null;
+  const entry = matchingPattern(rel, ctx.protectedPaths ?? []);
+  return entry === undefined
+    ? null
+    : fail(
+        'path_forbidden',
+        `${rel} is protected (\`${entry}\`) by the repository's configuration and must not change`,
+      );
 }

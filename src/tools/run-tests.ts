@@ -44,7 +44,10 @@ export const runTests: ToolDefinition<typeof RunTestsArgs> = {
       );
     }
     // The revision is taken before the run: it names the content the tests saw.
-    const revision = await workspaceRevision(ctx.worktree, ctx.baseCommit);
+    const wt = { path: ctx.worktree, gitDir: ctx.gitDir };
+    const revision = await workspaceRevision(wt, ctx.baseCommit, {
+      maxFileBytes: ctx.limits.maxPatchFileBytes,
+    });
     const timeoutS = args.timeout ?? maxSeconds;
     const o = await ctx.sandbox.run({
       argv,
@@ -79,6 +82,9 @@ export const runTests: ToolDefinition<typeof RunTestsArgs> = {
       case 'cancelled':
         return fail('cancelled', 'the run was cancelled', data);
       case 'error':
+        // The registry makes this fatal: the run stops, and the trace and result say why.
+        if (o.isolation_violation)
+          return fail('isolation_lost', `sandbox isolation violated: ${o.isolation_violation}`, data);
         return fail('sandbox_error', `tests could not run: ${o.detail ?? 'unknown error'}`, data);
       default:
         return ok(data, truncated);

@@ -60,11 +60,13 @@ export const fail = <T = unknown>(
 export interface ToolContext {
   readonly runId: string;
   readonly worktree: string;
+  /** The worktree's repository (its admin dir in the mirror): host git is always pointed here, never at `.git`. */
+  readonly gitDir: string;
   readonly baseCommit: string;
   readonly limits: Config['limits'];
   /** argv per named test target; `default` must exist. Never a free shell. */
   readonly testCommands: Readonly<Record<string, readonly string[]>>;
-  /** Repository paths (files or directory prefixes) the agent must never change. */
+  /** Path patterns (path-patterns.ts) the agent must never change. */
   readonly protectedPaths?: readonly string[];
   /** Where run artifacts go (runs/<id>), outside the worktree. */
   readonly runDir: string;

@@ -1,6 +1,7 @@
-import { chmod, mkdir, readFile, rm } from 'node:fs/promises';
+import { chmod, mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { RunOutcome, Sandbox } from '../environment/types.js';
+import { readBelow } from '../workspace/safe-read.js';
 import { collectResults, crossCheck, instrumentArgv, REPORT_DIR } from './reports/runner.js';
 import type { ParsedResults, TestResult } from './reports/types.js';
 import type { Cell } from './types.js';
@@ -11,6 +12,8 @@ export interface CellContext {
   argv: readonly string[];
   timeoutMs: number;
   maxOutputBytes: number;
+  /** The report is read only up to this size; a larger one counts as unreadable. */
+  maxReportBytes: number;
   /** Re-runs when the first run has failures, to tell flaky tests from real failures. */
   reruns: number;
   /** Whether "no test collected" is acceptable (base tests of a repository that has none yet). */
@@ -27,6 +30,11 @@ interface OneRun {
 /** A cell that could not run at all (engine error, cancellation): the judge reports infra_error. */
 export class CellInfraError extends Error {
   override name = 'CellInfraError';
+}
+
+/** The run changed the worktree's `.git`: the sandbox did not hold, no result of this judge can stand. */
+export class CellIsolationError extends CellInfraError {
+  override name = 'CellIsolationError';
 }
 
 const TAIL = 2000;
@@ -49,11 +57,13 @@ async function runOnce(
     maxOutputBytes: ctx.maxOutputBytes,
     signal: ctx.signal,
   });
+  if (outcome.isolation_violation) throw new CellIsolationError(outcome.isolation_violation);
   if (outcome.status === 'error' || outcome.status === 'cancelled')
     throw new CellInfraError(`test run ${outcome.status}: ${outcome.detail ?? 'no detail'}`);
-  const report = reportFile
-    ? await readFile(path.join(ctx.worktree, reportFile), 'utf8').catch(() => null)
-    : null;
+  // The container wrote the report: it may have made it a link to a host file, or a FIFO.
+  const read = reportFile ? readBelow(ctx.worktree, reportFile, ctx.maxReportBytes) : null;
+  // A cut report would be partial evidence: it counts as unreadable.
+  const report = read?.ok && !read.truncated ? read.buf.toString('utf8') : null;
   await rm(dir, { recursive: true, force: true });
   const parsed = collectResults(runner, outcome.stdout, report);
   if (outcome.status === 'timeout')

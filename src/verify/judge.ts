@@ -8,7 +8,7 @@ import type { BuildResult, Sandbox } from '../environment/types.js';
 import { applyPatch, patchFiles } from '../patch/patch.js';
 import { GitWorkspaceManager } from '../workspace/manager.js';
 import type { Worktree } from '../workspace/types.js';
-import { runCell } from './cells.js';
+import { CellIsolationError, runCell } from './cells.js';
 import { evaluate } from './evaluate.js';
 import { renderMarkdown } from './markdown.js';
 import { formatFlag, scanPatch, staticTestModifications } from './scan.js';
@@ -66,6 +66,13 @@ export function finish(report: VerificationReport, verdict: Verdict, reason: str
   report.per_test = report.cells.length > 0 && report.cells.every((c) => c.per_test);
   report.duration_ms = Date.now() - Date.parse(report.started_at);
   return VerificationReportSchema.parse(report);
+}
+
+/** The infra_error reason for an exception: an isolation breach is named as such. */
+export function infraReason(err: unknown): string {
+  return err instanceof CellIsolationError
+    ? `Sandbox isolation was violated during a test run (${err.message}); no result of this judge stands.`
+    : `The judge itself failed: ${message(err)}`;
 }
 
 /** Worktrees of one judge call, all removed at the end whatever happens. */
@@ -189,7 +196,7 @@ async function decide(opts: JudgeOptions, runId: string): Promise<VerificationRe
       report.commands.push(`git worktree add --detach ${wt.path} ${base}`);
       if (!patches[cell.name]) continue;
       report.commands.push(`git apply --binary (${cell.label}) in ${wt.path}`);
-      const applied = await applyPatch(wt.path, patches[cell.name]);
+      const applied = await applyPatch(wt, patches[cell.name]);
       if (!applied.ok)
         return finish(
           report,
@@ -217,6 +224,7 @@ async function decide(opts: JudgeOptions, runId: string): Promise<VerificationRe
           argv: opts.testArgv,
           timeoutMs: opts.config.limits.maxTestTimeoutMs,
           maxOutputBytes: opts.config.limits.maxOutputBytes,
+          maxReportBytes: opts.config.verify.maxReportBytes,
           reruns: opts.config.verify.flakyReruns,
           allowEmpty: cell.tests === 'base',
           signal: opts.signal,
@@ -230,7 +238,7 @@ async function decide(opts: JudgeOptions, runId: string): Promise<VerificationRe
     report.tests_modified = judged.tests_modified;
     return finish(report, judged.verdict, judged.reason);
   } catch (err) {
-    return finish(report, 'infra_error', `The judge itself failed: ${message(err)}`);
+    return finish(report, 'infra_error', infraReason(err));
   } finally {
     await worktrees.removeAll();
   }

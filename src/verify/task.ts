@@ -4,10 +4,11 @@ import path from 'node:path';
 import { z } from 'zod';
 import type { Config } from '../config/config.js';
 import { applyPatch, patchFiles } from '../patch/patch.js';
-import { git } from '../workspace/git.js';
+import { worktreeGit } from '../workspace/git.js';
+import type { WorktreeGit } from '../workspace/types.js';
 import { runCell } from './cells.js';
 import { splitArgv } from './argv.js';
-import { buildEnvironment, finish, newReport, newRunId, Worktrees } from './judge.js';
+import { buildEnvironment, finish, infraReason, newReport, newRunId, Worktrees } from './judge.js';
 import type { VerificationReport } from './types.js';
 
 /** SWE-bench stores test lists as JSON-encoded strings; plain arrays are accepted too. */
@@ -96,11 +97,11 @@ export interface GradeOptions {
 }
 
 /** Puts the test files the test patch touches back to the base, as SWE-bench does before applying it. */
-async function resetTestFiles(worktree: string, base: string, testPatch: string): Promise<void> {
+async function resetTestFiles(wt: WorktreeGit, base: string, testPatch: string): Promise<void> {
   for (const f of patchFiles(testPatch)) {
-    const exists = await git(['cat-file', '-e', `${base}:${f}`], { cwd: worktree, allowFail: true });
-    if (exists.exitCode === 0) await git(['checkout', base, '--', f], { cwd: worktree });
-    else await rm(path.join(worktree, f), { force: true });
+    const exists = await worktreeGit(wt, ['cat-file', '-e', `${base}:${f}`], { allowFail: true });
+    if (exists.exitCode === 0) await worktreeGit(wt, ['checkout', base, '--', f]);
+    else await rm(path.join(wt.path, f), { force: true });
   }
 }
 
@@ -153,7 +154,7 @@ export async function gradeInstance(
       `git worktree add --detach ${wt.path} ${base}`,
       'git apply --binary (candidate patch)',
     );
-    const applied = await applyPatch(wt.path, candidatePatch);
+    const applied = await applyPatch(wt, candidatePatch);
     if (!applied.ok)
       return done(
         'patch_does_not_apply',
@@ -163,8 +164,8 @@ export async function gradeInstance(
       'git checkout <base> -- (test files of test_patch)',
       'git apply --binary (test_patch)',
     );
-    await resetTestFiles(wt.path, base, task.test_patch);
-    const testApplied = await applyPatch(wt.path, task.test_patch);
+    await resetTestFiles(wt, base, task.test_patch);
+    const testApplied = await applyPatch(wt, task.test_patch);
     if (!testApplied.ok)
       return done(
         'infra_error',
@@ -193,6 +194,7 @@ export async function gradeInstance(
         argv: taskArgv(task),
         timeoutMs: config.limits.maxTestTimeoutMs,
         maxOutputBytes: config.limits.maxOutputBytes,
+        maxReportBytes: config.verify.maxReportBytes,
         reruns: 0, // graded once, as SWE-bench does
         allowEmpty: false,
         signal: opts.signal,
@@ -230,10 +232,7 @@ export async function gradeInstance(
       `Unresolved: ${f.failure.length} FAIL_TO_PASS test(s) do not pass: ${f.failure.slice(0, 3).join(', ')}.`,
     );
   } catch (err) {
-    return done(
-      'infra_error',
-      `The judge itself failed: ${err instanceof Error ? err.message : String(err)}`,
-    );
+    return done('infra_error', infraReason(err));
   } finally {
     await worktrees.removeAll();
   }

@@ -6,7 +6,7 @@ import type { RunQueue } from '../queue/queue.js';
 import type { NewRun, RunRecord, RunStore } from '../queue/store.js';
 import { parseCommand, USAGE, type Command } from './commands.js';
 import type { Intake } from './intake.js';
-import { loadRepoConfig } from './repo-config.js';
+import { commandRefusal, loadRepoConfig } from './repo-config.js';
 
 /**
  * Webhook handlers. A handler only validates the payload, records the delivery (once: a redelivered
@@ -39,7 +39,13 @@ const COMMON = {
 const LABELED = z.object({
   ...COMMON,
   label: z.object({ name: z.string() }),
-  issue: z.object({ number: z.number().int() }),
+  // The issue as the maintainer labelled it: the run works on this snapshot, not on later edits.
+  issue: z.object({
+    number: z.number().int(),
+    title: z.string(),
+    body: z.string().nullish(),
+    updated_at: z.string(),
+  }),
 });
 const COMMENTED = z.object({
   ...COMMON,
@@ -84,16 +90,20 @@ export function createApp(deps: AppDeps) {
   async function onLabeled(id: string, gh: GitHub, d: z.infer<typeof LABELED>): Promise<void> {
     const { repository: r, sender, issue, label, installation } = d;
     const owner = r.owner.login;
-    const [base, allowed] = await Promise.all([
-      headOf(gh, owner, r.name, r.default_branch),
-      canWrite(gh, owner, r.name, sender.login),
-    ]);
-    // An invalid config falls back to the default label; the job then reports the error on the issue.
-    const rc = await loadRepoConfig(gh, owner, r.name, base);
+    const ref = { owner, repo: r.name, issue: issue.number };
+    // The repository's config (which may rename the trigger label) is read only for a sender who may
+    // start a run: nobody else's label event costs more than this one permission check.
+    if (!(await canWrite(gh, owner, r.name, sender.login))) {
+      if (label.name === config.app.label)
+        await postComment(gh, ref, politeNo(sender.login, 'start AgenticFix'));
+      return;
+    }
+    const base = await headOf(gh, owner, r.name, r.default_branch);
+    // An unreadable or invalid config falls back to the default label; the job then reports the error
+    // on the issue.
+    const rc = await loadRepoConfig(gh, owner, r.name, base, config);
     const wanted = (rc.ok && rc.config.label) || config.app.label;
     if (label.name !== wanted) return;
-    const ref = { owner, repo: r.name, issue: issue.number };
-    if (!allowed) return void (await postComment(gh, ref, politeNo(sender.login, 'start AgenticFix')));
     start(
       {
         ...ref,
@@ -101,6 +111,9 @@ export function createApp(deps: AppDeps) {
         trigger: 'label',
         triggered_by: sender.login,
         base_commit: base,
+        issue_title: issue.title,
+        issue_body: issue.body ?? '',
+        issue_updated_at: issue.updated_at,
       },
       id,
     );
@@ -192,7 +205,13 @@ export function createApp(deps: AppDeps) {
       case 'rerun': {
         if (!(await canWrite(gh, ref.owner, ref.repo, login)))
           return void (await reply(politeNo(login, 'rerun AgenticFix')));
-        const base = await headOf(gh, ref.owner, ref.repo, defaultBranch);
+        const refused = commandRefusal(config, command);
+        if (refused) return void (await reply(`${refused}; nothing started.`));
+        // The issue as it reads now, when a maintainer asked for the run.
+        const [base, { data: snapshot }] = await Promise.all([
+          headOf(gh, ref.owner, ref.repo, defaultBranch),
+          gh.rest.issues.get({ owner: ref.owner, repo: ref.repo, issue_number: ref.issue }),
+        ]);
         start(
           {
             ...ref,
@@ -202,6 +221,9 @@ export function createApp(deps: AppDeps) {
             base_commit: base,
             model: command.model ?? null,
             token_budget: command.budget ?? null,
+            issue_title: snapshot.title,
+            issue_body: snapshot.body ?? '',
+            issue_updated_at: snapshot.updated_at,
           },
           deliveryId,
         );

@@ -28,7 +28,7 @@ const RERUN_ARGS = z.strictObject({
     .string()
     .regex(/^[A-Za-z0-9][\w.:/@-]{0,99}$/, 'letters, digits and . : / @ - _ only (max 100)')
     .optional(),
-  budget: z.coerce.number().int().min(1000).max(10_000_000).optional(),
+  budget: z.coerce.number().int().min(1000).optional(), // capped by the operator's ceiling (app.ts)
 });
 
 export function parseCommand(body: string): ParsedComment {

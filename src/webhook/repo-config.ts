@@ -1,11 +1,67 @@
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import type { Config } from '../config/config.js';
 import type { GitHub } from '../publish/github.js';
+import { parsePathPattern } from '../tools/path-patterns.js';
 
 /** Per-repository settings from `.github/agenticfix.yml` (at the run's base commit). */
 
 export const REPO_CONFIG_PATH = '.github/agenticfix.yml';
+/** Checked against the contents API's `size` before anything is decoded or parsed. */
+export const REPO_CONFIG_MAX_BYTES = 64 * 1024;
 export const DEFAULT_TEST_ARGV = ['python3', '-m', 'pytest', '-q'];
+
+/**
+ * Files that decide what a CI run executes before or around the tests (build, install, test-collection
+ * and CI configuration files). The app's branch lives in the repository, so workflows triggered by its
+ * push run them with the repository's secrets.
+ */
+export const DEFAULT_CI_ENTRY_POINTS = [
+  // Python
+  '**/conftest.py',
+  'setup.py',
+  'setup.cfg',
+  'pyproject.toml',
+  'tox.ini',
+  'noxfile.py',
+  'pytest.ini',
+  'requirements*.txt',
+  // JavaScript
+  '**/package.json',
+  '.npmrc',
+  '.yarnrc',
+  '.yarnrc.yml',
+  // Make, containers, hooks
+  '**/Makefile',
+  '**/*.mk',
+  '**/Dockerfile',
+  'docker-compose*.yml',
+  'docker-compose*.yaml',
+  'compose*.yml',
+  'compose*.yaml',
+  '.pre-commit-config.yaml',
+  // Ruby, JVM, Go, Rust
+  'Gemfile',
+  'Rakefile',
+  '*.gemspec',
+  '**/build.gradle*',
+  'settings.gradle*',
+  'gradlew',
+  'gradle/wrapper',
+  '**/pom.xml',
+  '.mvn',
+  'go.mod',
+  'Cargo.toml',
+  '**/build.rs',
+  // CI configuration (workflows themselves are never pushed)
+  '.github/actions',
+  '.gitlab-ci.yml',
+  '.circleci',
+  '.travis.yml',
+  'Jenkinsfile',
+  'azure-pipelines.yml',
+  '.buildkite',
+];
 
 /** Paths (repo-relative, `/`-separated, no `..`): a file or a directory prefix. */
 const repoPath = z
@@ -15,6 +71,25 @@ const repoPath = z
     (p) => !p.startsWith('/') && !p.split('/').includes('..'),
     'must be relative and inside the repository',
   );
+
+/** A path pattern (see src/tools/path-patterns.ts), normalised; refused with its reason otherwise. */
+const pathPattern = z.string().transform((entry, ctx) => {
+  const r = parsePathPattern(entry);
+  if (r.ok) return r.pattern;
+  ctx.addIssue({ code: 'custom', message: r.error, input: entry });
+  return z.NEVER;
+});
+
+const CI_POLICY = z.enum(['flag', 'block']);
+const CI_ENTRY_POINTS = z
+  .union([
+    CI_POLICY.transform((policy) => ({ paths: DEFAULT_CI_ENTRY_POINTS, policy })),
+    z.strictObject({
+      paths: z.array(pathPattern).default(DEFAULT_CI_ENTRY_POINTS),
+      policy: CI_POLICY.default('flag'),
+    }),
+  ])
+  .default({ paths: DEFAULT_CI_ENTRY_POINTS, policy: 'flag' });
 
 const REPO_CONFIG_SCHEMA = z.strictObject({
   label: z.string().min(1).max(50).optional(), // default: the app's configured label
@@ -29,7 +104,8 @@ const REPO_CONFIG_SCHEMA = z.strictObject({
       time_s: z.number().int().positive().optional(),
     })
     .default({}),
-  protected_paths: z.array(repoPath).default([]),
+  protected_paths: z.array(pathPattern).default([]),
+  ci_entry_points: CI_ENTRY_POINTS,
   publish_unverified: z.boolean().default(false),
 });
 
@@ -37,8 +113,56 @@ export type RepoConfig = z.infer<typeof REPO_CONFIG_SCHEMA>;
 
 export type RepoConfigResult = { ok: true; config: RepoConfig } | { ok: false; error: string };
 
+/** What the operator allows a repository or a command to choose. */
+export type OperatorLimits = Pick<Config, 'ceilings'> & { model: Pick<Config['model'], 'allowlist'> };
+
+/** Budgets and a model a repository config or a command asks for. */
+interface Asked {
+  tokens?: number;
+  requests?: number;
+  tool_calls?: number;
+  time_s?: number;
+  model?: string;
+}
+
+/** Every asked value the operator does not allow, with the reason (ceilings are never raised, only refused). */
+function refusals(limits: OperatorLimits, asked: Asked): { key: keyof Asked; reason: string }[] {
+  const c = limits.ceilings;
+  const max: Record<Exclude<keyof Asked, 'model'>, [number, string]> = {
+    tokens: [c.tokens, 'tokens'],
+    requests: [c.requests, 'model requests'],
+    tool_calls: [c.toolCalls, 'tool calls'],
+    time_s: [Math.floor(c.timeMs / 1000), 'seconds'],
+  };
+  const out: { key: keyof Asked; reason: string }[] = [];
+  for (const [key, [ceiling, unit]] of Object.entries(max) as [keyof typeof max, [number, string]][]) {
+    const v = asked[key];
+    if (v !== undefined && v > ceiling)
+      out.push({ key, reason: `${v} exceeds the operator's ceiling of ${ceiling} ${unit}` });
+  }
+  const allowed = limits.model.allowlist;
+  if (asked.model !== undefined && !allowed.includes(asked.model)) {
+    const which = allowed.length ? `: ${allowed.map((m) => `\`${m}\``).join(', ')}` : ' (none)';
+    out.push({
+      key: 'model',
+      reason: `\`${asked.model}\` is not among the operator's allowed models${which}`,
+    });
+  }
+  return out;
+}
+
+/** Why a rerun command's `budget=`/`model=` is refused (`budget=… exceeds …; model=…`), or null. */
+export function commandRefusal(
+  limits: OperatorLimits,
+  asked: { budget?: number; model?: string },
+): string | null {
+  const refused = refusals(limits, { tokens: asked.budget, model: asked.model });
+  if (refused.length === 0) return null;
+  return refused.map((r) => `${r.key === 'tokens' ? 'budget' : r.key}=${r.reason}`).join('; ');
+}
+
 /** Parses the file's text; `null` (no file) gives the defaults. */
-export function parseRepoConfig(text: string | null): RepoConfigResult {
+export function parseRepoConfig(text: string | null, limits: OperatorLimits): RepoConfigResult {
   let raw: unknown = {};
   if (text !== null) {
     try {
@@ -52,25 +176,62 @@ export function parseRepoConfig(text: string | null): RepoConfigResult {
     const lines = parsed.error.issues.map((i) => `- \`${i.path.join('.') || '(root)'}\`: ${i.message}`);
     return { ok: false, error: `${REPO_CONFIG_PATH} is invalid:\n${lines.join('\n')}` };
   }
-  return { ok: true, config: parsed.data };
+  const rc = parsed.data;
+  const refused = refusals(limits, { ...rc.budgets, model: rc.model });
+  if (refused.length > 0) {
+    const lines = refused.map(
+      (r) => `- \`${r.key === 'model' ? 'model' : `budgets.${r.key}`}\`: ${r.reason}`,
+    );
+    return {
+      ok: false,
+      error: `${REPO_CONFIG_PATH} asks for more than the operator allows:\n${lines.join('\n')}`,
+    };
+  }
+  return { ok: true, config: rc };
 }
 
-/** A file's text at `ref`, or null when it does not exist. */
+export type FileResult = { ok: true; text: string | null } | { ok: false; error: string };
+
+/**
+ * A file's text at `ref` (null when it does not exist), refused by the contents API's `size` before
+ * anything is decoded when it is over `maxBytes`. The contents API leaves files over 1 MB out
+ * (`encoding: "none"`); those are read through the git blob API.
+ */
 export async function fetchFile(
   gh: GitHub,
   owner: string,
   repo: string,
   path: string,
   ref: string,
-): Promise<string | null> {
+  maxBytes: number,
+): Promise<FileResult> {
+  const tooBig = (size: number): FileResult => ({
+    ok: false,
+    error: `\`${path}\` has ${size} bytes, over the ${maxBytes}-byte limit; nothing was read.`,
+  });
   try {
-    const res = await gh.rest.repos.getContent({ owner, repo, path, ref });
-    const data = res.data as { type?: string; content?: string; encoding?: string };
-    if (data.type !== 'file' || typeof data.content !== 'string') return null;
-    return Buffer.from(data.content, (data.encoding as BufferEncoding) ?? 'base64').toString('utf8');
+    const { data } = (await gh.rest.repos.getContent({ owner, repo, path, ref })) as {
+      data: { type?: string; size?: number; sha?: string; content?: string; encoding?: string };
+    };
+    if (data.type !== 'file') return { ok: true, text: null };
+    if (!(typeof data.size === 'number' && data.size <= maxBytes)) return tooBig(data.size ?? NaN);
+    let b64 = data.encoding === 'base64' ? data.content : undefined;
+    if (data.encoding === 'none' && data.sha) {
+      const blob = await gh.rest.git.getBlob({ owner, repo, file_sha: data.sha });
+      const size = blob.data.size ?? NaN;
+      if (!(size <= maxBytes)) return tooBig(size);
+      if (blob.data.encoding === 'base64') b64 = blob.data.content;
+    }
+    if (b64 === undefined)
+      return { ok: false, error: `\`${path}\` came back in an unexpected encoding (\`${data.encoding}\`).` };
+    const buf = Buffer.from(b64, 'base64');
+    return buf.length > maxBytes ? tooBig(buf.length) : { ok: true, text: buf.toString('utf8') };
   } catch (e) {
-    if ((e as { status?: number }).status === 404) return null;
-    throw e;
+    const { status, message } = e as { status?: number; message?: string };
+    if (status === 404) return { ok: true, text: null };
+    // GitHub refuses files over 100 MB with 403; the issue is told, never a silent failure.
+    const why = `${status ?? 'error'}: ${String(message ?? e)}`.slice(0, 300);
+    return { ok: false, error: `\`${path}\` could not be read (${why}).` };
   }
 }
 
@@ -79,6 +240,8 @@ export async function loadRepoConfig(
   owner: string,
   repo: string,
   ref: string,
+  limits: OperatorLimits,
 ): Promise<RepoConfigResult> {
-  return parseRepoConfig(await fetchFile(gh, owner, repo, REPO_CONFIG_PATH, ref));
+  const file = await fetchFile(gh, owner, repo, REPO_CONFIG_PATH, ref, REPO_CONFIG_MAX_BYTES);
+  return file.ok ? parseRepoConfig(file.text, limits) : { ok: false, error: file.error };
 }

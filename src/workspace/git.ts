@@ -1,5 +1,6 @@
 import { execa } from 'execa';
 import { capMiddle } from '../trace/cap.js';
+import type { WorktreeGit } from './types.js';
 
 /** The one git runner of the project: no shell, no prompts, no ambient configuration or credentials. */
 
@@ -23,17 +24,22 @@ export interface GitResult {
   exitCode: number;
 }
 
+/** A git stderr as it may be stored (in an error, a result, a report): head and tail, trimmed. */
+export const capStderr = (stderr: string): string => capMiddle(stderr.trim());
+
 export class GitError extends Error {
+  /** Head and tail only: a failing git can print megabytes, and errors are stored. */
+  readonly stderr: string;
   constructor(
     readonly args: readonly string[],
     readonly exitCode: number,
-    readonly stderr: string,
+    stderr: string,
   ) {
-    super(
-      // Credentials are removed before cutting (a cut could leave part of one unrecognised); then the
-      // cap: a failing git can print megabytes (100 MB seen), and errors are stored.
-      `git ${args.map(stripUserinfo).join(' ')} failed (exit ${exitCode}): ${capMiddle(stripUserinfo(stderr).trim())}`,
-    );
+    // Credentials are removed before cutting: a cut could leave part of one unrecognised.
+    const command = capMiddle(args.map(stripUserinfo).join(' '), 512);
+    const capped = capStderr(stripUserinfo(stderr));
+    super(`git ${command} failed (exit ${exitCode}): ${capped}`);
+    this.stderr = capped;
     this.name = 'GitError';
   }
 }
@@ -50,6 +56,7 @@ const FORCED_CONFIG: ReadonlyArray<readonly [string, string]> = [
   ['core.hooksPath', '/dev/null'], // repositories we touch never run hooks on the host
   ['core.excludesFile', '/dev/null'], // the host user's global ignores must not shape a patch
   ['core.fsmonitor', 'false'],
+  ['core.attributesFile', '/dev/null'], // nor the host user's global attributes
 ];
 
 function baseEnv(extra: GitConfig = []): Record<string, string> {
@@ -95,6 +102,21 @@ export async function git(args: string[], opts: GitOptions): Promise<GitResult> 
       : { stdout: res.stdout, stderr: res.stderr, exitCode: res.exitCode };
   if (out.exitCode !== 0 && !opts.allowFail) throw new GitError(args, out.exitCode, out.stderr);
   return out;
+}
+
+/**
+ * Runs git on a worktree with the repository given explicitly (GIT_DIR = its admin dir in the mirror,
+ * GIT_WORK_TREE = the worktree), so git never discovers one from the worktree: a `.git` that the code
+ * under test planted or rewrote (pointing to a repository whose config defines filters, hooks or an
+ * fsmonitor) is never read. Filters and drivers are only defined by config, and the config git reads
+ * is the mirror's, which nothing in a container can reach.
+ */
+export function worktreeGit(wt: WorktreeGit, args: string[], opts: Omit<GitOptions, 'cwd'> = {}) {
+  return git(args, {
+    ...opts,
+    cwd: wt.path,
+    env: { ...opts.env, GIT_DIR: wt.gitDir, GIT_WORK_TREE: wt.path },
+  });
 }
 
 /** Removes `user:password@` from URLs so tokens never reach logs or errors. */

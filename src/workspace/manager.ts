@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { lstat, mkdir, readdir, rename, rm } from 'node:fs/promises';
+import { lstat, mkdir, readdir, readFile, realpath, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import lockfile from 'proper-lockfile';
 import { z } from 'zod';
@@ -98,7 +98,7 @@ export class GitWorkspaceManager implements WorkspaceManager {
     const mirror = this.mirrorPath(remote);
     const wtPath = path.join(this.worktreeDir, runId);
     await mkdir(this.worktreeDir, { recursive: true });
-    await this.locked(mirror, async () => {
+    const gitDir = await this.locked(mirror, async () => {
       // Fetch only when the pinned commit is not there yet: an existing mirror stays as is.
       if (!existsSync(mirror) || !(await hasCommit(mirror, baseCommit)))
         await this.cloneOrFetch(remote, mirror);
@@ -107,8 +107,9 @@ export class GitWorkspaceManager implements WorkspaceManager {
       }
       if (existsSync(wtPath)) throw new WorkspaceError(`worktree path already exists: ${wtPath}`);
       await git(['worktree', 'add', '--detach', wtPath, baseCommit], { cwd: mirror });
+      return adminDir(mirror, wtPath);
     });
-    return { runId, path: wtPath, baseCommit, remote, mirror };
+    return { runId, path: wtPath, gitDir, baseCommit, remote, mirror };
   }
 
   async remove(wt: Pick<Worktree, 'path' | 'mirror'>): Promise<void> {
@@ -210,6 +211,19 @@ export class GitWorkspaceManager implements WorkspaceManager {
 async function hasCommit(mirror: string, sha: string): Promise<boolean> {
   const res = await git(['cat-file', '-e', `${sha}^{commit}`], { cwd: mirror, allowFail: true });
   return res.exitCode === 0;
+}
+
+/**
+ * The admin dir git just made for a new worktree, read from the `.git` file it wrote (nothing else has
+ * touched the worktree yet) and checked to lie in the mirror's `worktrees/`.
+ */
+async function adminDir(mirror: string, wtPath: string): Promise<string> {
+  const link = /^gitdir: (.+)$/m.exec(await readFile(path.join(wtPath, '.git'), 'utf8'));
+  const dir = link ? path.resolve(wtPath, link[1]!) : '';
+  const expected = path.join(await realpath(mirror), 'worktrees');
+  if (!link || path.dirname(await realpath(dir)) !== expected)
+    throw new WorkspaceError(`unexpected admin dir for worktree ${wtPath}: ${dir || 'none'}`);
+  return dir;
 }
 
 function isInside(dir: string, p: string): boolean {

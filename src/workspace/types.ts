@@ -2,10 +2,18 @@
 export interface Worktree {
   readonly runId: string;
   readonly path: string;
+  /**
+   * The worktree's admin directory in the mirror (`<mirror>/worktrees/<name>`). Host git is always
+   * pointed here explicitly: the worktree's own `.git` file is writable by the code under test.
+   */
+  readonly gitDir: string;
   readonly baseCommit: string;
   readonly remote: string;
   readonly mirror: string;
 }
+
+/** What host git needs to work on a worktree without trusting anything inside it. */
+export type WorktreeGit = Pick<Worktree, 'path' | 'gitDir'>;
 
 export interface WorkspaceManager {
   /** Ensures a bare mirror of `remote` (local path or URL) exists and is fetched, under a file lock. */

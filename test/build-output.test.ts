@@ -1,0 +1,196 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { PassThrough } from 'node:stream';
+import Docker from 'dockerode';
+import { loadConfig, type Config } from '../src/config/config.js';
+import { DockerEnvironmentBuilder, readProgress } from '../src/environment/builder.js';
+import { BASE_IMAGE, dockerReady } from './support/docker.js';
+
+/**
+ * Issue 9, item 3: build output was accumulated in one string. 100 MB of RUN output took the
+ * process to 331 MB; 700 MB ended it with `RangeError: Invalid string length`.
+ */
+
+const MiB = 1024 * 1024;
+const cfg: Config['sandbox'] = loadConfig({}).sandbox;
+const dirs: string[] = [];
+afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+function worktree(): string {
+  const dir = mkdtempSync(path.join(tmpdir(), 'agenticfix-build-'));
+  dirs.push(dir);
+  writeFileSync(path.join(dir, 'README'), 'x\n');
+  return dir;
+}
+
+/** Highest RSS seen while `work` runs, above the RSS before it. */
+async function rssGrowth<T>(work: () => Promise<T>): Promise<{ value: T; growth: number }> {
+  const before = process.memoryUsage().rss;
+  let peak = before;
+  const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 50);
+  try {
+    const value = await work();
+    return { value, growth: Math.max(peak, process.memoryUsage().rss) - before };
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+describe('readProgress (the engine progress stream)', () => {
+  const feed = (parts: (string | Buffer)[], max = MiB) => {
+    const stream = new PassThrough();
+    const events: unknown[] = [];
+    const done = readProgress(stream, max, (ev) => events.push(ev));
+    for (const p of parts) stream.write(p);
+    stream.end();
+    return { done, events };
+  };
+
+  it('parses entries split anywhere, skipping blank lines', async () => {
+    const { done, events } = feed(['{"stream":"a\\n"}\n{"str', 'eam":"b\\n"}\r\n\n{"status":"s"}\n']);
+    await done;
+    expect(events).toEqual([{ stream: 'a\n' }, { stream: 'b\n' }, { status: 's' }]);
+  });
+
+  it('a line that is not JSON rejects the read; nothing is thrown from the stream handler', async () => {
+    const { done } = feed(['{"stream":"a"}\n', 'not json at all\n', '{"stream":"b"}\n']);
+    await expect(done).rejects.toThrow(/unreadable progress entry: not json at all/);
+  });
+
+  it('an entry without a newline cannot grow without bound', async () => {
+    const { done } = feed([Buffer.alloc(2 * MiB, 'a')], 10 * MiB);
+    await expect(done).rejects.toThrow(/progress entry over 1 MiB/);
+  });
+
+  it('stops at the output cap', async () => {
+    const line = `${JSON.stringify({ stream: 'x'.repeat(1000) })}\n`;
+    const { done, events } = feed(Array.from({ length: 2000 }, () => line));
+    await expect(done).rejects.toThrow(/build output cap.*AGENTICFIX_BUILD_MAX_OUTPUT_MB/);
+    expect(events.length).toBeLessThan(1100);
+  });
+
+  it('a stream error rejects the read', async () => {
+    const stream = new PassThrough();
+    const done = readProgress(stream, MiB, () => undefined);
+    stream.destroy(new Error('socket hang up'));
+    await expect(done).rejects.toThrow('the build stream broke off: socket hang up');
+  });
+});
+
+describe('a broken engine ends the build as failed, never the process', () => {
+  let server: Server;
+  let socket: string;
+  let mode: 'garbage' | 'hangup' = 'garbage';
+
+  beforeAll(async () => {
+    socket = path.join(mkdtempSync(path.join(tmpdir(), 'agenticfix-engine-')), 'docker.sock');
+    dirs.push(path.dirname(socket));
+    server = createServer((req, res) => {
+      if (req.method === 'POST' && req.url?.includes('/build')) {
+        req.resume();
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        // The engine (or a proxy in front of it) breaks off after one entry.
+        res.write('{"stream":"Step 1/2 : FROM x\\n"}\n', () =>
+          mode === 'garbage'
+            ? res.end('<html>proxy error</html>\n')
+            : setTimeout(() => res.socket?.destroy(), 100),
+        );
+        return;
+      }
+      res.writeHead(404, { 'Content-Type': 'application/json' });
+      res.end('{"message":"no such image"}');
+    });
+    await new Promise<void>((resolve) => server.listen(socket, resolve));
+  });
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  it.each(['garbage', 'hangup'] as const)('%s', async (m) => {
+    mode = m;
+    // The fake engine knows no networks: the build goes to Docker's default bridge.
+    const unrestricted = { ...cfg, buildNetwork: { mode: 'unrestricted' as const } };
+    const builder = new DockerEnvironmentBuilder(new Docker({ socketPath: socket }), unrestricted);
+    const res = await builder.build({ dockerfile: `FROM ${BASE_IMAGE}\n`, worktree: worktree(), runId: 'r' });
+    expect(res.success).toBe(false);
+    expect(res.log.head).toContain('Step 1/2 : FROM x');
+    expect(res.error).toMatch(
+      m === 'garbage' ? /unreadable progress entry: <html>/ : /the build stream broke off: aborted/,
+    );
+  });
+});
+
+const ready = await dockerReady();
+(ready ? describe : describe.skip)('noisy and endless builds (real engine)', () => {
+  const docker = new Docker();
+  const runId = `test-build-out-${process.pid}-${Date.now()}`;
+
+  /** Containers (the classic builder's RUN containers) whose command carries `marker`. */
+  const running = async (marker: string) =>
+    (await docker.listContainers({ all: true })).filter((c) => c.Command.includes(marker));
+  const gone = async (marker: string) => {
+    for (let i = 0; i < 40 && (await running(marker)).length > 0; i++)
+      await new Promise((r) => setTimeout(r, 250));
+    return (await running(marker)).length === 0;
+  };
+  const noisy = (marker: string, bytes: number) =>
+    `FROM ${BASE_IMAGE}\nRUN echo ${marker} && yes ${'a'.repeat(99)} | head -c ${bytes}\n`;
+
+  afterAll(async () => {
+    await new DockerEnvironmentBuilder(docker, { ...cfg, imageKeep: 1, imageMaxAgeMs: 1 }).gc({ runId });
+  });
+
+  it('700 MB of RUN output over a small cap: stopped with an output-cap error, bounded log and memory', async () => {
+    const marker = `noisy-${runId}`;
+    const builder = new DockerEnvironmentBuilder(docker, { ...cfg, buildMaxOutputBytes: 8 * MiB });
+    const { value: res, growth } = await rssGrowth(() =>
+      builder.build({ dockerfile: noisy(marker, 700_000_000), worktree: worktree(), runId }),
+    );
+    expect(res.success).toBe(false);
+    expect(res.error).toMatch(/build output cap: the build printed more than 8 MiB/);
+    expect(res.log.exit_status).toBe('failed');
+    expect(res.log.error_lines.join('\n')).toMatch(/build output cap/);
+    expect(res.log.total_lines).toBeGreaterThan(50_000);
+    expect(JSON.stringify(res.log).length).toBeLessThan(40_000);
+    expect(growth).toBeLessThan(200 * MiB);
+    // Giving up the stream stopped the engine's build: its RUN container is gone.
+    expect(await gone(marker)).toBe(true);
+  }, 120_000);
+
+  it('700 MB of RUN output under a large cap: the build completes with a bounded log', async () => {
+    const marker = `big-${runId}`;
+    const builder = new DockerEnvironmentBuilder(docker, { ...cfg, buildMaxOutputBytes: 1024 * MiB });
+    const started = Date.now();
+    const { value: res, growth } = await rssGrowth(() =>
+      builder.build({ dockerfile: noisy(marker, 700_000_000), worktree: worktree(), runId }),
+    );
+    console.log(`700 MB build: ${Date.now() - started} ms, RSS +${Math.round(growth / MiB)} MB`);
+    expect(res).toMatchObject({ success: true, error: null });
+    expect(res.log.total_lines).toBeGreaterThan(7_000_000);
+    expect(JSON.stringify(res.log).length).toBeLessThan(40_000);
+    expect(growth).toBeLessThan(200 * MiB);
+  }, 300_000);
+
+  it('the wall-clock limit aborts the build, and the engine stops it', async () => {
+    const marker = `endless-${runId}`;
+    const builder = new DockerEnvironmentBuilder(docker, { ...cfg, buildTimeoutMs: 5000 });
+    const started = Date.now();
+    const building = builder.build({
+      dockerfile: `FROM ${BASE_IMAGE}\nRUN echo ${marker} && sleep 600\n`,
+      worktree: worktree(),
+      runId,
+    });
+    // The RUN container is seen while the build runs (so that "gone" below means something).
+    let seen = false;
+    for (let i = 0; i < 40 && !seen; i++) {
+      seen = (await running(marker)).length > 0;
+      if (!seen) await new Promise((r) => setTimeout(r, 100));
+    }
+    const res = await building;
+    expect(seen).toBe(true);
+    expect(Date.now() - started).toBeLessThan(30_000);
+    expect(res).toMatchObject({ success: false, error: 'build timed out after 5000 ms' });
+    expect(res.log.exit_status).toBe('timeout');
+    expect(await gone(marker)).toBe(true);
+  }, 60_000);
+});

@@ -9,6 +9,8 @@ import { DEADLINE_LABEL, DockerSandbox, hostPath, OWNER_LABEL } from '../src/env
 import { processOwner } from '../src/environment/lending.js';
 import { sweepContainers } from '../src/environment/startup.js';
 import { prepareHost } from '../src/pipeline/startup.js';
+import { startApp } from '../src/webhook/server.js';
+import { APP_ID, PRIVATE_KEY, quietLog, SECRET } from './app-support.js';
 import { BASE_IMAGE, dockerReady } from './support/docker.js';
 import { tempDir } from './support/git-fixtures.js';
 
@@ -218,6 +220,17 @@ d('container deployment: the start-up mount self-check (real engine)', () => {
     expect((err as Error).message).toMatch(/could not be read back through a container/);
     expect((err as Error).message).toMatch(/AGENTICFIX_HOST_HOME=.*not-the-home is not the host path/);
     expect((err as Error).message).toMatch(/-v \/srv\/agenticfix:\/srv\/agenticfix/);
+    // `serve` stops before it listens: startApp rejects with the same message.
+    const started = startApp({
+      config: { ...bad, dbPath: path.join(tmp.dir, 'app.sqlite') },
+      appId: APP_ID,
+      privateKey: PRIVATE_KEY,
+      webhookSecret: SECRET,
+      port: 0,
+      checkMounts: true,
+      log: quietLog,
+    });
+    await expect(started).rejects.toThrow(/AGENTICFIX_HOST_HOME=.*not-the-home is not the host path/);
     // The probe is gone from the worktree dir either way.
     expect(readdirSync(config.worktreeDir).filter((n) => n.startsWith('.mount-check'))).toEqual([]);
     expect(existsSync(path.join(wrong, 'worktrees'))).toBe(true); // what the engine mounted instead: empty

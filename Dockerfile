@@ -17,7 +17,8 @@ COPY --from=build /app/dist ./dist
 COPY package.json app.yml ./
 COPY prompts ./prompts
 COPY examples ./examples
-ENV NODE_ENV=production HOST=0.0.0.0 PORT=3000 AGENTICFIX_HOME=/data
+# /data must be a host directory the Docker Engine also sees (README: "The app in a container").
+ENV NODE_ENV=production HOST=0.0.0.0 PORT=3000 AGENTICFIX_HOME=/data AGENTICFIX_RUNS_DIR=/data/runs
 RUN mkdir -p /data && chown agenticfix /data
 USER agenticfix
 EXPOSE 3000

@@ -13,6 +13,7 @@ describe('config', () => {
       maxOutputBytes: 1024 * 1024,
       maxListEntries: 2000,
       maxScannedEntries: 20000,
+      maxWorktreeBytes: 1024 * 1024 * 1024,
       maxPatchFileBytes: 10 * 1024 * 1024,
     });
     expect(c.cacheDir).toBe('/srv/.agenticfix/cache');

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadConfig, type Config } from '../config/config.js';
 import { runRepair } from '../pipeline/repair.js';
+import { prepareHost } from '../pipeline/startup.js';
 import type { ModelSpec } from '../pipeline/types.js';
 import { newRunId } from '../verify/judge.js';
 import { gradeInstance, loadTasks, summarize, taskArgv, type RunSummary } from '../verify/task.js';
@@ -107,6 +108,7 @@ export async function evalCommand(argv: string[]): Promise<number> {
     return 2;
   }
   const config = loadConfig();
+  await prepareHost({ config, docker: true, checkMounts: true });
   const model = modelSpec(values.model, config);
   const only = values.instance;
   const tasks = (await loadTasks(positionals[0]!)).filter((t) => !only || only.includes(t.instance_id));

@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { loadConfig } from '../config/config.js';
 import { runRepair } from '../pipeline/repair.js';
+import { prepareHost } from '../pipeline/startup.js';
 import type { IssueText, ModelSpec, RepairResult } from '../pipeline/types.js';
 import { splitArgv } from '../verify/argv.js';
 
@@ -106,8 +107,10 @@ export async function runCommand(argv: string[]): Promise<number> {
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   try {
+    const config = loadConfig();
+    await prepareHost({ config, docker: flags.sandbox === 'docker', checkMounts: true });
     const result = await runRepair({
-      config: loadConfig(),
+      config,
       remote: flags.repo,
       baseCommit: flags.base,
       issue: parseIssueMarkdown(readFileSync(flags.issue, 'utf8')),

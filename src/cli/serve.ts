@@ -53,6 +53,7 @@ export async function serveCommand(_argv: string[]): Promise<number> {
     baseUrl: env.GHE_HOST ? `${env.GHE_PROTOCOL}://${env.GHE_HOST}/api/v3` : undefined,
     port: env.PORT,
     host: env.HOST,
+    checkMounts: true,
   });
   process.stdout.write(`agenticfix listening on ${app.url}\n`);
   // Development: relay deliveries from a smee.io channel to the local endpoint, as Probot does.

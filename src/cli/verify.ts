@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config/config.js';
+import { prepareHost } from '../pipeline/startup.js';
 import { splitArgv } from '../verify/argv.js';
 import { judge } from '../verify/judge.js';
 import { renderMarkdown } from '../verify/markdown.js';
@@ -47,6 +48,7 @@ export async function verifyCommand(argv: string[]): Promise<number> {
   }
   if (!values.patch) return usage('--patch is required');
   const config = loadConfig();
+  await prepareHost({ config, docker: true, checkMounts: true });
   const patch = await readFile(values.patch, 'utf8');
   const dockerfile = values.dockerfile ? await readFile(values.dockerfile, 'utf8') : undefined;
   let report: VerificationReport;

@@ -24,6 +24,8 @@ const ENV_SCHEMA = z.object({
   AGENTICFIX_CACHE_DIR: z.string().min(1).optional(),
   AGENTICFIX_WORKTREE_DIR: z.string().min(1).optional(),
   AGENTICFIX_RUNS_DIR: z.string().min(1).default('runs'),
+  // The host path of AGENTICFIX_HOME when the app itself runs in a container (bind sources are host paths).
+  AGENTICFIX_HOST_HOME: z.string().startsWith('/', 'must be an absolute path').optional(),
   // Tool limits
   AGENTICFIX_MAX_FILE_BYTES: int(MiB, 1),
   AGENTICFIX_MAX_READ_LINES: int(400, 1),
@@ -31,6 +33,7 @@ const ENV_SCHEMA = z.object({
   AGENTICFIX_MAX_OUTPUT_BYTES: int(MiB, 1024),
   AGENTICFIX_MAX_LIST_ENTRIES: int(2000, 1),
   AGENTICFIX_MAX_SCANNED_ENTRIES: int(20000, 1),
+  AGENTICFIX_MAX_WORKTREE_MB: int(1024, 1),
   AGENTICFIX_MAX_PATCH_FILE_BYTES: int(10 * MiB, 1),
   // Docker sandbox
   AGENTICFIX_BASE_IMAGE: z.string().min(1).default('agenticfix/debian:bookworm'),
@@ -100,6 +103,7 @@ const ENV_SCHEMA = z.object({
   AGENTICFIX_DB_PATH: z.string().min(1).optional(),
   AGENTICFIX_STATUS_EDIT_INTERVAL_MS: int(5000, 0),
   AGENTICFIX_KEEP_FAILED_WORKTREES: bool(true),
+  AGENTICFIX_WORKTREE_MAX_AGE_H: int(72, 1),
   AGENTICFIX_GITHUB_WRITE_INTERVAL_MS: int(1000, 0), // GitHub asks for >= 1 s between writes (3 s for notifying ones)
   AGENTICFIX_GITHUB_RETRY_BASE_MS: int(1000, 0), // unit of Retry-After and of the 5xx back-off
 });
@@ -116,6 +120,8 @@ export interface Config {
     maxOutputBytes: number;
     maxListEntries: number;
     maxScannedEntries: number;
+    /** A worktree larger than this after a test run ends the run. */
+    maxWorktreeBytes: number;
     /** Larger new or changed files are left out of exported patches (and of the workspace revision). */
     maxPatchFileBytes: number;
   };
@@ -132,6 +138,8 @@ export interface Config {
     buildContextMaxBytes: number;
     imageKeep: number;
     imageMaxAgeMs: number;
+    /** AGENTICFIX_HOME here and on the engine's host, when they differ (the app in a container). */
+    hostHome: { local: string; host: string } | null;
     buildNetwork: {
       mode: 'isolated' | 'preinstalled' | 'unrestricted';
       /** Resolvers builds may reach on port 53; undefined = the host's /etc/resolv.conf. */
@@ -172,6 +180,8 @@ export interface Config {
     label: string;
     statusEditIntervalMs: number;
     keepFailedWorktrees: boolean;
+    /** Worktrees not modified for this long are removed (at start-up and after each run). */
+    worktreeMaxAgeMs: number;
     githubWriteIntervalMs: number;
     githubRetryBaseMs: number;
   };
@@ -248,6 +258,7 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       maxOutputBytes: e.AGENTICFIX_MAX_OUTPUT_BYTES,
       maxListEntries: e.AGENTICFIX_MAX_LIST_ENTRIES,
       maxScannedEntries: e.AGENTICFIX_MAX_SCANNED_ENTRIES,
+      maxWorktreeBytes: e.AGENTICFIX_MAX_WORKTREE_MB * MiB,
       maxPatchFileBytes: e.AGENTICFIX_MAX_PATCH_FILE_BYTES,
     },
     sandbox: {
@@ -261,6 +272,9 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       buildContextMaxBytes: e.AGENTICFIX_BUILD_CONTEXT_MAX_MB * MiB,
       imageKeep: e.AGENTICFIX_IMAGE_KEEP,
       imageMaxAgeMs: e.AGENTICFIX_IMAGE_MAX_AGE_H * 3600_000,
+      hostHome: e.AGENTICFIX_HOST_HOME
+        ? { local: home, host: path.posix.normalize(e.AGENTICFIX_HOST_HOME) }
+        : null,
       buildNetwork: {
         mode: e.AGENTICFIX_BUILD_NETWORK,
         dns: e.AGENTICFIX_BUILD_DNS,
@@ -308,6 +322,7 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       label: e.AGENTICFIX_LABEL,
       statusEditIntervalMs: e.AGENTICFIX_STATUS_EDIT_INTERVAL_MS,
       keepFailedWorktrees: e.AGENTICFIX_KEEP_FAILED_WORKTREES,
+      worktreeMaxAgeMs: e.AGENTICFIX_WORKTREE_MAX_AGE_H * 3600_000,
       githubWriteIntervalMs: e.AGENTICFIX_GITHUB_WRITE_INTERVAL_MS,
       githubRetryBaseMs: e.AGENTICFIX_GITHUB_RETRY_BASE_MS,
     },

@@ -91,6 +91,7 @@ export async function runAppDemo(opts: {
     port: 0,
     model,
     sandbox: 'docker',
+    checkMounts: true,
     log: pino({ level: 'silent' }),
   });
   const summary: AppDemoSummary = {

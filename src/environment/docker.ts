@@ -1,20 +1,29 @@
-import { lchown, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import Docker from 'dockerode';
 import type { Config } from '../config/config.js';
 import { gitLinkChanges, restoreGitLink, snapshotGitLink, type GitLinkSnapshot } from '../workspace/guard.js';
 import { OutputCapture } from './capture.js';
+import { processOwner, worktreeUser } from './lending.js';
 import { parseTestSummary, statusFromExit } from './summary.js';
 import type { RunOutcome, RunRequest, Sandbox } from './types.js';
 
 /** Where the worktree appears inside every test container. */
 export const CONTAINER_WORKTREE = '/workspace';
-/** Used when the worktree is owned by root: tests never run as root, even with no capabilities. */
-export const FALLBACK_USER = '65534:65534';
+export { FALLBACK_USER } from './lending.js';
 /** Label on everything AgenticFix creates in the engine, so leftovers can be found. */
 export const LABEL = 'agenticfix';
 export const RUN_LABEL = 'agenticfix.run';
+/** The process that runs the container (`processOwner()`): a start-up removes those of dead processes. */
+export const OWNER_LABEL = 'agenticfix.owner';
+/** Epoch ms after which the container has ended on its own (its in-container deadline). */
+export const DEADLINE_LABEL = 'agenticfix.deadline';
+
+/**
+ * The container's own deadline comes this long after the host's timer, so a live app still sees and
+ * reports a timeout; the container's deadline matters only when the app is gone.
+ */
+const DEADLINE_GRACE_MS = 5000;
 
 /** How long to keep reading output after the container exited (the attach stream ends on its own). */
 const DRAIN_MS = 2000;
@@ -32,30 +41,15 @@ export async function dockerAvailable(docker: Docker = new Docker()): Promise<bo
 const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 /**
- * Changes the owner of every entry under `dir` (symlinks themselves, never their targets). Walks
- * by hand: `readdir({ recursive: true })` descends into linked directories, so a link a test
- * planted to a host directory would hand that directory's files to another owner.
+ * Where the engine finds `p`: the engine mounts paths of its own host, so when the app runs in a
+ * container, AGENTICFIX_HOME is translated to its host path (AGENTICFIX_HOST_HOME). Paths outside
+ * AGENTICFIX_HOME stay as they are; the start-up self-check tells when the engine does not see them.
  */
-async function chownTree(dir: string, uid: number, gid: number): Promise<void> {
-  await lchown(dir, uid, gid);
-  for (const d of await readdir(dir, { withFileTypes: true })) {
-    const p = path.join(dir, d.name);
-    if (d.isDirectory()) await chownTree(p, uid, gid);
-    else await lchown(p, uid, gid);
-  }
-}
-
-/**
- * The user the tests run as: the worktree's owner, so files they write stay owned correctly on the
- * host. Tests never run as root: a root-owned worktree (the service running as root) is lent to an
- * unprivileged uid for the run and handed back to root afterwards, new files included.
- */
-async function worktreeUser(worktree: string): Promise<{ user: string; release: () => Promise<void> }> {
-  const st = await stat(worktree);
-  if (st.uid !== 0) return { user: `${st.uid}:${st.gid}`, release: async () => {} };
-  const [uid, gid] = FALLBACK_USER.split(':').map(Number) as [number, number];
-  await chownTree(worktree, uid, gid);
-  return { user: FALLBACK_USER, release: () => chownTree(worktree, st.uid, st.gid) };
+export function hostPath(p: string, map: Config['sandbox']['hostHome']): string {
+  if (!map) return p;
+  const rel = path.relative(map.local, p);
+  if (rel.startsWith('..') || path.isAbsolute(rel)) return p;
+  return path.posix.join(map.host, rel.split(path.sep).join('/'));
 }
 
 /**
@@ -152,25 +146,38 @@ export class DockerSandbox implements Sandbox {
     outcome: (status: RunOutcome['status'], detail?: string) => RunOutcome,
     link: GitLinkSnapshot,
   ): Promise<RunOutcome> {
-    const binds = [`${req.worktree}:${CONTAINER_WORKTREE}:rw`];
+    const deadlineS = Math.ceil((req.timeoutMs + DEADLINE_GRACE_MS) / 1000);
+    const binds = [`${hostPath(req.worktree, this.limits.hostHome)}:${CONTAINER_WORKTREE}:rw`];
     // `.git` is bind-mounted read-only over the writable worktree: as a mount point it cannot be
     // written, removed or replaced by a rename, so the tests cannot point it at a repository of their
     // own. Read-only rather than masked: nothing on the host has to be made or cleaned up per run, and
     // its content (a path the container cannot reach) tells the tests nothing useful. Host git does not
     // read it anyway (GIT_DIR is explicit); the check after the run catches any change all the same.
     if (link.dotGit.kind !== 'missing')
-      binds.push(`${path.join(req.worktree, '.git')}:${CONTAINER_WORKTREE}/.git:ro`);
+      binds.push(
+        `${hostPath(path.join(req.worktree, '.git'), this.limits.hostHome)}:${CONTAINER_WORKTREE}/.git:ro`,
+      );
     let container: Docker.Container;
     try {
       container = await this.docker.createContainer({
         Image: this.imageId,
-        // The argv is run as given, never through a shell or an ENTRYPOINT the model wrote.
-        Entrypoint: [cmd],
+        // The argv is run as given, never through a shell or an ENTRYPOINT the model wrote, under
+        // `timeout` as PID 1: the container ends at its deadline even when this process is gone (killed
+        // while the tests run). Docker has no lifetime limit of its own; `timeout` is in every Debian and
+        // Ubuntu image (coreutils is essential) and in Alpine's busybox, with the same syntax. An image
+        // without one fails to start (fail closed, the message says why) rather than run unbounded; an
+        // image that fakes it is still removed by the next start-up (DEADLINE_LABEL, OWNER_LABEL).
+        Entrypoint: ['timeout', '-s', 'KILL', String(deadlineS), cmd],
         Cmd: args,
         WorkingDir: CONTAINER_WORKTREE,
         User: user,
         Env: ['HOME=/tmp', 'LANG=C.UTF-8', 'CI=1'],
-        Labels: { [LABEL]: '1', [RUN_LABEL]: this.runId },
+        Labels: {
+          [LABEL]: '1',
+          [RUN_LABEL]: this.runId,
+          [OWNER_LABEL]: processOwner(),
+          [DEADLINE_LABEL]: String(Date.now() + deadlineS * 1000),
+        },
         AttachStdout: true,
         AttachStderr: true,
         Tty: false,
@@ -221,7 +228,10 @@ export class DockerSandbox implements Sandbox {
         await container.start();
       } catch (e) {
         // e.g. the executable does not exist in the image
-        return outcome('error', `could not start ${cmd}: ${message(e)}`);
+        const why = /"timeout": executable file not found/.test(message(e))
+          ? 'the image has no `timeout` (coreutils or busybox), which enforces the time limit in the container'
+          : message(e);
+        return outcome('error', `could not start ${cmd}: ${why}`);
       }
       timer = setTimeout(() => {
         timedOut = true;
@@ -243,6 +253,12 @@ export class DockerSandbox implements Sandbox {
       const killedByUs = timedOut || cancelled;
       const exitCode = killedByUs ? null : waited.StatusCode;
       const oom = !killedByUs && info.State.OOMKilled;
+      // `timeout` reports a command it could not run (126, 127) on its own stderr line.
+      const notRun =
+        exitCode !== null && exitCode >= 126 && exitCode <= 127
+          ? /^timeout: (?:failed to run command|can't execute).*$/m.exec(e.text)?.[0]
+          : undefined;
+      if (notRun) return outcome('error', `could not start ${cmd}: ${notRun}`);
       return {
         exit_code: exitCode,
         stdout: o.text,

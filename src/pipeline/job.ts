@@ -23,6 +23,7 @@ import type { RunRecord, RunStore, RunUpdate } from '../queue/store.js';
 import type { JudgeOptions, VerificationReport } from '../verify/types.js';
 import { fetchFile, loadRepoConfig, REPO_CONFIG_PATH, type RepoConfig } from '../webhook/repo-config.js';
 import { matchingPattern } from '../tools/path-patterns.js';
+import { capMiddle } from '../trace/cap.js';
 import { GitWorkspaceManager } from '../workspace/manager.js';
 import type { ModelSpec, RepairOptions, RepairResult } from './types.js';
 
@@ -97,6 +98,12 @@ export class JobRunner implements QueueHooks {
   /** Resolves when every finished run's last status edit has landed. */
   async settled(): Promise<void> {
     while (this.finishing.size > 0) await Promise.all([...this.finishing]);
+  }
+
+  /** Whether the run behind an engine label (a run's, or its judge's `<id>-verify`) is over. */
+  isFinished(label: string): boolean {
+    const run = this.o.store.get(label.replace(/-verify$/, ''));
+    return run !== null && run.state !== 'queued' && run.state !== 'running';
   }
 
   /** Tells an issue that its run was interrupted by a restart (edits the status comment, then comments). */
@@ -229,7 +236,7 @@ export class JobRunner implements QueueHooks {
       });
     } catch (e) {
       // The run's patch stays in its run directory; the issue is told, with the patch attached.
-      const error = `publishing failed: ${e instanceof Error ? e.message : String(e)}`;
+      const error = capMiddle(`publishing failed: ${e instanceof Error ? e.message : String(e)}`);
       await this.comment(
         run,
         gh,
@@ -347,7 +354,12 @@ export class JobRunner implements QueueHooks {
 
   /** The issue is told why; the status comment's final edit (onFinished) shows the error too. */
   private async failWith(run: RunRecord, gh: GitHub, error: string, title: string): Promise<RunUpdate> {
-    await this.comment(run, gh, refOf(run), `## AgenticFix: ${title}\n\n${error}\n\nNothing was run.`);
+    await this.comment(
+      run,
+      gh,
+      refOf(run),
+      `## AgenticFix: ${title}\n\n${capMiddle(error)}\n\nNothing was run.`,
+    );
     return { state: 'failed', error };
   }
 
@@ -395,7 +407,7 @@ function endingFor(run: RunRecord): StatusState | null {
         detail: 'The app shut down before the run finished. Comment `/agenticfix rerun` to start again.',
       };
     case 'failed':
-      return { phase: 'failed', detail: `Error: ${(run.error ?? 'unknown').slice(0, 1000)}` };
+      return { phase: 'failed', detail: `Error: ${capMiddle(run.error ?? 'unknown', 500)}` };
     default:
       return null;
   }

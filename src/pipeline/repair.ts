@@ -13,10 +13,13 @@ import { exportPatch } from '../patch/patch.js';
 import type { SkippedFile } from '../patch/types.js';
 import { createRegistry, DEFAULT_TOOLS, toolsFor } from '../tools/registry.js';
 import type { ToolContext, ToolDefinition, ToolRegistry, ToolResult } from '../tools/types.js';
+import { capMiddle } from '../trace/cap.js';
 import { RunTrace, type Artifact } from '../trace/trace.js';
 import { stripUserinfo } from '../workspace/git.js';
 import { GitWorkspaceManager } from '../workspace/manager.js';
+import { diskUsage } from '../workspace/usage.js';
 import type { Worktree } from '../workspace/types.js';
+import { removeOldWorktrees } from './startup.js';
 import type { RepairOptions, RepairProgress, RepairResult, StopReason } from './types.js';
 
 /** Time-sortable (UTC timestamp to the millisecond) and unique (random suffix). */
@@ -144,7 +147,7 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
   } catch (err) {
     // The time budget also aborts a clone or a maintainer build in flight: report it as such, not as fatal.
     const stop: StopReason = opts.signal?.aborted ? 'cancelled' : signal.aborted ? 'time_budget' : 'fatal';
-    outcome = { stop_reason: stop, summary: null, error: message(err), model_name: null };
+    outcome = { stop_reason: stop, summary: null, error: capMiddle(message(err)), model_name: null };
     trace.event('stop', { stop_reason: stop, error: outcome.error });
   } finally {
     await model?.close();
@@ -168,17 +171,21 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
           files: skipped,
         });
     } catch (err) {
-      error = [error, `patch export failed: ${message(err)}`].filter(Boolean).join('; ');
+      error = [error, `patch export failed: ${capMiddle(message(err))}`].filter(Boolean).join('; ');
     }
   }
   const artifacts: Artifact[] = [trace.writeArtifact('final.patch', patch)];
   let worktreePath = worktree?.path ?? null;
-  if (worktree && outcome.stop_reason === 'completed' && !opts.keepWorktree) {
+  if (worktree && !(await keepWorktree(opts, outcome.stop_reason, worktree.path))) {
     await workspaces.remove(worktree).then(
       () => (worktreePath = null),
       (err) => trace.event('worktree_remove_failed', { error: message(err) }),
     );
   }
+  await removeOldWorktrees(config).then(
+    (removed) => removed.length > 0 && trace.event('old_worktrees_removed', { worktrees: removed }),
+    (err) => trace.event('worktree_remove_failed', { error: message(err) }),
+  );
 
   const env = ctx as ToolContext | null;
   const result: RepairResult = {
@@ -227,6 +234,14 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
   });
   progress('done');
   return result;
+}
+
+/** `--keep-worktree` keeps it; a failed run's is kept when configured, unless it is over the size limit. */
+async function keepWorktree(opts: RepairOptions, stop: StopReason, worktree: string): Promise<boolean> {
+  if (opts.keepWorktree) return true;
+  if (stop === 'completed' || !opts.config.app.keepFailedWorktrees) return false;
+  const max = opts.config.limits.maxWorktreeBytes;
+  return (await diskUsage(worktree, max)) <= max;
 }
 
 interface PreparedEnvironment {

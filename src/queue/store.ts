@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { z } from 'zod';
+import { capMiddle } from '../trace/cap.js';
 
 /** Persistent record of every run and webhook delivery (embedded SQLite). Runs are never deleted. */
 
@@ -162,7 +163,8 @@ export class RunStore {
     return row ? RUN_ROW.parse(row) : null;
   }
 
-  update(id: string, fields: RunUpdate): RunRecord {
+  update(id: string, update: RunUpdate): RunRecord {
+    const fields = update.error ? { ...update, error: capMiddle(update.error) } : update;
     const keys = Object.keys(fields).filter((k) => (fields as Record<string, unknown>)[k] !== undefined);
     if (keys.length > 0) {
       const set = keys.map((k) => `${k} = @${k}`).join(', ');

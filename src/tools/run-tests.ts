@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { workspaceRevision } from '../patch/patch.js';
+import { diskUsage } from '../workspace/usage.js';
 import { fail, ok, type ToolDefinition } from './types.js';
 
 const RunTestsArgs = z.strictObject({
@@ -68,6 +69,13 @@ export const runTests: ToolDefinition<typeof RunTestsArgs> = {
       ...(o.detail ? { detail: o.detail } : {}),
     };
     const truncated = o.stdout_truncated || o.stderr_truncated;
+    // Tests that fill the disk end the run here, before anything copies the worktree (export, judge).
+    const max = ctx.limits.maxWorktreeBytes;
+    if ((await diskUsage(ctx.worktree, max)) > max) {
+      const mb = Math.round(max / 2 ** 20);
+      const error = `the worktree grew past ${mb} MB (AGENTICFIX_MAX_WORKTREE_MB) during the tests: the run stops`;
+      return fail('disk_limit', error, data, true);
+    }
     switch (o.status) {
       case 'timeout':
         return fail('timeout', `tests did not finish within ${timeoutS} s and were killed`, data);

@@ -34,7 +34,8 @@ export type ToolErrorCode =
   | 'sandbox_error'
   | 'cancelled'
   | 'internal_error'
-  | 'isolation_lost';
+  | 'isolation_lost'
+  | 'disk_limit';
 
 export const ok = <T>(data: T, truncated = false): ToolResult<T> => ({
   success: true,

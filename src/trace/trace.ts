@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { capMiddle } from './cap.js';
 import { Redactor } from './redact.js';
 
 /** Raised when the trace cannot be written: a run must stop rather than continue without evidence. */
@@ -83,7 +84,7 @@ export class RunTrace {
   }
 
   writeResult(result: RunResult): void {
-    this.atomicWrite(this.resultPath, result);
+    this.atomicWrite(this.resultPath, { ...result, error: result.error && capMiddle(result.error) });
   }
 
   readEvents(): TraceEvent[] {

@@ -2,8 +2,9 @@ import { createServer, type Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pino from 'pino';
 import { createNodeMiddleware, Probot, type Logger } from 'probot';
-import type { Config } from '../config/config.js';
+import { ConfigError, type Config } from '../config/config.js';
 import { JobRunner, type JobDeps } from '../pipeline/job.js';
+import { prepareHost } from '../pipeline/startup.js';
 import type { ModelSpec } from '../pipeline/types.js';
 import { appOctokit, type GitHub } from '../publish/github.js';
 import { RunQueue } from '../queue/queue.js';
@@ -28,6 +29,8 @@ export interface StartAppOptions {
   deps?: JobDeps;
   model?: ModelSpec;
   sandbox?: 'docker' | 'local';
+  /** Run the start-up mount self-check (serve, demo); a failure stops the app. */
+  checkMounts?: boolean;
   log?: Logger;
 }
 
@@ -74,6 +77,23 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
     await runner
       .reportInterrupted(run)
       .catch((err) => log.error({ err, run: run.id }, 'could not report an interrupted run'));
+  }
+
+  // Containers and lent worktrees of runs that are over; old worktrees; the mount self-check.
+  try {
+    const cleanup = await prepareHost({
+      config: o.config,
+      docker: (o.sandbox ?? 'docker') === 'docker',
+      checkMounts: o.checkMounts,
+      isFinished: (id) => runner.isFinished(id),
+    });
+    log.info(cleanup, 'start-up cleanup done');
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      store.close();
+      throw err;
+    }
+    log.warn({ err }, 'start-up cleanup failed');
   }
 
   // Deliveries acknowledged before a crash but not taken in yet.

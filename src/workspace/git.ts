@@ -1,4 +1,5 @@
 import { execa } from 'execa';
+import { capMiddle } from '../trace/cap.js';
 import type { WorktreeGit } from './types.js';
 
 /** The one git runner of the project: no shell, no prompts, no ambient configuration or credentials. */
@@ -23,17 +24,8 @@ export interface GitResult {
   exitCode: number;
 }
 
-/** Kept from each end of a failing git's stderr: errors are stored in results and traces. */
-const STDERR_KEEP = 2048;
-
-/** Head and tail of `s`, with the number of characters left out between them. */
-function capMiddle(s: string, keep: number): string {
-  if (s.length <= 2 * keep) return s;
-  return `${s.slice(0, keep)}\n[... ${s.length - 2 * keep} characters left out ...]\n${s.slice(-keep)}`;
-}
-
 /** A git stderr as it may be stored (in an error, a result, a report): head and tail, trimmed. */
-export const capStderr = (stderr: string): string => capMiddle(stderr.trim(), STDERR_KEEP);
+export const capStderr = (stderr: string): string => capMiddle(stderr.trim());
 
 export class GitError extends Error {
   /** Head and tail only: a failing git can print megabytes, and errors are stored. */

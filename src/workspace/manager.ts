@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, realpath, rename, rm } from 'node:fs/promises';
+import { lstat, mkdir, readdir, readFile, realpath, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import lockfile from 'proper-lockfile';
 import { z } from 'zod';
@@ -112,7 +112,7 @@ export class GitWorkspaceManager implements WorkspaceManager {
     return { runId, path: wtPath, gitDir, baseCommit, remote, mirror };
   }
 
-  async remove(wt: Worktree): Promise<void> {
+  async remove(wt: Pick<Worktree, 'path' | 'mirror'>): Promise<void> {
     await this.locked(wt.mirror, async () => {
       const res = await git(['worktree', 'remove', '--force', wt.path], { cwd: wt.mirror, allowFail: true });
       // Not registered any more (or admin files damaged): delete the directory we created, then prune.
@@ -120,6 +120,44 @@ export class GitWorkspaceManager implements WorkspaceManager {
         await rm(wt.path, { recursive: true, force: true });
       await git(['worktree', 'prune'], { cwd: wt.mirror });
     });
+  }
+
+  /**
+   * Retention: removes the worktrees under the worktree dir not modified for `maxAgeMs` (registered
+   * ones through their mirror's git, strays directly), except those `keep` names. Returns their paths.
+   */
+  async removeOlderThan(
+    maxAgeMs: number,
+    keep: (worktree: string) => Promise<boolean> = async () => false,
+    now = Date.now(),
+  ): Promise<string[]> {
+    const names = await readdir(this.worktreeDir).catch(() => [] as string[]);
+    const old: string[] = [];
+    for (const name of names) {
+      if (name.startsWith('.')) continue; // markers and checks of their own
+      const p = path.join(this.worktreeDir, name);
+      const st = await lstat(p).catch(() => null);
+      if (st?.isDirectory() && now - st.mtimeMs > maxAgeMs && !(await keep(p))) old.push(p);
+    }
+    if (old.length === 0) return [];
+    const mirrorOf = new Map<string, string>();
+    for (const m of await readdir(this.cacheDir).catch(() => [] as string[])) {
+      if (!m.endsWith('.git')) continue;
+      const mirror = path.join(this.cacheDir, m);
+      const res = await git(['worktree', 'list', '--porcelain'], { cwd: mirror, allowFail: true });
+      for (const line of res.stdout.split('\n'))
+        if (line.startsWith('worktree ')) mirrorOf.set(path.resolve(line.slice('worktree '.length)), mirror);
+    }
+    const removed: string[] = [];
+    for (const p of old) {
+      const mirror = mirrorOf.get(p);
+      const done = mirror ? this.remove({ path: p, mirror }) : rm(p, { recursive: true, force: true });
+      await done.then(
+        () => removed.push(p),
+        () => undefined, // tried again at the next start-up or run
+      );
+    }
+    return removed;
   }
 
   private async cloneOrFetch(remote: string, mirror: string, auth: GitConfig = []): Promise<void> {

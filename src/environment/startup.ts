@@ -1,0 +1,89 @@
+import { randomBytes } from 'node:crypto';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type Docker from 'dockerode';
+import type { Config } from '../config/config.js';
+import { DEADLINE_LABEL, DockerSandbox, LABEL, OWNER_LABEL, RUN_LABEL } from './docker.js';
+import { ownerState } from './lending.js';
+
+/** What the app checks and tidies on the engine before it runs anything. */
+
+/**
+ * A container this long past its own deadline is a leftover whoever owns it: a live owner's host timer
+ * would have removed it long before.
+ */
+const STALE_AFTER_DEADLINE_MS = 60_000;
+
+/**
+ * Removes test containers left by runs that are no longer alive: those of a process of this host
+ * that is gone (OWNER_LABEL), those of runs `isFinished` knows to be over (the app's run store), and
+ * any that outlived their deadline by a minute. Containers without our labels are never touched.
+ */
+export async function sweepContainers(
+  docker: Docker,
+  opts: { isFinished?: (runId: string) => boolean; now?: number } = {},
+): Promise<string[]> {
+  const now = opts.now ?? Date.now();
+  const list = await docker.listContainers({ all: true, filters: { label: [`${LABEL}=1`] } });
+  const removed: string[] = [];
+  for (const c of list) {
+    const labels = c.Labels ?? {};
+    const run = labels[RUN_LABEL];
+    const deadline = Number(labels[DEADLINE_LABEL]);
+    const leftover =
+      ownerState(labels[OWNER_LABEL]) === 'dead' ||
+      (run !== undefined && opts.isFinished?.(run) === true) ||
+      (Number.isFinite(deadline) && deadline > 0 && now > deadline + STALE_AFTER_DEADLINE_MS);
+    if (!leftover) continue;
+    const ok = await docker
+      .getContainer(c.Id)
+      .remove({ force: true })
+      .then(() => true)
+      .catch(() => false);
+    if (ok) removed.push(c.Id);
+  }
+  return removed;
+}
+
+export class MountCheckError extends Error {
+  override name = 'MountCheckError';
+}
+
+/**
+ * Proves that the engine sees the worktree directory as this process does: writes a file there and
+ * reads it back through a container of the base image (no network, the sandbox's own settings). When
+ * the app runs in a container, the engine mounts *host* paths, so AGENTICFIX_HOME must be a volume at
+ * the same path on the host, or AGENTICFIX_HOST_HOME must name its host path.
+ */
+export async function checkBindMounts(docker: Docker, config: Config): Promise<void> {
+  const token = randomBytes(16).toString('hex');
+  const dir = path.join(config.worktreeDir, `.mount-check-${token.slice(0, 8)}`);
+  await mkdir(dir, { recursive: true });
+  try {
+    await writeFile(path.join(dir, 'probe'), token);
+    const sandbox = new DockerSandbox(docker, config.sandbox.baseImage, config.sandbox, 'mount-check');
+    const out = await sandbox.run({
+      argv: ['cat', 'probe'],
+      worktree: dir,
+      timeoutMs: 60_000,
+      maxOutputBytes: 4096,
+    });
+    if (out.status === 'passed' && out.stdout.trim() === token) return;
+    const seen = out.detail ?? (out.stderr.trim() || out.stdout.trim() || `exit ${out.exit_code}`);
+    const mapping = config.sandbox.hostHome
+      ? `AGENTICFIX_HOST_HOME=${config.sandbox.hostHome.host} is not the host path of AGENTICFIX_HOME (${config.sandbox.hostHome.local})`
+      : `the engine does not see ${config.worktreeDir} at the same path`;
+    throw new MountCheckError(
+      [
+        `start-up check failed: a file written to ${dir} could not be read back through a container of ${config.sandbox.baseImage} (${seen.slice(0, 300)}).`,
+        `Test containers bind-mount worktrees by their path on the Docker host, and ${mapping}.`,
+        'When the app runs in a container, mount a host directory at AGENTICFIX_HOME under the same path',
+        '(docker run -v /srv/agenticfix:/srv/agenticfix -e AGENTICFIX_HOME=/srv/agenticfix …), or set',
+        'AGENTICFIX_HOST_HOME to the host directory mounted at AGENTICFIX_HOME; keep AGENTICFIX_WORKTREE_DIR',
+        `inside AGENTICFIX_HOME. The base image must exist too (scripts/base-image.sh).`,
+      ].join('\n'),
+    );
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}

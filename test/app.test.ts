@@ -339,7 +339,7 @@ describe('AgenticFix app through the GitHub emulator', () => {
       sender: { login: 'maint', type: 'User' },
       installation: { id: emu.installationId(O) },
     };
-    expect(before.claimDelivery('acked-then-crashed', 'issues', payload)).toBe(true);
+    expect(before.claimDelivery('acked-then-crashed', 'issues', payload, null)).toBe('new');
     before.close();
 
     const restarted = await start(crashConfig);

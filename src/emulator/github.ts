@@ -17,6 +17,7 @@ import { createRouter, type Reply } from './github-routes.js';
 import { Shapes } from './github-shapes.js';
 import {
   EmulatorState,
+  timestamp,
   type CommentRecord,
   type IssueRecord,
   type Permission,
@@ -288,6 +289,7 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
       const issue = issueOf(repo, number);
       state.user(sender);
       if (!issue.labels.includes(label)) issue.labels.push(label);
+      issue.updatedAt = timestamp(); // as on GitHub: labelling updates the issue
       return webhooks.deliver('issues', {
         action: 'labeled',
         issue: shapes.issue(repo, issue),

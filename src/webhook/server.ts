@@ -140,7 +140,7 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
     const body = await readBounded(req, maxBytes);
     if (body === 'too_large') {
       log.warn({ ...delivery, max_bytes: maxBytes }, 'webhook body over the limit: refused');
-      return refuse(req, res, 413, `body over ${maxBytes} bytes`);
+      return tooLarge(req, res, maxBytes);
     }
     if (body === 'aborted') return;
     if (
@@ -148,7 +148,7 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
       !signatureMatches(o.webhookSecret, body, header(req, 'x-hub-signature-256'))
     ) {
       log.warn({ ...delivery, bytes: body.length }, 'webhook signature does not match: refused');
-      return refuse(req, res, 401, 'signature does not match');
+      return refuse(res, 401, 'signature does not match');
     }
     // Probot's middleware takes a body already read from `rawBody`.
     Object.assign(req, { rawBody: body, body: {} });
@@ -217,11 +217,21 @@ function readBounded(req: IncomingMessage, max: number): Promise<Buffer | 'too_l
   });
 }
 
-/** Answers and drops the connection, so the rest of a body that was not read is never received. */
-function refuse(req: IncomingMessage, res: ServerResponse, status: number, error: string): void {
-  res
-    .writeHead(status, { 'content-type': 'application/json', connection: 'close' })
-    .end(JSON.stringify({ error }), () => req.socket.destroy());
+/** How long the rest of a refused body is read and dropped before its connection is closed. */
+const LINGER_MS = 1000;
+
+/**
+ * Answers a body that is not read to its end. Closing the connection at once, with the client still
+ * sending, resets it, and the client can lose the answer; so the rest is read and dropped (Node does
+ * that after a response) for LINGER_MS, and then the connection is closed whatever is left.
+ */
+function tooLarge(req: IncomingMessage, res: ServerResponse, maxBytes: number): void {
+  refuse(res, 413, `body over ${maxBytes} bytes`);
+  setTimeout(() => req.socket.destroy(), LINGER_MS).unref();
+}
+
+function refuse(res: ServerResponse, status: number, error: string): void {
+  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ error }));
 }
 
 /** GitHub's `X-Hub-Signature-256`: `sha256=` and the hex HMAC-SHA256 of the exact body. */

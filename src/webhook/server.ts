@@ -136,7 +136,11 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
    * so), its signature is checked here, and only a signed body reaches Probot, with its SHA-256.
    */
   async function takeIn(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const delivery = { delivery: header(req, 'x-github-delivery'), event: header(req, 'x-github-event') };
+    // For the log: what the sender claims, capped.
+    const delivery = {
+      delivery: header(req, 'x-github-delivery')?.slice(0, 100),
+      event: header(req, 'x-github-event')?.slice(0, 100),
+    };
     const body = await readBounded(req, maxBytes);
     if (body === 'too_large') {
       log.warn({ ...delivery, max_bytes: maxBytes }, 'webhook body over the limit: refused');

@@ -1,5 +1,8 @@
 import { createHash } from 'node:crypto';
 import { rmSync } from 'node:fs';
+import { request } from 'node:http';
+import { Readable, Writable } from 'node:stream';
+import pino from 'pino';
 import type { GitHubEmulator } from '../src/emulator/github.js';
 import {
   startScriptedModelServer,
@@ -8,7 +11,7 @@ import {
 } from '../src/emulator/scripted-model.js';
 import { REAL_JOB_DEPS } from '../src/pipeline/job.js';
 import { branchFor } from '../src/publish/pr.js';
-import { RunStore } from '../src/queue/store.js';
+import { RunStore, StoreInUseError } from '../src/queue/store.js';
 import { startApp, type RunningApp } from '../src/webhook/server.js';
 import type { Config } from '../src/config/config.js';
 import {
@@ -34,6 +37,34 @@ import {
 
 const O = 'acme';
 const R = 'calc';
+const MiB = 1024 * 1024;
+
+/** `total` bytes made of one reused chunk, generated as they are read: never held in memory. */
+function generated(total: number, chunk: Buffer): Readable {
+  let sent = 0;
+  return new Readable({
+    read() {
+      if (sent >= total) return void this.push(null);
+      const n = Math.min(chunk.length, total - sent);
+      sent += n;
+      this.push(chunk.subarray(0, n));
+    },
+  });
+}
+
+/** POSTs a streamed body; resolves with the status, or null when the connection dropped before an answer. */
+function postStream(url: string, headers: Record<string, string | number>, body: Readable) {
+  return new Promise<number | null>((resolve) => {
+    const req = request(url, { method: 'POST', headers }, (res) => {
+      res.resume();
+      body.unpipe(req);
+      body.destroy();
+      resolve(res.statusCode ?? null);
+    });
+    req.on('error', () => resolve(null));
+    body.pipe(req);
+  });
+}
 
 describe('AgenticFix app through the GitHub emulator', () => {
   let emu: GitHubEmulator;
@@ -74,6 +105,7 @@ describe('AgenticFix app through the GitHub emulator', () => {
     emu = await startEmulator();
     emu.createRepo(O, R, { files: { ...CALC_FILES, '.github/agenticfix.yml': CALC_CONFIG } });
     emu.setPermission(O, R, 'maint', 'maintain');
+    emu.setPermission(O, R, 'maint2', 'write');
     emu.setPermission(O, R, 'reader', 'read');
     home = tempDir('app-test-');
     config = testConfig(home, { AGENTICFIX_MODEL_ALLOWLIST: 'other-model' });
@@ -155,21 +187,82 @@ describe('AgenticFix app through the GitHub emulator', () => {
     expect(runsOf(n)).toHaveLength(1);
   });
 
+  it('three replays of a signed label body under new delivery ids start one run; each is acknowledged', async () => {
+    const n = emu.createIssue(O, R, { title: 'add() subtracts, replayed', user: 'alice' });
+    const first = await emu.label(O, R, n, 'agenticfix', 'maint');
+    await app.idle();
+    // The attack as it was done: the same signed body, a fresh X-GitHub-Delivery each time.
+    for (let i = 0; i < 3; i++) expect((await emu.replay(first.id)).status).toBe(200);
+    // GitHub's own redeliver (same id) is still a redelivery.
+    expect((await emu.redeliver(first.id)).status).toBe(200);
+    await app.idle();
+    expect(runsOf(n)).toHaveLength(1);
+    expect(deps.calls.filter((c) => c.issue.title === 'add() subtracts, replayed')).toHaveLength(1);
+    // A command comment replayed the same way starts nothing either.
+    const rerun = await emu.comment(O, R, n, '/agenticfix rerun', 'maint');
+    await app.idle();
+    for (let i = 0; i < 3; i++) expect((await emu.replay(rerun.id)).status).toBe(200);
+    await app.idle();
+    expect(runsOf(n).map((r) => r.trigger)).toEqual(['rerun', 'label']);
+  });
+
   it('someone without write access gets a polite reply and nothing runs', async () => {
     const n = emu.createIssue(O, R, { title: 'please fix', user: 'reader' });
     await emu.label(O, R, n, 'agenticfix', 'reader');
+    await app.idle();
     await emu.comment(O, R, n, '/agenticfix rerun', 'reader');
     await app.idle();
     expect(runsOf(n)).toHaveLength(0);
-    const replies = botComments(n).map((c) => c.body);
-    // The two deliveries are taken in concurrently: their replies may land in either order.
-    expect(replies).toHaveLength(2);
-    expect(replies).toEqual(
-      expect.arrayContaining([
-        expect.stringMatching(/Only people with write access to this repository can start AgenticFix/),
-        expect.stringMatching(/can rerun AgenticFix/),
-      ]),
-    );
+    // One reply per issue per hour to people without write access: the rerun gets none.
+    expect(botComments(n).map((c) => c.body)).toEqual([
+      expect.stringMatching(/Only people with write access to this repository can start AgenticFix/),
+    ]);
+  });
+
+  it('outsider spam: six commands from people without write access get one reply, also after a restart', async () => {
+    const n = emu.createIssue(O, R, { title: 'spam target', user: 'alice' });
+    // The attack as it was done: six commands from outsiders (each used to get its own reply).
+    const spam = ['/agenticfix rerun', '/agenticfix cancel', '/agenticfix status', '/agenticfix help'];
+    for (const body of [...spam, '/agenticfix frobnicate', '/agenticfix rerun budget=1'])
+      await emu.comment(O, R, n, body, 'reader');
+    await app.idle();
+    expect(botComments(n)).toHaveLength(1);
+    expect(runsOf(n)).toHaveLength(0);
+    // The count is in the store: a restarted app does not answer the next outsider either.
+    await app.close();
+    app = await start(config);
+    emu.setWebhookUrl(app.url);
+    await emu.comment(O, R, n, '/agenticfix help', 'stranger');
+    await app.idle();
+    expect(botComments(n)).toHaveLength(1);
+    // People with write access are always answered.
+    await emu.comment(O, R, n, '/agenticfix status', 'maint');
+    await app.idle();
+    expect(botComments(n).map((c) => c.body)).toEqual([
+      expect.any(String),
+      'AgenticFix has not run on this issue yet.',
+    ]);
+  });
+
+  it('an indented command (a Markdown code block quoting one) is not a command', async () => {
+    let release!: () => void;
+    gate = { promise: new Promise<void>((r) => (release = r)) };
+    try {
+      const n = emu.createIssue(O, R, { title: 'add() subtracts, quoted', user: 'alice' });
+      await emu.label(O, R, n, 'agenticfix', 'maint');
+      await waitFor(() => runsOf(n)[0]?.state === 'running');
+      const quoted = await emu.comment(O, R, n, '    /agenticfix cancel\n\nis how you stop it', 'maint');
+      expect(quoted.status).toBe(200);
+      release();
+      await app.idle();
+      expect(runsOf(n)).toEqual([expect.objectContaining({ state: 'done', verdict: 'verified' })]);
+      const quotedComment = emu.comments(n).find((c) => c.body.startsWith('    /agenticfix'))!;
+      expect(emu.reactions.filter((r) => r.commentId === quotedComment.id)).toEqual([]);
+      expect(botComments(n).filter((c) => c.id !== runsOf(n)[0]!.status_comment_id)).toEqual([]);
+    } finally {
+      release();
+      gate = {};
+    }
   });
 
   it('another label does nothing', async () => {
@@ -194,6 +287,116 @@ describe('AgenticFix app through the GitHub emulator', () => {
     expect(genuine.status).toBe(200);
     await app.idle();
     expect(runsOf(n)).toHaveLength(1);
+  });
+
+  it('a 400 MB body is refused before it is buffered, other deliveries go on, no payload reaches a log line', async () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        lines.push(chunk.toString());
+        done();
+      },
+    });
+    const bigHome = tempDir('app-big-body-');
+    const other = await startApp({
+      config: testConfig(bigHome),
+      appId: APP_ID,
+      privateKey: PRIVATE_KEY,
+      webhookSecret: SECRET,
+      baseUrl: emu.url,
+      port: 0,
+      deps,
+      sandbox: 'local',
+      log: pino({ level: 'debug' }, sink),
+    });
+    emu.setWebhookUrl(other.url);
+    try {
+      const n = emu.createIssue(O, R, { title: 'unrelated', user: 'alice' });
+      const marker = Buffer.from('PAYLOAD-MARKER-'.repeat(Math.ceil(MiB / 15))).subarray(0, MiB);
+      const headers = {
+        'content-type': 'application/json',
+        'x-github-event': 'issues',
+        'x-github-delivery': 'forged-400mb',
+        'x-hub-signature-256': 'sha256=' + '0'.repeat(64),
+      };
+      const rss0 = process.memoryUsage().rss;
+      let rssMax = rss0;
+      const sampler = setInterval(() => (rssMax = Math.max(rssMax, process.memoryUsage().rss)), 10);
+      try {
+        // The attack as it was done, both ways: 400 MB declared up front, and 400 MB chunked.
+        for (const declared of [true, false]) {
+          const t0 = Date.now();
+          const attack = postStream(
+            other.url,
+            declared ? { ...headers, 'content-length': 400 * MiB } : headers,
+            generated(400 * MiB, marker),
+          );
+          const genuine = emu.label(O, R, n, 'bug', 'maint'); // sent meanwhile
+          const [status, ack] = await Promise.all([attack, genuine.then((r) => [r.status, Date.now() - t0])]);
+          expect(status).toBe(413);
+          expect(Date.now() - t0).toBeLessThan(10_000);
+          expect(ack).toEqual([200, expect.any(Number)]);
+          expect(ack[1]).toBeLessThan(1000);
+        }
+      } finally {
+        clearInterval(sampler);
+      }
+      expect(rssMax - rss0).toBeLessThan(200 * MiB); // was 3.8 GB: the body is never held whole
+      // Under the limit but with a bad signature: refused before Probot sees it.
+      const forged = await postStream(
+        other.url,
+        { ...headers, 'content-length': 5 * MiB },
+        generated(5 * MiB, marker),
+      );
+      expect(forged).toBe(401);
+      // A signed delivery whose handling fails (the store cannot write): 500, the payload stays out of the log.
+      const labelled = JSON.parse(emu.deliveries.at(-1)!.body);
+      labelled.issue.title = marker.subarray(0, 200).toString();
+      const claim = other.store.claimDelivery.bind(other.store);
+      other.store.claimDelivery = () => {
+        throw new Error('disk I/O error');
+      };
+      const failed = await emu.deliver('issues', labelled).finally(() => (other.store.claimDelivery = claim));
+      expect(failed.status).toBe(500);
+
+      const log = lines.join('');
+      expect(log).toContain('webhook body over the limit: refused');
+      expect(log).toContain('webhook signature does not match: refused');
+      expect(log).toContain('disk I/O error');
+      expect(log).not.toContain('PAYLOAD-MARKER');
+      expect(Math.max(...lines.map((l) => l.length))).toBeLessThan(20_000);
+    } finally {
+      emu.setWebhookUrl(app.url);
+      await other.close();
+      rmSync(bigHome, { recursive: true, force: true });
+    }
+  });
+
+  it('a second instance on the same store refuses to start and leaves the live run alone', async () => {
+    let release!: () => void;
+    gate = { promise: new Promise<void>((r) => (release = r)) };
+    try {
+      const n = emu.createIssue(O, R, { title: 'add() subtracts, two instances', user: 'alice' });
+      await emu.label(O, R, n, 'agenticfix', 'maint');
+      await waitFor(() => runsOf(n)[0]?.state === 'running');
+      // The attack as it was done: a second app started on the same store while a run is live.
+      const second = start(config);
+      await expect(second).rejects.toThrow(StoreInUseError);
+      await expect(second).rejects.toThrow(
+        /another AgenticFix instance \(pid \d+ on .+\) serves the run store/,
+      );
+      expect(runsOf(n)[0]!.state).toBe('running');
+      release();
+      await app.idle();
+      expect(runsOf(n)[0]).toMatchObject({ state: 'done', verdict: 'verified' });
+      expect(pullFor(n)).toHaveLength(1);
+      const said = botComments(n).map((c) => c.body);
+      expect(said).toHaveLength(1); // the status comment only: nobody said "interrupted"
+      expect(said[0]).toContain('✅ Done');
+    } finally {
+      release();
+      gate = {};
+    }
   });
 
   it('bot comments are ignored, commands get 👀, unknown commands get usage', async () => {
@@ -277,7 +480,9 @@ describe('AgenticFix app through the GitHub emulator', () => {
       const n = emu.createIssue(O, R, { title: 'twice', user: 'alice' });
       await emu.label(O, R, n, 'agenticfix', 'maint');
       await waitFor(() => runsOf(n)[0]?.state === 'running');
-      await emu.label(O, R, n, 'agenticfix', 'maint');
+      // Another maintainer (the same person relabelling within one second would send the very same
+      // body, which is taken in once).
+      await emu.label(O, R, n, 'agenticfix', 'maint2');
       await waitFor(() => runsOf(n).some((r) => r.state === 'superseded'));
       release();
       await app.idle();
@@ -490,7 +695,7 @@ describe('AgenticFix app through the GitHub emulator', () => {
       sender: { login: 'maint', type: 'User' },
       installation: { id: emu.installationId(O) },
     };
-    expect(before.claimDelivery('acked-then-crashed', 'issues', payload)).toBe(true);
+    expect(before.claimDelivery('acked-then-crashed', 'issues', payload, null)).toBe('new');
     before.close();
 
     const restarted = await start(crashConfig);

@@ -8,13 +8,24 @@ describe('parseCommand', () => {
     expect(parseCommand('')).toEqual({ type: 'none' });
   });
 
-  it('parses the simple commands, case-insensitively and with surrounding spaces', () => {
+  it('parses the simple commands, case-insensitively and with spaces between and after the words', () => {
     expect(parseCommand('/agenticfix cancel')).toEqual({ type: 'command', command: { kind: 'cancel' } });
-    expect(parseCommand('  /AgenticFix   STATUS  ')).toEqual({
+    expect(parseCommand('/AgenticFix   STATUS  ')).toEqual({
       type: 'command',
       command: { kind: 'status' },
     });
     expect(parseCommand('/agenticfix help')).toEqual({ type: 'command', command: { kind: 'help' } });
+  });
+
+  it('reads a command only at the start of an unindented first line', () => {
+    // An indented code block quoting a command (the attack), and other indentation, are not commands.
+    expect(parseCommand('    /agenticfix cancel')).toEqual({ type: 'none' });
+    expect(parseCommand('    /agenticfix cancel\n\nthat is how you stop it')).toEqual({ type: 'none' });
+    expect(parseCommand('\t/agenticfix cancel')).toEqual({ type: 'none' });
+    expect(parseCommand(' /agenticfix rerun')).toEqual({ type: 'none' });
+    expect(parseCommand('\u00a0/agenticfix rerun')).toEqual({ type: 'none' });
+    expect(parseCommand('> /agenticfix cancel')).toEqual({ type: 'none' });
+    expect(parseCommand('```\n/agenticfix cancel\n```')).toEqual({ type: 'none' });
   });
 
   it('reads only the first line', () => {

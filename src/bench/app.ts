@@ -1,6 +1,8 @@
 import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { request } from 'node:http';
 import { tmpdir } from 'node:os';
+import { Readable } from 'node:stream';
 import { Worker } from 'node:worker_threads';
 import path from 'node:path';
 import Docker from 'dockerode';
@@ -33,7 +35,7 @@ async function webhookLatency(): Promise<Record<string, number>> {
     workerData: {
       secret,
       publicKeyPem: keys.publicKey.export({ type: 'spki', format: 'pem' }),
-      issues: n + 20,
+      issues: n + 40,
     },
   });
   const emu = await new Promise<{ url: string; appId: number; installationId: number }>((resolve, reject) => {
@@ -96,16 +98,30 @@ async function webhookLatency(): Promise<Record<string, number>> {
     const single: number[] = [];
     for (let i = 0; i < 20; i++) single.push(await deliver(n + 1 + i));
     await new Promise((r) => setTimeout(r, 500));
+    // The same, while 400 MB bodies with a bad signature keep arriving (each refused at the limit).
+    const underAttack: number[] = [];
+    const refusals: number[] = [];
+    let attacking = true;
+    const attacker = (async () => {
+      while (attacking) refusals.push(await postHuge(app.url, 400 * 1024 * 1024));
+    })();
+    for (let i = 0; i < 20; i++) underAttack.push(await deliver(n + 21 + i));
+    attacking = false;
+    await attacker;
     const t0 = performance.now();
     const latencies = await Promise.all(Array.from({ length: n }, (_, i) => deliver(i + 1)));
     // The intake (permission, base commit, enqueue) goes on after the acknowledgements.
-    while (app.store.list().length < n + single.length) {
+    const recorded = n + single.length + underAttack.length;
+    while (app.store.list().length < recorded) {
       if (performance.now() - t0 > 120_000)
-        throw new Error(`only ${app.store.list().length} of ${n} runs recorded`);
+        throw new Error(`only ${app.store.list().length} of ${recorded} runs recorded`);
       await new Promise((r) => setTimeout(r, 20));
     }
     return {
       webhook_single_ack_p50_ms: round(pct(single, 50)),
+      webhook_ack_under_400mb_bodies_p50_ms: round(pct(underAttack, 50)),
+      webhook_ack_under_400mb_bodies_max_ms: round(Math.max(...underAttack)),
+      webhook_400mb_body_refused_p50_ms: round(pct(refusals, 50)),
       webhook_deliveries: n,
       webhook_ack_p50_ms: round(pct(latencies, 50)),
       webhook_ack_p99_ms: round(pct(latencies, 99)),
@@ -117,6 +133,41 @@ async function webhookLatency(): Promise<Record<string, number>> {
     worker.postMessage('close');
     rmSync(home, { recursive: true, force: true });
   }
+}
+
+/** Time until a chunked `bytes` body with a bad signature is refused (413); it is generated, never held. */
+function postHuge(url: string, bytes: number): Promise<number> {
+  const chunk = Buffer.alloc(1024 * 1024, 'x');
+  let sent = 0;
+  const body = new Readable({
+    read() {
+      sent += chunk.length;
+      this.push(sent > bytes ? null : chunk);
+    },
+  });
+  const t0 = performance.now();
+  return new Promise((resolve, reject) => {
+    const req = request(
+      url,
+      {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'x-github-event': 'issues',
+          'x-github-delivery': randomUUID(),
+          'x-hub-signature-256': `sha256=${'0'.repeat(64)}`,
+        },
+      },
+      (res) => {
+        res.resume();
+        body.destroy();
+        if (res.statusCode === 413) resolve(performance.now() - t0);
+        else reject(new Error(`400 MB body answered ${res.statusCode}`));
+      },
+    );
+    req.on('error', reject);
+    body.pipe(req);
+  });
 }
 
 /**

@@ -4,6 +4,7 @@ import SmeeClient from 'smee-client';
 import { z } from 'zod';
 import { loadConfig, loadEnv } from '../config/config.js';
 import { ensureBuildNetwork } from '../environment/network.js';
+import { StoreInUseError } from '../queue/store.js';
 import { startApp } from '../webhook/server.js';
 
 /** Probot's usual variables; the private key comes inline (PRIVATE_KEY) or from a file (PRIVATE_KEY_PATH). */
@@ -54,7 +55,12 @@ export async function serveCommand(_argv: string[]): Promise<number> {
     port: env.PORT,
     host: env.HOST,
     checkMounts: true,
+  }).catch((err: unknown) => {
+    if (!(err instanceof StoreInUseError)) throw err;
+    process.stderr.write(`agenticfix serve: ${err.message}\n`);
+    return null;
   });
+  if (!app) return 1;
   process.stdout.write(`agenticfix listening on ${app.url}\n`);
   // Development: relay deliveries from a smee.io channel to the local endpoint, as Probot does.
   const proxy = env.WEBHOOK_PROXY_URL

@@ -106,6 +106,8 @@ const ENV_SCHEMA = z.object({
   AGENTICFIX_WORKTREE_MAX_AGE_H: int(72, 1),
   AGENTICFIX_GITHUB_WRITE_INTERVAL_MS: int(1000, 0), // GitHub asks for >= 1 s between writes (3 s for notifying ones)
   AGENTICFIX_GITHUB_RETRY_BASE_MS: int(1000, 0), // unit of Retry-After and of the 5xx back-off
+  AGENTICFIX_WEBHOOK_MAX_BYTES: int(25 * MiB, 1024), // GitHub caps payloads at 25 MB
+  AGENTICFIX_OUTSIDER_REPLY_INTERVAL_S: int(3600, 0),
 });
 
 export interface Config {
@@ -184,6 +186,10 @@ export interface Config {
     worktreeMaxAgeMs: number;
     githubWriteIntervalMs: number;
     githubRetryBaseMs: number;
+    /** Largest webhook body taken in; larger ones get 413 before any buffering or signature work. */
+    webhookMaxBytes: number;
+    /** People without write access get at most one reply per issue in this interval. */
+    outsiderReplyIntervalMs: number;
   };
 }
 
@@ -325,6 +331,8 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       worktreeMaxAgeMs: e.AGENTICFIX_WORKTREE_MAX_AGE_H * 3600_000,
       githubWriteIntervalMs: e.AGENTICFIX_GITHUB_WRITE_INTERVAL_MS,
       githubRetryBaseMs: e.AGENTICFIX_GITHUB_RETRY_BASE_MS,
+      webhookMaxBytes: e.AGENTICFIX_WEBHOOK_MAX_BYTES,
+      outsiderReplyIntervalMs: e.AGENTICFIX_OUTSIDER_REPLY_INTERVAL_S * 1000,
     },
   };
 }

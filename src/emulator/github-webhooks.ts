@@ -36,9 +36,18 @@ export class WebhookSender {
   }
 
   redeliver(id: string): Promise<DeliveryResult> {
+    return this.post(this.stored(id));
+  }
+
+  /** What an eavesdropper can do with a captured delivery: send its signed body under a new id. */
+  replay(id: string): Promise<DeliveryResult> {
+    return this.post({ ...this.stored(id), id: randomUUID() });
+  }
+
+  private stored(id: string): StoredDelivery {
     const delivery = this.deliveries.find((d) => d.id === id);
     if (!delivery) throw new Error(`unknown delivery ${id}`);
-    return this.post(delivery);
+    return delivery;
   }
 
   private async post(delivery: StoredDelivery, signature?: string): Promise<DeliveryResult> {

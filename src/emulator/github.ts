@@ -104,7 +104,10 @@ export interface GitHubEmulator {
     opts?: { isBot?: boolean },
   ): Promise<DeliveryResult>;
   deliver(event: string, payload: unknown, opts?: { signature?: string }): Promise<DeliveryResult>;
+  /** GitHub's "redeliver": the same body under the same delivery id. */
   redeliver(deliveryId: string): Promise<DeliveryResult>;
+  /** A replay attack: the same signed body under a new delivery id (not recorded as a delivery). */
+  replay(deliveryId: string): Promise<DeliveryResult>;
   setWebhookUrl(url: string): void;
   /** The installation id covering the owner's repositories. */
   installationId(owner: string): number;
@@ -310,6 +313,7 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
       const issue = issueOf(repo, number);
       state.user(sender);
       if (!issue.labels.includes(label)) issue.labels.push(label);
+      issue.updatedAt = timestamp(); // as on GitHub: labelling updates the issue
       return webhooks.deliver('issues', {
         action: 'labeled',
         issue: shapes.issue(repo, issue),
@@ -330,6 +334,7 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
     },
     deliver: (event, payload, deliverOpts) => webhooks.deliver(event, payload, deliverOpts),
     redeliver: (id) => webhooks.redeliver(id),
+    replay: (id) => webhooks.replay(id),
     setWebhookUrl(url) {
       webhooks.url = url;
     },

@@ -1,4 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
+import { hostname } from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { z } from 'zod';
@@ -39,6 +41,7 @@ const RUN_ROW = z.strictObject({
   issue_title: z.string().nullable(),
   issue_body: z.string().nullable(),
   issue_updated_at: z.string().nullable(),
+  instance_id: z.string().nullable(), // the app instance that created the run
 });
 
 export type RunRecord = z.output<typeof RUN_ROW>;
@@ -52,7 +55,15 @@ export type NewRun = Pick<
 export type RunUpdate = Partial<
   Omit<
     RunRecord,
-    'id' | 'owner' | 'repo' | 'issue' | 'installation_id' | 'delivery_id' | 'created_at' | 'comment_ids'
+    | 'id'
+    | 'owner'
+    | 'repo'
+    | 'issue'
+    | 'installation_id'
+    | 'delivery_id'
+    | 'created_at'
+    | 'comment_ids'
+    | 'instance_id'
   >
 >;
 
@@ -81,13 +92,62 @@ const MIGRATIONS = [
   `ALTER TABLE runs ADD COLUMN issue_title TEXT;
    ALTER TABLE runs ADD COLUMN issue_body TEXT;
    ALTER TABLE runs ADD COLUMN issue_updated_at TEXT;`,
+  // Replays: a signed body is taken in once, whatever delivery id it comes with. One instance per
+  // store (the `instance` row), each run tagged with the instance that created it. Replies to people
+  // without write access are rate-limited per issue.
+  `ALTER TABLE deliveries ADD COLUMN body_sha256 TEXT;
+   CREATE UNIQUE INDEX deliveries_body ON deliveries (body_sha256);
+   ALTER TABLE runs ADD COLUMN instance_id TEXT;
+   CREATE TABLE instance (
+     id INTEGER PRIMARY KEY CHECK (id = 1),
+     owner TEXT NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL,
+     started_at TEXT NOT NULL, heartbeat_at TEXT NOT NULL
+   );
+   CREATE TABLE outsider_replies (
+     owner TEXT NOT NULL, repo TEXT NOT NULL, issue INTEGER NOT NULL, replied_at TEXT NOT NULL,
+     PRIMARY KEY (owner, repo, issue)
+   );`,
 ];
+
+/** How long an instance that stopped heart-beating keeps the store (a crash on another host, a hang). */
+export const INSTANCE_STALE_MS = 30_000;
+
+const INSTANCE_ROW = z.strictObject({
+  id: z.literal(1),
+  owner: z.string(),
+  host: z.string(),
+  pid: z.number().int(),
+  started_at: z.string(),
+  heartbeat_at: z.string(),
+});
+export type InstanceHolder = Omit<z.output<typeof INSTANCE_ROW>, 'id'>;
+
+/** Another live instance already serves this store. */
+export class StoreInUseError extends Error {
+  constructor(
+    readonly file: string,
+    readonly holder: InstanceHolder,
+  ) {
+    const ago = Math.round((Date.now() - Date.parse(holder.heartbeat_at)) / 1000);
+    super(
+      `another AgenticFix instance (pid ${holder.pid} on ${holder.host}, started ${holder.started_at}, ` +
+        `last heartbeat ${ago} s ago) serves the run store ${file}; stop it first, or give this instance ` +
+        `its own AGENTICFIX_HOME / AGENTICFIX_DB_PATH. An instance that stopped without closing holds ` +
+        `the store for at most ${INSTANCE_STALE_MS / 1000} s.`,
+    );
+    this.name = 'StoreInUseError';
+  }
+}
+
+/** What `claimDelivery` found: a new delivery, one seen before under this id, or its body under another id. */
+export type Claim = 'new' | 'seen' | 'replay';
 
 export class RunStore {
   private readonly db: Database.Database;
   private seq = 0;
+  private instance: InstanceHolder | null = null;
 
-  constructor(file: string) {
+  constructor(private readonly file: string) {
     if (file !== ':memory:') mkdirSync(path.dirname(file), { recursive: true });
     this.db = new Database(file);
     this.db.pragma('journal_mode = WAL');
@@ -107,12 +167,23 @@ export class RunStore {
     }
   }
 
-  /** Records a webhook delivery id; false if it was seen before (a redelivery). */
-  claimDelivery(deliveryId: string, event: string, payload: unknown): boolean {
-    const res = this.db
-      .prepare('INSERT OR IGNORE INTO deliveries (id, received_at, event, payload) VALUES (?, ?, ?, ?)')
-      .run(deliveryId, now(), event, JSON.stringify(payload));
-    return res.changes === 1;
+  /**
+   * Records a webhook delivery with the SHA-256 of its signed body. `seen`: this delivery id was
+   * recorded before (GitHub's "redeliver" reuses it); `replay`: the same signed body came before under
+   * another delivery id. Only `new` may act. Hashes are kept as long as the deliveries (never pruned),
+   * far beyond the days within which GitHub redelivers.
+   */
+  claimDelivery(deliveryId: string, event: string, payload: unknown, bodySha256: string | null): Claim {
+    return this.db.transaction((): Claim => {
+      const res = this.db
+        .prepare(
+          `INSERT OR IGNORE INTO deliveries (id, received_at, event, payload, body_sha256)
+           VALUES (?, ?, ?, ?, ?)`,
+        )
+        .run(deliveryId, now(), event, JSON.stringify(payload), bodySha256);
+      if (res.changes === 1) return 'new';
+      return this.db.prepare('SELECT 1 FROM deliveries WHERE id = ?').get(deliveryId) ? 'seen' : 'replay';
+    })();
   }
 
   /** The delivery's intake is over: its payload is no longer needed. */
@@ -121,15 +192,21 @@ export class RunStore {
   }
 
   /** Deliveries acknowledged but not taken in (the app stopped in between), oldest first. */
-  pendingDeliveries(): { id: string; event: string; payload: unknown }[] {
+  pendingDeliveries(): { id: string; event: string; payload: unknown; body_sha256: string | null }[] {
     return (
       this.db
-        .prepare('SELECT id, event, payload FROM deliveries WHERE done_at IS NULL ORDER BY received_at, id')
-        .all() as { id: string; event: string; payload: string }[]
-    ).map((d) => ({ id: d.id, event: d.event, payload: JSON.parse(d.payload) as unknown }));
+        .prepare(
+          `SELECT id, event, payload, body_sha256 FROM deliveries WHERE done_at IS NULL
+           ORDER BY received_at, id`,
+        )
+        .all() as { id: string; event: string; payload: string; body_sha256: string | null }[]
+    ).map((d) => ({ ...d, payload: JSON.parse(d.payload) as unknown }));
   }
 
-  /** Lets a redelivery of `deliveryId` act again (its first handling failed before doing anything). */
+  /**
+   * Lets a redelivery of `deliveryId` act again (its first handling failed before doing anything); its
+   * body is free again too, so at most one delivery of a signed body ever acts.
+   */
   releaseDelivery(deliveryId: string): void {
     this.db.prepare('DELETE FROM deliveries WHERE id = ?').run(deliveryId);
   }
@@ -140,10 +217,11 @@ export class RunStore {
     this.db
       .prepare(
         `INSERT INTO runs (id, owner, repo, issue, installation_id, trigger, triggered_by, delivery_id,
-           model, token_budget, base_commit, state, created_at, issue_title, issue_body, issue_updated_at)
+           model, token_budget, base_commit, state, created_at, issue_title, issue_body, issue_updated_at,
+           instance_id)
          VALUES (@id, @owner, @repo, @issue, @installation_id, @trigger, @triggered_by, @delivery_id,
            @model, @token_budget, @base_commit, 'queued', @created_at, @issue_title, @issue_body,
-           @issue_updated_at)`,
+           @issue_updated_at, @instance_id)`,
       )
       .run({
         model: null,
@@ -154,6 +232,7 @@ export class RunStore {
         ...input,
         id,
         created_at: now(),
+        instance_id: this.instance?.owner ?? null,
       });
     return this.get(id)!;
   }
@@ -225,7 +304,69 @@ export class RunStore {
     })();
   }
 
+  /**
+   * Makes this process the one instance serving the store, or throws StoreInUseError naming the live
+   * holder. A holder is gone when its heartbeat is older than INSTANCE_STALE_MS or, on this host, when
+   * its process no longer exists (so a restart after a crash is not held up).
+   */
+  acquireInstance(): void {
+    const me: InstanceHolder = {
+      owner: randomUUID(),
+      host: hostname(),
+      pid: process.pid,
+      started_at: now(),
+      heartbeat_at: now(),
+    };
+    this.db
+      .transaction(() => {
+        const row = this.db.prepare('SELECT * FROM instance WHERE id = 1').get();
+        const holder = row ? INSTANCE_ROW.parse(row) : null;
+        if (holder && !holderGone(holder)) throw new StoreInUseError(this.file, holder);
+        this.db
+          .prepare(
+            `INSERT OR REPLACE INTO instance (id, owner, host, pid, started_at, heartbeat_at)
+             VALUES (1, @owner, @host, @pid, @started_at, @heartbeat_at)`,
+          )
+          .run(me);
+      })
+      .immediate();
+    this.instance = me;
+  }
+
+  /** Keeps this instance's claim fresh; false when another instance has taken the store over. */
+  heartbeat(): boolean {
+    if (!this.instance) return false;
+    return (
+      this.db
+        .prepare('UPDATE instance SET heartbeat_at = ? WHERE id = 1 AND owner = ?')
+        .run(now(), this.instance.owner).changes === 1
+    );
+  }
+
+  /**
+   * Claims the one reply per `intervalMs` that people without write access may get on an issue;
+   * false when one was posted within the interval. Durable, so a restart does not reset it.
+   */
+  claimOutsiderReply(owner: string, repo: string, issue: number, intervalMs: number): boolean {
+    const at = new Date();
+    const since = new Date(at.getTime() - intervalMs).toISOString();
+    return (
+      this.db
+        .prepare(
+          `INSERT INTO outsider_replies (owner, repo, issue, replied_at) VALUES (?, ?, ?, ?)
+           ON CONFLICT (owner, repo, issue) DO UPDATE SET replied_at = excluded.replied_at
+           WHERE replied_at <= ?`,
+        )
+        .run(owner, repo, issue, at.toISOString(), since).changes === 1
+    );
+  }
+
+  /** Closes the database; the instance claim (if any) is given up first. */
   close(): void {
+    if (this.instance) {
+      this.db.prepare('DELETE FROM instance WHERE id = 1 AND owner = ?').run(this.instance.owner);
+      this.instance = null;
+    }
     this.db.close();
   }
 
@@ -239,4 +380,18 @@ export class RunStore {
 
 function now(): string {
   return new Date().toISOString();
+}
+
+function holderGone(h: InstanceHolder): boolean {
+  if (Date.now() - Date.parse(h.heartbeat_at) > INSTANCE_STALE_MS) return true;
+  if (h.host !== hostname()) return false;
+  // Our own pid: an earlier process that had it (a restarted container is pid 1 again), or another
+  // store of this very process.
+  if (h.pid === process.pid) return Date.parse(h.started_at) < performance.timeOrigin;
+  try {
+    process.kill(h.pid, 0); // signal 0: existence check only
+    return false;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code !== 'EPERM'; // EPERM: alive, someone else's
+  }
 }

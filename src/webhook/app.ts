@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Probot } from 'probot';
 import { z } from 'zod';
 import type { Config } from '../config/config.js';
@@ -57,8 +58,26 @@ const isBot = (u: z.infer<typeof USER>): boolean => u.type === 'Bot' || u.login.
 
 const WRITE_ROLES = new Set(['admin', 'maintain', 'write']);
 
+/**
+ * The SHA-256 of the signed body whose webhook is being handled: the server runs Probot's middleware
+ * inside it (Probot hands handlers the parsed payload only). Null outside a request.
+ */
+export const signedBody = new AsyncLocalStorage<{ sha256: string }>();
+
+/** Answers per installation client: a client serves one delivery, so its sender is looked up once. */
+const permissions = new WeakMap<GitHub, Map<string, Promise<boolean>>>();
+
+function canWrite(gh: GitHub, owner: string, repo: string, username: string): Promise<boolean> {
+  let known = permissions.get(gh);
+  if (!known) permissions.set(gh, (known = new Map()));
+  const key = `${owner}/${repo}/${username}`;
+  let answer = known.get(key);
+  if (!answer) known.set(key, (answer = lookUpWrite(gh, owner, repo, username)));
+  return answer;
+}
+
 /** write, maintain or admin on the repository (role_name is exact; `permission` folds maintain into write). */
-async function canWrite(gh: GitHub, owner: string, repo: string, username: string): Promise<boolean> {
+async function lookUpWrite(gh: GitHub, owner: string, repo: string, username: string): Promise<boolean> {
   try {
     const { data } = await gh.rest.repos.getCollaboratorPermissionLevel({ owner, repo, username });
     const role = (data as { role_name?: string }).role_name;
@@ -81,6 +100,21 @@ export function createApp(deps: AppDeps) {
     return data.commit.sha;
   }
 
+  /**
+   * Answers `login` on an issue. People without write access get at most one reply per issue per
+   * AGENTICFIX_OUTSIDER_REPLY_INTERVAL_S (counted in the store, so a restart does not reset it): their
+   * commands cannot make the app flood an issue.
+   */
+  async function replyTo(gh: GitHub, ref: IssueRef, login: string, body: string): Promise<void> {
+    const writer = await canWrite(gh, ref.owner, ref.repo, login);
+    if (
+      !writer &&
+      !store.claimOutsiderReply(ref.owner, ref.repo, ref.issue, config.app.outsiderReplyIntervalMs)
+    )
+      return;
+    await postComment(gh, ref, body);
+  }
+
   function start(run: Omit<NewRun, 'delivery_id'>, deliveryId: string): RunRecord {
     const created = store.createRun({ ...run, delivery_id: deliveryId });
     queue.enqueue(created);
@@ -95,7 +129,7 @@ export function createApp(deps: AppDeps) {
     // start a run: nobody else's label event costs more than this one permission check.
     if (!(await canWrite(gh, owner, r.name, sender.login))) {
       if (label.name === config.app.label)
-        await postComment(gh, ref, politeNo(sender.login, 'start AgenticFix'));
+        await replyTo(gh, ref, sender.login, politeNo(sender.login, 'start AgenticFix'));
       return;
     }
     const base = await headOf(gh, owner, r.name, r.default_branch);
@@ -127,7 +161,8 @@ export function createApp(deps: AppDeps) {
     // A command on the app's pull request is about the issue that PR fixes.
     const issueNumber = issue.pull_request ? store.issueForPr(owner, r.name, issue.number) : issue.number;
     if (issueNumber === null) return; // someone else's pull request
-    const reply = (body: string) => postComment(gh, { owner, repo: r.name, issue: issue.number }, body);
+    const reply = (body: string) =>
+      replyTo(gh, { owner, repo: r.name, issue: issue.number }, sender.login, body);
     if (parsed.type === 'invalid')
       return void (await reply(`Sorry, I did not understand that: ${parsed.reason}.\n\n${USAGE}`));
     await gh.rest.reactions.createForIssueComment({
@@ -140,19 +175,33 @@ export function createApp(deps: AppDeps) {
     await runCommand(id, gh, parsed.command, ref, sender.login, installation.id, r.default_branch, reply);
   }
 
+  /** Records the delivery; only a new one may act. A replayed body is acknowledged and ignored. */
+  function claim(id: string, event: string, payload: unknown, sha256: string | null, log: Probot['log']) {
+    const c = store.claimDelivery(id, event, payload, sha256);
+    if (c === 'replay') log.warn({ delivery: id, event }, 'ignored a replay: this signed body came before');
+    return c === 'new';
+  }
+
   /** Validates, drops bots and commentless noise, records the delivery once and hands it to the intake. */
-  function receive(id: string, event: string, payload: unknown, auth: Auth, log: Probot['log']): void {
+  function receive(
+    id: string,
+    event: string,
+    payload: unknown,
+    sha256: string | null,
+    auth: Auth,
+    log: Probot['log'],
+  ): void {
     if (event === 'issues') {
       const p = LABELED.safeParse(payload);
       if (!p.success) return void log.warn({ err: p.error }, 'unexpected issues.labeled payload');
-      if (isBot(p.data.sender) || !store.claimDelivery(id, event, payload)) return;
+      if (isBot(p.data.sender) || !claim(id, event, payload, sha256, log)) return;
       intake.run(id, async () => onLabeled(id, await auth(p.data.installation.id), p.data));
     } else {
       const p = COMMENTED.safeParse(payload);
       if (!p.success) return void log.warn({ err: p.error }, 'unexpected issue_comment payload');
       const { sender, comment } = p.data;
       if (isBot(sender) || isBot(comment.user) || parseCommand(comment.body).type === 'none') return;
-      if (!store.claimDelivery(id, event, payload)) return;
+      if (!claim(id, event, payload, sha256, log)) return;
       intake.run(id, async () => onComment(id, await auth(p.data.installation.id), p.data));
     }
   }
@@ -160,11 +209,26 @@ export function createApp(deps: AppDeps) {
   return {
     /** The Probot app function. */
     register(app: Probot): void {
+      const sha256 = () => signedBody.getStore()?.sha256 ?? null;
       app.on('issues.labeled', async (context) =>
-        receive(context.id, 'issues', context.payload, async () => context.octokit as GitHub, app.log),
+        receive(
+          context.id,
+          'issues',
+          context.payload,
+          sha256(),
+          async () => context.octokit as GitHub,
+          app.log,
+        ),
       );
       app.on('issue_comment.created', async (context) =>
-        receive(context.id, 'issue_comment', context.payload, async () => context.octokit as GitHub, app.log),
+        receive(
+          context.id,
+          'issue_comment',
+          context.payload,
+          sha256(),
+          async () => context.octokit as GitHub,
+          app.log,
+        ),
       );
     },
     /** Takes in the deliveries a previous process acknowledged but did not finish. */
@@ -172,7 +236,7 @@ export function createApp(deps: AppDeps) {
       const pending = store.pendingDeliveries();
       for (const d of pending) {
         store.releaseDelivery(d.id);
-        receive(d.id, d.event, d.payload, auth, log);
+        receive(d.id, d.event, d.payload, d.body_sha256, auth, log);
       }
       return pending.length;
     },

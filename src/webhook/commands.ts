@@ -1,6 +1,9 @@
 import { z } from 'zod';
 
-/** `/agenticfix …` comment commands. Only the first line of a comment is read. */
+/**
+ * `/agenticfix …` comment commands: only at the very start of a comment's first line. An indented line
+ * is Markdown for code (or a quote of someone's command), never an instruction.
+ */
 
 export type Command =
   | { kind: 'rerun'; model?: string; budget?: number }
@@ -32,7 +35,7 @@ const RERUN_ARGS = z.strictObject({
 });
 
 export function parseCommand(body: string): ParsedComment {
-  const first = (body.split(/\r?\n/, 1)[0] ?? '').trim();
+  const first = (body.split(/\r?\n/, 1)[0] ?? '').trimEnd();
   const words = first.split(/\s+/);
   if (words[0]?.toLowerCase() !== PREFIX) return { type: 'none' };
   const [verb = '', ...args] = words.slice(1);

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Budget } from '../src/agent/budget.js';
 import { FinishGate, FormatGuard, parseArguments } from '../src/agent/calls.js';
-import { capObservation, ContextManager } from '../src/agent/context.js';
+import { ContextManager } from '../src/agent/context.js';
 import { LoopDetector } from '../src/agent/loop-detect.js';
 import { backoffMs } from '../src/agent/model.js';
 import { loadPrompts, renderTask, wrapIssue } from '../src/agent/prompts.js';
@@ -81,11 +81,16 @@ describe('context policy', () => {
     return ctx.addObservation(id, 'read_file', { path: p }, ok({ text }), false);
   };
 
-  it('caps an observation with a note on how to narrow it', () => {
-    const capped = capObservation('x'.repeat(500), 200);
-    expect(capped.startsWith('x'.repeat(200))).toBe(true);
-    expect(capped).toMatch(/truncated: showing 200 of 500 characters\. Narrow the request/);
-    expect(capObservation('short', 200)).toBe('short');
+  it('caps a long observation as valid JSON with the whole envelope', () => {
+    const ctx = new ContextManager(params, 'S', 'T');
+    const text = read(ctx, 'a', 'a.js', 'x'.repeat(500));
+    expect(text.length).toBeLessThanOrEqual(200);
+    expect(JSON.parse(text)).toMatchObject({
+      success: true,
+      truncated: true,
+      error_code: null,
+      fatal: false,
+    });
   });
 
   it('keeps the newest observations whole, stubs older ones, marks edited reads stale and sends the state', () => {

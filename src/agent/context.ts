@@ -1,4 +1,5 @@
 import type { Config } from '../config/config.js';
+import { renderObservation } from '../tools/observation.js';
 import type { ToolResult } from '../tools/types.js';
 import type { ChatMessage, RawToolCall } from './model.js';
 
@@ -50,15 +51,6 @@ function describeCall(tool: string, args: unknown): string {
   return [tool, ...parts].join(' ').replace(/\s+/g, ' ');
 }
 
-/** Caps one observation, telling the model how to get a smaller answer instead of a cut-off one. */
-export function capObservation(text: string, maxChars: number): string {
-  if (text.length <= maxChars) return text;
-  return (
-    `${text.slice(0, maxChars)}\n[observation truncated: showing ${maxChars} of ${text.length} characters. ` +
-    `Narrow the request: read a line range, search a more specific pattern or path, or run a single test.]`
-  );
-}
-
 /**
  * The context policy: what the model sees each turn. Newest observations whole, older ones as one-line
  * stubs, reads of files edited since marked stale, and the working state at the end. With the policy
@@ -85,7 +77,7 @@ export class ContextManager {
 
   /** Records a tool's result as the answer to one call; returns the observation text the model will see. */
   addObservation(callId: string, tool: string, args: unknown, result: ToolResult, mutating: boolean): string {
-    const text = capObservation(JSON.stringify(result), this.params.observationMaxChars);
+    const text = renderObservation(result, this.params.observationMaxChars);
     const paths = argPaths(args);
     if (mutating && result.success) this.markStale(paths);
     this.entries.push({

@@ -680,6 +680,23 @@ describe('run_tests, git_diff and test staleness', () => {
     expect(readFileSync(path.join(wt, 'calc.mjs'), 'utf8')).toContain('a + b');
   });
 
+  it('runs only the selected tests and leads with the failures', async () => {
+    const { call } = await setup(files);
+    const one = await call('run_tests', { tests: ['adds'] });
+    expect(one.data.command).toEqual([
+      process.execPath,
+      '--test',
+      '--test-name-pattern=adds',
+      '--test-reporter=tap',
+    ]);
+    expect(one.data).toMatchObject({ tests: ['adds'], status: 'failed', summary: { passed: 0, failed: 1 } });
+    expect(one.data.failures).toEqual([{ id: 'adds', message: expect.stringMatching(/^error: /) }]);
+    expect(Object.keys(one.data).indexOf('failures')).toBeLessThan(Object.keys(one.data).indexOf('stdout'));
+    const zero = await call('run_tests', { tests: ['zero'] });
+    expect(zero.data).toMatchObject({ status: 'passed', failures: [], summary: { passed: 1, failed: 0 } });
+    expectFail(await call('run_tests', { tests: ['--help'] }), 'invalid_arguments');
+  });
+
   it('reports timeouts, unknown targets and a missing environment', async () => {
     const { call, ctx } = await setup(files);
     const slow = await call('run_tests', { target: 'slow', timeout: 1 });

@@ -1,5 +1,7 @@
 import { z } from 'zod';
+import { omitPassLines, parseFailures } from '../environment/failures.js';
 import { workspaceRevision } from '../patch/patch.js';
+import { selectTests, TestSelector } from './test-selection.js';
 import { fail, ok, type ToolDefinition } from './types.js';
 
 const RunTestsArgs = z.strictObject({
@@ -15,23 +17,36 @@ const RunTestsArgs = z.strictObject({
     .max(24 * 3600)
     .optional()
     .describe('Seconds before the run is killed; at most the configured maximum, which is also the default'),
+  tests: z
+    .array(TestSelector)
+    .min(1)
+    .max(50)
+    .optional()
+    .describe(
+      'Run only these tests: test ids (tests/test_a.py::test_x), files or directories, or test names ' +
+        '(pytest -k, jest/vitest -t, mocha --grep, node --test-name-pattern, go test -run). Default: all.',
+    ),
 });
 
 export const runTests: ToolDefinition<typeof RunTestsArgs> = {
   name: 'run_tests',
   description:
-    "Run the repository's tests (a fixed command per target) in the test environment. Returns exit code, " +
-    'status, a pass/fail summary when the runner prints one, stdout/stderr (capped) and the workspace ' +
-    'revision that was tested.',
+    "Run the repository's tests (a fixed command per target, optionally narrowed to `tests`) in the test " +
+    'environment. Returns status, exit code, the pass/fail counts, each failing test with the first lines ' +
+    'of its message, then stdout/stderr (pass lines left out; long output keeps its head and tail) and ' +
+    'the workspace revision that was tested.',
   args: RunTestsArgs,
   mutates: false,
   async run(ctx, args) {
     // Own keys only: `constructor` or `__proto__` must not resolve to something inherited.
-    const argv = Object.hasOwn(ctx.testCommands, args.target) ? ctx.testCommands[args.target] : undefined;
-    if (!argv) {
+    const command = Object.hasOwn(ctx.testCommands, args.target) ? ctx.testCommands[args.target] : undefined;
+    if (!command) {
       const targets = Object.keys(ctx.testCommands).join(', ');
       return fail('invalid_arguments', `unknown test target "${args.target}"; targets: ${targets}`);
     }
+    const selection = args.tests ? selectTests(command, args.tests, ctx.worktree) : null;
+    if (selection && !selection.ok) return fail('invalid_arguments', selection.error);
+    const argv = selection?.argv ?? command;
     const maxSeconds = Math.floor(ctx.limits.maxTestTimeoutMs / 1000);
     if (args.timeout !== undefined && args.timeout > maxSeconds) {
       return fail('invalid_arguments', `timeout must be between 1 and ${maxSeconds} seconds`);
@@ -55,19 +70,24 @@ export const runTests: ToolDefinition<typeof RunTestsArgs> = {
       maxOutputBytes: ctx.limits.maxOutputBytes,
       signal: ctx.signal,
     });
+    // What the model needs first leads: verdict, counts, failures; the raw output follows without pass lines.
+    const stdout = omitPassLines(o.stdout);
+    const stderr = omitPassLines(o.stderr);
     const data = {
       target: args.target,
+      ...(args.tests ? { tests: args.tests } : {}),
       command: argv,
       status: o.status,
       exit_code: o.exit_code,
-      duration_ms: o.duration_ms,
       summary: o.summary,
-      stdout: o.stdout,
-      stderr: o.stderr,
-      revision,
+      failures: o.status === 'passed' ? [] : parseFailures(o.stdout, o.stderr),
       ...(o.detail ? { detail: o.detail } : {}),
+      revision,
+      duration_ms: o.duration_ms,
+      stdout: stdout.text,
+      stderr: stderr.text,
     };
-    const truncated = o.stdout_truncated || o.stderr_truncated;
+    const truncated = o.stdout_truncated || o.stderr_truncated || stdout.omitted + stderr.omitted > 0;
     switch (o.status) {
       case 'timeout':
         return fail('timeout', `tests did not finish within ${timeoutS} s and were killed`, data);

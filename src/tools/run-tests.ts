@@ -81,13 +81,13 @@ export const runTests: ToolDefinition<typeof RunTestsArgs> = {
       exit_code: o.exit_code,
       summary: o.summary,
       failures: o.status === 'passed' ? [] : parseFailures(o.stdout, o.stderr),
-      ...(o.detail ? { detail: o.detail } : {}),
       revision,
       duration_ms: o.duration_ms,
       stdout: stdout.text,
       stderr: stderr.text,
+      ...(o.detail ? { detail: o.detail } : {}),
     };
-    const truncated = o.stdout_truncated || o.stderr_truncated || stdout.omitted + stderr.omitted > 0;
+    const truncated = o.stdout_truncated || o.stderr_truncated;
     switch (o.status) {
       case 'timeout':
         return fail('timeout', `tests did not finish within ${timeoutS} s and were killed`, data);
@@ -99,7 +99,7 @@ export const runTests: ToolDefinition<typeof RunTestsArgs> = {
           return fail('isolation_lost', `sandbox isolation violated: ${o.isolation_violation}`, data);
         return fail('sandbox_error', `tests could not run: ${o.detail ?? 'unknown error'}`, data);
       default:
-        return ok(data, truncated);
+        return ok(data, truncated || stdout.omitted + stderr.omitted > 0);
     }
   },
 };

@@ -55,6 +55,7 @@ describe('test observations through the agent loop, in Docker', () => {
     if (!ready) return;
     const version = createHash('sha256').update(CALC).digest('hex');
     const server = await startScriptedModelServer([
+      call('bad', 'build_environment', { dockerfile: `FROM ${BASE_IMAGE}\nRUN echo building && exit 3\n` }),
       call('b', 'build_environment', { dockerfile: DOCKERFILE }),
       call('all', 'run_tests'),
       call('one', 'run_tests', { tests: [ONE] }),
@@ -77,11 +78,37 @@ describe('test observations through the agent loop, in Docker', () => {
       await server.close();
     }
     expect(result.stop_reason).toBe('completed');
-    const last = server.requests.at(-1)!.body as {
-      messages: { role: string; tool_call_id?: string; content: string }[];
-    };
+    type Body = { messages: { role: string; tool_call_id?: string; content: string }[] };
+    const bodies = server.requests.map((r) => r.body as Body);
+    const task = bodies[0]!.messages[1]!.content;
+    expect(task).toContain(`Base images available locally: `);
+    expect(task).toContain(BASE_IMAGE);
+    expect(task).toContain('mounted at /workspace (the working directory), without network');
+    // Each observation as the model first saw it (later requests elide old ones).
     const seen = (id: string) =>
-      last.messages.find((m) => m.role === 'tool' && m.tool_call_id === id)!.content;
+      bodies.map((b) => b.messages.find((m) => m.role === 'tool' && m.tool_call_id === id)).find(Boolean)!
+        .content;
+
+    // Build observations: on failure the failing step and its error without builder noise; on success no log.
+    const bad = JSON.parse(seen('bad'));
+    expect(bad).toMatchObject({ success: false, error_code: 'build_failed' });
+    const badLog = [...bad.data.log.head, ...bad.data.log.tail, ...bad.data.log.error_lines].join('\n');
+    expect(badLog).toMatch(/^Step 2: RUN echo building && exit 3$/m);
+    expect(badLog).toMatch(/returned a non-zero code: 3/);
+    expect(badLog).not.toMatch(/ ---> |Removing intermediate container|Step \d+\/\d+/);
+    const good = JSON.parse(seen('b'));
+    expect(good).toMatchObject({ success: true, truncated: false });
+    expect(Object.keys(good.data).sort()).toEqual([
+      'cache_hit',
+      'duration_ms',
+      'image_id',
+      'image_tag',
+      'steps',
+    ]);
+    expect(good.data.steps).toEqual([
+      `FROM ${BASE_IMAGE}`,
+      'RUN apt-get update && apt-get install -y --no-install-recommends python3 python3-pytest && rm -rf /var/lib/apt/lists/*',
+    ]);
 
     // The whole suite: ~70 KB of output, cut to the observation cap as valid JSON.
     const all = seen('all');

@@ -14,7 +14,9 @@ describe('config', () => {
       maxListEntries: 2000,
       maxScannedEntries: 20000,
       maxPatchFileBytes: 10 * 1024 * 1024,
+      runCommandLocal: false,
     });
+    expect(loadConfig({ AGENTICFIX_RUN_COMMAND_LOCAL: 'true' }).limits.runCommandLocal).toBe(true);
     expect(c.cacheDir).toBe('/srv/.agenticfix/cache');
     expect(c.worktreeDir).toBe('/srv/.agenticfix/worktrees');
     expect(c.runsDir).toBe('/srv/runs');

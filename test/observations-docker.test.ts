@@ -51,12 +51,15 @@ beforeAll(async () => {
 afterAll(() => tmp.cleanup());
 
 describe('test observations through the agent loop, in Docker', () => {
-  it('a failing 332-test run reaches the model as JSON with failures first; tests selects one test', async () => {
+  it('builds, runs a script, and a failing 332-test run reaches the model as JSON with failures first; tests selects one test', async () => {
     if (!ready) return;
     const version = createHash('sha256').update(CALC).digest('hex');
     const server = await startScriptedModelServer([
       call('bad', 'build_environment', { dockerfile: `FROM ${BASE_IMAGE}\nRUN echo building && exit 3\n` }),
       call('b', 'build_environment', { dockerfile: DOCKERFILE }),
+      call('cmd', 'run_command', {
+        script: "python3 -c 'from calc import add; print(add(1, 2))'; id -u; ls /sys/class/net",
+      }),
       call('all', 'run_tests'),
       call('one', 'run_tests', { tests: [ONE] }),
       call('e', 'edit_file', { path: 'calc.py', old_text: 'a - b', new_text: 'a + b', version }),
@@ -109,6 +112,14 @@ describe('test observations through the agent loop, in Docker', () => {
       `FROM ${BASE_IMAGE}`,
       'RUN apt-get update && apt-get install -y --no-install-recommends python3 python3-pytest && rm -rf /var/lib/apt/lists/*',
     ]);
+
+    // A reproduction script runs in the same container: the repository as working directory, not root, no network.
+    const cmd = JSON.parse(seen('cmd'));
+    expect(cmd.data).toMatchObject({ status: 'passed', exit_code: 0 });
+    const [printed, uid, nets] = cmd.data.stdout.trim().split('\n');
+    expect(printed).toBe('-1');
+    expect(uid).not.toBe('0');
+    expect(nets).toBe('lo');
 
     // The whole suite: ~70 KB of output, cut to the observation cap as valid JSON.
     const all = seen('all');

@@ -1,4 +1,5 @@
 import { jest } from '@jest/globals';
+import { execa } from 'execa';
 import { createHash } from 'node:crypto';
 import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -11,6 +12,7 @@ import { git } from '../src/workspace/git.js';
 import { commitAll, tempDir } from './support/git-fixtures.js';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/agent-repo', import.meta.url));
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 describe('agenticfix run', () => {
   it('splits the test command and parses the issue file', () => {
@@ -93,4 +95,57 @@ describe('agenticfix run', () => {
       await tmp.cleanup();
     }
   });
+
+  it('--model human: a heredoc edit, then finish ends the process although its input stays open', async () => {
+    const tmp = await tempDir('agenticfix-cli-human-');
+    try {
+      const repo = path.join(tmp.dir, 'repo');
+      cpSync(FIXTURE, repo, { recursive: true });
+      await git(['init', '-q', '-b', 'main'], { cwd: repo });
+      await commitAll(repo, 'fixture');
+      const version = createHash('sha256')
+        .update(readFileSync(path.join(repo, 'src/math.js')))
+        .digest('hex');
+      await execa('npm', ['run', 'build'], { cwd: ROOT });
+      const child = execa(
+        'node',
+        [
+          path.join(ROOT, 'dist/cli/index.js'),
+          'run',
+          '--repo',
+          repo,
+          '--issue',
+          path.join(repo, 'ISSUE.md'),
+        ].concat(['--test', 'node --test', '--model', 'human', '--sandbox', 'local']),
+        {
+          env: {
+            AGENTICFIX_HOME: path.join(tmp.dir, 'home'),
+            AGENTICFIX_RUNS_DIR: path.join(tmp.dir, 'runs'),
+          },
+          reject: false,
+          timeout: 60_000,
+        },
+      );
+      child.stdin.write(
+        [
+          `edit_file {"path": "src/math.js", "version": "${version}"} <<old_text <<new_text`,
+          '  return a - b;',
+          'old_text',
+          '  return a + b;',
+          'new_text',
+          'run_tests',
+          'finish {"summary": "add() adds"}',
+        ].join('\n') + '\n',
+      );
+      // stdin is never ended: the process must still exit after finish.
+      const done = await child;
+      expect(done.timedOut).toBe(false);
+      expect(done.exitCode).toBe(0);
+      expect(done.stdout).toMatch(/"status":"passed"/);
+      expect(done.stdout).toMatch(/: completed/);
+      child.stdin.destroy();
+    } finally {
+      await tmp.cleanup();
+    }
+  }, 90_000);
 });

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Budget } from '../src/agent/budget.js';
 import { FinishGate, FormatGuard, parseArguments } from '../src/agent/calls.js';
-import { capObservation, ContextManager } from '../src/agent/context.js';
+import { ContextManager } from '../src/agent/context.js';
 import { LoopDetector } from '../src/agent/loop-detect.js';
 import { backoffMs } from '../src/agent/model.js';
 import { loadPrompts, renderTask, wrapIssue } from '../src/agent/prompts.js';
@@ -81,11 +81,16 @@ describe('context policy', () => {
     return ctx.addObservation(id, 'read_file', { path: p }, ok({ text }), false);
   };
 
-  it('caps an observation with a note on how to narrow it', () => {
-    const capped = capObservation('x'.repeat(500), 200);
-    expect(capped.startsWith('x'.repeat(200))).toBe(true);
-    expect(capped).toMatch(/truncated: showing 200 of 500 characters\. Narrow the request/);
-    expect(capObservation('short', 200)).toBe('short');
+  it('caps a long observation as valid JSON with the whole envelope', () => {
+    const ctx = new ContextManager(params, 'S', 'T');
+    const text = read(ctx, 'a', 'a.js', 'x'.repeat(500));
+    expect(text.length).toBeLessThanOrEqual(200);
+    expect(JSON.parse(text)).toMatchObject({
+      success: true,
+      truncated: true,
+      error_code: null,
+      fatal: false,
+    });
   });
 
   it('keeps the newest observations whole, stubs older ones, marks edited reads stale and sends the state', () => {
@@ -126,13 +131,14 @@ describe('context policy', () => {
         'read_file path=src/a.js → ok',
         'read_file path=src/b.js → ok',
         'edit_file path=src/b.js → ok',
-        'run_tests → ok',
+        'run_tests → 1 failed, 1 passed',
       ],
+      tried_omitted: 0,
       last_test: { status: 'failed', stale: false },
     });
   });
 
-  it('a recent stale read stays whole with the stale mark; failures and stale tests enter the state', () => {
+  it('a recent stale read stays whole with the stale mark; a settled failure and a stale test in the state', () => {
     const ctx = new ContextManager({ ...params, keepFullObservations: 3 }, 'S', 'T');
     ctx.addAssistant({ content: null, tool_calls: [] });
     ctx.addObservation('t', 'run_tests', {}, ok({ status: 'failed', exit_code: 1 }), false);
@@ -141,8 +147,42 @@ describe('context policy', () => {
     ctx.addObservation('e2', 'edit_file', { path: 'x.js' }, ok({}), true);
     const r = ctx.messages().find((m) => m.role === 'tool' && m.tool_call_id === 'r')!;
     expect(r.content).toMatch(/^\[stale: x.js changed[^\n]*\]\n\{"success":true/);
-    expect(ctx.state.failed).toEqual(['edit_file path=x.js: old_text not found']);
+    // The failed edit of x.js was followed by a successful one: settled.
+    expect(ctx.state.failed).toEqual([]);
     expect(ctx.state.last_test).toMatchObject({ status: 'failed', stale: true });
+  });
+
+  it('tells test counts, settles errors once the same kind of call succeeds, counts what windows omit', () => {
+    const ctx = new ContextManager({ ...params, keepFullObservations: 1 }, 'S', 'T');
+    const summary = { passed: 727, failed: 2, errors: 1, skipped: 0, source: 'pytest' };
+    ctx.addObservation('t1', 'run_tests', {}, fail('sandbox_error', 'no such image'), false);
+    ctx.addObservation('e1', 'edit_file', { path: 'a.py' }, fail('no_match', 'not found'), true);
+    ctx.addObservation('e2', 'edit_file', { path: 'b.py' }, ok({}), true);
+    expect(ctx.state.failed).toEqual(['run_tests: no such image', 'edit_file path=a.py: not found']);
+    ctx.addObservation('b', 'build_environment', {}, ok({}), false);
+    ctx.addObservation('t2', 'run_tests', {}, ok({ status: 'failed', exit_code: 1, summary }), false);
+    // The rebuild and the successful run settle the sandbox error; the edit of another file does not settle a.py.
+    expect(ctx.state.failed).toEqual(['edit_file path=a.py: not found']);
+    expect(ctx.state.tried.at(-1)).toBe('run_tests → 2 failed, 1 error, 727 passed');
+    ctx.addObservation('t3', 'run_tests', {}, ok({ status: 'failed', exit_code: 2, summary: null }), false);
+    expect(ctx.state.tried.at(-1)).toBe('run_tests → failed (exit code 2)');
+    ctx.addObservation(
+      't4',
+      'run_tests',
+      {},
+      ok({ status: 'passed', exit_code: 0, summary: { ...summary, failed: 0, errors: 0 } }),
+      false,
+    );
+    expect(ctx.state.tried.at(-1)).toBe('run_tests → 727 passed');
+    // Older observations are elided with the same outcome.
+    const stub = ctx.messages().find((m) => m.role === 'tool' && m.tool_call_id === 't2')!.content;
+    expect(stub).toMatch(/^\[elided: run_tests → 2 failed, 1 error, 727 passed, \d+ chars/);
+    for (let i = 0; i < 20; i++)
+      ctx.addObservation(`r${i}`, 'read_file', { path: `f${i}` }, fail('not_found', 'no'), false);
+    expect(ctx.state.tried).toHaveLength(12);
+    expect(ctx.state.tried_omitted).toBe(7 + 20 - 12);
+    expect(ctx.state.failed).toHaveLength(6);
+    expect(ctx.state.failed_omitted).toBe(1 + 20 - 6);
   });
 
   it('with the policy disabled sends the full history and no state', () => {

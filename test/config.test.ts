@@ -15,7 +15,9 @@ describe('config', () => {
       maxScannedEntries: 20000,
       maxWorktreeBytes: 1024 * 1024 * 1024,
       maxPatchFileBytes: 10 * 1024 * 1024,
+      runCommandLocal: false,
     });
+    expect(loadConfig({ AGENTICFIX_RUN_COMMAND_LOCAL: 'true' }).limits.runCommandLocal).toBe(true);
     expect(c.cacheDir).toBe('/srv/.agenticfix/cache');
     expect(c.worktreeDir).toBe('/srv/.agenticfix/worktrees');
     expect(c.runsDir).toBe('/srv/runs');

@@ -108,15 +108,21 @@ describe('LocalSandbox', () => {
 
   it('caps each stream and says how much was dropped', async () => {
     const r = await sandbox.run(
-      req(node("process.stdout.write('x'.repeat(5 * 1024 * 1024)); process.stderr.write('small')"), {
-        maxOutputBytes: 100_000,
-      }),
+      req(
+        node(
+          "process.stdout.write('x'.repeat(5 * 1024 * 1024) + '\\n2 failed, 3 passed'); process.stderr.write('small')",
+        ),
+        { maxOutputBytes: 100_000 },
+      ),
     );
     expect(r.status).toBe('passed');
     expect(r.stdout_truncated).toBe(true);
-    expect(r.stdout.startsWith('x'.repeat(100_000) + '\n[... ')).toBe(true);
-    expect(r.stdout).toContain(`[... ${5 * 1024 * 1024 - 100_000} more bytes truncated]`);
+    // Head and tail are kept: the closing line survives.
+    expect(r.stdout.startsWith('x'.repeat(50_000) + '\n[... ')).toBe(true);
+    expect(r.stdout).toContain(`[... ${5 * 1024 * 1024 + 19 - 100_000} bytes truncated ...]\nxxx`);
+    expect(r.stdout.endsWith('x\n2 failed, 3 passed')).toBe(true);
     expect(r.stdout.length).toBeLessThan(100_100);
+    expect(r.summary).toMatchObject({ passed: 3, failed: 2 });
     expect(r).toMatchObject({ stderr: 'small', stderr_truncated: false });
   });
 
@@ -134,12 +140,23 @@ describe('LocalSandbox', () => {
 
 describe('OutputCapture', () => {
   it('never splits a multi-byte character and counts what it dropped', async () => {
-    const cap = new OutputCapture(5);
+    const cap = new OutputCapture(10);
     const sink = cap.writable();
     await new Promise<void>((resolve) => sink.write(Buffer.from('abcd€€'), () => resolve())); // € is 3 bytes
-    cap.push('tail');
+    cap.push('€x');
     const r = cap.result();
-    expect(r).toEqual({ text: 'abcd\n[... 10 more bytes truncated]', bytes: 14, truncated: true });
+    // Head: 'abcd' and 1 byte of a '€' (dropped); tail: the last 5 bytes, whose first is the end of a '€' (dropped).
+    expect(r).toEqual({ text: 'abcd\n[... 6 bytes truncated ...]\n€x', bytes: 14, truncated: true });
+    const many = new OutputCapture(6);
+    for (const c of ['123', '456', '789', 'abc', 'de']) many.push(c);
+    expect(many.result()).toEqual({
+      text: '123\n[... 8 bytes truncated ...]\ncde',
+      bytes: 14,
+      truncated: true,
+    });
+    const exact = new OutputCapture(6);
+    for (const c of ['12', '34', '56']) exact.push(c);
+    expect(exact.result()).toEqual({ text: '123456', bytes: 6, truncated: false });
     const small = new OutputCapture(100);
     small.push('héllo');
     expect(small.result()).toEqual({ text: 'héllo', bytes: 6, truncated: false });

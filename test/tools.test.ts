@@ -724,6 +724,40 @@ describe('run_tests, git_diff and test staleness', () => {
     expect(readFileSync(path.join(wt, 'calc.mjs'), 'utf8')).toContain('a + b');
   });
 
+  it('runs only the selected tests and leads with the failures', async () => {
+    const { call } = await setup(files);
+    const one = await call('run_tests', { tests: ['adds'] });
+    expect(one.data.command).toEqual([
+      process.execPath,
+      '--test',
+      '--test-name-pattern=adds',
+      '--test-reporter=tap',
+    ]);
+    expect(one.data).toMatchObject({ tests: ['adds'], status: 'failed', summary: { passed: 0, failed: 1 } });
+    expect(one.data.failures).toEqual([{ id: 'adds', message: expect.stringMatching(/^error: /) }]);
+    expect(Object.keys(one.data).indexOf('failures')).toBeLessThan(Object.keys(one.data).indexOf('stdout'));
+    const zero = await call('run_tests', { tests: ['zero'] });
+    expect(zero.data).toMatchObject({ status: 'passed', failures: [], summary: { passed: 1, failed: 0 } });
+    expectFail(await call('run_tests', { tests: ['--help'] }), 'invalid_arguments');
+  });
+
+  it('run_command: refused on the host unless allowed; then argv or script, never both', async () => {
+    const { call } = await setup(files);
+    const refused = await call('run_command', { argv: ['touch', 'pwned'] });
+    expectFail(refused, 'not_allowed');
+    expect(refused.error).toMatch(/AGENTICFIX_RUN_COMMAND_LOCAL/);
+    const allowed = await setup(files, { runCommandLocal: true });
+    const argv = await allowed.call('run_command', { argv: [process.execPath, '-e', 'console.log(6 * 7)'] });
+    expect(argv.data).toMatchObject({ status: 'passed', exit_code: 0, stdout: '42\n' });
+    const script = await allowed.call('run_command', { script: 'echo out; echo err >&2; exit 3' });
+    expect(script.success).toBe(true);
+    expect(script.data).toMatchObject({ command: ['/bin/sh', '-c', 'echo out; echo err >&2; exit 3'] });
+    expect(script.data).toMatchObject({ status: 'failed', exit_code: 3, stdout: 'out\n', stderr: 'err\n' });
+    expectFail(await allowed.call('run_command', { argv: ['true'], script: 'true' }), 'invalid_arguments');
+    expectFail(await allowed.call('run_command', {}), 'invalid_arguments');
+    expectFail(await allowed.call('run_command', { script: 'sleep 5', timeout: 1 }), 'timeout');
+  });
+
   it('reports timeouts, unknown targets and a missing environment', async () => {
     const { call, ctx } = await setup(files);
     const slow = await call('run_tests', { target: 'slow', timeout: 1 });

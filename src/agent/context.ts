@@ -1,4 +1,6 @@
 import type { Config } from '../config/config.js';
+import { renderObservation } from '../tools/observation.js';
+import type { TestSummary } from '../environment/types.js';
 import type { ToolResult } from '../tools/types.js';
 import type { ChatMessage, RawToolCall } from './model.js';
 
@@ -9,7 +11,7 @@ interface Observation {
   tool: string;
   args: unknown;
   text: string;
-  success: boolean;
+  outcome: string;
   paths: string[];
   stale: boolean;
 }
@@ -24,7 +26,11 @@ export interface WorkingState {
   steps: number;
   files_edited: string[];
   tried: string[];
+  /** Older entries the window no longer shows. */
+  tried_omitted: number;
+  /** Errors not yet followed by a successful call of the same kind (same tool, same paths). */
   failed: string[];
+  failed_omitted: number;
   last_test: { status: string; summary: unknown; exit_code: unknown; stale: boolean } | null;
 }
 
@@ -50,13 +56,21 @@ function describeCall(tool: string, args: unknown): string {
   return [tool, ...parts].join(' ').replace(/\s+/g, ' ');
 }
 
-/** Caps one observation, telling the model how to get a smaller answer instead of a cut-off one. */
-export function capObservation(text: string, maxChars: number): string {
-  if (text.length <= maxChars) return text;
-  return (
-    `${text.slice(0, maxChars)}\n[observation truncated: showing ${maxChars} of ${text.length} characters. ` +
-    `Narrow the request: read a line range, search a more specific pattern or path, or run a single test.]`
-  );
+/** What a call came to, in a few words: `ok`, the error code, or a test run's counts (`2 failed, 727 passed`). */
+export function outcomeOf(result: ToolResult): string {
+  if (!result.success) return result.error_code ?? 'failed';
+  const data = result.data as Record<string, unknown> | null;
+  if (!data || typeof data.status !== 'string' || !('exit_code' in data)) return 'ok';
+  const sum = data.summary as TestSummary | null | undefined;
+  if (!sum) return `${data.status} (exit code ${String(data.exit_code)})`;
+  const counts = [
+    [sum.failed, 'failed'],
+    [sum.errors, sum.errors === 1 ? 'error' : 'errors'],
+    [sum.passed, 'passed'],
+    [sum.skipped, 'skipped'],
+  ] as const;
+  const text = counts.filter(([n, name]) => n > 0 || name === 'passed').map(([n, name]) => `${n} ${name}`);
+  return text.join(', ');
 }
 
 /**
@@ -66,7 +80,17 @@ export function capObservation(text: string, maxChars: number): string {
  */
 export class ContextManager {
   private readonly entries: Entry[] = [];
-  readonly state: WorkingState = { steps: 0, files_edited: [], tried: [], failed: [], last_test: null };
+  readonly state: WorkingState = {
+    steps: 0,
+    files_edited: [],
+    tried: [],
+    tried_omitted: 0,
+    failed: [],
+    failed_omitted: 0,
+    last_test: null,
+  };
+  /** `state.failed` with the kind (tool and paths) of each entry. */
+  private failures: { kind: string; text: string }[] = [];
 
   constructor(
     private readonly params: ContextParams,
@@ -85,12 +109,12 @@ export class ContextManager {
 
   /** Records a tool's result as the answer to one call; returns the observation text the model will see. */
   addObservation(callId: string, tool: string, args: unknown, result: ToolResult, mutating: boolean): string {
-    const text = capObservation(JSON.stringify(result), this.params.observationMaxChars);
+    const text = renderObservation(result, this.params.observationMaxChars);
     const paths = argPaths(args);
     if (mutating && result.success) this.markStale(paths);
     this.entries.push({
       kind: 'observation',
-      obs: { callId, tool, args, text, success: result.success, paths, stale: false },
+      obs: { callId, tool, args, text, outcome: outcomeOf(result), paths, stale: false },
     });
     this.updateState(tool, args, result, mutating, paths);
     return text;
@@ -131,8 +155,7 @@ export class ContextManager {
       ? `[stale: ${obs.paths.join(', ') || 'the workspace'} changed after this; read again for the current text]`
       : '';
     if (recent) return stale ? `${stale}\n${obs.text}` : obs.text;
-    const outcome = obs.success ? 'ok' : 'failed';
-    return `[elided: ${describeCall(obs.tool, obs.args)} → ${outcome}, ${obs.text.length} chars; call again if needed]${stale && ' ' + stale}`;
+    return `[elided: ${describeCall(obs.tool, obs.args)} → ${obs.outcome}, ${obs.text.length} chars; call again if needed]${stale && ' ' + stale}`;
   }
 
   /** Reads of the edited paths (or of anything, when the edit names no path) no longer show the file. */
@@ -152,9 +175,19 @@ export class ContextManager {
   ): void {
     const s = this.state;
     const call = describeCall(tool, args);
-    s.tried = [...s.tried, `${call} → ${result.success ? 'ok' : result.error_code}`].slice(-TRIED_KEEP);
-    if (!result.success)
-      s.failed = [...s.failed, `${call}: ${result.error ?? result.error_code}`].slice(-FAILED_KEEP);
+    s.tried.push(`${call} → ${outcomeOf(result)}`);
+    s.tried_omitted += Math.max(0, s.tried.length - TRIED_KEEP);
+    s.tried = s.tried.slice(-TRIED_KEEP);
+    const kind = JSON.stringify([tool, [...paths].sort()]);
+    if (result.success) {
+      // A later success of the same kind settles the earlier errors (a rebuild fixed the sandbox).
+      this.failures = this.failures.filter((f) => f.kind !== kind);
+    } else {
+      this.failures.push({ kind, text: `${call}: ${result.error ?? result.error_code}` });
+      s.failed_omitted += Math.max(0, this.failures.length - FAILED_KEEP);
+      this.failures = this.failures.slice(-FAILED_KEEP);
+    }
+    s.failed = this.failures.map((f) => f.text);
     if (mutating && result.success) {
       s.files_edited = [...new Set([...s.files_edited, ...paths])];
       if (s.last_test) s.last_test.stale = true;

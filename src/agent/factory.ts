@@ -56,11 +56,9 @@ export async function createModelClient(
         close: () => server.close(),
       };
     }
-    case 'human':
-      return {
-        client: new HumanModel(spec.input ?? process.stdin, spec.output ?? process.stdout),
-        describe: { kind: 'human' },
-        close: nothing,
-      };
+    case 'human': {
+      const client = new HumanModel(spec.input ?? process.stdin, spec.output ?? process.stdout);
+      return { client, describe: { kind: 'human' }, close: async () => client.close() };
+    }
   }
 }

@@ -1,4 +1,4 @@
-import { createInterface } from 'node:readline';
+import { createInterface, type Interface } from 'node:readline';
 import OpenAI, { APIConnectionError, APIError, APIUserAbortError } from 'openai';
 import { z } from 'zod';
 import type { ToolSchema } from '../tools/types.js';
@@ -176,11 +176,18 @@ function toReply(raw: unknown): ModelReply {
   };
 }
 
+const HEREDOCS = /((?:\s*<<[A-Za-z_]\w*)+)\s*$/;
+
 /**
- * A person (or another program) in the model's seat: each line `tool_name {json}` is one tool call; the
- * observations are printed back. Works with a pipe: lines are read as they come, EOF cancels the run.
+ * A person (or another program) in the model's seat: each `tool_name {json}` is one tool call; the
+ * observations are printed back. `help` / `help <tool>` show descriptions and JSON Schemas. JSON may
+ * continue on the following lines until it parses (a blank line sends it as it is); `<<NAME` at the
+ * end of the call reads the lines up to a line `NAME` as one string field (the field NAME, or else the
+ * first missing string field), so long text needs no escaping. Works with a pipe: lines are read as
+ * they come, EOF cancels the run.
  */
 export class HumanModel implements ModelClient {
+  private readonly rl: Interface;
   private readonly lines: AsyncIterator<string>;
   private calls = 0;
 
@@ -188,14 +195,21 @@ export class HumanModel implements ModelClient {
     input: NodeJS.ReadableStream,
     private readonly output: NodeJS.WritableStream,
   ) {
-    this.lines = createInterface({ input, terminal: false })[Symbol.asyncIterator]();
+    this.rl = createInterface({ input, terminal: false });
+    this.lines = this.rl[Symbol.asyncIterator]();
+  }
+
+  /** Stops reading the input, so the process can exit once the run is over. */
+  close(): void {
+    this.rl.close();
   }
 
   async complete(messages: ChatMessage[], tools: ToolSchema[], signal?: AbortSignal): Promise<ModelReply> {
     if (this.calls === 0) {
       this.output.write(`Tools: ${tools.map((t) => t.function.name).join(', ')}\n`);
       this.output.write(
-        'Type one call per line: tool_name {"arg": "value"}; finish {"summary": "..."} ends.\n',
+        'Type one call: tool_name {"arg": "value"} (JSON may span lines; end with <<EOF to type a long ' +
+          'string field up to a line EOF). help [tool] describes the tools. finish {"summary": "..."} ends.\n',
       );
     }
     // Everything the model would see since its last action: observations, warnings, state.
@@ -203,17 +217,21 @@ export class HumanModel implements ModelClient {
     for (const m of messages.slice(lastAssistant + 1))
       if (m.role !== 'system') this.output.write(`\n[${m.role}] ${m.content}\n`);
     for (;;) {
-      if (signal?.aborted) throw new ModelCancelled('cancelled');
       this.output.write('\nagenticfix> ');
-      const next = await this.lines.next();
-      if (next.done) throw new ModelCancelled('input closed');
-      const line = next.value.trim();
+      const line = (await this.nextLine(signal)).trim();
       if (!line) continue;
-      const m = /^(\S+)\s*(.*)$/.exec(line)!;
+      const m = /^(\S+)\s*([\s\S]*)$/.exec(line)!;
+      const name = m[1]!;
+      if (name === 'help') {
+        this.output.write(helpText(tools, m[2]!.trim()));
+        continue;
+      }
+      const args = await this.readArguments(name, m[2]!, tools, signal);
+      if (args === null) continue;
       const call: RawToolCall = {
         id: `human-${++this.calls}`,
         type: 'function',
-        function: { name: m[1]!, arguments: m[2] || '{}' },
+        function: { name, arguments: args },
       };
       return {
         message: { content: null, tool_calls: [call] },
@@ -222,4 +240,84 @@ export class HumanModel implements ModelClient {
       };
     }
   }
+
+  private async nextLine(signal?: AbortSignal): Promise<string> {
+    if (signal?.aborted) throw new ModelCancelled('cancelled');
+    const next = await this.lines.next();
+    if (next.done) throw new ModelCancelled('input closed');
+    return next.value;
+  }
+
+  /** The call's arguments as JSON text, or null (with a message printed) when they cannot be completed. */
+  private async readArguments(
+    name: string,
+    rest: string,
+    tools: ToolSchema[],
+    signal?: AbortSignal,
+  ): Promise<string | null> {
+    const heredocs = HEREDOCS.exec(rest);
+    const markers = heredocs ? [...heredocs[1]!.matchAll(/<<(\w+)/g)].map((x) => x[1]!) : [];
+    let text = (heredocs ? rest.slice(0, heredocs.index) : rest).trim() || '{}';
+    while (!markers.length && !parses(text)) {
+      this.output.write('... ');
+      const more = await this.nextLine(signal);
+      if (!more.trim()) return text; // sent as it is: the parse error comes back as the observation
+      text += `\n${more}`;
+    }
+    if (!markers.length) return text;
+    // All bodies are read first: even a refused call must not run its text as commands.
+    const bodies: string[] = [];
+    for (const marker of markers) {
+      const body: string[] = [];
+      for (let l = await this.nextLine(signal); l !== marker; l = await this.nextLine(signal)) body.push(l);
+      bodies.push(body.map((l) => `${l}\n`).join(''));
+    }
+    const args: unknown = parses(text) ? JSON.parse(text) : null;
+    if (!args || typeof args !== 'object' || Array.isArray(args)) {
+      this.output.write('Before <<NAME the arguments must be one complete JSON object.\n');
+      return null;
+    }
+    const obj = args as Record<string, unknown>;
+    const schema = tools.find((t) => t.function.name === name)?.function.parameters;
+    for (const [i, marker] of markers.entries()) {
+      const field = stringFields(schema).includes(marker) ? marker : missingStringField(schema, obj);
+      if (!field) {
+        this.output.write(`${name} has no string field left for <<${marker}.\n`);
+        return null;
+      }
+      obj[field] = bodies[i];
+    }
+    return JSON.stringify(obj);
+  }
+}
+
+function parses(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+type JsonSchema = { properties?: Record<string, { type?: unknown }>; required?: string[] } | undefined;
+
+function stringFields(schema: JsonSchema): string[] {
+  return Object.entries(schema?.properties ?? {})
+    .filter(([, p]) => p.type === 'string')
+    .map(([k]) => k);
+}
+
+/** The first required string field not given yet, else the first optional one. */
+function missingStringField(schema: JsonSchema, given: Record<string, unknown>): string | undefined {
+  const open = stringFields(schema).filter((f) => !(f in given));
+  return open.find((f) => schema?.required?.includes(f)) ?? open[0];
+}
+
+/** `help`: every tool with its description; `help <tool>`: its description and JSON Schema. */
+function helpText(tools: ToolSchema[], name: string): string {
+  if (!name) return tools.map((t) => `${t.function.name}: ${t.function.description}\n`).join('');
+  const tool = tools.find((t) => t.function.name === name);
+  if (!tool) return `No tool "${name}"; tools: ${tools.map((t) => t.function.name).join(', ')}\n`;
+  return `${tool.function.description}\n${JSON.stringify(tool.function.parameters, null, 2)}\n`;
 }

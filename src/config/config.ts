@@ -35,6 +35,7 @@ const ENV_SCHEMA = z.object({
   AGENTICFIX_MAX_SCANNED_ENTRIES: int(20000, 1),
   AGENTICFIX_MAX_WORKTREE_MB: int(1024, 1),
   AGENTICFIX_MAX_PATCH_FILE_BYTES: int(10 * MiB, 1),
+  AGENTICFIX_RUN_COMMAND_LOCAL: bool(false), // run_command with the local sandbox runs on the host: off unless set
   // Docker sandbox
   AGENTICFIX_BASE_IMAGE: z.string().min(1).default('agenticfix/debian:bookworm'),
   AGENTICFIX_SANDBOX_MEMORY_MB: int(1024, 16),
@@ -126,6 +127,8 @@ export interface Config {
     maxWorktreeBytes: number;
     /** Larger new or changed files are left out of exported patches (and of the workspace revision). */
     maxPatchFileBytes: number;
+    /** Whether run_command may run on the host when the sandbox is the local one (never by default). */
+    runCommandLocal: boolean;
   };
   sandbox: {
     baseImage: string;
@@ -266,6 +269,7 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       maxScannedEntries: e.AGENTICFIX_MAX_SCANNED_ENTRIES,
       maxWorktreeBytes: e.AGENTICFIX_MAX_WORKTREE_MB * MiB,
       maxPatchFileBytes: e.AGENTICFIX_MAX_PATCH_FILE_BYTES,
+      runCommandLocal: e.AGENTICFIX_RUN_COMMAND_LOCAL,
     },
     sandbox: {
       baseImage: e.AGENTICFIX_BASE_IMAGE,

@@ -8,24 +8,44 @@ export interface CapturedOutput {
 }
 
 /**
- * Keeps the first `maxBytes` of a byte stream and only counts the rest, so a test that prints
- * gigabytes cannot exhaust host memory. Shared by the local and Docker sandboxes.
+ * Keeps the first and the last `maxBytes / 2` of a byte stream and only counts the middle, so a test
+ * that prints gigabytes cannot exhaust host memory and the runner's closing lines (the verdict) still
+ * arrive. Shared by the local and Docker sandboxes.
  */
 export class OutputCapture {
-  private readonly chunks: Buffer[] = [];
-  private kept = 0;
+  private readonly head: Buffer[] = [];
+  private tail: Buffer[] = [];
+  private headBytes = 0;
+  private tailBytes = 0;
   private total = 0;
+  private readonly headMax: number;
+  private readonly tailMax: number;
 
-  constructor(readonly maxBytes: number) {}
+  constructor(readonly maxBytes: number) {
+    this.headMax = Math.ceil(maxBytes / 2);
+    this.tailMax = maxBytes - this.headMax;
+  }
 
   push(chunk: Buffer | string): void {
-    const buf = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+    let buf = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
     this.total += buf.length;
-    const room = this.maxBytes - this.kept;
-    if (room <= 0) return;
-    const part = buf.length <= room ? buf : buf.subarray(0, room);
-    this.chunks.push(part);
-    this.kept += part.length;
+    const room = this.headMax - this.headBytes;
+    if (room > 0) {
+      const part = buf.subarray(0, room);
+      this.head.push(part);
+      this.headBytes += part.length;
+      buf = buf.subarray(part.length);
+    }
+    if (buf.length === 0 || this.tailMax === 0) return;
+    this.tail.push(buf.length > this.tailMax ? buf.subarray(buf.length - this.tailMax) : buf);
+    this.tailBytes += Math.min(buf.length, this.tailMax);
+    // Drop whole chunks, then part of the first, until only the last tailMax bytes are held.
+    while (this.tailBytes - this.tail[0]!.length >= this.tailMax) this.tailBytes -= this.tail.shift()!.length;
+    const excess = this.tailBytes - this.tailMax;
+    if (excess > 0) {
+      this.tail[0] = this.tail[0]!.subarray(excess);
+      this.tailBytes -= excess;
+    }
   }
 
   /** A sink for APIs that write into a stream (e.g. Docker's demultiplexer). */
@@ -39,19 +59,24 @@ export class OutputCapture {
   }
 
   get truncated(): boolean {
-    return this.total > this.kept;
+    return this.total > this.headBytes + this.tailBytes;
   }
 
   result(): CapturedOutput {
-    const buf = Buffer.concat(this.chunks, this.kept);
-    const dropped = this.total - this.kept;
-    // Cut at a character boundary: a split multi-byte sequence would decode as garbage.
-    const text = (dropped > 0 ? buf.subarray(0, utf8Boundary(buf)) : buf).toString('utf8');
+    const head = Buffer.concat(this.head, this.headBytes);
+    const tail = Buffer.concat(this.tail, this.tailBytes);
+    if (!this.truncated)
+      return { text: Buffer.concat([head, tail]).toString('utf8'), bytes: this.total, truncated: false };
+    // Cut at character boundaries: a split multi-byte sequence would decode as garbage.
+    const h = head.subarray(0, utf8Boundary(head));
+    let from = 0;
+    while (from < tail.length && from < 4 && ((tail[from] ?? 0) & 0xc0) === 0x80) from++;
+    const t = tail.subarray(from);
+    const dropped = this.total - h.length - t.length;
     return {
-      text:
-        dropped > 0 ? `${text}\n[... ${this.total - Buffer.byteLength(text)} more bytes truncated]` : text,
+      text: `${h.toString('utf8')}\n[... ${dropped} bytes truncated ...]${t.length ? `\n${t.toString('utf8')}` : ''}`,
       bytes: this.total,
-      truncated: dropped > 0,
+      truncated: true,
     };
   }
 }

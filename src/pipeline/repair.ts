@@ -7,6 +7,7 @@ import { runAgentLoop, type LoopOutcome } from '../agent/loop.js';
 import { loadPrompts, renderTask } from '../agent/prompts.js';
 import { loadEnv, SECRET_ENV_NAMES } from '../config/config.js';
 import { DockerEnvironmentBuilder } from '../environment/builder.js';
+import { CONTAINER_WORKTREE } from '../environment/docker.js';
 import { LocalSandbox } from '../environment/local.js';
 import type { RunOutcome } from '../environment/types.js';
 import { exportPatch } from '../patch/patch.js';
@@ -275,9 +276,15 @@ async function prepareEnvironment(
       note: 'The test environment is ready.',
     };
   }
+  // Facts the model would otherwise learn by failing: where the code is, what the tests can reach.
+  const where = `Tests run in a container with the repository mounted at ${CONTAINER_WORKTREE} (the working directory), without network.`;
   if (!opts.dockerfile) {
-    const note =
-      'There is no test environment yet: first write a Dockerfile for it and call build_environment.';
+    const images = await builder.localBaseImages().catch(() => []);
+    const note = [
+      'There is no test environment yet: first write a Dockerfile for it and call build_environment.',
+      `Base images available locally: ${images.join(', ') || '(none)'}; container registries may be unreachable.`,
+      where,
+    ].join('\n');
     return { sandbox: null, builder, environment: null, tools: await toolsFor(builder), note };
   }
   building();
@@ -291,7 +298,7 @@ async function prepareEnvironment(
     builder,
     environment: { dockerfile: opts.dockerfile, imageId: built.image_id },
     tools: DEFAULT_TOOLS,
-    note: "The test environment is built from the maintainer's Dockerfile.",
+    note: `The test environment is built from the maintainer's Dockerfile. ${where}`,
   };
 }
 

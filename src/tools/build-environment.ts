@@ -4,6 +4,25 @@ import { z } from 'zod';
 import { fail, ok, type ToolDefinition } from './types.js';
 
 const MAX_DOCKERFILE_CHARS = 20_000;
+const STEP_CHARS = 160;
+
+/** Builder bookkeeping the model did not write and cannot act on (its own LABEL steps, layer ids). */
+const NOISE =
+  /^( ---> |Removing intermediate container |Successfully (built|tagged) |Step \d+\/\d+ : LABEL agenticfix\.)/;
+
+/** A log line as the model should read it: `Step 2/7` counts the builder's LABEL steps, so the total goes. */
+const clean = (lines: readonly string[]) =>
+  lines.filter((l) => !NOISE.test(l)).map((l) => l.replace(/^Step (\d+)\/\d+ : /, 'Step $1: '));
+
+/** The Dockerfile's instructions, one line each (continuations joined, comments dropped). */
+function steps(dockerfile: string): string[] {
+  return dockerfile
+    .replace(/\\\r?\n/g, ' ')
+    .split(/\r?\n/)
+    .map((l) => l.trim().replace(/\s+/g, ' '))
+    .filter((l) => l && !l.startsWith('#'))
+    .map((l) => (l.length > STEP_CHARS ? `${l.slice(0, STEP_CHARS)}…` : l));
+}
 
 const ARGS = z.strictObject({
   dockerfile: z
@@ -49,21 +68,27 @@ export function makeBuildEnvironmentTool(baseImages: readonly string[] = []): To
         signal: ctx.signal,
       });
       if (ctx.signal?.aborted) return fail('cancelled', 'build cancelled');
-      const data = {
+      const built = {
         image_id: result.image_id,
         image_tag: result.image_tag,
         cache_hit: result.cache_hit,
         duration_ms: result.duration_ms,
-        log: result.log,
       };
       if (!result.success || !result.image_id) {
+        const log = result.log;
+        const data = {
+          ...built,
+          log: { ...log, head: clean(log.head), tail: clean(log.tail), error_lines: clean(log.error_lines) },
+        };
         return fail('build_failed', result.error ?? 'build failed', data);
       }
+      // Success needs no log: what was built, whether from cache, and how long it took.
+      const data = { ...built, steps: steps(args.dockerfile) };
       ctx.sandbox = ctx.builder.sandboxFor(result.image_id);
       ctx.environment = { dockerfile: args.dockerfile, imageId: result.image_id };
       await mkdir(ctx.runDir, { recursive: true });
       await writeFile(path.join(ctx.runDir, 'Dockerfile'), args.dockerfile);
-      return ok(data, result.log.truncated);
+      return ok(data);
     },
   };
 }

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { exportPatch } from '../patch/patch.js';
 import { TraceError } from '../trace/trace.js';
+import { cutText } from './observation.js';
 import { ok, type ToolDefinition } from './types.js';
 
 /** Enough of the diff to review a typical fix; the whole patch is in the run directory. */
@@ -29,7 +30,8 @@ export const gitDiff: ToolDefinition<typeof DiffArgs> = {
       // The run directory holds the evidence; losing it ends the run like an unwritable trace.
       throw new TraceError(`cannot write ${patchPath}: ${(err as Error).message}`);
     }
-    const truncated = patch.length > PREVIEW_CHARS;
+    const preview = cutText(patch, PREVIEW_CHARS);
+    const truncated = preview !== patch;
     return ok(
       {
         base_commit: ctx.baseCommit,
@@ -38,9 +40,7 @@ export const gitDiff: ToolDefinition<typeof DiffArgs> = {
         // Left out of the patch: new or changed files over the limit, nested repositories.
         skipped,
         max_file_bytes: ctx.limits.maxPatchFileBytes,
-        preview: truncated
-          ? `${patch.slice(0, PREVIEW_CHARS)}\n[... diff truncated; ${patch.length} chars in total]`
-          : patch,
+        preview,
       },
       truncated,
     );

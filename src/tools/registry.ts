@@ -4,6 +4,7 @@ import { TraceError } from '../trace/trace.js';
 import { makeBuildEnvironmentTool } from './build-environment.js';
 import { gitDiff } from './git-diff.js';
 import { listFiles, readFile, searchCode } from './read-tools.js';
+import { runCommand } from './run-command.js';
 import { runTests } from './run-tests.js';
 import {
   fail,
@@ -27,6 +28,7 @@ export const DEFAULT_TOOLS: ToolDefinition[] = [
   createFile,
   deleteFile,
   runTests,
+  runCommand,
   gitDiff,
 ];
 

@@ -1,7 +1,9 @@
 import { z } from 'zod';
+import { omitPassLines, parseFailures } from '../environment/failures.js';
 import { workspaceRevision } from '../patch/patch.js';
-import { diskUsage } from '../workspace/usage.js';
-import { fail, ok, type ToolDefinition } from './types.js';
+import { sandboxResult } from './run-command.js';
+import { selectTests, TestSelector } from './test-selection.js';
+import { fail, type ToolDefinition } from './types.js';
 
 const RunTestsArgs = z.strictObject({
   target: z
@@ -16,23 +18,36 @@ const RunTestsArgs = z.strictObject({
     .max(24 * 3600)
     .optional()
     .describe('Seconds before the run is killed; at most the configured maximum, which is also the default'),
+  tests: z
+    .array(TestSelector)
+    .min(1)
+    .max(50)
+    .optional()
+    .describe(
+      'Run only these tests: test ids (tests/test_a.py::test_x), files or directories, or test names ' +
+        '(pytest -k, jest/vitest -t, mocha --grep, node --test-name-pattern, go test -run). Default: all.',
+    ),
 });
 
 export const runTests: ToolDefinition<typeof RunTestsArgs> = {
   name: 'run_tests',
   description:
-    "Run the repository's tests (a fixed command per target) in the test environment. Returns exit code, " +
-    'status, a pass/fail summary when the runner prints one, stdout/stderr (capped) and the workspace ' +
-    'revision that was tested.',
+    "Run the repository's tests (a fixed command per target, optionally narrowed to `tests`) in the test " +
+    'environment. Returns status, exit code, the pass/fail counts, each failing test with the first lines ' +
+    'of its message, then stdout/stderr (pass lines left out; long output keeps its head and tail) and ' +
+    'the workspace revision that was tested.',
   args: RunTestsArgs,
   mutates: false,
   async run(ctx, args) {
     // Own keys only: `constructor` or `__proto__` must not resolve to something inherited.
-    const argv = Object.hasOwn(ctx.testCommands, args.target) ? ctx.testCommands[args.target] : undefined;
-    if (!argv) {
+    const command = Object.hasOwn(ctx.testCommands, args.target) ? ctx.testCommands[args.target] : undefined;
+    if (!command) {
       const targets = Object.keys(ctx.testCommands).join(', ');
       return fail('invalid_arguments', `unknown test target "${args.target}"; targets: ${targets}`);
     }
+    const selection = args.tests ? selectTests(command, args.tests, ctx.worktree) : null;
+    if (selection && !selection.ok) return fail('invalid_arguments', selection.error);
+    const argv = selection?.argv ?? command;
     const maxSeconds = Math.floor(ctx.limits.maxTestTimeoutMs / 1000);
     if (args.timeout !== undefined && args.timeout > maxSeconds) {
       return fail('invalid_arguments', `timeout must be between 1 and ${maxSeconds} seconds`);
@@ -56,38 +71,24 @@ export const runTests: ToolDefinition<typeof RunTestsArgs> = {
       maxOutputBytes: ctx.limits.maxOutputBytes,
       signal: ctx.signal,
     });
+    // What the model needs first leads: verdict, counts, failures; the raw output follows without pass lines.
+    const stdout = omitPassLines(o.stdout);
+    const stderr = omitPassLines(o.stderr);
     const data = {
       target: args.target,
+      ...(args.tests ? { tests: args.tests } : {}),
       command: argv,
       status: o.status,
       exit_code: o.exit_code,
-      duration_ms: o.duration_ms,
       summary: o.summary,
-      stdout: o.stdout,
-      stderr: o.stderr,
+      failures: o.status === 'passed' ? [] : parseFailures(o.stdout, o.stderr),
       revision,
+      duration_ms: o.duration_ms,
+      stdout: stdout.text,
+      stderr: stderr.text,
       ...(o.detail ? { detail: o.detail } : {}),
     };
-    const truncated = o.stdout_truncated || o.stderr_truncated;
-    // Tests that fill the disk end the run here, before anything copies the worktree (export, judge).
-    const max = ctx.limits.maxWorktreeBytes;
-    if ((await diskUsage(ctx.worktree, max)) > max) {
-      const mb = Math.round(max / 2 ** 20);
-      const error = `the worktree grew past ${mb} MB (AGENTICFIX_MAX_WORKTREE_MB) during the tests: the run stops`;
-      return fail('disk_limit', error, data, true);
-    }
-    switch (o.status) {
-      case 'timeout':
-        return fail('timeout', `tests did not finish within ${timeoutS} s and were killed`, data);
-      case 'cancelled':
-        return fail('cancelled', 'the run was cancelled', data);
-      case 'error':
-        // The registry makes this fatal: the run stops, and the trace and result say why.
-        if (o.isolation_violation)
-          return fail('isolation_lost', `sandbox isolation violated: ${o.isolation_violation}`, data);
-        return fail('sandbox_error', `tests could not run: ${o.detail ?? 'unknown error'}`, data);
-      default:
-        return ok(data, truncated);
-    }
+    const truncated = o.stdout_truncated || o.stderr_truncated || stdout.omitted + stderr.omitted > 0;
+    return sandboxResult(ctx, o, { what: 'tests', timeoutS, data, truncated });
   },
 };

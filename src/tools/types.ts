@@ -32,6 +32,7 @@ export type ToolErrorCode =
   | 'build_failed'
   | 'timeout'
   | 'sandbox_error'
+  | 'not_allowed'
   | 'cancelled'
   | 'internal_error'
   | 'isolation_lost'

@@ -1,3 +1,4 @@
+import { leadingNodeId } from '../../environment/failures.js';
 import type { TestResult, TestStatus } from './types.js';
 import { mergeResults } from './types.js';
 
@@ -9,18 +10,6 @@ const STATUS: Record<string, TestStatus> = {
   SKIPPED: 'skipped',
   XFAIL: 'skipped',
 };
-
-/** The node id at the start of `rest`: up to the first space outside parametrize brackets. */
-function leadingNodeId(rest: string): string {
-  let depth = 0;
-  for (let i = 0; i < rest.length; i++) {
-    const c = rest[i];
-    if (c === '[') depth++;
-    else if (c === ']') depth = Math.max(0, depth - 1);
-    else if (c === ' ' && depth === 0) return rest.slice(0, i);
-  }
-  return rest;
-}
 
 /**
  * Results from pytest's `-rA` short summary ("PASSED tests/test_a.py::test_x"). Only the summary

@@ -1,15 +1,17 @@
-import path from 'node:path';
+import { detectRunner, type Runner } from '../../environment/runners.js';
 import { parseGoTestJson } from './gotest.js';
 import { parseJestJson } from './jest.js';
 import { parseJunitXml } from './junit.js';
 import { parseMochaJson } from './mocha.js';
 import { parsePytestSummary } from './pytest.js';
 import { parseTap } from './tap.js';
-import type { ParsedResults, Runner, TestResult } from './types.js';
+import type { ParsedResults, TestResult } from './types.js';
 import { CONTAINER_ROOT } from './types.js';
 
 /** Directory, relative to the worktree root, where instrumented runners write their reports. */
 export const REPORT_DIR = '.agenticfix-report';
+
+export { detectRunner };
 
 const REPORT_FILE: Partial<Record<Runner, string>> = {
   pytest: 'pytest.xml',
@@ -17,25 +19,6 @@ const REPORT_FILE: Partial<Record<Runner, string>> = {
   'node-test': 'node.tap',
   mocha: 'mocha.json',
 };
-
-const base = (t: string | undefined) => (t === undefined ? '' : path.posix.basename(t));
-
-/**
- * Which runner an argv invokes. Rules: a token named `pytest`/`py.test` or `-m pytest`; a token
- * named `jest` (or jest's bin script `jest.js`); a token named `mocha`/`_mocha`; `node … --test`;
- * `go test`. Anything else (npm scripts, make, shell) is `generic` and judged by exit code only.
- */
-export function detectRunner(argv: readonly string[]): Runner {
-  const names = argv.map(base);
-  if (names.some((n) => n === 'pytest' || n === 'py.test')) return 'pytest';
-  if (argv.some((t, i) => t === '-m' && argv[i + 1] === 'pytest')) return 'pytest';
-  if (names.some((n) => n === 'jest' || (n === 'jest.js' && argv.some((t) => t.includes('/jest/')))))
-    return 'jest';
-  if (names.some((n) => n === 'mocha' || n === '_mocha')) return 'mocha';
-  if (/^node(js)?$/.test(names[0] ?? '') && argv.includes('--test')) return 'node-test';
-  if (names[0] === 'go' && argv[1] === 'test') return 'go';
-  return 'generic';
-}
 
 export interface InstrumentedCommand {
   runner: Runner;

@@ -10,8 +10,9 @@ export type TestStatus = z.infer<typeof TestStatusSchema>;
 export const TestResultSchema = z.strictObject({ id: z.string(), status: TestStatusSchema });
 export type TestResult = z.infer<typeof TestResultSchema>;
 
-export const RunnerSchema = z.enum(['pytest', 'jest', 'node-test', 'mocha', 'go', 'generic']);
-export type Runner = z.infer<typeof RunnerSchema>;
+import type { Runner } from '../../environment/runners.js';
+
+export { RunnerSchema, type Runner } from '../../environment/runners.js';
 
 /** Per-test results of one run, or `per_test: false` when only the exit code is known. */
 export interface ParsedResults {

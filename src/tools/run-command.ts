@@ -1,0 +1,112 @@
+import { z } from 'zod';
+import type { RunOutcome } from '../environment/types.js';
+import { diskUsage } from '../workspace/usage.js';
+import { fail, ok, type ToolContext, type ToolDefinition, type ToolResult } from './types.js';
+
+const MAX_SCRIPT_CHARS = 8000;
+
+const RunCommandArgs = z
+  .strictObject({
+    argv: z
+      .array(z.string().max(4000))
+      .min(1)
+      .max(100)
+      .optional()
+      .describe('The command as an argv, run without a shell, e.g. ["python3", "repro.py"]'),
+    script: z
+      .string()
+      .min(1)
+      .max(MAX_SCRIPT_CHARS)
+      .optional()
+      .describe('A short shell script, run as /bin/sh -c <script>'),
+    timeout: z
+      .int()
+      .min(1)
+      .max(24 * 3600)
+      .optional()
+      .describe(
+        'Seconds before the command is killed; at most the configured maximum, which is also the default',
+      ),
+  })
+  .refine((a) => (a.argv === undefined) !== (a.script === undefined), 'give exactly one of argv or script');
+
+/**
+ * The result of one sandbox run (run_tests, run_command) as a tool result: expected outcomes are
+ * results; an isolation breach (`isolation_lost`) and a worktree grown past its limit (`disk_limit`) are
+ * fatal, checked here so that no tool that runs code in the worktree can skip them.
+ */
+export async function sandboxResult<T>(
+  ctx: ToolContext,
+  o: RunOutcome,
+  r: { what: string; timeoutS: number; data: T; truncated: boolean },
+): Promise<ToolResult<T>> {
+  // Code that fills the disk ends the run here, before anything copies the worktree (export, judge).
+  const max = ctx.limits.maxWorktreeBytes;
+  if ((await diskUsage(ctx.worktree, max)) > max) {
+    const mb = Math.round(max / 2 ** 20);
+    const error = `the worktree grew past ${mb} MB (AGENTICFIX_MAX_WORKTREE_MB) during the ${r.what}: the run stops`;
+    return fail('disk_limit', error, r.data, true);
+  }
+  switch (o.status) {
+    case 'timeout':
+      return fail('timeout', `the ${r.what} ran out of time: killed after ${r.timeoutS} s`, r.data);
+    case 'cancelled':
+      return fail('cancelled', 'the run was cancelled', r.data);
+    case 'error':
+      if (o.isolation_violation)
+        return fail('isolation_lost', `sandbox isolation violated: ${o.isolation_violation}`, r.data);
+      return fail('sandbox_error', `the ${r.what} could not run: ${o.detail ?? 'unknown error'}`, r.data);
+    default:
+      return ok(r.data, r.truncated);
+  }
+}
+
+/** Where run_command may run: the test container; the host (local sandbox) only when the operator allows it. */
+function refusal(ctx: ToolContext): ToolResult | null {
+  if (!ctx.sandbox)
+    return fail('no_environment', 'No test environment yet: call build_environment with a Dockerfile first.');
+  if (ctx.sandbox.kind === 'local' && !ctx.limits.runCommandLocal)
+    return fail(
+      'not_allowed',
+      'run_command is off in this run: its sandbox is the host (set AGENTICFIX_RUN_COMMAND_LOCAL to allow it)',
+    );
+  return null;
+}
+
+export const runCommand: ToolDefinition<typeof RunCommandArgs> = {
+  name: 'run_command',
+  description:
+    'Run a command (argv) or a short /bin/sh script in the test environment: the same container as ' +
+    'run_tests, repository at the working directory, no network, not as root, with a timeout and capped ' +
+    'output. For reproduction scripts and quick checks; it counts against the tool-call budget. Returns ' +
+    'status, exit code, stdout and stderr.',
+  args: RunCommandArgs,
+  mutates: false,
+  async run(ctx, args) {
+    const maxSeconds = Math.floor(ctx.limits.maxTestTimeoutMs / 1000);
+    if (args.timeout !== undefined && args.timeout > maxSeconds)
+      return fail('invalid_arguments', `timeout must be between 1 and ${maxSeconds} seconds`);
+    const refused = refusal(ctx);
+    if (refused) return refused;
+    const argv = args.argv ?? ['/bin/sh', '-c', args.script!];
+    const timeoutS = args.timeout ?? maxSeconds;
+    const o = await ctx.sandbox!.run({
+      argv,
+      worktree: ctx.worktree,
+      timeoutMs: timeoutS * 1000,
+      maxOutputBytes: ctx.limits.maxOutputBytes,
+      signal: ctx.signal,
+    });
+    const data = {
+      command: argv,
+      status: o.status,
+      exit_code: o.exit_code,
+      duration_ms: o.duration_ms,
+      stdout: o.stdout,
+      stderr: o.stderr,
+      ...(o.detail ? { detail: o.detail } : {}),
+    };
+    const truncated = o.stdout_truncated || o.stderr_truncated;
+    return sandboxResult(ctx, o, { what: 'command', timeoutS, data, truncated });
+  },
+};

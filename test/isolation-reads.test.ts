@@ -172,6 +172,7 @@ const ready = await dockerReady();
       worktree: wt,
       runId,
     });
+    await builder.release(runId); // the "run" is over: its image lease goes, as a run's would
     expect(res).toMatchObject({ success: true, error: null });
     expect([...res.log.head, ...res.log.tail]).toContain('app.txt');
     expect([...res.log.head, ...res.log.tail].join('\n')).not.toMatch(/^(\.dockerignore|pipe)$/m);

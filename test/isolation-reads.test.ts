@@ -171,6 +171,7 @@ const ready = await dockerReady();
       dockerfile: `FROM ${BASE_IMAGE}\nCOPY . /ctx/\nRUN ls -A /ctx\n`,
       worktree: wt,
       runId,
+      noCache: true, // the log must come from a real build, not an earlier run's cached image
     });
     await builder.release(runId); // the "run" is over: its image lease goes, as a run's would
     expect(res).toMatchObject({ success: true, error: null });

@@ -175,7 +175,9 @@ d('build network (real engine and iptables)', () => {
     await app.close();
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
     const gc = new DockerEnvironmentBuilder(docker, { ...cfg, imageKeep: 1, imageMaxAgeMs: 1 });
-    for (const mode of ['isolated', 'unrestricted']) await gc.gc({ runId: `${runId}-${mode}` });
+    // The runs are over: their leases end (as a run's do), so GC can take their images.
+    for (const id of ['isolated', 'unrestricted'].map((mode) => `${runId}-${mode}`))
+      await gc.release(id).then(() => gc.gc({ runId: id }));
   });
 
   it('installs its rules idempotently, in chains of its own: ranges are checked by reading them', async () => {

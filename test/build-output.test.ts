@@ -137,7 +137,9 @@ const ready = await dockerReady();
     `FROM ${BASE_IMAGE}\nRUN echo ${marker} && yes ${'a'.repeat(99)} | head -c ${bytes}\n`;
 
   afterAll(async () => {
-    await new DockerEnvironmentBuilder(docker, { ...cfg, imageKeep: 1, imageMaxAgeMs: 1 }).gc({ runId });
+    const gc = new DockerEnvironmentBuilder(docker, { ...cfg, imageKeep: 1, imageMaxAgeMs: 1 });
+    await gc.release(runId); // the run is over: its leases end, so GC can take its images
+    await gc.gc({ runId });
   });
 
   it('700 MB of RUN output over a small cap: stopped with an output-cap error, bounded log and memory', async () => {

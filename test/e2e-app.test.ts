@@ -15,6 +15,7 @@ import {
   type ScriptStep,
 } from '../src/emulator/scripted-model.js';
 import { LABEL } from '../src/environment/docker.js';
+import { LEASE_LABEL } from '../src/environment/leases.js';
 import { branchFor } from '../src/publish/pr.js';
 import { RunStore } from '../src/queue/store.js';
 import { startApp, type RunningApp } from '../src/webhook/server.js';
@@ -59,8 +60,11 @@ function edits(pairs: [string, string][]) {
   return [...calls, { name: 'run_tests', arguments: {} }];
 }
 
+/** Test containers (not image leases, which are containers that never run). */
 const agentContainers = async () =>
-  docker.listContainers({ all: true, filters: { label: [`${LABEL}=1`] } }).then((l) => l.length);
+  docker
+    .listContainers({ all: true, filters: { label: [`${LABEL}=1`] } })
+    .then((l) => l.filter((c) => !c.Labels[LEASE_LABEL]).length);
 
 async function until(what: string, check: () => boolean | Promise<boolean>, ms = 120_000): Promise<void> {
   const end = Date.now() + ms;

@@ -64,6 +64,7 @@ const ENV_SCHEMA = z.object({
     }))
     .pipe(z.strictObject({ host: z.ipv4(), port: z.number().int().min(1).max(65535) }))
     .optional(),
+  AGENTICFIX_BUILD_CA_FILE: z.string().min(1).optional(), // PEM bundle trusted inside every build (read at each build)
   AGENTICFIX_IMAGE_MAX_GB: z.coerce.number().positive().default(20),
   AGENTICFIX_IMAGE_LEASE_TTL_S: int(600, 30),
   // Model
@@ -151,6 +152,8 @@ export interface Config {
       dns?: string[];
       /** When set, the only other destination builds may reach (passed to builds as HTTP(S)_PROXY). */
       proxy?: { host: string; port: number };
+      /** PEM bundle of extra certificate authorities every build trusts (TLS-inspecting networks). */
+      caFile?: string;
     };
     /** GC removes the oldest unleased environment images while they hold more than this. */
     imageMaxBytes: number;
@@ -289,6 +292,7 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
         mode: e.AGENTICFIX_BUILD_NETWORK,
         dns: e.AGENTICFIX_BUILD_DNS,
         proxy: e.AGENTICFIX_BUILD_PROXY,
+        caFile: e.AGENTICFIX_BUILD_CA_FILE,
       },
       imageMaxBytes: Math.round(e.AGENTICFIX_IMAGE_MAX_GB * 1024 * MiB),
       imageLeaseTtlMs: e.AGENTICFIX_IMAGE_LEASE_TTL_S * 1000,

@@ -2,6 +2,7 @@ import type { Readable } from 'node:stream';
 import type Docker from 'dockerode';
 import { z } from 'zod';
 import type { Config } from '../config/config.js';
+import { BuildStepFilter, readBuildCa, withBuildCa } from './build-ca.js';
 import { BuildLogCompactor, compactBuildLog } from './buildlog.js';
 import {
   CONTEXT_DOCKERFILE,
@@ -9,6 +10,7 @@ import {
   fromImages,
   packContext,
   snapshotWorktree,
+  type SnapshotEntry,
 } from './docker-context.js';
 import { DockerSandbox, LABEL, RUN_LABEL } from './docker.js';
 import { buildNetworkMode, ensureBuildNetwork, proxyBuildArgs } from './network.js';
@@ -146,12 +148,15 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
 
   async build(opts: BuildOptions): Promise<BuildResult> {
     const started = Date.now();
+    const settings = this.cfg.buildNetwork;
+    const network = { proxy: settings.proxy !== undefined, ca: settings.caFile !== undefined };
     const failed = (error: string, log: BuildLog): BuildResult => ({
       success: false,
       image_id: null,
       image_tag: null,
       cache_hit: false,
       duration_ms: Date.now() - started,
+      network,
       log,
       error,
     });
@@ -162,8 +167,14 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
     } catch (err) {
       return failed(`cannot read the worktree: ${message(err)}`, compactBuildLog([], 'failed'));
     }
+    // The CA is read at every build, so a changed bundle changes the key (it is a copied context file).
+    const ca = settings.caFile ? await readBuildCa(settings.caFile) : null;
+    if (typeof ca === 'string') return failed(`build network: ${ca}`, compactBuildLog([], 'failed'));
+    const build = ca
+      ? { ...withBuildCa(opts.dockerfile), context: [...snapshot, ca] }
+      : { dockerfile: opts.dockerfile, added: 0, context: snapshot };
     const baseIds = await Promise.all(fromImages(opts.dockerfile).map((name) => this.imageId(name)));
-    const key = environmentKey(opts.dockerfile, snapshot, baseIds);
+    const key = environmentKey(build.dockerfile, build.context, baseIds);
     // A forced rebuild (the judge's) gets a tag of its own: taking over the shared tag would leave the
     // image another run is still testing in untagged, and GC removes untagged images.
     const tag = `${ENV_REPO}:${key.slice(0, 20)}${opts.noCache ? `-${opts.runId.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 80)}` : ''}`;
@@ -190,6 +201,7 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
           image_tag: tag,
           cache_hit: true,
           duration_ms: Date.now() - started,
+          network,
           log,
           error: null,
         };
@@ -201,7 +213,7 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
       (err: unknown) => message(err),
     );
     if (unavailable) return failed(`build network: ${unavailable}`, compactBuildLog([], 'failed'));
-    const run = await this.runBuild(opts, snapshot, tag, key);
+    const run = await this.runBuild(opts, build, tag, key);
     if (run.status !== 'ok') {
       const log = run.log.result(run.status);
       let error = run.error ?? 'build failed';
@@ -236,6 +248,7 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
       image_tag: tag,
       cache_hit: false,
       duration_ms: Date.now() - started,
+      network,
       log: run.log.result('ok'),
       error: null,
     };
@@ -360,7 +373,8 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
    */
   private async runBuild(
     opts: BuildOptions,
-    snapshot: Awaited<ReturnType<typeof snapshotWorktree>>,
+    /** The Dockerfile and context sent to the engine, with `added` steps the model did not write. */
+    build: { dockerfile: string; context: SnapshotEntry[]; added: number },
     tag: string,
     key: string,
   ): Promise<{ status: BuildLog['exit_status']; log: BuildLogCompactor; error: string | null }> {
@@ -376,11 +390,12 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
     if (opts.signal?.aborted) abort.abort();
 
     const log = new BuildLogCompactor();
+    const steps = new BuildStepFilter(build.added);
     let error: string | null = null;
     // The classic builder keeps each finished step as an image; after a failure the last one is dangling and unlabelled.
     let lastLayer: string | null = null;
     try {
-      const stream = (await this.docker.buildImage(packContext(snapshot, opts.dockerfile), {
+      const stream = (await this.docker.buildImage(packContext(build.context, build.dockerfile), {
         t: tag,
         dockerfile: CONTEXT_DOCKERFILE,
         labels: {
@@ -399,7 +414,7 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
       })) as Readable;
       await readProgress(stream, this.cfg.buildMaxOutputBytes, (ev) => {
         if (ev.stream) {
-          log.write(ev.stream);
+          log.write(steps.write(ev.stream));
           for (const m of ev.stream.matchAll(/^ ---> ([0-9a-f]{12,64})\s*$/gm)) lastLayer = m[1] ?? null;
         } else if (ev.status) log.write(`${ev.status}\n`);
         const e = ev.error ?? ev.errorDetail?.message;
@@ -412,6 +427,7 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
       if (err instanceof BuildOutputCap) log.write(`\nERROR: ${err.message}\n`);
       error ??= capped(message(err));
     } finally {
+      log.write(steps.end());
       clearTimeout(timer);
       opts.signal?.removeEventListener('abort', onAbort);
     }

@@ -11,6 +11,8 @@ const ignore = dockerignoreModule as unknown as typeof dockerignoreModule.defaul
 
 /** Name of the model's Dockerfile inside the build context; never collides with a repository file we keep. */
 export const CONTEXT_DOCKERFILE = '.agenticfix.Dockerfile';
+/** Name of the build CA bundle (AGENTICFIX_BUILD_CA_FILE) in the build context, likewise reserved. */
+export const CONTEXT_CA = '.agenticfix.build-ca.crt';
 
 export interface SnapshotEntry {
   /** Path relative to the worktree root, with forward slashes. */
@@ -57,7 +59,13 @@ export async function snapshotWorktree(worktree: string, maxBytes: number): Prom
         if (!SKIPPED_DIRS.has(d.name)) await walk(childRel);
         continue;
       }
-      if (d.name === CONTEXT_DOCKERFILE || SKIPPED_DIRS.has(d.name) || ig.ignores(childRel)) continue;
+      if (
+        d.name === CONTEXT_DOCKERFILE ||
+        d.name === CONTEXT_CA ||
+        SKIPPED_DIRS.has(d.name) ||
+        ig.ignores(childRel)
+      )
+        continue;
       const abs = path.join(worktree, childRel);
       if (d.isSymbolicLink()) {
         take(TAR_HEADER);

@@ -53,6 +53,8 @@ export interface BuildResult {
   image_tag: string | null;
   cache_hit: boolean;
   duration_ms: number;
+  /** Build network settings the builder applied (never their values: a proxy URL may hold credentials). */
+  network: { proxy: boolean; ca: boolean };
   /** Compact log: status, first/last lines and the lines that look like errors. */
   log: BuildLog;
   error: string | null;

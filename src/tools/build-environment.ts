@@ -68,6 +68,8 @@ export function makeBuildEnvironmentTool(baseImages: readonly string[] = []): To
         signal: ctx.signal,
       });
       if (ctx.signal?.aborted) return fail('cancelled', 'build cancelled');
+      // For the run's record only: the model is not told about the network's proxy or CA.
+      ctx.trace.event('build_network', { ...result.network, image_id: result.image_id });
       const built = {
         image_id: result.image_id,
         image_tag: result.image_tag,

@@ -138,6 +138,7 @@ export async function buildEnvironment(
     no_cache: noCache,
     build_ms: build.duration_ms,
     dockerfile_sha256: createHash('sha256').update(a.dockerfile).digest('hex'),
+    network: build.network,
   };
   return { build, sandbox: builder.sandboxFor(build.image_id), dispose };
 }

@@ -111,6 +111,8 @@ export const VerificationReportSchema = z.strictObject({
       no_cache: z.boolean(),
       build_ms: z.number(),
       dockerfile_sha256: z.string(),
+      /** Whether the builder gave the build a proxy / an extra CA (AGENTICFIX_BUILD_PROXY, _CA_FILE). */
+      network: z.strictObject({ proxy: z.boolean(), ca: z.boolean() }).optional(),
     })
     .nullable(),
   build_error: z.string().nullable(),

@@ -25,7 +25,7 @@ const round = (x: number) => Math.round(x * 10) / 10;
  * Acknowledgement latency of 200 concurrent signed label deliveries to the real app endpoint. The
  * emulator answers the handlers' API calls from another thread; the runs they enqueue stay parked.
  */
-async function webhookLatency(): Promise<Record<string, number>> {
+export async function benchWebhook(): Promise<Record<string, number>> {
   const n = 200;
   const home = mkdtempSync(path.join(tmpdir(), 'bench-app-'));
   const config = loadConfig({ AGENTICFIX_HOME: home, AGENTICFIX_RUNS_DIR: path.join(home, 'runs') }, home);
@@ -235,5 +235,5 @@ function testRunTime(eventsPath: string, reportPath: string): number {
 }
 
 export async function benchApp(): Promise<Record<string, number | string>> {
-  return { ...(await webhookLatency()), ...(await demoWallTime()) };
+  return { ...(await benchWebhook()), ...(await demoWallTime()) };
 }

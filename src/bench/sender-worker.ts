@@ -1,0 +1,56 @@
+import { randomUUID } from 'node:crypto';
+import { parentPort, workerData } from 'node:worker_threads';
+import { signBody } from '../emulator/github-webhooks.js';
+
+/**
+ * The webhook benchmark's sender on its own thread, so that building, signing and sending 200
+ * requests is not counted as the app's acknowledgement latency. Each message is a list of issue
+ * numbers, labelled all at once; the answer is each delivery's latency in ms.
+ */
+const { url, secret, label, installationId } = workerData as {
+  url: string;
+  secret: string;
+  label: string;
+  installationId: number;
+};
+
+async function deliver(issue: number): Promise<number> {
+  const body = JSON.stringify({
+    action: 'labeled',
+    issue: {
+      number: issue,
+      title: `issue ${issue}`,
+      body: null,
+      updated_at: new Date().toISOString(),
+      labels: [{ name: label }],
+    },
+    label: { name: label },
+    repository: {
+      id: 1,
+      name: 'repo',
+      full_name: 'bench/repo',
+      owner: { login: 'bench' },
+      default_branch: 'main',
+    },
+    sender: { login: 'maintainer', type: 'User' },
+    installation: { id: installationId },
+  });
+  const headers = {
+    'content-type': 'application/json',
+    'x-github-event': 'issues',
+    'x-github-delivery': randomUUID(),
+    'x-hub-signature-256': signBody(secret, body),
+  };
+  const t0 = performance.now();
+  const res = await fetch(url, { method: 'POST', headers, body });
+  await res.arrayBuffer();
+  if (res.status >= 300) throw new Error(`delivery refused: ${res.status}`);
+  return performance.now() - t0;
+}
+
+parentPort!.on('message', (issues: number[]) => {
+  Promise.all(issues.map(deliver)).then(
+    (ms) => parentPort!.postMessage({ ms }),
+    (err: unknown) => parentPort!.postMessage({ error: String(err) }),
+  );
+});

@@ -1,6 +1,7 @@
 import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { request } from 'node:http';
+import { createServer, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { Readable } from 'node:stream';
 import { Worker } from 'node:worker_threads';
@@ -58,18 +59,26 @@ export async function benchWebhook(): Promise<Record<string, number>> {
   });
   try {
     const sender = new Worker(new URL('./sender-worker.js', import.meta.url), {
-      workerData: { url: app.url, secret, label: config.app.label, installationId: emu.installationId },
+      workerData: { secret, label: config.app.label, installationId: emu.installationId },
     });
     sender.unref(); // a failed benchmark must still end
     /** Labels these issues all at once from the sender's thread; each delivery's latency in ms. */
-    const send = (issues: number[]) =>
+    const send = (issues: number[], url = app.url) =>
       new Promise<number[]>((resolve, reject) => {
         sender.once('message', (m: { ms?: number[]; error?: string }) =>
           m.ms ? resolve(m.ms) : reject(new Error(m.error)),
         );
-        sender.postMessage(issues);
+        sender.postMessage({ url, issues });
       });
     const deliver = async (issue: number) => (await send([issue]))[0]!;
+    // The sender alone: the same burst to a server that answers at once, before the app works.
+    const echo = createServer((req, res) => req.resume().on('end', () => res.end()));
+    await new Promise<void>((resolve) => echo.listen(0, '127.0.0.1', resolve));
+    const senderAlone = await send(
+      Array.from({ length: n }, (_, i) => i + 1),
+      `http://127.0.0.1:${(echo.address() as AddressInfo).port}/`,
+    );
+    await new Promise((resolve) => echo.close(resolve));
     // One at a time first (the handler's own cost), then all at once (a burst queues on one event loop).
     const single: number[] = [];
     for (let i = 0; i < 20; i++) single.push(await deliver(n + 1 + i));
@@ -99,6 +108,7 @@ export async function benchWebhook(): Promise<Record<string, number>> {
       webhook_ack_under_400mb_bodies_max_ms: round(Math.max(...underAttack)),
       webhook_400mb_body_refused_p50_ms: round(pct(refusals, 50)),
       webhook_deliveries: n,
+      webhook_sender_alone_p99_ms: round(pct(senderAlone, 99)),
       webhook_ack_p50_ms: round(pct(latencies, 50)),
       webhook_ack_p99_ms: round(pct(latencies, 99)),
       webhook_ack_max_ms: round(Math.max(...latencies)),

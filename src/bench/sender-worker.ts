@@ -4,17 +4,16 @@ import { signBody } from '../emulator/github-webhooks.js';
 
 /**
  * The webhook benchmark's sender on its own thread, so that building, signing and sending 200
- * requests is not counted as the app's acknowledgement latency. Each message is a list of issue
+ * requests is not counted as the app's acknowledgement latency. Each message is a URL and issue
  * numbers, labelled all at once; the answer is each delivery's latency in ms.
  */
-const { url, secret, label, installationId } = workerData as {
-  url: string;
+const { secret, label, installationId } = workerData as {
   secret: string;
   label: string;
   installationId: number;
 };
 
-async function deliver(issue: number): Promise<number> {
+async function deliver(url: string, issue: number): Promise<number> {
   const body = JSON.stringify({
     action: 'labeled',
     issue: {
@@ -48,8 +47,8 @@ async function deliver(issue: number): Promise<number> {
   return performance.now() - t0;
 }
 
-parentPort!.on('message', (issues: number[]) => {
-  Promise.all(issues.map(deliver)).then(
+parentPort!.on('message', ({ url, issues }: { url: string; issues: number[] }) => {
+  Promise.all(issues.map((i) => deliver(url, i))).then(
     (ms) => parentPort!.postMessage({ ms }),
     (err: unknown) => parentPort!.postMessage({ error: String(err) }),
   );

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { hostname } from 'node:os';
 import Database from 'better-sqlite3';
+import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { INSTANCE_STALE_MS, RunStore, StoreInUseError, type NewRun } from '../src/queue/store.js';
 
@@ -212,5 +213,26 @@ describe('RunStore', () => {
     const db = new Database(file);
     expect(db.pragma('user_version', { simple: true })).toBe(4);
     db.close();
+  });
+
+  test('a claimed delivery survives the process being killed right after the claim', async () => {
+    // The real store (from dist/) in another process, SIGKILLed as soon as claimDelivery returned:
+    // what the webhook's 200 promises must already be on disk, not in a buffer of the dead process.
+    const store = path.join(fileURLToPath(new URL('..', import.meta.url)), 'dist/queue/store.js');
+    const script = `
+      import { RunStore } from ${JSON.stringify(store)};
+      const s = new RunStore(${JSON.stringify(file)});
+      const claim = s.claimDelivery('d-crash', 'issues', { n: 1 }, 'f'.repeat(64));
+      process.stdout.write(claim + '\\n');
+      process.kill(process.pid, 'SIGKILL');`;
+    const child = await execa(process.execPath, ['--input-type=module', '-e', script], { reject: false });
+    expect(child.signal).toBe('SIGKILL');
+    expect(child.stdout).toBe('new');
+    const s = new RunStore(file);
+    expect(s.pendingDeliveries()).toEqual([
+      { id: 'd-crash', event: 'issues', payload: { n: 1 }, body_sha256: 'f'.repeat(64) },
+    ]);
+    expect(s.claimDelivery('d-other', 'issues', { n: 1 }, 'f'.repeat(64))).toBe('replay');
+    s.close();
   });
 });

@@ -9,6 +9,8 @@ const BENCHES: Record<string, () => Promise<Bench>> = {
   'build-output': async () => (await import('./build-output.js')).benchBuildOutput,
   context: async () => (await import('./context.js')).benchContext,
   app: async () => (await import('./app.js')).benchApp,
+  // The webhook part of `app` alone (no Docker demo).
+  webhook: async () => (await import('./app.js')).benchWebhook,
 };
 
 async function main(names: string[]): Promise<void> {

@@ -11,6 +11,9 @@ import { capMiddle } from '../trace/cap.js';
 const RUN_STATES = ['queued', 'running', 'done', 'cancelled', 'superseded', 'interrupted', 'failed'] as const;
 export type RunState = (typeof RUN_STATES)[number];
 
+// Built once: building a zod schema costs far more than parsing with it (it was built per row read).
+const COMMENT_IDS = z.array(z.number().int());
+
 const RUN_ROW = z.strictObject({
   id: z.string(),
   owner: z.string(),
@@ -33,7 +36,7 @@ const RUN_ROW = z.strictObject({
   finished_at: z.string().nullable(),
   pr_number: z.number().int().nullable(),
   status_comment_id: z.number().int().nullable(),
-  comment_ids: z.string().transform((s) => z.array(z.number().int()).parse(JSON.parse(s))),
+  comment_ids: z.string().transform((s) => COMMENT_IDS.parse(JSON.parse(s))),
   patch_path: z.string().nullable(),
   run_dir: z.string().nullable(),
   superseded_by: z.string().nullable(),
@@ -144,6 +147,8 @@ export type Claim = 'new' | 'seen' | 'replay';
 
 export class RunStore {
   private readonly db: Database.Database;
+  /** Compiled statements by SQL text: compiling one costs more than running it (the webhook burst). */
+  private readonly statements = new Map<string, Database.Statement>();
   private seq = 0;
   private instance: InstanceHolder | null = null;
 
@@ -155,6 +160,12 @@ export class RunStore {
     this.db.pragma('synchronous = NORMAL');
     this.db.pragma('busy_timeout = 5000');
     this.migrate();
+  }
+
+  private statement(sql: string): Database.Statement {
+    let s = this.statements.get(sql);
+    if (!s) this.statements.set(sql, (s = this.db.prepare(sql)));
+    return s;
   }
 
   private migrate(): void {
@@ -175,31 +186,27 @@ export class RunStore {
    */
   claimDelivery(deliveryId: string, event: string, payload: unknown, bodySha256: string | null): Claim {
     return this.db.transaction((): Claim => {
-      const res = this.db
-        .prepare(
-          `INSERT OR IGNORE INTO deliveries (id, received_at, event, payload, body_sha256)
+      const res = this.statement(
+        `INSERT OR IGNORE INTO deliveries (id, received_at, event, payload, body_sha256)
            VALUES (?, ?, ?, ?, ?)`,
-        )
-        .run(deliveryId, now(), event, JSON.stringify(payload), bodySha256);
+      ).run(deliveryId, now(), event, JSON.stringify(payload), bodySha256);
       if (res.changes === 1) return 'new';
-      return this.db.prepare('SELECT 1 FROM deliveries WHERE id = ?').get(deliveryId) ? 'seen' : 'replay';
+      return this.statement('SELECT 1 FROM deliveries WHERE id = ?').get(deliveryId) ? 'seen' : 'replay';
     })();
   }
 
   /** The delivery's intake is over: its payload is no longer needed. */
   finishDelivery(deliveryId: string): void {
-    this.db.prepare('UPDATE deliveries SET done_at = ?, payload = NULL WHERE id = ?').run(now(), deliveryId);
+    this.statement('UPDATE deliveries SET done_at = ?, payload = NULL WHERE id = ?').run(now(), deliveryId);
   }
 
   /** Deliveries acknowledged but not taken in (the app stopped in between), oldest first. */
   pendingDeliveries(): { id: string; event: string; payload: unknown; body_sha256: string | null }[] {
     return (
-      this.db
-        .prepare(
-          `SELECT id, event, payload, body_sha256 FROM deliveries WHERE done_at IS NULL
+      this.statement(
+        `SELECT id, event, payload, body_sha256 FROM deliveries WHERE done_at IS NULL
            ORDER BY received_at, id`,
-        )
-        .all() as { id: string; event: string; payload: string; body_sha256: string | null }[]
+      ).all() as { id: string; event: string; payload: string; body_sha256: string | null }[]
     ).map((d) => ({ ...d, payload: JSON.parse(d.payload) as unknown }));
   }
 
@@ -208,37 +215,35 @@ export class RunStore {
    * body is free again too, so at most one delivery of a signed body ever acts.
    */
   releaseDelivery(deliveryId: string): void {
-    this.db.prepare('DELETE FROM deliveries WHERE id = ?').run(deliveryId);
+    this.statement('DELETE FROM deliveries WHERE id = ?').run(deliveryId);
   }
 
   /** Records a new queued run; a second run for the same delivery id is refused by the schema. */
   createRun(input: NewRun): RunRecord {
     const id = this.newId();
-    this.db
-      .prepare(
-        `INSERT INTO runs (id, owner, repo, issue, installation_id, trigger, triggered_by, delivery_id,
+    this.statement(
+      `INSERT INTO runs (id, owner, repo, issue, installation_id, trigger, triggered_by, delivery_id,
            model, token_budget, base_commit, state, created_at, issue_title, issue_body, issue_updated_at,
            instance_id)
          VALUES (@id, @owner, @repo, @issue, @installation_id, @trigger, @triggered_by, @delivery_id,
            @model, @token_budget, @base_commit, 'queued', @created_at, @issue_title, @issue_body,
            @issue_updated_at, @instance_id)`,
-      )
-      .run({
-        model: null,
-        token_budget: null,
-        issue_title: null,
-        issue_body: null,
-        issue_updated_at: null,
-        ...input,
-        id,
-        created_at: now(),
-        instance_id: this.instance?.owner ?? null,
-      });
+    ).run({
+      model: null,
+      token_budget: null,
+      issue_title: null,
+      issue_body: null,
+      issue_updated_at: null,
+      ...input,
+      id,
+      created_at: now(),
+      instance_id: this.instance?.owner ?? null,
+    });
     return this.get(id)!;
   }
 
   get(id: string): RunRecord | null {
-    const row = this.db.prepare('SELECT * FROM runs WHERE id = ?').get(id);
+    const row = this.statement('SELECT * FROM runs WHERE id = ?').get(id);
     return row ? RUN_ROW.parse(row) : null;
   }
 
@@ -247,7 +252,7 @@ export class RunStore {
     const keys = Object.keys(fields).filter((k) => (fields as Record<string, unknown>)[k] !== undefined);
     if (keys.length > 0) {
       const set = keys.map((k) => `${k} = @${k}`).join(', ');
-      this.db.prepare(`UPDATE runs SET ${set} WHERE id = @id`).run({ ...fields, id });
+      this.statement(`UPDATE runs SET ${set} WHERE id = @id`).run({ ...fields, id });
     }
     const run = this.get(id);
     if (!run) throw new Error(`unknown run ${id}`);
@@ -255,42 +260,42 @@ export class RunStore {
   }
 
   addComment(id: string, commentId: number): void {
-    this.db
-      .prepare(`UPDATE runs SET comment_ids = json_insert(comment_ids, '$[#]', ?) WHERE id = ?`)
-      .run(commentId, id);
+    this.statement(`UPDATE runs SET comment_ids = json_insert(comment_ids, '$[#]', ?) WHERE id = ?`).run(
+      commentId,
+      id,
+    );
   }
 
   /** Runs of one issue, newest first. */
   forIssue(owner: string, repo: string, issue: number): RunRecord[] {
-    return this.db
-      .prepare(
-        'SELECT * FROM runs WHERE owner = ? AND repo = ? AND issue = ? ORDER BY created_at DESC, id DESC',
-      )
+    return this.statement(
+      'SELECT * FROM runs WHERE owner = ? AND repo = ? AND issue = ? ORDER BY created_at DESC, id DESC',
+    )
       .all(owner, repo, issue)
       .map((r) => RUN_ROW.parse(r));
   }
 
   /** The issue whose run opened pull request `pr`, or null when the app did not open it. */
   issueForPr(owner: string, repo: string, pr: number): number | null {
-    const row = this.db
-      .prepare('SELECT issue FROM runs WHERE owner = ? AND repo = ? AND pr_number = ? LIMIT 1')
-      .get(owner, repo, pr) as { issue: number } | undefined;
+    const row = this.statement(
+      'SELECT issue FROM runs WHERE owner = ? AND repo = ? AND pr_number = ? LIMIT 1',
+    ).get(owner, repo, pr) as { issue: number } | undefined;
     return row?.issue ?? null;
   }
 
   list(state?: RunState): RunRecord[] {
     const rows = state
-      ? this.db.prepare('SELECT * FROM runs WHERE state = ? ORDER BY created_at, id').all(state)
-      : this.db.prepare('SELECT * FROM runs ORDER BY created_at, id').all();
+      ? this.statement('SELECT * FROM runs WHERE state = ? ORDER BY created_at, id').all(state)
+      : this.statement('SELECT * FROM runs ORDER BY created_at, id').all();
     return rows.map((r) => RUN_ROW.parse(r));
   }
 
   /** On start-up: runs a crash left queued or running become `interrupted`; returns them so their issues are told. */
   markInterrupted(): RunRecord[] {
     return this.db.transaction(() => {
-      const rows = this.db
-        .prepare(`SELECT id FROM runs WHERE state IN ('queued', 'running') ORDER BY created_at, id`)
-        .all() as { id: string }[];
+      const rows = this.statement(
+        `SELECT id FROM runs WHERE state IN ('queued', 'running') ORDER BY created_at, id`,
+      ).all() as { id: string }[];
       const at = now();
       for (const { id } of rows) {
         this.update(id, {
@@ -319,15 +324,13 @@ export class RunStore {
     };
     this.db
       .transaction(() => {
-        const row = this.db.prepare('SELECT * FROM instance WHERE id = 1').get();
+        const row = this.statement('SELECT * FROM instance WHERE id = 1').get();
         const holder = row ? INSTANCE_ROW.parse(row) : null;
         if (holder && !holderGone(holder)) throw new StoreInUseError(this.file, holder);
-        this.db
-          .prepare(
-            `INSERT OR REPLACE INTO instance (id, owner, host, pid, started_at, heartbeat_at)
+        this.statement(
+          `INSERT OR REPLACE INTO instance (id, owner, host, pid, started_at, heartbeat_at)
              VALUES (1, @owner, @host, @pid, @started_at, @heartbeat_at)`,
-          )
-          .run(me);
+        ).run(me);
       })
       .immediate();
     this.instance = me;
@@ -337,9 +340,10 @@ export class RunStore {
   heartbeat(): boolean {
     if (!this.instance) return false;
     return (
-      this.db
-        .prepare('UPDATE instance SET heartbeat_at = ? WHERE id = 1 AND owner = ?')
-        .run(now(), this.instance.owner).changes === 1
+      this.statement('UPDATE instance SET heartbeat_at = ? WHERE id = 1 AND owner = ?').run(
+        now(),
+        this.instance.owner,
+      ).changes === 1
     );
   }
 
@@ -351,20 +355,18 @@ export class RunStore {
     const at = new Date();
     const since = new Date(at.getTime() - intervalMs).toISOString();
     return (
-      this.db
-        .prepare(
-          `INSERT INTO outsider_replies (owner, repo, issue, replied_at) VALUES (?, ?, ?, ?)
+      this.statement(
+        `INSERT INTO outsider_replies (owner, repo, issue, replied_at) VALUES (?, ?, ?, ?)
            ON CONFLICT (owner, repo, issue) DO UPDATE SET replied_at = excluded.replied_at
            WHERE replied_at <= ?`,
-        )
-        .run(owner, repo, issue, at.toISOString(), since).changes === 1
+      ).run(owner, repo, issue, at.toISOString(), since).changes === 1
     );
   }
 
   /** Closes the database; the instance claim (if any) is given up first. */
   close(): void {
     if (this.instance) {
-      this.db.prepare('DELETE FROM instance WHERE id = 1 AND owner = ?').run(this.instance.owner);
+      this.statement('DELETE FROM instance WHERE id = 1 AND owner = ?').run(this.instance.owner);
       this.instance = null;
     }
     this.db.close();

@@ -15,7 +15,10 @@ export class Intake {
   ) {}
 
   run(deliveryId: string, act: () => Promise<void>): void {
-    const done = act()
+    // Started after the answer is sent (the delivery is already recorded): in a burst, answering the
+    // waiting deliveries comes before the first API calls of the ones answered.
+    const done = new Promise<void>((resolve) => setImmediate(resolve))
+      .then(act)
       .then(
         () => this.store.finishDelivery(deliveryId),
         (err: unknown) => {

@@ -1,0 +1,62 @@
+import { randomUUID } from 'node:crypto';
+import { request } from 'node:http';
+import { parentPort, workerData } from 'node:worker_threads';
+import { signBody } from '../emulator/github-webhooks.js';
+
+/**
+ * The webhook benchmark's sender on its own thread, so that building, signing and sending 200
+ * requests is not counted as the app's acknowledgement latency. Each message is a URL and issue
+ * numbers, labelled all at once; the answer is each delivery's latency in ms.
+ */
+const { secret, label, installationId } = workerData as {
+  secret: string;
+  label: string;
+  installationId: number;
+};
+
+async function deliver(url: string, issue: number): Promise<number> {
+  const body = JSON.stringify({
+    action: 'labeled',
+    issue: {
+      number: issue,
+      title: `issue ${issue}`,
+      body: null,
+      updated_at: new Date().toISOString(),
+      labels: [{ name: label }],
+    },
+    label: { name: label },
+    repository: {
+      id: 1,
+      name: 'repo',
+      full_name: 'bench/repo',
+      owner: { login: 'bench' },
+      default_branch: 'main',
+    },
+    sender: { login: 'maintainer', type: 'User' },
+    installation: { id: installationId },
+  });
+  const headers = {
+    'content-type': 'application/json',
+    'x-github-event': 'issues',
+    'x-github-delivery': randomUUID(),
+    'x-hub-signature-256': signBody(secret, body),
+  };
+  const t0 = performance.now();
+  // node:http, not fetch: fetch's own cost per request would be counted as the app's latency.
+  const status = await new Promise<number>((resolve, reject) => {
+    const req = request(url, { method: 'POST', headers }, (res) => {
+      res.resume().on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+  if (status >= 300) throw new Error(`delivery refused: ${status}`);
+  return performance.now() - t0;
+}
+
+parentPort!.on('message', ({ url, issues }: { url: string; issues: number[] }) => {
+  Promise.all(issues.map((i) => deliver(url, i))).then(
+    (ms) => parentPort!.postMessage({ ms }),
+    (err: unknown) => parentPort!.postMessage({ error: String(err) }),
+  );
+});

@@ -72,14 +72,20 @@ describe('prompts', () => {
 });
 
 describe('context policy', () => {
-  const params = { observationMaxChars: 200, keepFullObservations: 2, enabled: true };
-  const read = (ctx: ContextManager, id: string, p: string, text = 'content') => {
+  const params = { observationMaxChars: 200, keepFullObservations: 1, compactTokens: 40, enabled: true };
+  const call = (ctx: ContextManager, id: string, name: string) =>
     ctx.addAssistant({
       content: null,
-      tool_calls: [{ id, type: 'function', function: { name: 'read_file', arguments: '{}' } }],
+      tool_calls: [{ id, type: 'function', function: { name, arguments: '{}' } }],
     });
+  const read = (ctx: ContextManager, id: string, p: string, text = 'content') => {
+    call(ctx, id, 'read_file');
     return ctx.addObservation(id, 'read_file', { path: p }, ok({ text }), false);
   };
+  const tool = (msgs: ReturnType<ContextManager['messages']>, id: string) =>
+    msgs.find((m) => m.role === 'tool' && m.tool_call_id === id)!.content as string;
+  const prefixOf = (a: unknown[], b: unknown[]) =>
+    JSON.stringify(b).startsWith(JSON.stringify(a).slice(0, -1));
 
   it('caps a long observation as valid JSON with the whole envelope', () => {
     const ctx = new ContextManager(params, 'S', 'T');
@@ -93,35 +99,70 @@ describe('context policy', () => {
     });
   });
 
-  it('keeps the newest observations whole, stubs older ones, marks edited reads stale and sends the state', () => {
+  it('is append-only below the threshold: each request extends the previous one', () => {
+    const ctx = new ContextManager({ ...params, compactTokens: 10_000 }, 'SYS', 'TASK');
+    let previous = ctx.messages();
+    for (const id of ['a', 'b', 'c', 'd']) {
+      read(ctx, id, `src/${id}.js`, id.repeat(100));
+      expect(ctx.compact()).toBeNull();
+      const now = ctx.messages();
+      expect(prefixOf(previous, now)).toBe(true);
+      previous = now;
+    }
+    expect(
+      previous.filter((m) => m.role === 'tool').map((m) => JSON.parse(m.content as string).success),
+    ).toEqual([true, true, true, true]);
+  });
+
+  it('compacts the older observations at once into JSON stubs (stale when edited), then the state, and freezes them', () => {
     const ctx = new ContextManager(params, 'SYS', 'TASK');
-    read(ctx, 'a', 'src/a.js', 'AAA');
-    read(ctx, 'b', 'src/b.js', 'BBB');
-    ctx.addAssistant({
-      content: null,
-      tool_calls: [{ id: 'e', type: 'function', function: { name: 'edit_file', arguments: '{}' } }],
-    });
-    ctx.addObservation('e', 'edit_file', { path: 'src/b.js' }, ok({ diff: '+x' }), true);
-    ctx.addAssistant({
-      content: null,
-      tool_calls: [{ id: 't', type: 'function', function: { name: 'run_tests', arguments: '{}' } }],
-    });
+    read(ctx, 'a', 'src/a.js', 'A'.repeat(80));
+    read(ctx, 'b', 'src/b.js', 'B'.repeat(80));
+    call(ctx, 'e', 'edit_file');
+    ctx.addObservation(
+      'e',
+      'edit_file',
+      { path: 'src/b.js', version: 'f'.repeat(64) },
+      ok({ diff: '+x' }),
+      true,
+    );
+    call(ctx, 't', 'run_tests');
     ctx.addObservation(
       't',
       'run_tests',
       {},
-      ok({ status: 'failed', exit_code: 1, summary: { passed: 1, failed: 1 } }),
+      ok({ status: 'failed', exit_code: 1, summary: { passed: 1, failed: 1, errors: 0, skipped: 0 } }),
       false,
     );
+    const before = ctx.messages();
+    expect(JSON.parse(tool(before, 'a'))).toMatchObject({ success: true, data: { text: 'A'.repeat(80) } });
+
+    const done = ctx.compact();
+    expect(done).toEqual({
+      observations: 3,
+      tokens_before: expect.any(Number),
+      tokens_after: expect.any(Number),
+    });
+    expect(done!.tokens_after).toBeLessThan(done!.tokens_before);
     const msgs = ctx.messages();
-    const tool = (id: string) =>
-      msgs.find((m) => m.role === 'tool' && m.tool_call_id === id)!.content as string;
     expect(msgs[0]).toEqual({ role: 'system', content: 'SYS' });
-    expect(tool('a')).toMatch(/^\[elided: read_file path=src\/a.js → ok/);
-    expect(tool('a')).not.toMatch(/stale/);
-    expect(tool('b')).toMatch(/^\[elided: read_file path=src\/b.js .*\[stale: src\/b.js changed/);
-    expect(tool('e')).toContain('"diff":"+x"');
-    expect(tool('t')).toContain('"status":"failed"');
+    expect(JSON.parse(tool(msgs, 'a'))).toEqual({
+      compacted: 'read_file path=src/a.js',
+      outcome: 'ok',
+      stale: false,
+    });
+    expect(JSON.parse(tool(msgs, 'b'))).toEqual({
+      compacted: 'read_file path=src/b.js',
+      outcome: 'ok',
+      stale: true,
+    });
+    // The file version is noise in a description; the newest observation stays whole.
+    expect(JSON.parse(tool(msgs, 'e'))).toEqual({
+      compacted: 'edit_file path=src/b.js',
+      outcome: 'ok',
+      stale: false,
+    });
+    expect(JSON.parse(tool(msgs, 't'))).toMatchObject({ success: true, data: { status: 'failed' } });
     const state = msgs.at(-1)!;
     expect(state.role).toBe('user');
     expect(JSON.parse((state.content as string).split('\n').slice(1).join('\n'))).toMatchObject({
@@ -136,24 +177,45 @@ describe('context policy', () => {
       tried_omitted: 0,
       last_test: { status: 'failed', stale: false },
     });
+
+    // Stubs are frozen: a later edit does not rewrite them, and the history grows only at the end.
+    call(ctx, 'e2', 'edit_file');
+    ctx.addObservation('e2', 'edit_file', { path: 'src/a.js' }, ok({ diff: '+y' }), true);
+    const later = ctx.messages();
+    expect(prefixOf(msgs, later)).toBe(true);
+    expect(JSON.parse(tool(later, 'a')).stale).toBe(false);
   });
 
-  it('a recent stale read stays whole with the stale mark; a settled failure and a stale test in the state', () => {
-    const ctx = new ContextManager({ ...params, keepFullObservations: 3 }, 'S', 'T');
+  it('appends the working state at most every few steps', () => {
+    const ctx = new ContextManager(params, 'S', 'T');
+    const states = () =>
+      ctx.messages().filter((m) => m.role === 'user' && String(m.content).startsWith('Working state')).length;
+    // Every read pushes the previous one over the threshold: a compaction per step from step 2 on.
+    const step = (i: number) => {
+      read(ctx, `r${i}`, `f${i}.js`, 'x'.repeat(150));
+      return ctx.compact();
+    };
+    expect(step(0)).toBeNull();
+    for (let i = 1; i < 9; i++) expect(step(i)).toMatchObject({ observations: 1 });
+    expect(states()).toBe(1); // at step 2
+    step(9);
+    expect(states()).toBe(2); // at step 10
+  });
+
+  it('a settled failure and a stale test in the state', () => {
+    const ctx = new ContextManager(params, 'S', 'T');
     ctx.addAssistant({ content: null, tool_calls: [] });
     ctx.addObservation('t', 'run_tests', {}, ok({ status: 'failed', exit_code: 1 }), false);
     read(ctx, 'r', 'x.js', 'XXX');
     ctx.addObservation('e1', 'edit_file', { path: 'x.js' }, fail('no_match', 'old_text not found'), true);
     ctx.addObservation('e2', 'edit_file', { path: 'x.js' }, ok({}), true);
-    const r = ctx.messages().find((m) => m.role === 'tool' && m.tool_call_id === 'r')!;
-    expect(r.content).toMatch(/^\[stale: x.js changed[^\n]*\]\n\{"success":true/);
     // The failed edit of x.js was followed by a successful one: settled.
     expect(ctx.state.failed).toEqual([]);
     expect(ctx.state.last_test).toMatchObject({ status: 'failed', stale: true });
   });
 
   it('tells test counts, settles errors once the same kind of call succeeds, counts what windows omit', () => {
-    const ctx = new ContextManager({ ...params, keepFullObservations: 1 }, 'S', 'T');
+    const ctx = new ContextManager(params, 'S', 'T');
     const summary = { passed: 727, failed: 2, errors: 1, skipped: 0, source: 'pytest' };
     ctx.addObservation('t1', 'run_tests', {}, fail('sandbox_error', 'no such image'), false);
     ctx.addObservation('e1', 'edit_file', { path: 'a.py' }, fail('no_match', 'not found'), true);
@@ -174,9 +236,9 @@ describe('context policy', () => {
       false,
     );
     expect(ctx.state.tried.at(-1)).toBe('run_tests → 727 passed');
-    // Older observations are elided with the same outcome.
-    const stub = ctx.messages().find((m) => m.role === 'tool' && m.tool_call_id === 't2')!.content;
-    expect(stub).toMatch(/^\[elided: run_tests → 2 failed, 1 error, 727 passed, \d+ chars/);
+    // Compacted observations keep the same outcome.
+    ctx.compact();
+    expect(JSON.parse(tool(ctx.messages(), 't2')).outcome).toBe('2 failed, 1 error, 727 passed');
     for (let i = 0; i < 20; i++)
       ctx.addObservation(`r${i}`, 'read_file', { path: `f${i}` }, fail('not_found', 'no'), false);
     expect(ctx.state.tried).toHaveLength(12);
@@ -185,12 +247,13 @@ describe('context policy', () => {
     expect(ctx.state.failed_omitted).toBe(1 + 20 - 6);
   });
 
-  it('with the policy disabled sends the full history and no state', () => {
+  it('with the policy disabled sends the full history and no state, and never compacts', () => {
     const ctx = new ContextManager({ ...params, enabled: false }, 'S', 'T');
-    for (const id of ['1', '2', '3', '4']) read(ctx, id, `f${id}`, `text${id}`);
+    for (const id of ['1', '2', '3', '4']) read(ctx, id, `f${id}`, `text${id}`.repeat(5));
+    expect(ctx.compact()).toBeNull();
     const tools = ctx.messages().filter((m) => m.role === 'tool');
-    expect(tools.map((m) => m.content)).toEqual(
-      ['1', '2', '3', '4'].map((i) => JSON.stringify(ok({ text: `text${i}` }))),
+    expect(tools.map((m) => JSON.parse(m.content as string).data.text)).toEqual(
+      ['1', '2', '3', '4'].map((i) => `text${i}`.repeat(5)),
     );
     expect(ctx.messages().at(-1)!.role).toBe('tool');
   });

@@ -48,6 +48,32 @@ describe('scripted chat-completions server', () => {
     expect(models.data.map((m) => m.id)).toEqual(['served-model']);
   });
 
+  it('reports the prefix shared with the previous request as cached_tokens, as OpenAI counts it', async () => {
+    server = await startScriptedModelServer(Array.from({ length: 4 }, () => ({ content: 'ok' })));
+    const c = client(server.url);
+    const chat = (...contents: string[]) =>
+      c.chat.completions.create({
+        model: 'm',
+        messages: contents.map((content) => ({ role: 'user' as const, content })),
+      });
+    const history = 'h'.repeat(4 * 3000); // about 3,000 tokens
+    const first = await chat(history);
+    expect(first.usage!.prompt_tokens_details!.cached_tokens).toBe(0);
+    // The same history plus a new message: the shared prefix, rounded down to 128-token steps.
+    const second = await chat(history, 'next');
+    const cached = second.usage!.prompt_tokens_details!.cached_tokens!;
+    expect(cached % 128).toBe(0);
+    expect(cached).toBeGreaterThan(3000 - 128);
+    expect(cached).toBeLessThanOrEqual(3000 + 128);
+    expect(server.requests[1]!.cached_tokens).toBe(cached);
+    // A change at the start of the prompt breaks the prefix.
+    const third = await chat('x' + history.slice(1), 'next');
+    expect(third.usage!.prompt_tokens_details!.cached_tokens).toBe(0);
+    // Under 1,024 shared tokens nothing is cached.
+    const fourth = await chat('x' + 'h'.repeat(4 * 900) + 'y'.repeat(8000));
+    expect(fourth.usage!.prompt_tokens_details!.cached_tokens).toBe(0);
+  });
+
   it('replays HTTP errors and answers 400 once the script is exhausted', async () => {
     server = await startScriptedModelServer([{ status: 503, body: { error: { message: 'busy' } } }]);
     const c = client(server.url);

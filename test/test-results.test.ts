@@ -101,6 +101,47 @@ describe('failing tests from console output', () => {
     );
     expect(omitPassLines('no pass lines\n')).toEqual({ text: 'no pass lines\n', omitted: 0 });
   });
+
+  it('a passing TAP test goes whole (header, ok line, YAML block); a failing one and nested headers stay', () => {
+    const tap = [
+      'TAP version 13',
+      '# Subtest: adds',
+      'ok 1 - adds',
+      '  ---',
+      '  duration_ms: 0.9',
+      '  ...',
+      '# Subtest: group',
+      '    # Subtest: divides',
+      '    not ok 1 - divides',
+      '      ---',
+      "      error: 'Expected values to be strictly equal'",
+      '      ...',
+      '    # Subtest: rounds',
+      '    ok 2 - rounds',
+      '      ---',
+      '      duration_ms: 0.1',
+      '      ...',
+      'not ok 2 - group',
+      '1..2',
+      '# pass 2',
+    ].join('\n');
+    const out = omitPassLines(tap);
+    expect(out.text.split('\n')).toEqual([
+      'TAP version 13',
+      '[... 5 passing-test lines left out ...]',
+      '# Subtest: group',
+      '    # Subtest: divides',
+      '    not ok 1 - divides',
+      '      ---',
+      "      error: 'Expected values to be strictly equal'",
+      '      ...',
+      '[... 5 passing-test lines left out ...]',
+      'not ok 2 - group',
+      '1..2',
+      '# pass 2',
+    ]);
+    expect(out.omitted).toBe(10);
+  });
 });
 
 describe('test selection', () => {

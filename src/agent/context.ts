@@ -3,6 +3,7 @@ import { renderObservation } from '../tools/observation.js';
 import type { TestSummary } from '../environment/types.js';
 import type { ToolResult } from '../tools/types.js';
 import type { ChatMessage, RawToolCall } from './model.js';
+import { estimateTokens } from './tokens.js';
 
 export type ContextParams = Config['context'];
 
@@ -14,6 +15,15 @@ interface Observation {
   outcome: string;
   paths: string[];
   stale: boolean;
+  /** Set once, when compaction replaced the observation; never rewritten afterwards. */
+  stub: string | null;
+}
+
+/** What one compaction did, for the trace. */
+export interface Compaction {
+  observations: number;
+  tokens_before: number;
+  tokens_after: number;
 }
 
 type Entry =
@@ -35,6 +45,8 @@ export interface WorkingState {
 }
 
 const TRIED_KEEP = 12;
+/** Steps at least between two working states in the history (each is paid for uncached once, then carried). */
+const STATE_EVERY_STEPS = 8;
 const FAILED_KEEP = 6;
 const PATH_KEYS = ['path', 'file', 'paths', 'files'];
 
@@ -46,14 +58,23 @@ function argPaths(args: unknown): string[] {
   );
 }
 
-/** One line naming a call: `read_file path=src/a.js start=1`, long values shortened. */
+/** One line naming a call: `read_file path=src/a.js start=1`, long values shortened, file versions left out. */
 function describeCall(tool: string, args: unknown): string {
   if (!args || typeof args !== 'object') return tool;
-  const parts = Object.entries(args as Record<string, unknown>).map(([k, v]) => {
+  const entries = Object.entries(args as Record<string, unknown>).filter(([k]) => k !== 'version');
+  const parts = entries.map(([k, v]) => {
     const s = typeof v === 'string' ? v : JSON.stringify(v);
     return `${k}=${s.length > 40 ? `${s.slice(0, 37)}...` : s}`;
   });
   return [tool, ...parts].join(' ').replace(/\s+/g, ' ');
+}
+
+/**
+ * A compacted observation: valid JSON naming the call and its outcome. Kept short because every later
+ * request carries it; the system prompt says once that a stub means "call the tool again".
+ */
+function stubOf(o: Observation): string {
+  return JSON.stringify({ compacted: describeCall(o.tool, o.args), outcome: o.outcome, stale: o.stale });
 }
 
 /** What a call came to, in a few words: `ok`, the error code, or a test run's counts (`2 failed, 727 passed`). */
@@ -74,9 +95,13 @@ export function outcomeOf(result: ToolResult): string {
 }
 
 /**
- * The context policy: what the model sees each turn. Newest observations whole, older ones as one-line
- * stubs, reads of files edited since marked stale, and the working state at the end. With the policy
- * disabled the full history is sent (observations still capped), which is the benchmark baseline.
+ * The context policy: what the model sees each turn, shaped for providers that cache the repeated
+ * prompt prefix and bill it at about a tenth. The history is append-only between compactions, so each
+ * request extends the previous one. Once the whole observations older than the newest
+ * `keepFullObservations` add up to `compactTokens`, they are all replaced at once by small JSON stubs
+ * (frozen from then on, with a `stale` mark when the file changed since), and the working state is
+ * appended at the same point. A compaction rewrites only the tail, so what came before stays cached.
+ * With the policy disabled the full history is sent (observations still capped): the benchmark baseline.
  */
 export class ContextManager {
   private readonly entries: Entry[] = [];
@@ -91,6 +116,8 @@ export class ContextManager {
   };
   /** `state.failed` with the kind (tool and paths) of each entry. */
   private failures: { kind: string; text: string }[] = [];
+  /** The step of the last working state appended (the first compaction always appends one). */
+  private stateAt = -Infinity;
 
   constructor(
     private readonly params: ContextParams,
@@ -114,10 +141,29 @@ export class ContextManager {
     if (mutating && result.success) this.markStale(paths);
     this.entries.push({
       kind: 'observation',
-      obs: { callId, tool, args, text, outcome: outcomeOf(result), paths, stale: false },
+      obs: { callId, tool, args, text, outcome: outcomeOf(result), paths, stale: false, stub: null },
     });
     this.updateState(tool, args, result, mutating, paths);
     return text;
+  }
+
+  /**
+   * Stubs the older whole observations when they have grown past the threshold, and appends the
+   * working state after them. Call before each request; returns what was done, or null.
+   */
+  compact(): Compaction | null {
+    if (!this.params.enabled) return null;
+    const whole = this.entries.flatMap((e) => (e.kind === 'observation' && !e.obs.stub ? [e.obs] : []));
+    const older = whole.slice(0, Math.max(0, whole.length - this.params.keepFullObservations));
+    const before = older.reduce((n, o) => n + estimateTokens(o.text), 0);
+    if (older.length === 0 || before < this.params.compactTokens) return null;
+    for (const o of older) o.stub = stubOf(o);
+    if (this.state.steps - this.stateAt >= STATE_EVERY_STEPS) {
+      this.stateAt = this.state.steps;
+      this.addNote(`Working state (kept by the host):\n${JSON.stringify(this.state)}`);
+    }
+    const after = older.reduce((n, o) => n + estimateTokens(o.stub!), 0);
+    return { observations: older.length, tokens_before: before, tokens_after: after };
   }
 
   messages(): ChatMessage[] {
@@ -125,8 +171,6 @@ export class ContextManager {
       { role: 'system', content: this.system },
       { role: 'user', content: this.task },
     ];
-    const observations = this.entries.filter((e) => e.kind === 'observation').length;
-    let seen = 0;
     for (const e of this.entries) {
       if (e.kind === 'assistant') {
         // Services reject an assistant turn with neither content nor tool calls.
@@ -136,26 +180,10 @@ export class ContextManager {
       } else if (e.kind === 'note') {
         out.push({ role: 'user', content: e.content });
       } else {
-        const recent = observations - seen++ <= this.params.keepFullObservations;
-        out.push({ role: 'tool', tool_call_id: e.obs.callId, content: this.render(e.obs, recent) });
+        out.push({ role: 'tool', tool_call_id: e.obs.callId, content: e.obs.stub ?? e.obs.text });
       }
     }
-    if (this.params.enabled && this.state.steps > 0) {
-      out.push({
-        role: 'user',
-        content: `Working state (kept by the host):\n${JSON.stringify(this.state, null, 1)}`,
-      });
-    }
     return out;
-  }
-
-  private render(obs: Observation, recent: boolean): string {
-    if (!this.params.enabled) return obs.text;
-    const stale = obs.stale
-      ? `[stale: ${obs.paths.join(', ') || 'the workspace'} changed after this; read again for the current text]`
-      : '';
-    if (recent) return stale ? `${stale}\n${obs.text}` : obs.text;
-    return `[elided: ${describeCall(obs.tool, obs.args)} → ${obs.outcome}, ${obs.text.length} chars; call again if needed]${stale && ' ' + stale}`;
   }
 
   /** Reads of the edited paths (or of anything, when the edit names no path) no longer show the file. */

@@ -59,6 +59,8 @@ export async function runAgentLoop(a: LoopInput): Promise<LoopOutcome> {
         context.addNote(warning);
         trace.event('budget_warning', { message: warning });
       }
+      const compacted = context.compact();
+      if (compacted) trace.event('context_compacted', { ...compacted });
       const reply = await model.complete(context.messages(), tools, a.signal);
       budget.addRequest(reply.usage);
       modelName = reply.model;

@@ -90,7 +90,8 @@ const ENV_SCHEMA = z.object({
   AGENTICFIX_MODEL_ALLOWLIST: z.string().optional(), // comma-separated; default: the configured model name
   // Context policy
   AGENTICFIX_OBSERVATION_MAX_CHARS: int(12_000, 200),
-  AGENTICFIX_KEEP_FULL_OBSERVATIONS: int(4, 1),
+  AGENTICFIX_KEEP_FULL_OBSERVATIONS: int(1, 1), // the newest ones, never compacted
+  AGENTICFIX_CONTEXT_COMPACT_TOKENS: int(1000, 0), // older whole observations compacted at once past this
   AGENTICFIX_CONTEXT_POLICY: bool(true), // false: send the full history (benchmark baseline)
   // Agent loop
   AGENTICFIX_MAX_FORMAT_ERRORS: int(3, 1),
@@ -180,7 +181,12 @@ export interface Config {
   };
   /** The most a repository config or a command may ask for. */
   ceilings: { tokens: number; requests: number; toolCalls: number; timeMs: number };
-  context: { observationMaxChars: number; keepFullObservations: number; enabled: boolean };
+  context: {
+    observationMaxChars: number;
+    keepFullObservations: number;
+    compactTokens: number;
+    enabled: boolean;
+  };
   agent: { maxFormatErrors: number; noEditNudges: number; loopRepeat: number };
   verify: { flakyReruns: number; /** Largest test report the judge reads. */ maxReportBytes: number };
   app: {
@@ -323,6 +329,7 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
     context: {
       observationMaxChars: e.AGENTICFIX_OBSERVATION_MAX_CHARS,
       keepFullObservations: e.AGENTICFIX_KEEP_FULL_OBSERVATIONS,
+      compactTokens: e.AGENTICFIX_CONTEXT_COMPACT_TOKENS,
       enabled: e.AGENTICFIX_CONTEXT_POLICY,
     },
     agent: {

@@ -2,13 +2,15 @@ import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
+import { cachedPrefixTokens, estimateTokens, promptText } from '../agent/tokens.js';
 
 /**
  * A real HTTP server speaking the chat-completions protocol (non-streaming) that replays a script of
  * replies and records every request. Used by tests, the benchmark and `--model scripted:<file>`.
  *
  * Usage numbers are computed from what was actually sent (prompt ≈ request characters / 4), so a
- * smaller context shows up as fewer prompt tokens. When the script runs out the server answers
+ * smaller context shows up as fewer prompt tokens, and `cached_tokens` is the prefix shared with the
+ * previous completion request, counted as OpenAI counts it (src/agent/tokens.ts). When the script runs out the server answers
  * 400 `script_exhausted`: a run that outlives its script is a bug in the script or the loop, not a finish.
  */
 const ToolCallStep = z.strictObject({
@@ -79,6 +81,8 @@ export interface RecordedRequest {
   body: unknown;
   /** Prompt tokens this request was charged (0 for non-completion requests). */
   prompt_tokens: number;
+  /** Of those, the tokens served from the prompt cache. */
+  cached_tokens: number;
 }
 
 export interface ScriptedModelServer {
@@ -97,8 +101,6 @@ export interface ScriptedServerOptions {
   onRequest?: (index: number, body: unknown) => void;
 }
 
-const estimateTokens = (s: string): number => Math.ceil(s.length / 4);
-
 export async function startScriptedModelServer(
   script: ScriptStep[],
   opts: ScriptedServerOptions = {},
@@ -112,6 +114,7 @@ export async function startScriptedModelServer(
   const requests: RecordedRequest[] = [];
   let next = 0;
   let completions = 0;
+  let previousPrompt: string | null = null;
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const chunks: Buffer[] = [];
@@ -128,13 +131,17 @@ export async function startScriptedModelServer(
     const path = (req.url ?? '').split('?')[0]!;
     const isCompletion = req.method === 'POST' && path === '/v1/chat/completions';
     const b = body as { messages?: unknown; tools?: unknown } | null;
-    const promptTokens = isCompletion ? estimateTokens(JSON.stringify([b?.messages, b?.tools])) : 0;
+    const prompt = isCompletion ? promptText(b?.messages, b?.tools) : '';
+    const promptTokens = isCompletion ? estimateTokens(prompt) : 0;
+    const cachedTokens = isCompletion ? cachedPrefixTokens(previousPrompt, prompt) : 0;
+    if (isCompletion) previousPrompt = prompt;
     requests.push({
       method: req.method ?? '',
       path,
       headers: req.headers,
       body,
       prompt_tokens: promptTokens,
+      cached_tokens: cachedTokens,
     });
 
     if (req.method === 'GET' && path === '/v1/models') {
@@ -168,7 +175,7 @@ export async function startScriptedModelServer(
       content: step.content ?? null,
       ...(tool_calls.length ? { tool_calls } : {}),
     };
-    const prompt = step.usage?.prompt_tokens ?? promptTokens;
+    const charged = step.usage?.prompt_tokens ?? promptTokens;
     const completion = step.usage?.completion_tokens ?? estimateTokens(JSON.stringify(message));
     send(res, 200, {
       id: `chatcmpl-${next}`,
@@ -179,10 +186,10 @@ export async function startScriptedModelServer(
         { index: 0, message, finish_reason: tool_calls.length ? 'tool_calls' : 'stop', logprobs: null },
       ],
       usage: {
-        prompt_tokens: prompt,
+        prompt_tokens: charged,
         completion_tokens: completion,
-        total_tokens: prompt + completion,
-        prompt_tokens_details: { cached_tokens: step.usage?.cached_tokens ?? 0 },
+        total_tokens: charged + completion,
+        prompt_tokens_details: { cached_tokens: step.usage?.cached_tokens ?? cachedTokens },
       },
     });
   };

@@ -139,9 +139,17 @@ export function parseFailures(stdout: string, stderr: string): TestFailure[] {
 const PASS_LINE =
   /^(PASSED \S.*|\S+::\S.* PASSED(\s+\[\s*\d+%\])?|\s*[✓✔√] .*|\s*ok \d+ - .*|\s*--- PASS: .*|=== (RUN|PAUSE|CONT) .*)$/;
 
-/** The output with every run of pass lines replaced by one line saying how many were left out. */
+const TAP_SUBTEST = /^\s*# Subtest: /;
+const YAML_START = /^(\s*)---$/;
+
+/**
+ * The output with every run of pass lines replaced by one line saying how many were left out. A TAP
+ * pass (node --test) goes whole: its `# Subtest:` header, the `ok` line and its YAML block.
+ */
 export function omitPassLines(text: string): { text: string; omitted: number } {
+  const lines = text.split('\n');
   const out: string[] = [];
+  let held: string[] = []; // `# Subtest:` headers, kept only if their test does not pass
   let run = 0;
   let omitted = 0;
   const flush = () => {
@@ -149,13 +157,30 @@ export function omitPassLines(text: string): { text: string; omitted: number } {
     omitted += run;
     run = 0;
   };
-  for (const line of text.split('\n')) {
-    if (PASS_LINE.test(line)) run++;
-    else {
-      flush();
-      out.push(line);
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!;
+    if (TAP_SUBTEST.test(line)) {
+      held.push(line);
+      continue;
     }
+    if (PASS_LINE.test(line)) {
+      run += held.length + 1;
+      held = [];
+      const yaml = YAML_START.exec(lines[i + 1] ?? '');
+      if (yaml) {
+        const end = lines.indexOf(`${yaml[1]}...`, i + 2);
+        if (end > 0) {
+          run += end - i;
+          i = end;
+        }
+      }
+      continue;
+    }
+    flush();
+    out.push(...held, line);
+    held = [];
   }
   flush();
+  out.push(...held);
   return omitted ? { text: out.join('\n'), omitted } : { text, omitted };
 }

@@ -97,8 +97,8 @@ export interface ScriptedModelServer {
 export interface ScriptedServerOptions {
   /** The model name reported in replies (default `scripted-model`). */
   model?: string;
-  /** Called as each completion request arrives (index from 0), before it is answered. */
-  onRequest?: (index: number, body: unknown) => void;
+  /** Called as each completion request arrives (index from 0); the answer waits for it. */
+  onRequest?: (index: number, body: unknown) => void | Promise<void>;
 }
 
 export async function startScriptedModelServer(
@@ -151,7 +151,7 @@ export async function startScriptedModelServer(
       });
     }
     if (!isCompletion) return send(res, 404, { error: { message: `no route ${req.method} ${path}` } });
-    opts.onRequest?.(completions++, body);
+    await opts.onRequest?.(completions++, body);
     const step = steps[next];
     if (!step) {
       return send(res, 400, {

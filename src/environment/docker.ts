@@ -101,6 +101,16 @@ export class DockerSandbox implements Sandbox {
     };
   }
 
+  async available(): Promise<boolean> {
+    try {
+      await this.docker.getImage(this.imageId).inspect();
+      return true;
+    } catch (err) {
+      // Only "no such image" means gone; any other engine error shows up, with its message, in the run.
+      return (err as { statusCode?: number }).statusCode !== 404;
+    }
+  }
+
   async run(req: RunRequest): Promise<RunOutcome> {
     const started = Date.now();
     const outcome = (status: RunOutcome['status'], detail?: string): RunOutcome => ({

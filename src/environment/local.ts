@@ -24,6 +24,10 @@ export class LocalSandbox implements Sandbox {
     return { kind: this.kind, isolation: 'none', note: 'trusted repositories only (demo and tests)' };
   }
 
+  available(): Promise<boolean> {
+    return Promise.resolve(true);
+  }
+
   async run(req: RunRequest): Promise<RunOutcome> {
     const started = Date.now();
     const base = {

@@ -44,6 +44,8 @@ export interface Sandbox {
   readonly kind: 'local' | 'docker';
   /** Human-readable description for traces (image id, limits). */
   describe(): Record<string, unknown>;
+  /** false when the sandbox can no longer run anything: its Docker image is gone (engine restart, cleanup). */
+  available(): Promise<boolean>;
   run(req: RunRequest): Promise<RunOutcome>;
 }
 

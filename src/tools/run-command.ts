@@ -61,6 +61,58 @@ export async function sandboxResult<T>(
   }
 }
 
+/** What the model is told when its test image had to be rebuilt before a run. */
+export interface EnvironmentRebuilt {
+  reason: string;
+  image_id: string;
+  cache_hit: boolean;
+  duration_ms: number;
+}
+
+/**
+ * Makes sure the sandbox can run. An image that disappeared under a live run (engine restart, a cleanup)
+ * is rebuilt from the recorded Dockerfile with the same builder, and the model is told so; it never
+ * sees the engine's `No such image`.
+ */
+export async function ensureSandbox(
+  ctx: ToolContext,
+): Promise<{ ok: true; rebuilt: EnvironmentRebuilt | null } | { ok: false; result: ToolResult }> {
+  if (!ctx.sandbox || (await ctx.sandbox.available())) return { ok: true, rebuilt: null };
+  const reason = 'the test image was removed (engine restart or cleanup)';
+  if (!ctx.builder || !ctx.environment)
+    return { ok: false, result: fail('sandbox_error', `${reason}; call build_environment to build it again`) };
+  const lost = ctx.environment.imageId;
+  const build = await ctx.builder.build({
+    dockerfile: ctx.environment.dockerfile,
+    worktree: ctx.worktree,
+    runId: ctx.runId,
+    signal: ctx.signal,
+  });
+  ctx.trace.event('environment_rebuilt', {
+    lost_image_id: lost,
+    image_id: build.image_id,
+    success: build.success,
+    cache_hit: build.cache_hit,
+    duration_ms: build.duration_ms,
+    error: build.error,
+  });
+  if (!build.success || !build.image_id) {
+    const error = `${reason} and rebuilding it from the recorded Dockerfile failed: ${build.error ?? 'build failed'}; call build_environment`;
+    return { ok: false, result: fail('sandbox_error', error, { log: build.log }) };
+  }
+  ctx.sandbox = ctx.builder.sandboxFor(build.image_id);
+  ctx.environment = { dockerfile: ctx.environment.dockerfile, imageId: build.image_id };
+  return {
+    ok: true,
+    rebuilt: {
+      reason: `${reason}; it was rebuilt from your Dockerfile`,
+      image_id: build.image_id,
+      cache_hit: build.cache_hit,
+      duration_ms: build.duration_ms,
+    },
+  };
+}
+
 /** Where run_command may run: the test container; the host (local sandbox) only when the operator allows it. */
 function refusal(ctx: ToolContext): ToolResult | null {
   if (!ctx.sandbox)
@@ -88,6 +140,8 @@ export const runCommand: ToolDefinition<typeof RunCommandArgs> = {
       return fail('invalid_arguments', `timeout must be between 1 and ${maxSeconds} seconds`);
     const refused = refusal(ctx);
     if (refused) return refused;
+    const ready = await ensureSandbox(ctx);
+    if (!ready.ok) return ready.result;
     const argv = args.argv ?? ['/bin/sh', '-c', args.script!];
     const timeoutS = args.timeout ?? maxSeconds;
     const o = await ctx.sandbox!.run({
@@ -98,6 +152,7 @@ export const runCommand: ToolDefinition<typeof RunCommandArgs> = {
       signal: ctx.signal,
     });
     const data = {
+      ...(ready.rebuilt ? { environment_rebuilt: ready.rebuilt } : {}),
       command: argv,
       status: o.status,
       exit_code: o.exit_code,

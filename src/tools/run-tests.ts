@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { omitPassLines, parseFailures } from '../environment/failures.js';
 import { workspaceRevision } from '../patch/patch.js';
-import { sandboxResult } from './run-command.js';
+import { ensureSandbox, sandboxResult } from './run-command.js';
 import { selectTests, TestSelector } from './test-selection.js';
 import { fail, type ToolDefinition } from './types.js';
 
@@ -58,13 +58,15 @@ export const runTests: ToolDefinition<typeof RunTestsArgs> = {
         'No test environment yet: call build_environment with a Dockerfile first.',
       );
     }
+    const ready = await ensureSandbox(ctx);
+    if (!ready.ok) return ready.result;
     // The revision is taken before the run: it names the content the tests saw.
     const wt = { path: ctx.worktree, gitDir: ctx.gitDir };
     const revision = await workspaceRevision(wt, ctx.baseCommit, {
       maxFileBytes: ctx.limits.maxPatchFileBytes,
     });
     const timeoutS = args.timeout ?? maxSeconds;
-    const o = await ctx.sandbox.run({
+    const o = await ctx.sandbox!.run({
       argv,
       worktree: ctx.worktree,
       timeoutMs: timeoutS * 1000,
@@ -75,6 +77,7 @@ export const runTests: ToolDefinition<typeof RunTestsArgs> = {
     const stdout = omitPassLines(o.stdout);
     const stderr = omitPassLines(o.stderr);
     const data = {
+      ...(ready.rebuilt ? { environment_rebuilt: ready.rebuilt } : {}),
       target: args.target,
       ...(args.tests ? { tests: args.tests } : {}),
       command: argv,

@@ -50,6 +50,11 @@ async function runOnce(
   await rm(dir, { recursive: true, force: true });
   await mkdir(dir, { recursive: true });
   await chmod(dir, 0o777);
+  // The judge never rebuilds under its own feet: a vanished image would make the cells incomparable.
+  if (!(await ctx.sandbox.available()))
+    throw new CellInfraError(
+      "the judge's test image was removed while it ran (engine restart or cleanup); run the verification again",
+    );
   const outcome = await ctx.sandbox.run({
     argv,
     worktree: ctx.worktree,

@@ -8,7 +8,7 @@ import type { BuildResult, Sandbox } from '../environment/types.js';
 import { applyPatch, patchFiles } from '../patch/patch.js';
 import { GitWorkspaceManager } from '../workspace/manager.js';
 import type { Worktree } from '../workspace/types.js';
-import { CellIsolationError, runCell } from './cells.js';
+import { CellInfraError, CellIsolationError, runCell } from './cells.js';
 import { evaluate } from './evaluate.js';
 import { renderMarkdown } from './markdown.js';
 import { formatFlag, scanPatch, staticTestModifications } from './scan.js';
@@ -70,9 +70,10 @@ export function finish(report: VerificationReport, verdict: Verdict, reason: str
 
 /** The infra_error reason for an exception: an isolation breach is named as such. */
 export function infraReason(err: unknown): string {
-  return err instanceof CellIsolationError
-    ? `Sandbox isolation was violated during a test run (${err.message}); no result of this judge stands.`
-    : `The judge itself failed: ${message(err)}`;
+  if (err instanceof CellIsolationError)
+    return `Sandbox isolation was violated during a test run (${err.message}); no result of this judge stands.`;
+  if (err instanceof CellInfraError) return `The judge could not run the tests: ${err.message}.`;
+  return `The judge itself failed: ${message(err)}`;
 }
 
 /** Worktrees of one judge call, all removed at the end whatever happens. */

@@ -7,7 +7,7 @@ import Docker from 'dockerode';
 import { execa } from 'execa';
 import { buildNetworkCommand } from '../src/cli/build-network.js';
 import { serveCommand } from '../src/cli/serve.js';
-import { loadConfig, type Config } from '../src/config/config.js';
+import { loadConfig, SECRET_ENV_NAMES, type Config } from '../src/config/config.js';
 import { DockerEnvironmentBuilder } from '../src/environment/builder.js';
 import {
   BLOCKED_V4,
@@ -91,9 +91,16 @@ describe('build network rules (pure)', () => {
     expect(chainListing(v4.chains[1]!)).toContain(
       '-A AGENTICFIX-BUILD-IN -d 10.1.2.3/32 -p tcp -m tcp --dport 3128 -j RETURN',
     );
-    expect(proxyBuildArgs({ mode: 'isolated', proxy: { host: '10.1.2.3', port: 3128 } })).toMatchObject({
+    const proxy = { host: '10.1.2.3', port: 3128, url: 'http://10.1.2.3:3128' };
+    expect(proxyBuildArgs({ mode: 'isolated', proxy })).toEqual({
       HTTP_PROXY: 'http://10.1.2.3:3128',
+      HTTPS_PROXY: 'http://10.1.2.3:3128',
+      http_proxy: 'http://10.1.2.3:3128',
       https_proxy: 'http://10.1.2.3:3128',
+    });
+    expect(proxyBuildArgs({ mode: 'isolated', proxy, noProxy: 'localhost,.corp' })).toMatchObject({
+      NO_PROXY: 'localhost,.corp',
+      no_proxy: 'localhost,.corp',
     });
     expect(proxyBuildArgs({ mode: 'isolated' })).toEqual({});
   });
@@ -113,6 +120,7 @@ describe('build network rules (pure)', () => {
       mode: 'isolated',
       dns: undefined,
       proxy: undefined,
+      noProxy: undefined,
     });
     const c = loadConfig({
       AGENTICFIX_BUILD_NETWORK: 'unrestricted',
@@ -122,13 +130,41 @@ describe('build network rules (pure)', () => {
     expect(c).toEqual({
       mode: 'unrestricted',
       dns: ['10.0.0.2', '10.0.0.3'],
-      proxy: { host: '10.0.0.9', port: 3128 },
+      proxy: { host: '10.0.0.9', port: 3128, url: 'http://10.0.0.9:3128' },
+      noProxy: undefined,
     });
     expect(buildNetworkMode(c)).toBe('default');
     expect(buildNetworkMode({ mode: 'isolated' })).toBe('agenticfix-build');
     expect(() => loadConfig({ AGENTICFIX_BUILD_PROXY: 'proxy.corp:3128' })).toThrow(/AGENTICFIX_BUILD_PROXY/);
     expect(() => loadConfig({ AGENTICFIX_BUILD_DNS: 'dns.corp' })).toThrow(/AGENTICFIX_BUILD_DNS/);
     expect(() => loadConfig({ AGENTICFIX_BUILD_NETWORK: 'open' })).toThrow(/AGENTICFIX_BUILD_NETWORK/);
+  });
+
+  it('takes the standard HTTP(S)_PROXY / NO_PROXY when AGENTICFIX_BUILD_PROXY is unset; credentials stay secret', () => {
+    const std = loadConfig({
+      HTTP_PROXY: 'http://10.0.0.7:8080',
+      HTTPS_PROXY: 'http://user:s3cret@10.0.0.8:3128',
+      no_proxy: 'localhost,.corp',
+    }).sandbox.buildNetwork;
+    expect(std.proxy).toEqual({ host: '10.0.0.8', port: 3128, url: 'http://user:s3cret@10.0.0.8:3128' });
+    expect(std.noProxy).toBe('localhost,.corp');
+    expect(proxyBuildArgs(std)).toMatchObject({ https_proxy: 'http://user:s3cret@10.0.0.8:3128' });
+    expect(loadConfig({ http_proxy: 'http://10.0.0.7' }).sandbox.buildNetwork.proxy).toEqual({
+      host: '10.0.0.7',
+      port: 80,
+      url: 'http://10.0.0.7',
+    });
+    // The app's own variable wins.
+    expect(
+      loadConfig({ AGENTICFIX_BUILD_PROXY: '10.0.0.9:3128', HTTPS_PROXY: 'http://10.0.0.8:1' }).sandbox
+        .buildNetwork.proxy?.host,
+    ).toBe('10.0.0.9');
+    // The build network admits a proxy by address; the message names the variable, never the URL's secret.
+    const named = () => loadConfig({ HTTPS_PROXY: 'http://user:pw@proxy.corp:3128' });
+    expect(named).toThrow(/HTTPS_PROXY: builds need an http\(s\) proxy at an IPv4 address/);
+    expect(named).not.toThrow(/pw/);
+    expect(() => loadConfig({ HTTP_PROXY: 'not a url' })).toThrow(/HTTP_PROXY: not a URL/);
+    expect(SECRET_ENV_NAMES).toEqual(expect.arrayContaining(['HTTPS_PROXY', 'http_proxy']));
   });
 });
 

@@ -65,6 +65,13 @@ const ENV_SCHEMA = z.object({
     .pipe(z.strictObject({ host: z.ipv4(), port: z.number().int().min(1).max(65535) }))
     .optional(),
   AGENTICFIX_BUILD_CA_FILE: z.string().min(1).optional(), // PEM bundle trusted inside every build (read at each build)
+  // The standard variables, used for builds when AGENTICFIX_BUILD_PROXY is unset (build arguments only).
+  HTTPS_PROXY: z.string().min(1).optional(),
+  https_proxy: z.string().min(1).optional(),
+  HTTP_PROXY: z.string().min(1).optional(),
+  http_proxy: z.string().min(1).optional(),
+  NO_PROXY: z.string().optional(),
+  no_proxy: z.string().optional(),
   AGENTICFIX_IMAGE_MAX_GB: z.coerce.number().positive().default(20),
   AGENTICFIX_IMAGE_LEASE_TTL_S: int(600, 30),
   // Model
@@ -151,8 +158,13 @@ export interface Config {
       mode: 'isolated' | 'preinstalled' | 'unrestricted';
       /** Resolvers builds may reach on port 53; undefined = the host's /etc/resolv.conf. */
       dns?: string[];
-      /** When set, the only other destination builds may reach (passed to builds as HTTP(S)_PROXY). */
-      proxy?: { host: string; port: number };
+      /**
+       * When set, the only other destination builds may reach; `url` (which may hold credentials) is
+       * passed to builds as HTTP(S)_PROXY build arguments and is never recorded.
+       */
+      proxy?: BuildProxy;
+      /** NO_PROXY for builds. */
+      noProxy?: string;
       /** PEM bundle of extra certificate authorities every build trusts (TLS-inspecting networks). */
       caFile?: string;
     };
@@ -297,7 +309,7 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       buildNetwork: {
         mode: e.AGENTICFIX_BUILD_NETWORK,
         dns: e.AGENTICFIX_BUILD_DNS,
-        proxy: e.AGENTICFIX_BUILD_PROXY,
+        ...buildProxy(e),
         caFile: e.AGENTICFIX_BUILD_CA_FILE,
       },
       imageMaxBytes: Math.round(e.AGENTICFIX_IMAGE_MAX_GB * 1024 * MiB),
@@ -353,8 +365,45 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
 }
 
 /** Names of environment variables that hold secrets: never passed to a sandbox, always redacted. */
+export interface BuildProxy {
+  host: string;
+  port: number;
+  url: string;
+}
+
+/**
+ * The builds' proxy: AGENTICFIX_BUILD_PROXY, else the standard variables (HTTPS first, one proxy for
+ * both schemes). The build network admits the proxy by address, so its host must be an IPv4 literal.
+ */
+function buildProxy(e: z.infer<typeof ENV_SCHEMA>): { proxy?: BuildProxy; noProxy?: string } {
+  const noProxy = e.NO_PROXY ?? e.no_proxy;
+  const own = e.AGENTICFIX_BUILD_PROXY;
+  if (own) return { proxy: { ...own, url: `http://${own.host}:${own.port}` }, noProxy };
+  const names = ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy'] as const;
+  const name = names.find((n) => e[n]);
+  if (!name) return { noProxy };
+  let url: URL;
+  try {
+    url = new URL(e[name]!);
+  } catch {
+    throw new ConfigError(`invalid configuration:\n  ${name}: not a URL`);
+  }
+  const host = z.ipv4().safeParse(url.hostname);
+  if (!/^https?:$/.test(url.protocol) || !host.success)
+    throw new ConfigError(
+      `invalid configuration:\n  ${name}: builds need an http(s) proxy at an IPv4 address (the build network admits it by address); got ${url.protocol}//${url.hostname}`,
+    );
+  const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
+  return { proxy: { host: url.hostname, port, url: e[name]! }, noProxy };
+}
+
 export const SECRET_ENV_NAMES = [
   'AGENTICFIX_MODEL_API_KEY',
+  // A proxy URL may carry credentials.
+  'HTTPS_PROXY',
+  'https_proxy',
+  'HTTP_PROXY',
+  'http_proxy',
   'GITHUB_TOKEN',
   'GH_TOKEN',
   'PRIVATE_KEY',

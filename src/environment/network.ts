@@ -256,8 +256,10 @@ export const buildNetworkMode = (cfg: BuildNetworkConfig, names: BuildNetworkNam
 /** Docker's predefined proxy build arguments (never part of the image's history) for a configured proxy. */
 export function proxyBuildArgs(cfg: BuildNetworkConfig): Record<string, string> {
   if (!cfg.proxy) return {};
-  const url = `http://${cfg.proxy.host}:${cfg.proxy.port}`;
-  return { HTTP_PROXY: url, HTTPS_PROXY: url, http_proxy: url, https_proxy: url };
+  const url = cfg.proxy.url;
+  const no: Record<string, string> =
+    cfg.noProxy === undefined ? {} : { NO_PROXY: cfg.noProxy, no_proxy: cfg.noProxy };
+  return { HTTP_PROXY: url, HTTPS_PROXY: url, http_proxy: url, https_proxy: url, ...no };
 }
 
 /** The rules as they are installed on this host now (inputs read from the host). */

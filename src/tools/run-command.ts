@@ -80,7 +80,10 @@ export async function ensureSandbox(
   if (!ctx.sandbox || (await ctx.sandbox.available())) return { ok: true, rebuilt: null };
   const reason = 'the test image was removed (engine restart or cleanup)';
   if (!ctx.builder || !ctx.environment)
-    return { ok: false, result: fail('sandbox_error', `${reason}; call build_environment to build it again`) };
+    return {
+      ok: false,
+      result: fail('sandbox_error', `${reason}; call build_environment to build it again`),
+    };
   const lost = ctx.environment.imageId;
   const build = await ctx.builder.build({
     dockerfile: ctx.environment.dockerfile,

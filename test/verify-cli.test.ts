@@ -109,6 +109,42 @@ describe('agenticfix verify', () => {
     ]);
     expect(JSON.parse(junk.out)).toMatchObject({ verdict: 'patch_does_not_apply' });
   });
+
+  test('--task takes rows as datasets write them: extra fields ignored with one warning per file', async () => {
+    const patch = path.join(root, 'task.diff');
+    await writeFile(patch, 'diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x = 2\n+x = 3\n');
+    const row = (instance_id: string) => ({
+      instance_id,
+      repo,
+      base_commit: 'main',
+      problem_statement: 'x should be 3',
+      test_patch: '',
+      FAIL_TO_PASS: '["test_a.py::test_x"]',
+      PASS_TO_PASS: [],
+      test_command: 'python3 -m pytest',
+      dockerfile: 'FROM agenticfix/debian:bookworm\n',
+      // SWE-bench's own unused fields pass silently; other datasets' fields are named once.
+      version: '1.0',
+      hints_text: '',
+      language: 'python',
+      image_name: 'example/calc:1',
+      install: { pre: ['pip install -e .'] },
+    });
+    const tasks = path.join(root, 'tasks.jsonl');
+    await writeFile(tasks, [row('calc-1'), row('calc-2')].map((r) => JSON.stringify(r)).join('\n') + '\n');
+    const r = await cli(['--task', tasks, '--instance', 'calc-2', '--patch', patch, '--json']);
+    expect(r.code).toBe(1);
+    expect(JSON.parse(r.out)).toMatchObject({ verdict: 'patch_does_not_apply' });
+    expect(r.err.trim().split('\n')).toEqual([
+      `agenticfix verify: warning: ${tasks}: ignored fields no task field takes: image_name, install, language`,
+    ]);
+    // Required fields stay strict.
+    const { problem_statement: _, ...missing } = row('calc-3');
+    await writeFile(tasks, JSON.stringify(missing) + '\n');
+    await expect(cli(['--task', tasks, '--instance', 'calc-3', '--patch', patch])).rejects.toThrow(
+      /tasks.jsonl:1: invalid task: problem_statement:/,
+    );
+  });
 });
 
 test('eval aggregation: resolved per run, mean, pass@K and per-task cost', () => {

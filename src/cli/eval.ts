@@ -111,7 +111,9 @@ export async function evalCommand(argv: string[]): Promise<number> {
   await prepareHost({ config, docker: true, checkMounts: true });
   const model = modelSpec(values.model, config);
   const only = values.instance;
-  const tasks = (await loadTasks(positionals[0]!)).filter((t) => !only || only.includes(t.instance_id));
+  const tasks = (
+    await loadTasks(positionals[0]!, (m) => process.stderr.write(`agenticfix eval: warning: ${m}\n`))
+  ).filter((t) => !only || only.includes(t.instance_id));
   const outDir = path.resolve(values.out ?? path.join(config.runsDir, newRunId('eval')));
   const records: EvalRecord[] = [];
   const reportsByRun: VerificationReport[][] = [];

@@ -55,7 +55,9 @@ export async function verifyCommand(argv: string[]): Promise<number> {
 
   if (values.task || values.instance) {
     if (!values.task || !values.instance) return usage('--task and --instance go together');
-    const task = (await loadTasks(values.task)).find((t) => t.instance_id === values.instance);
+    const task = (
+      await loadTasks(values.task, (m) => process.stderr.write(`agenticfix verify: warning: ${m}\n`))
+    ).find((t) => t.instance_id === values.instance);
     if (!task) return usage(`no instance ${values.instance} in ${values.task}`);
     const overridden = {
       ...task,

@@ -27,7 +27,12 @@ const IdList = z.union([
   }),
 ]);
 
-export const TaskSchema = z.strictObject({
+/**
+ * A task row. Required fields are strict; other keys are ignored, as datasets of the SWE-bench family carry
+ * many (language, setup and version fields, hints, image names…): those of SWE-bench itself silently, any
+ * other with one warning per file.
+ */
+export const TaskSchema = z.object({
   instance_id: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,100}$/, 'instance_id must be a safe file name'),
   repo: z.string().min(1),
   base_commit: z.string().min(1),
@@ -39,14 +44,11 @@ export const TaskSchema = z.strictObject({
   test_command: z.union([z.array(z.string()).min(1), z.string().min(1)]),
   /** Dockerfile text of the environment. */
   dockerfile: z.string().optional(),
-  // SWE-bench fields accepted as they are and not used by the grader.
-  patch: z.string().optional(),
-  hints_text: z.string().optional(),
-  created_at: z.string().optional(),
-  version: z.string().optional(),
-  environment_setup_commit: z.string().optional(),
 });
 export type Task = z.infer<typeof TaskSchema>;
+
+/** SWE-bench's own fields the grader does not use: ignored without a warning. */
+const SWE_BENCH_UNUSED = new Set(['patch', 'hints_text', 'created_at', 'version', 'environment_setup_commit']);
 
 /** A GitHub `owner/name` becomes its URL; other relative locations are relative to the task file. */
 function resolveRepo(repo: string, dir: string): string {
@@ -56,10 +58,17 @@ function resolveRepo(repo: string, dir: string): string {
   return /^[\w.-]+\/[\w.-]+$/.test(repo) ? `https://github.com/${repo}` : local;
 }
 
-/** Reads a JSON Lines task file; an invalid line fails the whole file with its line number. */
-export async function loadTasks(jsonlPath: string): Promise<Task[]> {
+/**
+ * Reads a JSON Lines task file; an invalid line fails the whole file with its line number. Keys that no
+ * field takes are named once for the whole file through `warn`.
+ */
+export async function loadTasks(
+  jsonlPath: string,
+  warn: (message: string) => void = () => undefined,
+): Promise<Task[]> {
   const text = await readFile(jsonlPath, 'utf8');
   const tasks: Task[] = [];
+  const ignored = new Set<string>();
   for (const [i, line] of text.split('\n').entries()) {
     if (line.trim() === '') continue;
     let data: unknown;
@@ -75,11 +84,15 @@ export async function loadTasks(jsonlPath: string): Promise<Task[]> {
         .join('; ');
       throw new Error(`${jsonlPath}:${i + 1}: invalid task: ${issues}`);
     }
+    for (const key of Object.keys(data as object))
+      if (!(key in TaskSchema.shape) && !SWE_BENCH_UNUSED.has(key)) ignored.add(key);
     tasks.push({
       ...parsed.data,
       repo: resolveRepo(parsed.data.repo, path.dirname(path.resolve(jsonlPath))),
     });
   }
+  if (ignored.size > 0)
+    warn(`${jsonlPath}: ignored fields no task field takes: ${[...ignored].sort().join(', ')}`);
   return tasks;
 }
 

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Docker from 'dockerode';
@@ -24,6 +24,7 @@ import { LocalSandbox } from '../src/environment/local.js';
 import { makeBuildEnvironmentTool } from '../src/tools/build-environment.js';
 import type { ToolContext } from '../src/tools/types.js';
 import { RunTrace } from '../src/trace/trace.js';
+import { machineCa } from './support/ca.js';
 import { BASE_IMAGE, dockerReady } from './support/docker.js';
 
 const dirs: string[] = [];
@@ -59,15 +60,6 @@ function throwawayCa(): string {
     { stdio: 'ignore' },
   );
   return cert;
-}
-/** The CA this machine's egress re-signs TLS with, as one bundle; null where there is none. */
-function machineCa(): string | null {
-  const dir = '/usr/local/share/ca-certificates';
-  const files = existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith('.crt')) : [];
-  if (files.length === 0) return null;
-  const bundle = path.join(temp(), 'machine-ca.crt');
-  writeFileSync(bundle, files.map((f) => readFileSync(path.join(dir, f), 'utf8')).join('\n'));
-  return bundle;
 }
 afterAll(() => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
@@ -255,7 +247,7 @@ d('build CA (real engine)', () => {
   }, 120_000);
 
   // The npm registry is reachable from builds (README "Build network"); this machine's egress re-signs its TLS.
-  const machine = machineCa();
+  const machine = machineCa(temp());
   if (!machine && process.env.CI)
     throw new Error('CI machines carry their egress CA in /usr/local/share/ca-certificates');
   const m = machine ? it : it.skip;

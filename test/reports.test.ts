@@ -121,6 +121,8 @@ describe('runner detection, argv instrumentation and the exit-code cross-check',
     [['npx', 'jest', '--ci'], 'jest'],
     [['node', 'node_modules/jest/bin/jest.js'], 'jest'],
     [['./node_modules/.bin/mocha'], 'mocha'],
+    [['npx', 'vitest', 'run'], 'vitest'],
+    [['node', 'node_modules/vitest/vitest.mjs'], 'vitest'],
     [['node', '--test', 'test/'], 'node-test'],
     [['go', 'test', './...'], 'go'],
     [['npm', 'test'], 'generic'],
@@ -155,6 +157,13 @@ describe('runner detection, argv instrumentation and the exit-code cross-check',
       'jest',
       '--json',
       '--outputFile=/workspace/.agenticfix-report/jest.json',
+    ]);
+    expect(instrumentArgv(['vitest', 'run', 'test/']).argv).toEqual([
+      'vitest',
+      'run',
+      'test/',
+      '--reporter=json',
+      '--outputFile=/workspace/.agenticfix-report/vitest.json',
     ]);
     expect(instrumentArgv(['mocha']).argv).toEqual([
       'mocha',

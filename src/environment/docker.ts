@@ -191,7 +191,8 @@ export class DockerSandbox implements Sandbox {
         AttachStdout: true,
         AttachStderr: true,
         Tty: false,
-        NetworkDisabled: true,
+        // `none` alone, not NetworkDisabled: the container still gets loopback and an /etc/hosts that
+        // names localhost (vitest, dev servers and many test suites resolve it).
         HostConfig: {
           Binds: binds,
           NetworkMode: 'none',

@@ -9,6 +9,7 @@ import { loadEnv, SECRET_ENV_NAMES } from '../config/config.js';
 import { DockerEnvironmentBuilder } from '../environment/builder.js';
 import { CONTAINER_WORKTREE } from '../environment/docker.js';
 import { LocalSandbox } from '../environment/local.js';
+import { nodeSetupNote } from '../environment/node.js';
 import type { RunOutcome } from '../environment/types.js';
 import { exportPatch } from '../patch/patch.js';
 import type { SkippedFile } from '../patch/types.js';
@@ -280,10 +281,12 @@ async function prepareEnvironment(
   const where = `Tests run in a container with the repository mounted at ${CONTAINER_WORKTREE} (the working directory), without network.`;
   if (!opts.dockerfile) {
     const images = await builder.localBaseImages().catch(() => []);
+    const node = nodeSetupNote(worktree);
     const note = [
       'There is no test environment yet: first write a Dockerfile for it and call build_environment.',
       `Base images available locally: ${images.join(', ') || '(none)'}; container registries may be unreachable.`,
       where,
+      ...(node ? [node] : []),
     ].join('\n');
     return { sandbox: null, builder, environment: null, tools: await toolsFor(builder), note };
   }

@@ -1,6 +1,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
+import { NODE_SETUP_HINT } from '../environment/node.js';
 import { fail, ok, type ToolDefinition } from './types.js';
 
 const MAX_DOCKERFILE_CHARS = 20_000;
@@ -39,6 +40,7 @@ const describeTool = (baseImages: readonly string[]) =>
     `run tests in it: the repository is mounted at /workspace when tests run, with no network.`,
     'Builds have network access but no credentials. An identical Dockerfile (and copied files) is',
     'reused without rebuilding. On failure you get the error lines of the build log; fix and retry.',
+    NODE_SETUP_HINT,
     baseImages.length > 0
       ? `Container registries may be unreachable; base images available locally: ${baseImages.join(', ')}.`
       : 'Container registries may be unreachable; prefer a base image that exists locally.',

@@ -19,6 +19,17 @@ export const TestSelector = z
 const VALUE_OPTIONS: Record<Exclude<Runner, 'generic'>, readonly string[]> = {
   pytest: ['-c', '-p', '-o', '-k', '-m', '-W', '-n', '--rootdir', '--confcutdir', '--basetemp', '--ignore'],
   jest: ['-c', '--config', '--rootDir', '--roots', '-t', '--testNamePattern', '--outputFile'],
+  vitest: [
+    '-c',
+    '--config',
+    '-r',
+    '--root',
+    '--dir',
+    '-t',
+    '--testNamePattern',
+    '--outputFile',
+    '--reporter',
+  ],
   mocha: ['--config', '-g', '--grep', '-R', '--reporter', '-r', '--require', '--timeout', '--ignore'],
   'node-test': ['-r', '--require', '--import', '--loader', '--test-reporter-destination'],
   go: ['-run', '-skip', '-timeout', '-count', '-tags', '-p', '-parallel', '-coverprofile'],
@@ -50,8 +61,7 @@ export type Selection = { ok: true; argv: string[] } | { ok: false; error: strin
  * be narrowed.
  */
 export function selectTests(argv: readonly string[], tests: readonly string[], worktree: string): Selection {
-  const vitest = argv.some((t) => path.posix.basename(t) === 'vitest');
-  const runner = vitest ? 'jest' : detectRunner(argv);
+  const runner = detectRunner(argv);
   if (runner === 'generic') {
     return {
       ok: false,
@@ -71,7 +81,7 @@ export function selectTests(argv: readonly string[], tests: readonly string[], w
       : Math.max(
           0,
           argv.findIndex((t) =>
-            /^(pytest|py\.test|jest|vitest|mocha|_mocha|--test)$/.test(path.posix.basename(t)),
+            /^(pytest|py\.test|jest|vitest|vitest\.mjs|mocha|_mocha|--test)$/.test(path.posix.basename(t)),
           ),
         ) + 1;
   const valueOptions = VALUE_OPTIONS[runner];
@@ -86,6 +96,7 @@ export function selectTests(argv: readonly string[], tests: readonly string[], w
     case 'pytest':
       return { ok: true, argv: [...kept, ...(names.length ? ['-k', names.join(' or ')] : []), ...paths] };
     case 'jest':
+    case 'vitest':
     case 'mocha':
       return {
         ok: true,

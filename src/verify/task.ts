@@ -48,7 +48,13 @@ export const TaskSchema = z.object({
 export type Task = z.infer<typeof TaskSchema>;
 
 /** SWE-bench's own fields the grader does not use: ignored without a warning. */
-const SWE_BENCH_UNUSED = new Set(['patch', 'hints_text', 'created_at', 'version', 'environment_setup_commit']);
+const SWE_BENCH_UNUSED = new Set([
+  'patch',
+  'hints_text',
+  'created_at',
+  'version',
+  'environment_setup_commit',
+]);
 
 /** A GitHub `owner/name` becomes its URL; other relative locations are relative to the task file. */
 function resolveRepo(repo: string, dir: string): string {

@@ -18,7 +18,7 @@ const JestJson = z.object({ testResults: z.array(Suite) });
 
 const STATUS: Record<string, TestStatus> = { passed: 'passed', failed: 'failed' };
 
-/** Results of `jest --json`. A suite that failed to run (no assertions) is one `error` result for its file. */
+/** Results of `jest --json` (and vitest's json reporter, which writes the same layout). A suite that failed to run (no assertions) is one `error` result for its file. */
 export function parseJestJson(json: string): TestResult[] | null {
   let data: unknown;
   try {
@@ -37,7 +37,8 @@ export function parseJestJson(json: string): TestResult[] | null {
     }
     for (const a of suite.assertionResults) {
       const status = STATUS[a.status] ?? 'skipped'; // pending, todo, skipped, disabled
-      results.push({ id: [file, ...a.ancestorTitles, a.title].join(' > '), status });
+      // vitest puts an empty title for the file level in ancestorTitles.
+      results.push({ id: [file, ...a.ancestorTitles.filter(Boolean), a.title].join(' > '), status });
     }
   }
   return mergeResults(results);

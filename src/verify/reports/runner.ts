@@ -16,6 +16,7 @@ export { detectRunner };
 const REPORT_FILE: Partial<Record<Runner, string>> = {
   pytest: 'pytest.xml',
   jest: 'jest.json',
+  vitest: 'vitest.json',
   'node-test': 'node.tap',
   mocha: 'mocha.json',
 };
@@ -31,7 +32,7 @@ export interface InstrumentedCommand {
  * Adds reporter flags to the maintainer's argv so per-test results land in a file inside the
  * worktree (the container's root is read-only). pytest: `--junitxml=… -o junit_family=xunit1 -rA`
  * appended (xunit1 records the file, giving real node ids; -rA is the fallback when no XML is
- * written); jest: `--json --outputFile=…` appended; mocha: `--reporter json --reporter-option
+ * written); jest: `--json --outputFile=…` appended; vitest: `--reporter=json --outputFile=…`; mocha: `--reporter json --reporter-option
  * output=…` appended; node: `--test-reporter=tap --test-reporter-destination=…` inserted right
  * after `--test` (node options must precede file arguments); go: `-json` inserted after `test`.
  */
@@ -47,6 +48,10 @@ export function instrumentArgv(argv: readonly string[]): InstrumentedCommand {
       break;
     case 'jest':
       out.push('--json', `--outputFile=${inContainer}`);
+      break;
+    case 'vitest':
+      // vitest's json reporter writes jest's --json layout.
+      out.push('--reporter=json', `--outputFile=${inContainer}`);
       break;
     case 'mocha':
       out.push('--reporter', 'json', '--reporter-option', `output=${inContainer}`);
@@ -87,6 +92,8 @@ export function collectResults(runner: Runner, stdout: string, report: string | 
       return done('pytest-rA', parsePytestSummary(stdout));
     case 'jest':
       return done('jest-json', report === null ? null : parseJestJson(report));
+    case 'vitest':
+      return done('vitest-json', report === null ? null : parseJestJson(report));
     case 'mocha':
       return done('mocha-json', parseMochaJson(report ?? stdout));
     case 'node-test':

@@ -1,0 +1,104 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import Docker from 'dockerode';
+import { loadConfig } from '../src/config/config.js';
+import { DockerEnvironmentBuilder } from '../src/environment/builder.js';
+import { nodeSetupNote, nodeSetupSteps } from '../src/environment/node.js';
+import { runCell } from '../src/verify/cells.js';
+import { machineCa } from './support/ca.js';
+import { BASE_IMAGE, dockerReady } from './support/docker.js';
+import { nodeDockerfile, nodeFixtureRepo, RUNNER_ARGV } from './support/node.js';
+
+const dir = mkdtempSync(path.join(tmpdir(), 'agenticfix-node-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('Node projects: the setup the model is told', () => {
+  it('follows the lockfile (npm, pnpm, yarn; none: npm install) and is only given for Node projects', async () => {
+    const { writeFileSync, mkdirSync } = await import('node:fs');
+    const project = (files: string[]) => {
+      const p = mkdtempSync(path.join(dir, 'p-'));
+      for (const f of files) writeFileSync(path.join(p, f), '{}');
+      return p;
+    };
+    expect(nodeSetupSteps(project(['package.json', 'package-lock.json']))).toEqual([
+      'RUN apt-get update && apt-get install -y --no-install-recommends nodejs npm && rm -rf /var/lib/apt/lists/*',
+      'WORKDIR /deps',
+      'COPY package.json package-lock.json ./',
+      'RUN npm ci && ln -s /deps/node_modules /node_modules',
+      'ENV PATH=/deps/node_modules/.bin:$PATH',
+      'WORKDIR /workspace',
+    ]);
+    expect(nodeSetupSteps(project(['package.json', 'pnpm-lock.yaml']))).toContain(
+      'RUN npm install -g pnpm && pnpm install --frozen-lockfile && ln -s /deps/node_modules /node_modules',
+    );
+    expect(nodeSetupSteps(project(['package.json', 'yarn.lock']))).toContain(
+      'COPY package.json yarn.lock ./',
+    );
+    expect(nodeSetupSteps(project(['package.json']))).toContain(
+      'RUN npm install && ln -s /deps/node_modules /node_modules',
+    );
+    expect(nodeSetupNote(project(['setup.py']))).toBeNull();
+    // A link planted as package.json is not followed (the worktree is untrusted).
+    const linked = project([]);
+    mkdirSync(path.join(linked, 'real'));
+    writeFileSync(path.join(linked, 'real/package.json'), '{}');
+    (await import('node:fs')).symlinkSync('real/package.json', path.join(linked, 'package.json'));
+    expect(nodeSetupNote(linked)).toBeNull();
+  });
+});
+
+const ready = await dockerReady();
+const d = ready ? describe : describe.skip;
+
+d('jest, vitest and mocha for real, installed from the npm registry at build time', () => {
+  const runId = `test-node-${process.pid}-${Date.now()}`;
+  const docker = new Docker();
+  const base = loadConfig({ AGENTICFIX_BASE_IMAGE: BASE_IMAGE }, dir).sandbox;
+  // On a machine whose egress re-signs TLS the CA is what lets npm in; elsewhere nothing is needed.
+  const sandboxCfg = { ...base, buildNetwork: { ...base.buildNetwork, caFile: machineCa(dir) ?? undefined } };
+  const builder = new DockerEnvironmentBuilder(docker, sandboxCfg);
+  afterAll(() => builder.release(runId));
+
+  it('per-test ids from each runner, the same on every run', async () => {
+    const repo = await nodeFixtureRepo(dir);
+    const built = await builder.build({ dockerfile: nodeDockerfile(BASE_IMAGE), worktree: repo, runId });
+    expect(built).toMatchObject({ success: true });
+    const sandbox = builder.sandboxFor(built.image_id!);
+    const cell = (argv: readonly string[]) =>
+      runCell(
+        { name: 'base', source: 'base', tests: 'base' },
+        {
+          sandbox,
+          worktree: repo,
+          argv,
+          timeoutMs: 120_000,
+          maxOutputBytes: 1 << 20,
+          maxReportBytes: 1 << 20,
+          reruns: 1,
+          allowEmpty: false,
+        },
+      );
+    const ids = {
+      jest: 'test/jest/slug.test.js > slugify > ',
+      vitest: 'test/vitest/slug.test.mjs > slugify > ',
+      mocha: 'test/mocha/slug.spec.js > slugify ',
+    };
+    for (const [runner, argv] of Object.entries(RUNNER_ARGV) as [keyof typeof ids, readonly string[]][]) {
+      const first = await cell(argv);
+      const second = await cell(argv);
+      expect({ runner, source: first.report_source, per_test: first.per_test }).toEqual({
+        runner,
+        source: `${runner}-json`,
+        per_test: true,
+      });
+      const statuses = Object.fromEntries(first.results.map((r) => [r.id, r.status]));
+      expect(statuses).toEqual({
+        [`${ids[runner]}lower-cases words`]: 'passed',
+        [`${ids[runner]}joins runs of symbols with one dash`]: 'passed',
+        [`${ids[runner]}drops trailing punctuation`]: 'failed',
+      });
+      expect(second.results.map((r) => r.id)).toEqual(first.results.map((r) => r.id));
+    }
+  }, 600_000);
+});

@@ -108,13 +108,17 @@ describe('a JavaScript repository whose tests need npm packages, end to end', ()
 
     const pr = emu.pulls.find((p) => p.repo === `${O}/${R}` && p.pull?.head === branchFor(issue))!;
     expect(pr.pull).toMatchObject({ draft: true });
-    const [evidence] = emu
+    const [evidence, , runConfig] = emu
       .comments(pr.number, `${O}/${R}`)
       .filter((c) => c.user === emu.botLogin)
       .map((c) => c.body);
     expect(evidence).toMatch(/^## Test evidence/);
     expect(evidence).toContain('`verified`');
     expect(evidence).toContain('test/jest/slug.test.js > slugify > drops trailing punctuation');
+    // Whether builds used a proxy or an extra CA is on record, never their values.
+    const ca = config.sandbox.buildNetwork.caFile !== undefined;
+    expect(runConfig).toContain(`- Build network: proxy no, extra CA ${ca ? 'yes' : 'no'}`);
+    if (ca) expect(runConfig).not.toContain(config.sandbox.buildNetwork.caFile);
 
     // The judge keeps its report beside the run's own directory.
     const report = JSON.parse(

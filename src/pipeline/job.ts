@@ -342,6 +342,10 @@ export class JobRunner implements QueueHooks {
         dockerfileSource: a.dockerfile
           ? `maintainer Dockerfile \`${rc.dockerfile}\``
           : 'Dockerfile written by the agent',
+        buildNetwork: {
+          proxy: this.o.config.sandbox.buildNetwork.proxy !== undefined,
+          ca: this.o.config.sandbox.buildNetwork.caFile !== undefined,
+        },
       }),
     );
     await status.final({

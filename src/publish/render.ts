@@ -222,7 +222,10 @@ export function configComment(a: {
   budgets: Record<string, number>;
   testArgv: string[];
   dockerfileSource: string;
+  /** Whether builds went through a proxy or trusted an extra CA (never their values). */
+  buildNetwork: { proxy: boolean; ca: boolean };
 }): string {
+  const yes = (b: boolean) => (b ? 'yes' : 'no');
   const budgets = Object.entries(a.budgets)
     .map(([k, v]) => `${k}=${v}`)
     .join(', ');
@@ -234,6 +237,7 @@ export function configComment(a: {
       `- Budgets: ${budgets}`,
       `- Test command: \`${cell(a.testArgv.join(' '))}\``,
       `- Environment: ${a.dockerfileSource}; image \`${a.result.image_id ?? 'none'}\``,
+      `- Build network: proxy ${yes(a.buildNetwork.proxy)}, extra CA ${yes(a.buildNetwork.ca)}`,
       `- Triggered by @${a.run.triggered_by} (${a.run.trigger})`,
     ].join('\n'),
   ];

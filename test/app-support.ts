@@ -222,9 +222,9 @@ export function report(
   return finish(r, verdict, reason);
 }
 
-export async function waitFor(check: () => boolean, ms = 10_000): Promise<void> {
+export async function waitFor(check: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
   const end = Date.now() + ms;
-  while (!check()) {
+  while (!(await check())) {
     if (Date.now() > end) throw new Error('condition not reached in time');
     await new Promise((r) => setTimeout(r, 20));
   }

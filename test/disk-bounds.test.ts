@@ -7,7 +7,7 @@ import { startScriptedModelServer, type ScriptStep } from '../src/emulator/scrip
 import { runRepair } from '../src/pipeline/repair.js';
 import { removeOldWorktrees } from '../src/pipeline/startup.js';
 import type { RepairOptions } from '../src/pipeline/types.js';
-import { RunStore } from '../src/queue/store.js';
+import { SqliteRunStore } from '../src/queue/sqlite-store.js';
 import { capMiddle, ERROR_KEEP } from '../src/trace/cap.js';
 import { RunTrace } from '../src/trace/trace.js';
 import { git, GitError } from '../src/workspace/git.js';
@@ -130,7 +130,7 @@ describe('disk bounds without Docker', () => {
     expect(listed).toContain(fresh!.path);
   });
 
-  it('error strings are capped, head and tail kept, wherever they are stored', () => {
+  it('error strings are capped, head and tail kept, wherever they are stored', async () => {
     // 100 MB of git-like output: a line per file.
     const huge = `fatal: start\n${'warning: in the working copy of a file\n'.repeat(2.5 * MiB)}end of the story`;
     const capped = capMiddle(huge);
@@ -140,8 +140,8 @@ describe('disk bounds without Docker', () => {
     expect(capped).toMatch(/\n\[\.\.\. \d+ characters left out \.\.\.\]\n/);
 
     // The run store's error column.
-    const store = new RunStore(':memory:');
-    const run = store.createRun({
+    const store = new SqliteRunStore(':memory:');
+    const run = await store.createRun({
       owner: 'o',
       repo: 'r',
       issue: 1,
@@ -151,8 +151,8 @@ describe('disk bounds without Docker', () => {
       delivery_id: 'd1',
       base_commit: 'a'.repeat(40),
     });
-    expect(store.update(run.id, { state: 'failed', error: huge }).error).toBe(capped);
-    store.close();
+    expect((await store.update(run.id, { state: 'failed', error: huge })).error).toBe(capped);
+    await store.close();
 
     // result.json.
     const trace = new RunTrace('r-cap', path.join(tmp.dir, 'runs'));

@@ -17,7 +17,7 @@ import {
 import { LABEL } from '../src/environment/docker.js';
 import { LEASE_LABEL } from '../src/environment/leases.js';
 import { branchFor } from '../src/publish/pr.js';
-import { RunStore } from '../src/queue/store.js';
+import { SqliteRunStore } from '../src/queue/sqlite-store.js';
 import { startApp, type RunningApp } from '../src/webhook/server.js';
 import { git } from '../src/workspace/git.js';
 import { APP_ID, PRIVATE_KEY, quietLog, SECRET, startEmulator, tempDir, testConfig } from './app-support.js';
@@ -167,7 +167,7 @@ describe('label → verified draft PR, rerun, cancel, outsiders, redelivery, unv
     expect(delivery.status).toBe(200);
     await app.idle();
 
-    const [run] = runsOf(issue);
+    const [run] = await runsOf(issue);
     expect(run).toMatchObject({ state: 'done', verdict: 'verified', stop_reason: 'completed' });
     const pr = emu.pulls.find((p) => p.repo === `${O}/${R}` && p.pull?.head === branchFor(issue))!;
     expect(pr.pull).toMatchObject({ draft: true, base: 'main' });
@@ -211,8 +211,8 @@ describe('label → verified draft PR, rerun, cancel, outsiders, redelivery, unv
     await emu.label(O, R, other, 'agenticfix', 'visitor');
     await emu.comment(O, R, issue, '/agenticfix rerun', 'visitor');
     await app.idle();
-    expect(runsOf(issue)).toHaveLength(1);
-    expect(runsOf(other)).toHaveLength(0);
+    expect(await runsOf(issue)).toHaveLength(1);
+    expect(await runsOf(other)).toHaveLength(0);
     expect(bot(other).join('\n')).toMatch(/write/i);
     expect(model.remaining()).toBeGreaterThan(0);
   });
@@ -222,7 +222,7 @@ describe('label → verified draft PR, rerun, cancel, outsiders, redelivery, unv
     const before = emu.branchHead(O, R, branchFor(issue));
     await emu.comment(O, R, prNumber, '/agenticfix rerun', 'maint');
     await app.idle();
-    const runs = runsOf(issue);
+    const runs = await runsOf(issue);
     expect(runs).toHaveLength(2);
     // Newest first.
     expect(runs[0]).toMatchObject({ trigger: 'rerun', verdict: 'verified', pr_number: prNumber });
@@ -238,7 +238,7 @@ describe('label → verified draft PR, rerun, cancel, outsiders, redelivery, unv
     const n = emu.createIssue(O, R, { title: 'make add better', user: 'rae' });
     await emu.label(O, R, n, 'agenticfix', 'maint');
     await app.idle();
-    expect(runsOf(n)[0]).toMatchObject({ state: 'done', verdict: 'regression', pr_number: null });
+    expect((await runsOf(n))[0]).toMatchObject({ state: 'done', verdict: 'regression', pr_number: null });
     expect(emu.pulls.some((p) => p.repo === `${O}/${R}` && p.pull?.head === branchFor(n))).toBe(false);
     expect(emu.branchHead(O, R, branchFor(n))).toBeNull();
     const all = bot(n).join('\n');
@@ -257,7 +257,7 @@ describe('label → verified draft PR, rerun, cancel, outsiders, redelivery, unv
     await app.idle();
     expect(Date.now() - t0).toBeLessThan(30_000); // long before the 60 s test timeout
     expect(await agentContainers()).toBe(0);
-    expect(runsOf(n, 'slow')[0]).toMatchObject({ state: 'cancelled' });
+    expect((await runsOf(n, 'slow'))[0]).toMatchObject({ state: 'cancelled' });
     expect(bot(n, 'slow').join('\n')).toContain('Cancelled');
     expect(emu.pulls.some((p) => p.repo === `${O}/slow`)).toBe(false);
     expect(emu.branchHead(O, 'slow', branchFor(n))).toBeNull();
@@ -318,9 +318,9 @@ describe('a crash mid-run (the served app killed with SIGKILL) is reported after
       child.kill('SIGKILL');
       await child;
 
-      const left = new RunStore(config.dbPath);
-      expect(left.forIssue(O, 'crashy', n)[0]).toMatchObject({ state: 'running' });
-      left.close();
+      const left = new SqliteRunStore(config.dbPath);
+      expect((await left.forIssue(O, 'crashy', n))[0]).toMatchObject({ state: 'running' });
+      await left.close();
 
       const restarted = await startApp({
         config,
@@ -332,7 +332,7 @@ describe('a crash mid-run (the served app killed with SIGKILL) is reported after
         log: quietLog,
       });
       await restarted.idle();
-      expect(restarted.store.forIssue(O, 'crashy', n)[0]).toMatchObject({ state: 'interrupted' });
+      expect((await restarted.store.forIssue(O, 'crashy', n))[0]).toMatchObject({ state: 'interrupted' });
       const said = emu
         .comments(n, `${O}/crashy`)
         .filter((c) => c.user === emu.botLogin)

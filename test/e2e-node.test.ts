@@ -94,7 +94,7 @@ describe('a JavaScript repository whose tests need npm packages, end to end', ()
     await emu.label(O, R, issue, 'agenticfix', 'maint');
     await app.idle();
 
-    const [run] = app.store.forIssue(O, R, issue);
+    const [run] = await app.store.forIssue(O, R, issue);
     expect(run).toMatchObject({ state: 'done', verdict: 'verified', stop_reason: 'completed' });
     // The task text told the model how a Node project is set up, from its lockfile.
     const task = (model.requests[0]!.body as { messages: { content: string }[] }).messages[1]!.content;

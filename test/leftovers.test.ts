@@ -177,8 +177,8 @@ d('containers of runs the store knows are over', () => {
       const list = await ours(run);
       return list.some((x) => x.State === 'running') ? list : undefined;
     });
-    expect(await sweepContainers(docker, { isFinished: () => false })).not.toContain(c!.Id);
-    expect(await sweepContainers(docker, { isFinished: (id) => id === run })).toContain(c!.Id);
+    expect(await sweepContainers(docker, { isFinished: async () => false })).not.toContain(c!.Id);
+    expect(await sweepContainers(docker, { isFinished: async (id) => id === run })).toContain(c!.Id);
     // The run in this process ends instead of waiting (killed: failed, or gone before inspection: error).
     expect(['failed', 'error']).toContain((await outcome).status);
     expect(await ours(run)).toHaveLength(0);

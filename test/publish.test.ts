@@ -251,7 +251,7 @@ describe('GitHub calls against the emulator', () => {
       runId: 'r42',
       baseCommit: 'c'.repeat(40),
       intervalMs: 300,
-      onCreated: (id) => created.push(id),
+      onCreated: (id) => void created.push(id),
     });
     status.update({ phase: 'queued' });
     for (let step = 1; step <= 30; step++) {

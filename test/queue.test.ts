@@ -1,5 +1,6 @@
 import { RunQueue, type QueueHooks, type StopRequest } from '../src/queue/queue.js';
-import { RunStore, type NewRun, type RunRecord, type RunUpdate } from '../src/queue/store.js';
+import { SqliteRunStore } from '../src/queue/sqlite-store.js';
+import type { NewRun, RunRecord, RunStore, RunUpdate } from '../src/queue/store.js';
 
 let n = 0;
 const newRun = (issue: number): NewRun => ({
@@ -51,18 +52,18 @@ const tick = () => new Promise((r) => setTimeout(r, 20));
 
 describe('RunQueue', () => {
   let store: RunStore;
-  beforeEach(() => (store = new RunStore(':memory:')));
+  beforeEach(() => (store = new SqliteRunStore(':memory:')));
   afterEach(() => store.close());
 
   it('runs at most `concurrency` runs at once and starts the next when one ends', async () => {
     const jobs = new Jobs();
     const q = new RunQueue(store, 2, jobs);
-    const runs = [1, 2, 3].map((i) => store.createRun(newRun(i)));
+    const runs = await Promise.all([1, 2, 3].map((i) => store.createRun(newRun(i))));
     runs.forEach((r) => q.enqueue(r));
     await tick();
     expect(jobs.started).toEqual([runs[0]!.id, runs[1]!.id]);
-    expect(store.get(runs[2]!.id)!.state).toBe('queued');
-    expect(store.get(runs[0]!.id)!.state).toBe('running');
+    expect((await store.get(runs[2]!.id))!.state).toBe('queued');
+    expect((await store.get(runs[0]!.id))!.state).toBe('running');
     jobs.finish(runs[0]!.id);
     await tick();
     expect(jobs.started).toEqual(runs.map((r) => r.id));
@@ -70,39 +71,40 @@ describe('RunQueue', () => {
     jobs.finish(runs[2]!.id, { state: 'failed', error: 'boom' });
     await q.idle();
     expect(jobs.maxParallel).toBe(2);
-    expect(store.get(runs[2]!.id)).toMatchObject({ state: 'failed', error: 'boom' });
-    expect(store.get(runs[0]!.id)!.finished_at).not.toBeNull();
+    expect(await store.get(runs[2]!.id)).toMatchObject({ state: 'failed', error: 'boom' });
+    expect((await store.get(runs[0]!.id))!.finished_at).not.toBeNull();
     expect(jobs.queued).toEqual(runs.map((r) => r.id));
   });
 
   it('a new trigger aborts the running run of the issue, then starts after it stopped', async () => {
     const jobs = new Jobs();
     const q = new RunQueue(store, 2, jobs);
-    const first = store.createRun(newRun(5));
+    const first = await store.createRun(newRun(5));
     q.enqueue(first);
     await tick();
-    const second = store.createRun(newRun(5));
+    const second = await store.createRun(newRun(5));
     q.enqueue(second);
     expect(jobs.started).toEqual([first.id]); // never two active runs for one issue
     await tick();
     expect(jobs.started).toEqual([first.id, second.id]);
-    expect(store.get(first.id)).toMatchObject({ state: 'superseded', superseded_by: second.id });
+    expect(await store.get(first.id)).toMatchObject({ state: 'superseded', superseded_by: second.id });
     jobs.finish(second.id);
     await q.idle();
-    expect(store.get(second.id)!.state).toBe('done');
+    expect((await store.get(second.id))!.state).toBe('done');
     expect(jobs.finished.map((r) => r.state)).toEqual(['superseded', 'done']);
   });
 
   it('a queued run that is superseded before it starts never runs', async () => {
     const jobs = new Jobs();
     const q = new RunQueue(store, 1, jobs);
-    const busy = store.createRun(newRun(1));
-    const a = store.createRun(newRun(2));
-    const b = store.createRun(newRun(2));
+    const busy = await store.createRun(newRun(1));
+    const a = await store.createRun(newRun(2));
+    const b = await store.createRun(newRun(2));
     q.enqueue(busy);
     q.enqueue(a);
     q.enqueue(b);
-    expect(store.get(a.id)).toMatchObject({ state: 'superseded', superseded_by: b.id });
+    await tick();
+    expect(await store.get(a.id)).toMatchObject({ state: 'superseded', superseded_by: b.id });
     jobs.finish(busy.id);
     await tick();
     jobs.finish(b.id);
@@ -122,21 +124,21 @@ describe('RunQueue', () => {
         ),
     };
     const q = new RunQueue(store, 1, hooks);
-    const run = store.createRun(newRun(3));
+    const run = await store.createRun(newRun(3));
     q.enqueue(run);
     await tick();
     expect(q.cancel('acme', 'calc', 4, 'bob')).toBeNull(); // another issue: nothing to cancel
     expect(q.cancel('ACME', 'calc', 3, 'bob')?.id).toBe(run.id);
     await q.idle();
     expect(reasons).toEqual([{ kind: 'cancelled', by: 'bob' } satisfies StopRequest]);
-    expect(store.get(run.id)).toMatchObject({ state: 'cancelled', stop_reason: 'cancelled' });
+    expect(await store.get(run.id)).toMatchObject({ state: 'cancelled', stop_reason: 'cancelled' });
     expect(q.cancel('acme', 'calc', 3, 'bob')).toBeNull();
   });
 
   it('enqueueing the same run twice (a redelivered webhook) runs it once', async () => {
     const jobs = new Jobs();
     const q = new RunQueue(store, 2, jobs);
-    const run = store.createRun(newRun(9));
+    const run = await store.createRun(newRun(9));
     q.enqueue(run);
     q.enqueue(run);
     await tick();
@@ -144,15 +146,15 @@ describe('RunQueue', () => {
     expect(jobs.started).toEqual([run.id]);
     jobs.finish(run.id);
     await q.idle();
-    expect(store.get(run.id)!.state).toBe('done');
+    expect((await store.get(run.id))!.state).toBe('done');
   });
 
   it('a job that throws ends failed with its error', async () => {
     const q = new RunQueue(store, 1, { execute: async () => Promise.reject(new Error('API down')) });
-    const run = store.createRun(newRun(1));
+    const run = await store.createRun(newRun(1));
     q.enqueue(run);
     await q.idle();
-    expect(store.get(run.id)).toMatchObject({ state: 'failed', error: 'API down' });
+    expect(await store.get(run.id)).toMatchObject({ state: 'failed', error: 'API down' });
   });
 
   it('a failure to record the end of a run is reported, not thrown, and the queue goes on', async () => {
@@ -165,26 +167,27 @@ describe('RunQueue', () => {
       onError: (_run, err) => errors.push(err),
     };
     const q = new RunQueue(store, 1, hooks);
-    const a = store.createRun(newRun(1));
-    const b = store.createRun(newRun(2));
+    const a = await store.createRun(newRun(1));
+    const b = await store.createRun(newRun(2));
     q.enqueue(a);
     q.enqueue(b);
     await q.idle();
     expect(errors).toEqual([new Error('status comment store broke')]);
-    expect(store.get(b.id)).toMatchObject({ state: 'done' });
+    expect(await store.get(b.id)).toMatchObject({ state: 'done' });
   });
 
   it('close aborts running runs as interrupted and refuses new ones', async () => {
     const jobs = new Jobs();
     const q = new RunQueue(store, 1, jobs);
-    const a = store.createRun(newRun(1));
-    const b = store.createRun(newRun(2));
+    const a = await store.createRun(newRun(1));
+    const b = await store.createRun(newRun(2));
     q.enqueue(a);
     q.enqueue(b);
     await tick();
     await q.close();
-    expect(store.get(a.id)!.state).toBe('interrupted');
-    expect(store.get(b.id)!.state).toBe('interrupted');
-    expect(() => q.enqueue(store.createRun(newRun(3)))).toThrow(/closed/);
+    expect((await store.get(a.id))!.state).toBe('interrupted');
+    expect((await store.get(b.id))!.state).toBe('interrupted');
+    const late = await store.createRun(newRun(3));
+    expect(() => q.enqueue(late)).toThrow(/closed/);
   });
 });

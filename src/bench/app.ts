@@ -97,9 +97,8 @@ export async function benchWebhook(): Promise<Record<string, number>> {
     const latencies = await send(Array.from({ length: n }, (_, i) => i + 1));
     // The intake (permission, base commit, enqueue) goes on after the acknowledgements.
     const recorded = n + single.length + underAttack.length;
-    while (app.store.list().length < recorded) {
-      if (performance.now() - t0 > 120_000)
-        throw new Error(`only ${app.store.list().length} of ${recorded} runs recorded`);
+    for (let got = 0; (got = (await app.store.list()).length) < recorded;) {
+      if (performance.now() - t0 > 120_000) throw new Error(`only ${got} of ${recorded} runs recorded`);
       await new Promise((r) => setTimeout(r, 20));
     }
     return {

@@ -111,6 +111,8 @@ const ENV_SCHEMA = z.object({
   AGENTICFIX_CONCURRENCY: int(2, 1),
   AGENTICFIX_LABEL: z.string().min(1).default('agenticfix'),
   AGENTICFIX_DB_PATH: z.string().min(1).optional(),
+  // Distributed: the run store in PostgreSQL (instead of SQLite at AGENTICFIX_DB_PATH).
+  AGENTICFIX_DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/ }).optional(),
   AGENTICFIX_STATUS_EDIT_INTERVAL_MS: int(5000, 0),
   AGENTICFIX_KEEP_FAILED_WORKTREES: bool(true),
   AGENTICFIX_WORKTREE_MAX_AGE_H: int(72, 1),
@@ -125,6 +127,8 @@ export interface Config {
   worktreeDir: string;
   runsDir: string;
   dbPath: string;
+  /** PostgreSQL run store shared by serve and workers; null: SQLite at dbPath. */
+  databaseUrl: string | null;
   limits: {
     maxFileBytes: number;
     maxReadLines: number;
@@ -281,6 +285,7 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
     worktreeDir: path.resolve(cwd, e.AGENTICFIX_WORKTREE_DIR ?? path.join(home, 'worktrees')),
     runsDir: path.resolve(cwd, e.AGENTICFIX_RUNS_DIR),
     dbPath: path.resolve(cwd, e.AGENTICFIX_DB_PATH ?? path.join(home, 'runs.sqlite')),
+    databaseUrl: e.AGENTICFIX_DATABASE_URL ?? null,
     limits: {
       maxFileBytes: e.AGENTICFIX_MAX_FILE_BYTES,
       maxReadLines: e.AGENTICFIX_MAX_READ_LINES,

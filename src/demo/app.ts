@@ -82,6 +82,7 @@ export async function runAppDemo(opts: {
     config: {
       ...config,
       dbPath: path.join(work, 'runs.sqlite'),
+      databaseUrl: null,
       app: { ...config.app, statusEditIntervalMs: 0 },
     },
     appId: emu.appId,
@@ -132,7 +133,7 @@ export async function runAppDemo(opts: {
     log(`webhook acknowledged: HTTP ${delivery.status}`);
     await app.idle();
 
-    const [run] = app.store.forIssue(OWNER, REPO, issue); // newest first
+    const [run] = await app.store.forIssue(OWNER, REPO, issue); // newest first
     if (!run) throw new Error('the app started no run');
     summary.run_id = run.id;
     summary.verdict = run.verdict;

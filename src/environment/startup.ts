@@ -21,7 +21,7 @@ const STALE_AFTER_DEADLINE_MS = 60_000;
  */
 export async function sweepContainers(
   docker: Docker,
-  opts: { isFinished?: (runId: string) => boolean; now?: number } = {},
+  opts: { isFinished?: (runId: string) => Promise<boolean>; now?: number } = {},
 ): Promise<string[]> {
   const now = opts.now ?? Date.now();
   const list = await docker.listContainers({ all: true, filters: { label: [`${LABEL}=1`] } });
@@ -32,7 +32,7 @@ export async function sweepContainers(
     const deadline = Number(labels[DEADLINE_LABEL]);
     const leftover =
       ownerState(labels[OWNER_LABEL]) === 'dead' ||
-      (run !== undefined && opts.isFinished?.(run) === true) ||
+      (run !== undefined && (await opts.isFinished?.(run)) === true) ||
       (Number.isFinite(deadline) && deadline > 0 && now > deadline + STALE_AFTER_DEADLINE_MS);
     if (!leftover) continue;
     const ok = await docker

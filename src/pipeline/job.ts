@@ -101,8 +101,8 @@ export class JobRunner implements QueueHooks {
   }
 
   /** Whether the run behind an engine label (a run's, or its judge's `<id>-verify`) is over. */
-  isFinished(label: string): boolean {
-    const run = this.o.store.get(label.replace(/-verify$/, ''));
+  async isFinished(label: string): Promise<boolean> {
+    const run = await this.o.store.get(label.replace(/-verify$/, ''));
     return run !== null && run.state !== 'queued' && run.state !== 'running';
   }
 
@@ -122,7 +122,7 @@ export class JobRunner implements QueueHooks {
       ref,
       `AgenticFix run \`${run.id}\` was interrupted because the app restarted before it finished. Nothing was published. Comment \`/agenticfix rerun\` to start again.`,
     );
-    this.o.store.addComment(run.id, id);
+    await this.o.store.addComment(run.id, id);
   }
 
   async execute(run: RunRecord, signal: AbortSignal): Promise<RunUpdate> {
@@ -199,7 +199,7 @@ export class JobRunner implements QueueHooks {
               },
         ),
     });
-    store.update(run.id, {
+    await store.update(run.id, {
       stop_reason: result.stop_reason,
       tokens: result.tokens.total,
       patch_path: result.patch_path,
@@ -214,7 +214,7 @@ export class JobRunner implements QueueHooks {
       tokenBudget: budgets.tokens,
     });
     const report = await this.verify(run, result, remote, rc, dockerfile, signal);
-    store.update(run.id, { verdict: report.verdict });
+    await store.update(run.id, { verdict: report.verdict });
     if (signal.aborted) return {};
 
     const modelLabel = result.model_name ?? modelName ?? config.model.name ?? 'default';
@@ -324,7 +324,7 @@ export class JobRunner implements QueueHooks {
       title: prTitle({ number: run.issue, title: a.issueTitle }),
       body: prBody({ issue: run.issue, run, result, report }),
     });
-    this.o.store.update(run.id, { pr_number: pr.number });
+    await this.o.store.update(run.id, { pr_number: pr.number });
     const prRef = { ...ref, issue: pr.number };
     const events = existsSync(result.trace_path) ? readFileSync(result.trace_path, 'utf8') : '';
     await this.comment(run, gh, prRef, evidenceComment(run, evidence, ci.length > 0 ? [ciFlagNote(ci)] : []));
@@ -368,7 +368,7 @@ export class JobRunner implements QueueHooks {
   }
 
   private async comment(run: RunRecord, gh: GitHub, ref: IssueRef, body: string): Promise<void> {
-    this.o.store.addComment(run.id, await postComment(gh, ref, body));
+    await this.o.store.addComment(run.id, await postComment(gh, ref, body));
   }
 
   private modelFor(name: string | null): { spec: ModelSpec; runConfig: Config } {
@@ -388,7 +388,9 @@ export class JobRunner implements QueueHooks {
         baseCommit: run.base_commit,
         intervalMs: this.o.config.app.statusEditIntervalMs,
         commentId: run.status_comment_id,
-        onCreated: (id) => this.o.store.update(run.id, { status_comment_id: id }),
+        onCreated: async (id) => {
+          await this.o.store.update(run.id, { status_comment_id: id });
+        },
         onError: (e) => this.o.log?.warn({ err: e, run: run.id }, 'status comment update failed'),
       });
       this.statuses.set(run.id, s);

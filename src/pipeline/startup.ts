@@ -20,7 +20,7 @@ export interface PrepareHostOptions {
   /** Prove that the engine sees the worktree dir (serve, run): a failure stops the program. */
   checkMounts?: boolean;
   /** Run ids known to be over (the app's store). */
-  isFinished?: (runId: string) => boolean;
+  isFinished?: (runId: string) => Promise<boolean>;
 }
 
 /**

@@ -75,7 +75,7 @@ export interface StatusCommentOptions {
   baseCommit: string;
   intervalMs: number;
   commentId?: number | null;
-  onCreated?: (commentId: number) => void;
+  onCreated?: (commentId: number) => void | Promise<void>;
   onError?: (err: unknown) => void;
 }
 
@@ -132,7 +132,7 @@ export class StatusComment {
       const gh = await this.o.gh();
       if (this.commentId === null) {
         this.commentId = await postComment(gh, this.o.ref, body);
-        this.o.onCreated?.(this.commentId);
+        await this.o.onCreated?.(this.commentId);
       } else {
         await editComment(gh, this.o.ref, this.commentId, body);
       }

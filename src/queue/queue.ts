@@ -34,6 +34,8 @@ export class RunQueue {
   private readonly pending: RunRecord[] = [];
   private readonly active = new Map<string, Active>(); // by issue key
   private readonly idleWaiters: (() => void)[] = [];
+  /** Ends of dropped runs still being recorded. */
+  private readonly dropping = new Set<Promise<void>>();
   private closed = false;
 
   constructor(
@@ -71,25 +73,28 @@ export class RunQueue {
     return dropped;
   }
 
-  /** Resolves when nothing is queued or running. */
-  idle(): Promise<void> {
-    if (this.pending.length === 0 && this.active.size === 0) return Promise.resolve();
-    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  /** Resolves when nothing is queued or running and every dropped run's end is recorded. */
+  async idle(): Promise<void> {
+    if (this.pending.length > 0 || this.active.size > 0)
+      await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+    await Promise.all([...this.dropping]);
   }
 
   /** Stops accepting runs, aborts running ones (they end `interrupted`) and waits for them. */
   async close(): Promise<void> {
     this.closed = true;
-    for (const r of this.pending.splice(0)) this.finish(r, { state: 'interrupted', stop_reason: 'shutdown' });
+    const dropped = this.pending
+      .splice(0)
+      .map((r) => this.drop(r, { state: 'interrupted', stop_reason: 'shutdown' }));
     for (const a of this.active.values()) a.controller.abort({ kind: 'shutdown' } satisfies StopRequest);
-    await Promise.all([...this.active.values()].map((a) => a.done));
+    await Promise.all([...dropped, ...[...this.active.values()].map((a) => a.done)]);
   }
 
   private dropPending(key: string, stop: StopRequest): RunRecord | null {
     const i = this.pending.findIndex((r) => issueKey(r) === key);
     if (i < 0) return null;
     const [run] = this.pending.splice(i, 1);
-    this.finish(run!, stoppedFields(stop));
+    void this.drop(run!, stoppedFields(stop));
     return run!;
   }
 
@@ -105,9 +110,10 @@ export class RunQueue {
 
   private start(queued: RunRecord): void {
     const controller = new AbortController();
-    const run = this.store.update(queued.id, { state: 'running', started_at: new Date().toISOString() });
-    const key = issueKey(run);
+    const key = issueKey(queued);
+    let run = queued;
     const done = (async () => {
+      run = await this.store.update(queued.id, { state: 'running', started_at: new Date().toISOString() });
       let fields: RunUpdate;
       try {
         fields = await this.hooks.execute(run, controller.signal);
@@ -116,7 +122,7 @@ export class RunQueue {
       }
       if (controller.signal.aborted)
         fields = { ...fields, ...stoppedFields(controller.signal.reason as StopRequest) };
-      this.finish(run, fields);
+      await this.finish(run, fields);
     })()
       // A failure here must not become an unhandled rejection that stops the server.
       .catch((err: unknown) => this.hooks.onError?.(run, err))
@@ -124,12 +130,19 @@ export class RunQueue {
         this.active.delete(key);
         this.pump();
       });
-    this.active.set(key, { run, controller, done });
+    this.active.set(key, { run: queued, controller, done });
   }
 
-  private finish(run: RunRecord, fields: RunUpdate): void {
-    const final = this.store.update(run.id, { finished_at: new Date().toISOString(), ...fields });
+  private async finish(run: RunRecord, fields: RunUpdate): Promise<void> {
+    const final = await this.store.update(run.id, { finished_at: new Date().toISOString(), ...fields });
     this.hooks.onFinished?.(final);
+  }
+
+  /** Records the end of a run that never started; a failure goes to onError like any other. */
+  private drop(run: RunRecord, fields: RunUpdate): Promise<void> {
+    const done = this.finish(run, fields).catch((err: unknown) => this.hooks.onError?.(run, err));
+    this.dropping.add(done);
+    return done.finally(() => this.dropping.delete(done));
   }
 }
 

@@ -1,12 +1,13 @@
-import { randomUUID } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
 import { hostname } from 'node:os';
-import path from 'node:path';
-import Database from 'better-sqlite3';
 import { z } from 'zod';
 import { capMiddle } from '../trace/cap.js';
 
-/** Persistent record of every run and webhook delivery (embedded SQLite). Runs are never deleted. */
+/**
+ * Persistent record of every run and webhook delivery. Runs are never deleted. One interface, two
+ * implementations that pass one contract suite (test/support/store-contract.ts): embedded SQLite for a
+ * single process (sqlite-store.ts) and PostgreSQL shared by `serve` and workers on many machines
+ * (postgres-store.ts). Both apply the same MIGRATIONS. Async because PostgreSQL is.
+ */
 
 const RUN_STATES = ['queued', 'running', 'done', 'cancelled', 'superseded', 'interrupted', 'failed'] as const;
 export type RunState = (typeof RUN_STATES)[number];
@@ -14,7 +15,7 @@ export type RunState = (typeof RUN_STATES)[number];
 // Built once: building a zod schema costs far more than parsing with it (it was built per row read).
 const COMMENT_IDS = z.array(z.number().int());
 
-const RUN_ROW = z.strictObject({
+export const RUN_ROW = z.strictObject({
   id: z.string(),
   owner: z.string(),
   repo: z.string(),
@@ -55,23 +56,104 @@ export type NewRun = Pick<
 > &
   Partial<Pick<RunRecord, 'model' | 'token_budget' | 'issue_title' | 'issue_body' | 'issue_updated_at'>>;
 
-export type RunUpdate = Partial<
-  Omit<
-    RunRecord,
-    | 'id'
-    | 'owner'
-    | 'repo'
-    | 'issue'
-    | 'installation_id'
-    | 'delivery_id'
-    | 'created_at'
-    | 'comment_ids'
-    | 'instance_id'
-  >
->;
+const FIXED_COLUMNS = [
+  'id',
+  'owner',
+  'repo',
+  'issue',
+  'installation_id',
+  'delivery_id',
+  'created_at',
+  'comment_ids',
+  'instance_id',
+] as const;
 
-/** Each entry moves the schema one version forward (PRAGMA user_version). Append only. */
-const MIGRATIONS = [
+export type RunUpdate = Partial<Omit<RunRecord, (typeof FIXED_COLUMNS)[number]>>;
+
+const UPDATABLE = new Set(
+  Object.keys(RUN_ROW.shape).filter((k) => !(FIXED_COLUMNS as readonly string[]).includes(k)),
+);
+
+/**
+ * The columns an update sets, in order, with their values; the error is capped. A key that is not an
+ * updatable column throws: the names are spliced into SQL.
+ */
+export function updateColumns(update: RunUpdate): [string, unknown][] {
+  const fields = update.error ? { ...update, error: capMiddle(update.error) } : update;
+  const set = Object.entries(fields).filter(([, v]) => v !== undefined);
+  for (const [k] of set) if (!UPDATABLE.has(k)) throw new Error(`not an updatable run column: ${k}`);
+  return set;
+}
+
+/** A delivery acknowledged but not taken in yet. */
+export interface PendingDelivery {
+  id: string;
+  event: string;
+  payload: unknown;
+  body_sha256: string | null;
+}
+
+/** What `claimDelivery` found: a new delivery, one seen before under this id, or its body under another id. */
+export type Claim = 'new' | 'seen' | 'replay';
+
+export interface RunStore {
+  /**
+   * Records a webhook delivery with the SHA-256 of its signed body. `seen`: this delivery id was
+   * recorded before (GitHub's "redeliver" reuses it); `replay`: the same signed body came before under
+   * another delivery id. Only `new` may act. Hashes are kept as long as the deliveries (never pruned),
+   * far beyond the days within which GitHub redelivers.
+   */
+  claimDelivery(
+    deliveryId: string,
+    event: string,
+    payload: unknown,
+    bodySha256: string | null,
+  ): Promise<Claim>;
+  /** The delivery's intake is over: its payload is no longer needed. */
+  finishDelivery(deliveryId: string): Promise<void>;
+  /** Deliveries acknowledged but not taken in (the app stopped in between), oldest first. */
+  pendingDeliveries(): Promise<PendingDelivery[]>;
+  /**
+   * Lets a redelivery of `deliveryId` act again (its first handling failed before doing anything); its
+   * body is free again too, so at most one delivery of a signed body ever acts.
+   */
+  releaseDelivery(deliveryId: string): Promise<void>;
+  /** Records a new queued run; a second run for the same delivery id is refused by the schema. */
+  createRun(input: NewRun): Promise<RunRecord>;
+  get(id: string): Promise<RunRecord | null>;
+  /** Sets the given fields; throws for an unknown run. */
+  update(id: string, update: RunUpdate): Promise<RunRecord>;
+  addComment(id: string, commentId: number): Promise<void>;
+  /** Runs of one issue, newest first. */
+  forIssue(owner: string, repo: string, issue: number): Promise<RunRecord[]>;
+  /** The issue whose run opened pull request `pr`, or null when the app did not open it. */
+  issueForPr(owner: string, repo: string, pr: number): Promise<number | null>;
+  /** All runs, or those in one state, oldest first. */
+  list(state?: RunState): Promise<RunRecord[]>;
+  /** On start-up: runs a crash left queued or running become `interrupted`; returns them so their issues are told. */
+  markInterrupted(): Promise<RunRecord[]>;
+  /**
+   * Makes this process the one instance serving the store, or throws StoreInUseError naming the live
+   * holder. A holder is gone when its heartbeat is older than INSTANCE_STALE_MS or, on this host, when
+   * its process no longer exists (so a restart after a crash is not held up).
+   */
+  acquireInstance(): Promise<void>;
+  /** Keeps this instance's claim fresh; false when another instance has taken the store over. */
+  heartbeat(): Promise<boolean>;
+  /**
+   * Claims the one reply per `intervalMs` that people without write access may get on an issue;
+   * false when one was posted within the interval. Durable, so a restart does not reset it.
+   */
+  claimOutsiderReply(owner: string, repo: string, issue: number, intervalMs: number): Promise<boolean>;
+  /** Closes the store; the instance claim (if any) is given up first. */
+  close(): Promise<void>;
+}
+
+/**
+ * Each entry moves the schema one version forward. Append only. Written in the SQL both engines
+ * speak; PostgreSQL reads INTEGER as BIGINT (GitHub ids outgrow 32 bits), see postgres-store.ts.
+ */
+export const MIGRATIONS = [
   `CREATE TABLE runs (
      id TEXT PRIMARY KEY,
      owner TEXT NOT NULL, repo TEXT NOT NULL, issue INTEGER NOT NULL, installation_id INTEGER NOT NULL,
@@ -115,7 +197,7 @@ const MIGRATIONS = [
 /** How long an instance that stopped heart-beating keeps the store (a crash on another host, a hang). */
 export const INSTANCE_STALE_MS = 30_000;
 
-const INSTANCE_ROW = z.strictObject({
+export const INSTANCE_ROW = z.strictObject({
   id: z.literal(1),
   owner: z.string(),
   host: z.string(),
@@ -127,264 +209,29 @@ export type InstanceHolder = Omit<z.output<typeof INSTANCE_ROW>, 'id'>;
 
 /** Another live instance already serves this store. */
 export class StoreInUseError extends Error {
+  /** `where`: the store as an operator knows it (a file, or a database without its password). */
   constructor(
-    readonly file: string,
+    readonly where: string,
     readonly holder: InstanceHolder,
   ) {
     const ago = Math.round((Date.now() - Date.parse(holder.heartbeat_at)) / 1000);
     super(
       `another AgenticFix instance (pid ${holder.pid} on ${holder.host}, started ${holder.started_at}, ` +
-        `last heartbeat ${ago} s ago) serves the run store ${file}; stop it first, or give this instance ` +
-        `its own AGENTICFIX_HOME / AGENTICFIX_DB_PATH. An instance that stopped without closing holds ` +
-        `the store for at most ${INSTANCE_STALE_MS / 1000} s.`,
+        `last heartbeat ${ago} s ago) serves the run store ${where}; stop it first, or give this instance ` +
+        `its own AGENTICFIX_HOME / AGENTICFIX_DB_PATH / AGENTICFIX_DATABASE_URL. An instance that stopped ` +
+        `without closing holds the store for at most ${INSTANCE_STALE_MS / 1000} s.`,
     );
     this.name = 'StoreInUseError';
   }
 }
 
-/** What `claimDelivery` found: a new delivery, one seen before under this id, or its body under another id. */
-export type Claim = 'new' | 'seen' | 'replay';
-
-export class RunStore {
-  private readonly db: Database.Database;
-  /** Compiled statements by SQL text: compiling one costs more than running it (the webhook burst). */
-  private readonly statements = new Map<string, Database.Statement>();
-  private seq = 0;
-  private instance: InstanceHolder | null = null;
-
-  constructor(private readonly file: string) {
-    if (file !== ':memory:') mkdirSync(path.dirname(file), { recursive: true });
-    this.db = new Database(file);
-    this.db.pragma('journal_mode = WAL');
-    // WAL with NORMAL sync survives a crash of the app (not of the machine) without an fsync per write.
-    this.db.pragma('synchronous = NORMAL');
-    this.db.pragma('busy_timeout = 5000');
-    this.migrate();
-  }
-
-  private statement(sql: string): Database.Statement {
-    let s = this.statements.get(sql);
-    if (!s) this.statements.set(sql, (s = this.db.prepare(sql)));
-    return s;
-  }
-
-  private migrate(): void {
-    const version = this.db.pragma('user_version', { simple: true }) as number;
-    for (let v = version; v < MIGRATIONS.length; v++) {
-      this.db.transaction(() => {
-        this.db.exec(MIGRATIONS[v]!);
-        this.db.pragma(`user_version = ${v + 1}`);
-      })();
-    }
-  }
-
-  /**
-   * Records a webhook delivery with the SHA-256 of its signed body. `seen`: this delivery id was
-   * recorded before (GitHub's "redeliver" reuses it); `replay`: the same signed body came before under
-   * another delivery id. Only `new` may act. Hashes are kept as long as the deliveries (never pruned),
-   * far beyond the days within which GitHub redelivers.
-   */
-  claimDelivery(deliveryId: string, event: string, payload: unknown, bodySha256: string | null): Claim {
-    return this.db.transaction((): Claim => {
-      const res = this.statement(
-        `INSERT OR IGNORE INTO deliveries (id, received_at, event, payload, body_sha256)
-           VALUES (?, ?, ?, ?, ?)`,
-      ).run(deliveryId, now(), event, JSON.stringify(payload), bodySha256);
-      if (res.changes === 1) return 'new';
-      return this.statement('SELECT 1 FROM deliveries WHERE id = ?').get(deliveryId) ? 'seen' : 'replay';
-    })();
-  }
-
-  /** The delivery's intake is over: its payload is no longer needed. */
-  finishDelivery(deliveryId: string): void {
-    this.statement('UPDATE deliveries SET done_at = ?, payload = NULL WHERE id = ?').run(now(), deliveryId);
-  }
-
-  /** Deliveries acknowledged but not taken in (the app stopped in between), oldest first. */
-  pendingDeliveries(): { id: string; event: string; payload: unknown; body_sha256: string | null }[] {
-    return (
-      this.statement(
-        `SELECT id, event, payload, body_sha256 FROM deliveries WHERE done_at IS NULL
-           ORDER BY received_at, id`,
-      ).all() as { id: string; event: string; payload: string; body_sha256: string | null }[]
-    ).map((d) => ({ ...d, payload: JSON.parse(d.payload) as unknown }));
-  }
-
-  /**
-   * Lets a redelivery of `deliveryId` act again (its first handling failed before doing anything); its
-   * body is free again too, so at most one delivery of a signed body ever acts.
-   */
-  releaseDelivery(deliveryId: string): void {
-    this.statement('DELETE FROM deliveries WHERE id = ?').run(deliveryId);
-  }
-
-  /** Records a new queued run; a second run for the same delivery id is refused by the schema. */
-  createRun(input: NewRun): RunRecord {
-    const id = this.newId();
-    this.statement(
-      `INSERT INTO runs (id, owner, repo, issue, installation_id, trigger, triggered_by, delivery_id,
-           model, token_budget, base_commit, state, created_at, issue_title, issue_body, issue_updated_at,
-           instance_id)
-         VALUES (@id, @owner, @repo, @issue, @installation_id, @trigger, @triggered_by, @delivery_id,
-           @model, @token_budget, @base_commit, 'queued', @created_at, @issue_title, @issue_body,
-           @issue_updated_at, @instance_id)`,
-    ).run({
-      model: null,
-      token_budget: null,
-      issue_title: null,
-      issue_body: null,
-      issue_updated_at: null,
-      ...input,
-      id,
-      created_at: now(),
-      instance_id: this.instance?.owner ?? null,
-    });
-    return this.get(id)!;
-  }
-
-  get(id: string): RunRecord | null {
-    const row = this.statement('SELECT * FROM runs WHERE id = ?').get(id);
-    return row ? RUN_ROW.parse(row) : null;
-  }
-
-  update(id: string, update: RunUpdate): RunRecord {
-    const fields = update.error ? { ...update, error: capMiddle(update.error) } : update;
-    const keys = Object.keys(fields).filter((k) => (fields as Record<string, unknown>)[k] !== undefined);
-    if (keys.length > 0) {
-      const set = keys.map((k) => `${k} = @${k}`).join(', ');
-      this.statement(`UPDATE runs SET ${set} WHERE id = @id`).run({ ...fields, id });
-    }
-    const run = this.get(id);
-    if (!run) throw new Error(`unknown run ${id}`);
-    return run;
-  }
-
-  addComment(id: string, commentId: number): void {
-    this.statement(`UPDATE runs SET comment_ids = json_insert(comment_ids, '$[#]', ?) WHERE id = ?`).run(
-      commentId,
-      id,
-    );
-  }
-
-  /** Runs of one issue, newest first. */
-  forIssue(owner: string, repo: string, issue: number): RunRecord[] {
-    return this.statement(
-      'SELECT * FROM runs WHERE owner = ? AND repo = ? AND issue = ? ORDER BY created_at DESC, id DESC',
-    )
-      .all(owner, repo, issue)
-      .map((r) => RUN_ROW.parse(r));
-  }
-
-  /** The issue whose run opened pull request `pr`, or null when the app did not open it. */
-  issueForPr(owner: string, repo: string, pr: number): number | null {
-    const row = this.statement(
-      'SELECT issue FROM runs WHERE owner = ? AND repo = ? AND pr_number = ? LIMIT 1',
-    ).get(owner, repo, pr) as { issue: number } | undefined;
-    return row?.issue ?? null;
-  }
-
-  list(state?: RunState): RunRecord[] {
-    const rows = state
-      ? this.statement('SELECT * FROM runs WHERE state = ? ORDER BY created_at, id').all(state)
-      : this.statement('SELECT * FROM runs ORDER BY created_at, id').all();
-    return rows.map((r) => RUN_ROW.parse(r));
-  }
-
-  /** On start-up: runs a crash left queued or running become `interrupted`; returns them so their issues are told. */
-  markInterrupted(): RunRecord[] {
-    return this.db.transaction(() => {
-      const rows = this.statement(
-        `SELECT id FROM runs WHERE state IN ('queued', 'running') ORDER BY created_at, id`,
-      ).all() as { id: string }[];
-      const at = now();
-      for (const { id } of rows) {
-        this.update(id, {
-          state: 'interrupted',
-          stop_reason: 'interrupted',
-          finished_at: at,
-          error: 'app restarted',
-        });
-      }
-      return rows.map(({ id }) => this.get(id)!);
-    })();
-  }
-
-  /**
-   * Makes this process the one instance serving the store, or throws StoreInUseError naming the live
-   * holder. A holder is gone when its heartbeat is older than INSTANCE_STALE_MS or, on this host, when
-   * its process no longer exists (so a restart after a crash is not held up).
-   */
-  acquireInstance(): void {
-    const me: InstanceHolder = {
-      owner: randomUUID(),
-      host: hostname(),
-      pid: process.pid,
-      started_at: now(),
-      heartbeat_at: now(),
-    };
-    this.db
-      .transaction(() => {
-        const row = this.statement('SELECT * FROM instance WHERE id = 1').get();
-        const holder = row ? INSTANCE_ROW.parse(row) : null;
-        if (holder && !holderGone(holder)) throw new StoreInUseError(this.file, holder);
-        this.statement(
-          `INSERT OR REPLACE INTO instance (id, owner, host, pid, started_at, heartbeat_at)
-             VALUES (1, @owner, @host, @pid, @started_at, @heartbeat_at)`,
-        ).run(me);
-      })
-      .immediate();
-    this.instance = me;
-  }
-
-  /** Keeps this instance's claim fresh; false when another instance has taken the store over. */
-  heartbeat(): boolean {
-    if (!this.instance) return false;
-    return (
-      this.statement('UPDATE instance SET heartbeat_at = ? WHERE id = 1 AND owner = ?').run(
-        now(),
-        this.instance.owner,
-      ).changes === 1
-    );
-  }
-
-  /**
-   * Claims the one reply per `intervalMs` that people without write access may get on an issue;
-   * false when one was posted within the interval. Durable, so a restart does not reset it.
-   */
-  claimOutsiderReply(owner: string, repo: string, issue: number, intervalMs: number): boolean {
-    const at = new Date();
-    const since = new Date(at.getTime() - intervalMs).toISOString();
-    return (
-      this.statement(
-        `INSERT INTO outsider_replies (owner, repo, issue, replied_at) VALUES (?, ?, ?, ?)
-           ON CONFLICT (owner, repo, issue) DO UPDATE SET replied_at = excluded.replied_at
-           WHERE replied_at <= ?`,
-      ).run(owner, repo, issue, at.toISOString(), since).changes === 1
-    );
-  }
-
-  /** Closes the database; the instance claim (if any) is given up first. */
-  close(): void {
-    if (this.instance) {
-      this.statement('DELETE FROM instance WHERE id = 1 AND owner = ?').run(this.instance.owner);
-      this.instance = null;
-    }
-    this.db.close();
-  }
-
-  /** Sortable, unique, readable: `r<time>-<seq><random>`. */
-  private newId(): string {
-    const t = Date.now().toString(36).padStart(9, '0');
-    const s = (this.seq++ % 1296).toString(36).padStart(2, '0');
-    return `r${t}-${s}${Math.random().toString(36).slice(2, 6)}`;
-  }
+/** A claim for this process, fresh now. */
+export function newInstance(owner: string): InstanceHolder {
+  const at = now();
+  return { owner, host: hostname(), pid: process.pid, started_at: at, heartbeat_at: at };
 }
 
-function now(): string {
-  return new Date().toISOString();
-}
-
-function holderGone(h: InstanceHolder): boolean {
+export function holderGone(h: InstanceHolder): boolean {
   if (Date.now() - Date.parse(h.heartbeat_at) > INSTANCE_STALE_MS) return true;
   if (h.host !== hostname()) return false;
   // Our own pid: an earlier process that had it (a restarted container is pid 1 again), or another
@@ -396,4 +243,17 @@ function holderGone(h: InstanceHolder): boolean {
   } catch (err) {
     return (err as NodeJS.ErrnoException).code !== 'EPERM'; // EPERM: alive, someone else's
   }
+}
+
+let seq = 0;
+
+/** Sortable, unique, readable: `r<time>-<seq><random>`. */
+export function newRunId(): string {
+  const t = Date.now().toString(36).padStart(9, '0');
+  const s = (seq++ % 1296).toString(36).padStart(2, '0');
+  return `r${t}-${s}${Math.random().toString(36).slice(2, 6)}`;
+}
+
+export function now(): string {
+  return new Date().toISOString();
 }

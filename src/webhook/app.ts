@@ -109,14 +109,14 @@ export function createApp(deps: AppDeps) {
     const writer = await canWrite(gh, ref.owner, ref.repo, login);
     if (
       !writer &&
-      !store.claimOutsiderReply(ref.owner, ref.repo, ref.issue, config.app.outsiderReplyIntervalMs)
+      !(await store.claimOutsiderReply(ref.owner, ref.repo, ref.issue, config.app.outsiderReplyIntervalMs))
     )
       return;
     await postComment(gh, ref, body);
   }
 
-  function start(run: Omit<NewRun, 'delivery_id'>, deliveryId: string): RunRecord {
-    const created = store.createRun({ ...run, delivery_id: deliveryId });
+  async function start(run: Omit<NewRun, 'delivery_id'>, deliveryId: string): Promise<RunRecord> {
+    const created = await store.createRun({ ...run, delivery_id: deliveryId });
     queue.enqueue(created);
     return created;
   }
@@ -138,7 +138,7 @@ export function createApp(deps: AppDeps) {
     const rc = await loadRepoConfig(gh, owner, r.name, base, config);
     const wanted = (rc.ok && rc.config.label) || config.app.label;
     if (label.name !== wanted) return;
-    start(
+    await start(
       {
         ...ref,
         installation_id: installation.id,
@@ -159,7 +159,9 @@ export function createApp(deps: AppDeps) {
     if (parsed.type === 'none') return;
     const owner = r.owner.login;
     // A command on the app's pull request is about the issue that PR fixes.
-    const issueNumber = issue.pull_request ? store.issueForPr(owner, r.name, issue.number) : issue.number;
+    const issueNumber = issue.pull_request
+      ? await store.issueForPr(owner, r.name, issue.number)
+      : issue.number;
     if (issueNumber === null) return; // someone else's pull request
     const reply = (body: string) =>
       replyTo(gh, { owner, repo: r.name, issue: issue.number }, sender.login, body);
@@ -176,32 +178,38 @@ export function createApp(deps: AppDeps) {
   }
 
   /** Records the delivery; only a new one may act. A replayed body is acknowledged and ignored. */
-  function claim(id: string, event: string, payload: unknown, sha256: string | null, log: Probot['log']) {
-    const c = store.claimDelivery(id, event, payload, sha256);
+  async function claim(
+    id: string,
+    event: string,
+    payload: unknown,
+    sha256: string | null,
+    log: Probot['log'],
+  ): Promise<boolean> {
+    const c = await store.claimDelivery(id, event, payload, sha256);
     if (c === 'replay') log.warn({ delivery: id, event }, 'ignored a replay: this signed body came before');
     return c === 'new';
   }
 
   /** Validates, drops bots and commentless noise, records the delivery once and hands it to the intake. */
-  function receive(
+  async function receive(
     id: string,
     event: string,
     payload: unknown,
     sha256: string | null,
     auth: Auth,
     log: Probot['log'],
-  ): void {
+  ): Promise<void> {
     if (event === 'issues') {
       const p = LABELED.safeParse(payload);
       if (!p.success) return void log.warn({ err: p.error }, 'unexpected issues.labeled payload');
-      if (isBot(p.data.sender) || !claim(id, event, payload, sha256, log)) return;
+      if (isBot(p.data.sender) || !(await claim(id, event, payload, sha256, log))) return;
       intake.run(id, async () => onLabeled(id, await auth(p.data.installation.id), p.data));
     } else {
       const p = COMMENTED.safeParse(payload);
       if (!p.success) return void log.warn({ err: p.error }, 'unexpected issue_comment payload');
       const { sender, comment } = p.data;
       if (isBot(sender) || isBot(comment.user) || parseCommand(comment.body).type === 'none') return;
-      if (!claim(id, event, payload, sha256, log)) return;
+      if (!(await claim(id, event, payload, sha256, log))) return;
       intake.run(id, async () => onComment(id, await auth(p.data.installation.id), p.data));
     }
   }
@@ -232,11 +240,11 @@ export function createApp(deps: AppDeps) {
       );
     },
     /** Takes in the deliveries a previous process acknowledged but did not finish. */
-    resume(auth: Auth, log: Probot['log']): number {
-      const pending = store.pendingDeliveries();
+    async resume(auth: Auth, log: Probot['log']): Promise<number> {
+      const pending = await store.pendingDeliveries();
       for (const d of pending) {
-        store.releaseDelivery(d.id);
-        receive(d.id, d.event, d.payload, d.body_sha256, auth, log);
+        await store.releaseDelivery(d.id);
+        await receive(d.id, d.event, d.payload, d.body_sha256, auth, log);
       }
       return pending.length;
     },
@@ -257,7 +265,7 @@ export function createApp(deps: AppDeps) {
         await reply(USAGE);
         return;
       case 'status':
-        await reply(statusReply(store.forIssue(ref.owner, ref.repo, ref.issue)[0] ?? null));
+        await reply(statusReply((await store.forIssue(ref.owner, ref.repo, ref.issue))[0] ?? null));
         return;
       case 'cancel': {
         if (!(await canWrite(gh, ref.owner, ref.repo, login)))
@@ -276,7 +284,7 @@ export function createApp(deps: AppDeps) {
           headOf(gh, ref.owner, ref.repo, defaultBranch),
           gh.rest.issues.get({ owner: ref.owner, repo: ref.repo, issue_number: ref.issue }),
         ]);
-        start(
+        await start(
           {
             ...ref,
             installation_id: installationId,

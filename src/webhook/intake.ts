@@ -23,7 +23,7 @@ export class Intake {
         () => this.store.finishDelivery(deliveryId),
         (err: unknown) => {
           this.log.error({ err, delivery: deliveryId }, 'webhook intake failed');
-          this.store.releaseDelivery(deliveryId);
+          return this.store.releaseDelivery(deliveryId);
         },
       )
       // A failed store write must not become an unhandled rejection (which would stop the server).

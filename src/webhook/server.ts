@@ -14,7 +14,8 @@ import { prepareHost } from '../pipeline/startup.js';
 import type { ModelSpec } from '../pipeline/types.js';
 import { appOctokit, type GitHub } from '../publish/github.js';
 import { RunQueue } from '../queue/queue.js';
-import { INSTANCE_STALE_MS, RunStore } from '../queue/store.js';
+import { openStore } from '../queue/open-store.js';
+import { INSTANCE_STALE_MS, type RunStore } from '../queue/store.js';
 import { createApp, signedBody } from './app.js';
 import { Intake } from './intake.js';
 
@@ -83,19 +84,18 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
     log,
   });
   const auth = async (installationId: number) => (await probot.auth(installationId)) as GitHub;
-  const store = new RunStore(o.config.dbPath);
+  const store = await openStore(o.config);
   try {
-    store.acquireInstance();
+    await store.acquireInstance();
   } catch (err) {
-    store.close();
+    await store.close();
     throw err;
   }
   const heartbeat = setInterval(() => {
-    try {
-      if (!store.heartbeat()) log.error('another instance has taken over the run store');
-    } catch (err) {
-      log.error({ err }, 'could not renew the run store claim');
-    }
+    store.heartbeat().then(
+      (held) => held || log.error('another instance has taken over the run store'),
+      (err: unknown) => log.error({ err }, 'could not renew the run store claim'),
+    );
   }, INSTANCE_STALE_MS / 6).unref();
   const runner = new JobRunner({
     config: o.config,
@@ -111,7 +111,7 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
   const handlers = createApp({ config: o.config, store, queue, intake });
 
   // Runs a crash left behind: recorded as interrupted, and their issues are told.
-  for (const run of store.markInterrupted()) {
+  for (const run of await store.markInterrupted()) {
     await runner
       .reportInterrupted(run)
       .catch((err) => log.error({ err, run: run.id }, 'could not report an interrupted run'));
@@ -129,14 +129,14 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
   } catch (err) {
     if (err instanceof ConfigError) {
       clearInterval(heartbeat);
-      store.close();
+      await store.close();
       throw err;
     }
     log.warn({ err }, 'start-up cleanup failed');
   }
 
   // Deliveries acknowledged before a crash but not taken in yet.
-  const resumed = handlers.resume(auth, log);
+  const resumed = await handlers.resume(auth, log);
   if (resumed > 0) log.info({ resumed }, 'taking in deliveries left by the previous process');
 
   const middleware = await createNodeMiddleware(handlers.register, {
@@ -189,7 +189,7 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
   } catch (err) {
     clearInterval(heartbeat);
     await queue.close();
-    store.close();
+    await store.close();
     throw err;
   }
   const addr = server.address() as AddressInfo;
@@ -212,7 +212,7 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
       await queue.close();
       await runner.settled();
       clearInterval(heartbeat);
-      store.close();
+      await store.close();
     },
   };
 }

@@ -1,0 +1,291 @@
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import {
+  holderGone,
+  INSTANCE_ROW,
+  MIGRATIONS,
+  newInstance,
+  newRunId,
+  now,
+  RUN_ROW,
+  StoreInUseError,
+  updateColumns,
+  type Claim,
+  type InstanceHolder,
+  type NewRun,
+  type PendingDelivery,
+  type RunRecord,
+  type RunState,
+  type RunStore,
+  type RunUpdate,
+} from './store.js';
+
+/**
+ * The run store shared by `serve` and the workers of many machines: PostgreSQL, with the schema and
+ * migrations of the SQLite store. Columns keep SQLite's types (timestamps as ISO text, comment ids as
+ * JSON text) so that rows parse with the one RUN_ROW schema.
+ */
+
+const INT8 = 20;
+const types = {
+  // BIGINT (what INTEGER becomes here) arrives as a string by default; GitHub ids stay below 2^53.
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === INT8
+      ? (v: string) => Number(v)
+      : pg.types.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
+};
+
+/** SQLite's INTEGER is 64 bits wide, PostgreSQL's 32: GitHub comment ids already need more. */
+const toPostgres = (sql: string) => sql.replace(/\bINTEGER\b/g, 'BIGINT');
+
+/** Two processes starting at once (serve and a worker) migrate one after the other. */
+const MIGRATION_LOCK = 0x61676678; // "agfx"
+
+export interface PostgresStoreOptions {
+  /** `postgres://user:password@host:port/database` */
+  url: string;
+  /** The schema holding the tables (its own per deployment or test); created when missing. */
+  schema?: string;
+  /** Connections this process keeps at most. */
+  poolSize?: number;
+}
+
+export class PostgresRunStore implements RunStore {
+  private instance: InstanceHolder | null = null;
+
+  private constructor(
+    private readonly pool: pg.Pool,
+    private readonly where: string,
+  ) {}
+
+  /** Connects and brings the schema to the newest version. */
+  static async open(o: PostgresStoreOptions): Promise<PostgresRunStore> {
+    const schema = o.schema ?? 'public';
+    if (!/^[a-z_][a-z0-9_]*$/.test(schema)) throw new Error(`invalid schema name: ${schema}`);
+    const pool = new pg.Pool({
+      connectionString: o.url,
+      max: o.poolSize ?? 4,
+      types,
+      options: `-c search_path=${schema}`,
+      application_name: 'agenticfix',
+    });
+    // An idle client's error (the server restarted) is reported on its next query; without a listener
+    // it would stop the process.
+    pool.on('error', () => {});
+    const url = new URL(o.url);
+    const store = new PostgresRunStore(pool, `postgres://${url.host}${url.pathname} (schema ${schema})`);
+    try {
+      await store.migrate(schema);
+    } catch (err) {
+      await pool.end();
+      throw err;
+    }
+    return store;
+  }
+
+  private async migrate(schema: string): Promise<void> {
+    await this.transaction(async (c) => {
+      await c.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
+      await c.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+      await c.query('CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)');
+      const { rows } = await c.query<{ version: number }>('SELECT version FROM schema_version');
+      const version = rows[0]?.version ?? 0;
+      for (let v = version; v < MIGRATIONS.length; v++) await c.query(toPostgres(MIGRATIONS[v]!));
+      if (rows.length === 0) await c.query('INSERT INTO schema_version VALUES ($1)', [MIGRATIONS.length]);
+      else await c.query('UPDATE schema_version SET version = $1', [MIGRATIONS.length]);
+    });
+  }
+
+  private async transaction<T>(work: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+    const c = await this.pool.connect();
+    try {
+      await c.query('BEGIN');
+      const result = await work(c);
+      await c.query('COMMIT');
+      return result;
+    } catch (err) {
+      await c.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    } finally {
+      c.release();
+    }
+  }
+
+  async claimDelivery(
+    deliveryId: string,
+    event: string,
+    payload: unknown,
+    bodySha256: string | null,
+  ): Promise<Claim> {
+    // No conflict target: a known id and a known body both leave the row alone.
+    const res = await this.pool.query(
+      `INSERT INTO deliveries (id, received_at, event, payload, body_sha256) VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT DO NOTHING`,
+      [deliveryId, now(), event, JSON.stringify(payload), bodySha256],
+    );
+    if (res.rowCount === 1) return 'new';
+    const seen = await this.pool.query('SELECT 1 FROM deliveries WHERE id = $1', [deliveryId]);
+    return seen.rowCount === 1 ? 'seen' : 'replay';
+  }
+
+  async finishDelivery(deliveryId: string): Promise<void> {
+    await this.pool.query('UPDATE deliveries SET done_at = $1, payload = NULL WHERE id = $2', [
+      now(),
+      deliveryId,
+    ]);
+  }
+
+  async pendingDeliveries(): Promise<PendingDelivery[]> {
+    const { rows } = await this.pool.query<{
+      id: string;
+      event: string;
+      payload: string;
+      body_sha256: string | null;
+    }>(
+      `SELECT id, event, payload, body_sha256 FROM deliveries WHERE done_at IS NULL
+         ORDER BY received_at, id`,
+    );
+    return rows.map((d) => ({ ...d, payload: JSON.parse(d.payload) as unknown }));
+  }
+
+  async releaseDelivery(deliveryId: string): Promise<void> {
+    await this.pool.query('DELETE FROM deliveries WHERE id = $1', [deliveryId]);
+  }
+
+  async createRun(input: NewRun): Promise<RunRecord> {
+    const { rows } = await this.pool.query(
+      `INSERT INTO runs (id, owner, repo, issue, installation_id, trigger, triggered_by, delivery_id,
+           model, token_budget, base_commit, state, created_at, issue_title, issue_body, issue_updated_at,
+           instance_id)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'queued', $12, $13, $14, $15, $16)
+         RETURNING *`,
+      [
+        newRunId(),
+        input.owner,
+        input.repo,
+        input.issue,
+        input.installation_id,
+        input.trigger,
+        input.triggered_by,
+        input.delivery_id,
+        input.model ?? null,
+        input.token_budget ?? null,
+        input.base_commit,
+        now(),
+        input.issue_title ?? null,
+        input.issue_body ?? null,
+        input.issue_updated_at ?? null,
+        this.instance?.owner ?? null,
+      ],
+    );
+    return RUN_ROW.parse(rows[0]);
+  }
+
+  async get(id: string): Promise<RunRecord | null> {
+    const { rows } = await this.pool.query('SELECT * FROM runs WHERE id = $1', [id]);
+    return rows[0] ? RUN_ROW.parse(rows[0]) : null;
+  }
+
+  async update(id: string, update: RunUpdate): Promise<RunRecord> {
+    const set = updateColumns(update);
+    const { rows } =
+      set.length > 0
+        ? await this.pool.query(
+            `UPDATE runs SET ${set.map(([k], i) => `${k} = $${i + 2}`).join(', ')} WHERE id = $1 RETURNING *`,
+            [id, ...set.map(([, v]) => v)],
+          )
+        : await this.pool.query('SELECT * FROM runs WHERE id = $1', [id]);
+    if (!rows[0]) throw new Error(`unknown run ${id}`);
+    return RUN_ROW.parse(rows[0]);
+  }
+
+  async addComment(id: string, commentId: number): Promise<void> {
+    await this.pool.query(
+      'UPDATE runs SET comment_ids = (comment_ids::jsonb || to_jsonb($1::bigint))::text WHERE id = $2',
+      [commentId, id],
+    );
+  }
+
+  async forIssue(owner: string, repo: string, issue: number): Promise<RunRecord[]> {
+    const { rows } = await this.pool.query(
+      `SELECT * FROM runs WHERE owner = $1 AND repo = $2 AND issue = $3
+         ORDER BY created_at DESC, id DESC`,
+      [owner, repo, issue],
+    );
+    return rows.map((r) => RUN_ROW.parse(r));
+  }
+
+  async issueForPr(owner: string, repo: string, pr: number): Promise<number | null> {
+    const { rows } = await this.pool.query<{ issue: number }>(
+      'SELECT issue FROM runs WHERE owner = $1 AND repo = $2 AND pr_number = $3 LIMIT 1',
+      [owner, repo, pr],
+    );
+    return rows[0]?.issue ?? null;
+  }
+
+  async list(state?: RunState): Promise<RunRecord[]> {
+    const { rows } = state
+      ? await this.pool.query('SELECT * FROM runs WHERE state = $1 ORDER BY created_at, id', [state])
+      : await this.pool.query('SELECT * FROM runs ORDER BY created_at, id');
+    return rows.map((r) => RUN_ROW.parse(r));
+  }
+
+  async markInterrupted(): Promise<RunRecord[]> {
+    const { rows } = await this.pool.query(
+      `UPDATE runs SET state = 'interrupted', stop_reason = 'interrupted', finished_at = $1,
+           error = 'app restarted'
+         WHERE state IN ('queued', 'running') RETURNING *`,
+      [now()],
+    );
+    return rows
+      .map((r) => RUN_ROW.parse(r))
+      .sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id));
+  }
+
+  async acquireInstance(): Promise<void> {
+    const me = newInstance(randomUUID());
+    await this.transaction(async (c) => {
+      // Serialises two instances starting at once: the second sees the first's row.
+      await c.query('LOCK TABLE instance IN EXCLUSIVE MODE');
+      const { rows } = await c.query('SELECT * FROM instance WHERE id = 1');
+      const holder = rows[0] ? INSTANCE_ROW.parse(rows[0]) : null;
+      if (holder && !holderGone(holder)) throw new StoreInUseError(this.where, holder);
+      await c.query(
+        `INSERT INTO instance (id, owner, host, pid, started_at, heartbeat_at) VALUES (1, $1, $2, $3, $4, $5)
+           ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, host = excluded.host, pid = excluded.pid,
+             started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at`,
+        [me.owner, me.host, me.pid, me.started_at, me.heartbeat_at],
+      );
+    });
+    this.instance = me;
+  }
+
+  async heartbeat(): Promise<boolean> {
+    if (!this.instance) return false;
+    const res = await this.pool.query('UPDATE instance SET heartbeat_at = $1 WHERE id = 1 AND owner = $2', [
+      now(),
+      this.instance.owner,
+    ]);
+    return res.rowCount === 1;
+  }
+
+  async claimOutsiderReply(owner: string, repo: string, issue: number, intervalMs: number): Promise<boolean> {
+    const at = new Date();
+    const since = new Date(at.getTime() - intervalMs).toISOString();
+    const res = await this.pool.query(
+      `INSERT INTO outsider_replies (owner, repo, issue, replied_at) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (owner, repo, issue) DO UPDATE SET replied_at = excluded.replied_at
+         WHERE outsider_replies.replied_at <= $5`,
+      [owner, repo, issue, at.toISOString(), since],
+    );
+    return res.rowCount === 1;
+  }
+
+  async close(): Promise<void> {
+    if (this.instance) {
+      await this.pool.query('DELETE FROM instance WHERE id = 1 AND owner = $1', [this.instance.owner]);
+      this.instance = null;
+    }
+    await this.pool.end();
+  }
+}

@@ -1,0 +1,234 @@
+import { randomUUID } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import {
+  holderGone,
+  INSTANCE_ROW,
+  MIGRATIONS,
+  newInstance,
+  newRunId,
+  now,
+  RUN_ROW,
+  StoreInUseError,
+  updateColumns,
+  type Claim,
+  type InstanceHolder,
+  type NewRun,
+  type PendingDelivery,
+  type RunRecord,
+  type RunState,
+  type RunStore,
+  type RunUpdate,
+} from './store.js';
+
+/**
+ * The run store of a single process: embedded SQLite. Its calls are synchronous underneath, so each
+ * method's work is done (and on disk) before its promise is returned.
+ */
+export class SqliteRunStore implements RunStore {
+  private readonly db: Database.Database;
+  /** Compiled statements by SQL text: compiling one costs more than running it (the webhook burst). */
+  private readonly statements = new Map<string, Database.Statement>();
+  private instance: InstanceHolder | null = null;
+
+  constructor(private readonly file: string) {
+    if (file !== ':memory:') mkdirSync(path.dirname(file), { recursive: true });
+    this.db = new Database(file);
+    this.db.pragma('journal_mode = WAL');
+    // WAL with NORMAL sync survives a crash of the app (not of the machine) without an fsync per write.
+    this.db.pragma('synchronous = NORMAL');
+    this.db.pragma('busy_timeout = 5000');
+    this.migrate();
+  }
+
+  private statement(sql: string): Database.Statement {
+    let s = this.statements.get(sql);
+    if (!s) this.statements.set(sql, (s = this.db.prepare(sql)));
+    return s;
+  }
+
+  private migrate(): void {
+    const version = this.db.pragma('user_version', { simple: true }) as number;
+    for (let v = version; v < MIGRATIONS.length; v++) {
+      this.db.transaction(() => {
+        this.db.exec(MIGRATIONS[v]!);
+        this.db.pragma(`user_version = ${v + 1}`);
+      })();
+    }
+  }
+
+  async claimDelivery(
+    deliveryId: string,
+    event: string,
+    payload: unknown,
+    bodySha256: string | null,
+  ): Promise<Claim> {
+    return this.db.transaction((): Claim => {
+      const res = this.statement(
+        `INSERT OR IGNORE INTO deliveries (id, received_at, event, payload, body_sha256)
+           VALUES (?, ?, ?, ?, ?)`,
+      ).run(deliveryId, now(), event, JSON.stringify(payload), bodySha256);
+      if (res.changes === 1) return 'new';
+      return this.statement('SELECT 1 FROM deliveries WHERE id = ?').get(deliveryId) ? 'seen' : 'replay';
+    })();
+  }
+
+  async finishDelivery(deliveryId: string): Promise<void> {
+    this.statement('UPDATE deliveries SET done_at = ?, payload = NULL WHERE id = ?').run(now(), deliveryId);
+  }
+
+  async pendingDeliveries(): Promise<PendingDelivery[]> {
+    return (
+      this.statement(
+        `SELECT id, event, payload, body_sha256 FROM deliveries WHERE done_at IS NULL
+           ORDER BY received_at, id`,
+      ).all() as { id: string; event: string; payload: string; body_sha256: string | null }[]
+    ).map((d) => ({ ...d, payload: JSON.parse(d.payload) as unknown }));
+  }
+
+  async releaseDelivery(deliveryId: string): Promise<void> {
+    this.statement('DELETE FROM deliveries WHERE id = ?').run(deliveryId);
+  }
+
+  async createRun(input: NewRun): Promise<RunRecord> {
+    const id = newRunId();
+    this.statement(
+      `INSERT INTO runs (id, owner, repo, issue, installation_id, trigger, triggered_by, delivery_id,
+           model, token_budget, base_commit, state, created_at, issue_title, issue_body, issue_updated_at,
+           instance_id)
+         VALUES (@id, @owner, @repo, @issue, @installation_id, @trigger, @triggered_by, @delivery_id,
+           @model, @token_budget, @base_commit, 'queued', @created_at, @issue_title, @issue_body,
+           @issue_updated_at, @instance_id)`,
+    ).run({
+      model: null,
+      token_budget: null,
+      issue_title: null,
+      issue_body: null,
+      issue_updated_at: null,
+      ...input,
+      id,
+      created_at: now(),
+      instance_id: this.instance?.owner ?? null,
+    });
+    return this.row(id)!;
+  }
+
+  async get(id: string): Promise<RunRecord | null> {
+    return this.row(id);
+  }
+
+  private row(id: string): RunRecord | null {
+    const row = this.statement('SELECT * FROM runs WHERE id = ?').get(id);
+    return row ? RUN_ROW.parse(row) : null;
+  }
+
+  async update(id: string, update: RunUpdate): Promise<RunRecord> {
+    return this.updateNow(id, update);
+  }
+
+  private updateNow(id: string, update: RunUpdate): RunRecord {
+    const set = updateColumns(update);
+    if (set.length > 0) {
+      this.statement(`UPDATE runs SET ${set.map(([k]) => `${k} = @${k}`).join(', ')} WHERE id = @id`).run({
+        ...Object.fromEntries(set),
+        id,
+      });
+    }
+    const run = this.row(id);
+    if (!run) throw new Error(`unknown run ${id}`);
+    return run;
+  }
+
+  async addComment(id: string, commentId: number): Promise<void> {
+    this.statement(`UPDATE runs SET comment_ids = json_insert(comment_ids, '$[#]', ?) WHERE id = ?`).run(
+      commentId,
+      id,
+    );
+  }
+
+  async forIssue(owner: string, repo: string, issue: number): Promise<RunRecord[]> {
+    return this.statement(
+      'SELECT * FROM runs WHERE owner = ? AND repo = ? AND issue = ? ORDER BY created_at DESC, id DESC',
+    )
+      .all(owner, repo, issue)
+      .map((r) => RUN_ROW.parse(r));
+  }
+
+  async issueForPr(owner: string, repo: string, pr: number): Promise<number | null> {
+    const row = this.statement(
+      'SELECT issue FROM runs WHERE owner = ? AND repo = ? AND pr_number = ? LIMIT 1',
+    ).get(owner, repo, pr) as { issue: number } | undefined;
+    return row?.issue ?? null;
+  }
+
+  async list(state?: RunState): Promise<RunRecord[]> {
+    const rows = state
+      ? this.statement('SELECT * FROM runs WHERE state = ? ORDER BY created_at, id').all(state)
+      : this.statement('SELECT * FROM runs ORDER BY created_at, id').all();
+    return rows.map((r) => RUN_ROW.parse(r));
+  }
+
+  async markInterrupted(): Promise<RunRecord[]> {
+    return this.db.transaction(() => {
+      const rows = this.statement(
+        `SELECT id FROM runs WHERE state IN ('queued', 'running') ORDER BY created_at, id`,
+      ).all() as { id: string }[];
+      const at = now();
+      return rows.map(({ id }) =>
+        this.updateNow(id, {
+          state: 'interrupted',
+          stop_reason: 'interrupted',
+          finished_at: at,
+          error: 'app restarted',
+        }),
+      );
+    })();
+  }
+
+  async acquireInstance(): Promise<void> {
+    const me = newInstance(randomUUID());
+    this.db
+      .transaction(() => {
+        const row = this.statement('SELECT * FROM instance WHERE id = 1').get();
+        const holder = row ? INSTANCE_ROW.parse(row) : null;
+        if (holder && !holderGone(holder)) throw new StoreInUseError(this.file, holder);
+        this.statement(
+          `INSERT OR REPLACE INTO instance (id, owner, host, pid, started_at, heartbeat_at)
+             VALUES (1, @owner, @host, @pid, @started_at, @heartbeat_at)`,
+        ).run(me);
+      })
+      .immediate();
+    this.instance = me;
+  }
+
+  async heartbeat(): Promise<boolean> {
+    if (!this.instance) return false;
+    return (
+      this.statement('UPDATE instance SET heartbeat_at = ? WHERE id = 1 AND owner = ?').run(
+        now(),
+        this.instance.owner,
+      ).changes === 1
+    );
+  }
+
+  async claimOutsiderReply(owner: string, repo: string, issue: number, intervalMs: number): Promise<boolean> {
+    const at = new Date();
+    const since = new Date(at.getTime() - intervalMs).toISOString();
+    return (
+      this.statement(
+        `INSERT INTO outsider_replies (owner, repo, issue, replied_at) VALUES (?, ?, ?, ?)
+           ON CONFLICT (owner, repo, issue) DO UPDATE SET replied_at = excluded.replied_at
+           WHERE replied_at <= ?`,
+      ).run(owner, repo, issue, at.toISOString(), since).changes === 1
+    );
+  }
+
+  async close(): Promise<void> {
+    if (this.instance) {
+      this.statement('DELETE FROM instance WHERE id = 1 AND owner = ?').run(this.instance.owner);
+      this.instance = null;
+    }
+    this.db.close();
+  }
+}

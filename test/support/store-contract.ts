@@ -1,0 +1,258 @@
+import { hostname } from 'node:os';
+import { execa } from 'execa';
+import type { InstanceHolder, NewRun, RunStore } from '../../src/queue/store.js';
+import { INSTANCE_STALE_MS, StoreInUseError } from '../../src/queue/store.js';
+
+/**
+ * The run store contract: one suite that every RunStore implementation passes (test/store.test.ts runs
+ * it against SQLite and PostgreSQL).
+ */
+export interface StoreBackend {
+  /** Gives the next test an empty store location of its own. */
+  fresh(): Promise<void>;
+  /** Opens (again) the current location, as a restarted process or another process would. */
+  open(): Promise<RunStore>;
+  /** Removes the current location. */
+  cleanup(): Promise<void>;
+  /** Writes the instance row directly, as another (possibly dead) process would have left it. */
+  writeHolder(holder: InstanceHolder): Promise<void>;
+}
+
+export const newRun = (over: Partial<NewRun> = {}): NewRun => ({
+  owner: 'acme',
+  repo: 'calc',
+  issue: 7,
+  installation_id: 1,
+  trigger: 'label',
+  triggered_by: 'alice',
+  delivery_id: `d-${Math.random()}`,
+  base_commit: 'a'.repeat(40),
+  ...over,
+});
+
+export function runStoreContract(backend: StoreBackend): void {
+  const open = () => backend.open();
+  beforeEach(() => backend.fresh());
+  afterEach(() => backend.cleanup());
+
+  it('creates, updates and lists runs; survives reopening', async () => {
+    const store = await open();
+    const run = await store.createRun(newRun({ model: 'm1', token_budget: 5000 }));
+    expect(run).toMatchObject({
+      state: 'queued',
+      model: 'm1',
+      token_budget: 5000,
+      comment_ids: [],
+      pr_number: null,
+      issue_title: null,
+    });
+    const updated = await store.update(run.id, {
+      state: 'running',
+      started_at: 'now',
+      verdict: 'verified',
+      tokens: 1234,
+      pr_number: 3,
+    });
+    expect(updated).toMatchObject({ state: 'running', verdict: 'verified', tokens: 1234 });
+    await store.addComment(run.id, 11);
+    await store.addComment(run.id, 12);
+    await store.close();
+
+    const again = await open();
+    expect(await again.get(run.id)).toMatchObject({
+      state: 'running',
+      verdict: 'verified',
+      tokens: 1234,
+      pr_number: 3,
+      comment_ids: [11, 12],
+    });
+    expect(await again.get('r-none')).toBeNull();
+    expect(await again.issueForPr('acme', 'calc', 3)).toBe(7);
+    expect(await again.issueForPr('acme', 'calc', 4)).toBeNull();
+    await again.close();
+  });
+
+  it('keeps GitHub ids past 32 bits exactly, and caps errors', async () => {
+    const store = await open();
+    const big = 2 ** 32 + 5;
+    const run = await store.createRun(newRun({ installation_id: big, issue_body: 'body' }));
+    await store.addComment(run.id, big + 1);
+    const updated = await store.update(run.id, { status_comment_id: big + 2, error: 'x'.repeat(100_000) });
+    expect(updated).toMatchObject({
+      installation_id: big,
+      comment_ids: [big + 1],
+      status_comment_id: big + 2,
+      issue_body: 'body',
+    });
+    expect(updated.error!.length).toBeLessThan(100_000);
+    await store.close();
+  });
+
+  it('refuses an update of an unknown run or of a column that cannot change', async () => {
+    const store = await open();
+    await expect(store.update('r-none', { state: 'done' })).rejects.toThrow(/unknown run r-none/);
+    const run = await store.createRun(newRun());
+    await expect(
+      store.update(run.id, { owner: 'evil' } as unknown as Parameters<RunStore['update']>[1]),
+    ).rejects.toThrow(/not an updatable run column: owner/);
+    await store.close();
+  });
+
+  it("lists an issue's runs newest first, and runs by state oldest first", async () => {
+    const store = await open();
+    const a = await store.createRun(newRun());
+    const b = await store.createRun(newRun());
+    const c = await store.createRun(newRun({ issue: 8 }));
+    await store.update(b.id, { state: 'done' });
+    expect((await store.forIssue('acme', 'calc', 7)).map((r) => r.id)).toEqual([b.id, a.id]);
+    expect((await store.list()).map((r) => r.id)).toEqual([a.id, b.id, c.id]);
+    expect((await store.list('queued')).map((r) => r.id)).toEqual([a.id, c.id]);
+    await store.close();
+  });
+
+  it('claims a delivery once; a released claim can be taken again; one run per delivery', async () => {
+    const store = await open();
+    expect(await store.claimDelivery('d1', 'issues', {}, 'h1')).toBe('new');
+    expect(await store.claimDelivery('d1', 'issues', {}, 'h1')).toBe('seen'); // GitHub's redeliver: same id, same body
+    await store.releaseDelivery('d1');
+    expect(await store.claimDelivery('d1', 'issues', {}, 'h1')).toBe('new');
+    await store.createRun(newRun({ delivery_id: 'd1' }));
+    // Matched by message: SQLite's errors are not Error instances in every jest realm.
+    await expect(store.createRun(newRun({ delivery_id: 'd1' }))).rejects.toHaveProperty(
+      'message',
+      expect.stringMatching(/runs.delivery/), // the unique index on runs.delivery_id
+    );
+    expect(await store.list()).toHaveLength(1);
+    await store.close();
+  });
+
+  it('keeps an acknowledged delivery with its payload until its intake is done, across a reopen', async () => {
+    const store = await open();
+    await store.claimDelivery('a', 'issues', { action: 'labeled', n: 1 }, 'ha');
+    await store.claimDelivery('b', 'issue_comment', { action: 'created', n: 2 }, 'hb');
+    await store.finishDelivery('a');
+    await store.close();
+    const reopened = await open();
+    expect(await reopened.pendingDeliveries()).toEqual([
+      { id: 'b', event: 'issue_comment', payload: { action: 'created', n: 2 }, body_sha256: 'hb' },
+    ]);
+    expect(await reopened.claimDelivery('a', 'issues', {}, 'ha')).toBe('seen'); // done deliveries stay claimed
+    await reopened.close();
+  });
+
+  it('after a crash marks queued and running runs interrupted and returns them', async () => {
+    const store = await open();
+    const queued = await store.createRun(newRun());
+    const running = await store.createRun(newRun({ issue: 8 }));
+    await store.update(running.id, { state: 'running', status_comment_id: 99 });
+    const done = await store.createRun(newRun({ issue: 9 }));
+    await store.update(done.id, { state: 'done' });
+    // The process dies here: no close(), no final updates.
+
+    const restarted = await open();
+    const interrupted = await restarted.markInterrupted();
+    expect(interrupted.map((r) => r.id)).toEqual([queued.id, running.id]);
+    expect(interrupted.find((r) => r.id === running.id)).toMatchObject({
+      state: 'interrupted',
+      stop_reason: 'interrupted',
+      status_comment_id: 99,
+      error: 'app restarted',
+    });
+    expect((await restarted.get(done.id))!.state).toBe('done');
+    expect(await restarted.markInterrupted()).toEqual([]);
+    await restarted.close();
+    await store.close();
+  });
+
+  it('takes a signed body in once: the same body under new delivery ids is a replay, across a reopen', async () => {
+    const store = await open();
+    expect(await store.claimDelivery('d1', 'issues', { n: 1 }, 'same-body')).toBe('new');
+    expect(await store.claimDelivery('d2', 'issues', { n: 1 }, 'same-body')).toBe('replay');
+    await store.close();
+    const reopened = await open();
+    expect(await reopened.claimDelivery('d3', 'issues', { n: 1 }, 'same-body')).toBe('replay');
+    expect(await reopened.claimDelivery('d1', 'issues', { n: 1 }, 'same-body')).toBe('seen');
+    // Deliveries recorded before bodies were hashed (null) never collide with each other.
+    expect(await reopened.claimDelivery('old1', 'issues', {}, null)).toBe('new');
+    expect(await reopened.claimDelivery('old2', 'issues', {}, null)).toBe('new');
+    await reopened.close();
+  });
+
+  it('one instance per store: a live holder refuses a second; a clean stop gives the store up', async () => {
+    const first = await open();
+    await first.acquireInstance();
+    const run = await first.createRun(newRun());
+    const second = await open();
+    await expect(second.acquireInstance()).rejects.toThrow(StoreInUseError);
+    await expect(second.acquireInstance()).rejects.toThrow(
+      /another AgenticFix instance \(pid \d+ on .*\) serves the run store/,
+    );
+    expect(await second.heartbeat()).toBe(false);
+    expect(await first.heartbeat()).toBe(true);
+    await first.close();
+    await second.acquireInstance();
+    expect(run.instance_id).toMatch(/^[0-9a-f-]{36}$/); // each run names the instance that created it
+    expect((await second.createRun(newRun())).instance_id).toMatch(/^[0-9a-f-]{36}$/);
+    expect((await second.list()).map((r) => r.instance_id)[1]).not.toBe(run.instance_id);
+    await second.close();
+  });
+
+  it('a gone holder does not hold a restart up; a live one does until its heartbeat is stale', async () => {
+    const holder = (pid: number, host: string, heartbeatAgoMs: number, startedAgoMs = heartbeatAgoMs) =>
+      backend.writeHolder({
+        owner: 'x',
+        host,
+        pid,
+        started_at: new Date(Date.now() - startedAgoMs).toISOString(),
+        heartbeat_at: new Date(Date.now() - heartbeatAgoMs).toISOString(),
+      });
+    const attempt = async () => {
+      const s = await open();
+      try {
+        await s.acquireInstance();
+        return 'acquired';
+      } catch (err) {
+        return err instanceof StoreInUseError ? 'refused' : String(err);
+      } finally {
+        await s.close();
+      }
+    };
+    await (await open()).close(); // the store exists
+    // A crashed process on this host: its pid is gone, so the claim lapses at once.
+    const dead = execa('true');
+    await dead;
+    await holder(dead.pid!, hostname(), 0);
+    expect(await attempt()).toBe('acquired');
+    // A live process on this host (pid 1 always is) keeps it; so does a fresh heartbeat from another host.
+    await holder(1, hostname(), 0);
+    expect(await attempt()).toBe('refused');
+    await holder(process.pid + 1, 'other-host', 1000);
+    expect(await attempt()).toBe('refused');
+    // ... until its heartbeat is older than INSTANCE_STALE_MS (a crash elsewhere, a hang).
+    await holder(1, 'other-host', INSTANCE_STALE_MS + 1000);
+    expect(await attempt()).toBe('acquired');
+    // Our own pid from before this process started: a restarted container (pid 1 again).
+    await holder(process.pid, hostname(), 0, performance.now() + 5000);
+    expect(await attempt()).toBe('acquired');
+  });
+
+  it('people without write access get one reply per issue per interval, durably', async () => {
+    const store = await open();
+    const hour = 3600_000;
+    expect(await store.claimOutsiderReply('acme', 'calc', 7, hour)).toBe(true);
+    expect(await store.claimOutsiderReply('acme', 'calc', 7, hour)).toBe(false);
+    expect(await store.claimOutsiderReply('acme', 'calc', 8, hour)).toBe(true); // another issue
+    await store.close();
+    const reopened = await open();
+    expect(await reopened.claimOutsiderReply('acme', 'calc', 7, hour)).toBe(false); // a restart resets nothing
+    expect(await reopened.claimOutsiderReply('acme', 'calc', 7, 0)).toBe(true); // the interval has passed
+    await reopened.close();
+  });
+
+  it('processes opening one new store at once both find it migrated', async () => {
+    const stores = await Promise.all([open(), open(), open()]);
+    const run = await stores[0]!.createRun(newRun());
+    expect(await stores[2]!.get(run.id)).toMatchObject({ id: run.id });
+    await Promise.all(stores.map((s) => s.close()));
+  });
+}

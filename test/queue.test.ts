@@ -1,193 +1,179 @@
-import { RunQueue, type QueueHooks, type StopRequest } from '../src/queue/queue.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { execa } from 'execa';
+import { BullRunQueue, RunWorker } from '../src/queue/bullmq.js';
+import { LocalRunQueue } from '../src/queue/queue.js';
 import { SqliteRunStore } from '../src/queue/sqlite-store.js';
-import type { NewRun, RunRecord, RunStore, RunUpdate } from '../src/queue/store.js';
+import { serviceUrl } from './support/services.js';
+import { Jobs, newRun, runQueueContract, until } from './support/queue-contract.js';
 
-let n = 0;
-const newRun = (issue: number): NewRun => ({
-  owner: 'acme',
-  repo: 'calc',
-  issue,
-  installation_id: 1,
-  trigger: 'label',
-  triggered_by: 'alice',
-  delivery_id: `d${n++}`,
-  base_commit: 'a'.repeat(40),
-});
-
-/** A job that runs until released or aborted, recording what it saw. */
-class Jobs implements QueueHooks {
-  started: string[] = [];
-  finished: RunRecord[] = [];
-  queued: string[] = [];
-  maxParallel = 0;
-  private running = 0;
-  private release = new Map<string, (u: RunUpdate) => void>();
-
-  execute(run: RunRecord, signal: AbortSignal): Promise<RunUpdate> {
-    this.started.push(run.id);
-    this.maxParallel = Math.max(this.maxParallel, ++this.running);
-    return new Promise<RunUpdate>((resolve) => {
-      const done = (u: RunUpdate) => {
-        this.running--;
-        resolve(u);
-      };
-      this.release.set(run.id, done);
-      signal.addEventListener('abort', () =>
-        setTimeout(() => done({ state: 'done', stop_reason: 'cancelled' }), 5),
-      );
-    });
-  }
-  onQueued(run: RunRecord) {
-    this.queued.push(run.id);
-  }
-  onFinished(run: RunRecord) {
-    this.finished.push(run);
-  }
-  finish(id: string, u: RunUpdate = { state: 'done' }) {
-    this.release.get(id)!(u);
-  }
-}
-
-const tick = () => new Promise((r) => setTimeout(r, 20));
-
-describe('RunQueue', () => {
-  let store: RunStore;
-  beforeEach(() => (store = new SqliteRunStore(':memory:')));
-  afterEach(() => store.close());
-
-  it('runs at most `concurrency` runs at once and starts the next when one ends', async () => {
-    const jobs = new Jobs();
-    const q = new RunQueue(store, 2, jobs);
-    const runs = await Promise.all([1, 2, 3].map((i) => store.createRun(newRun(i))));
-    runs.forEach((r) => q.enqueue(r));
-    await tick();
-    expect(jobs.started).toEqual([runs[0]!.id, runs[1]!.id]);
-    expect((await store.get(runs[2]!.id))!.state).toBe('queued');
-    expect((await store.get(runs[0]!.id))!.state).toBe('running');
-    jobs.finish(runs[0]!.id);
-    await tick();
-    expect(jobs.started).toEqual(runs.map((r) => r.id));
-    jobs.finish(runs[1]!.id);
-    jobs.finish(runs[2]!.id, { state: 'failed', error: 'boom' });
-    await q.idle();
-    expect(jobs.maxParallel).toBe(2);
-    expect(await store.get(runs[2]!.id)).toMatchObject({ state: 'failed', error: 'boom' });
-    expect((await store.get(runs[0]!.id))!.finished_at).not.toBeNull();
-    expect(jobs.queued).toEqual(runs.map((r) => r.id));
-  });
-
-  it('a new trigger aborts the running run of the issue, then starts after it stopped', async () => {
-    const jobs = new Jobs();
-    const q = new RunQueue(store, 2, jobs);
-    const first = await store.createRun(newRun(5));
-    q.enqueue(first);
-    await tick();
-    const second = await store.createRun(newRun(5));
-    q.enqueue(second);
-    expect(jobs.started).toEqual([first.id]); // never two active runs for one issue
-    await tick();
-    expect(jobs.started).toEqual([first.id, second.id]);
-    expect(await store.get(first.id)).toMatchObject({ state: 'superseded', superseded_by: second.id });
-    jobs.finish(second.id);
-    await q.idle();
-    expect((await store.get(second.id))!.state).toBe('done');
-    expect(jobs.finished.map((r) => r.state)).toEqual(['superseded', 'done']);
-  });
-
-  it('a queued run that is superseded before it starts never runs', async () => {
-    const jobs = new Jobs();
-    const q = new RunQueue(store, 1, jobs);
-    const busy = await store.createRun(newRun(1));
-    const a = await store.createRun(newRun(2));
-    const b = await store.createRun(newRun(2));
-    q.enqueue(busy);
-    q.enqueue(a);
-    q.enqueue(b);
-    await tick();
-    expect(await store.get(a.id)).toMatchObject({ state: 'superseded', superseded_by: b.id });
-    jobs.finish(busy.id);
-    await tick();
-    jobs.finish(b.id);
-    await q.idle();
-    expect(jobs.started).toEqual([busy.id, b.id]);
-  });
-
-  it('cancel aborts the running run with a reason the job can read', async () => {
-    const reasons: unknown[] = [];
-    const hooks: QueueHooks = {
-      execute: (_run, signal) =>
-        new Promise((resolve) =>
-          signal.addEventListener('abort', () => {
-            reasons.push(signal.reason);
-            resolve({ state: 'done' });
-          }),
-        ),
-    };
-    const q = new RunQueue(store, 1, hooks);
-    const run = await store.createRun(newRun(3));
-    q.enqueue(run);
-    await tick();
-    expect(q.cancel('acme', 'calc', 4, 'bob')).toBeNull(); // another issue: nothing to cancel
-    expect(q.cancel('ACME', 'calc', 3, 'bob')?.id).toBe(run.id);
-    await q.idle();
-    expect(reasons).toEqual([{ kind: 'cancelled', by: 'bob' } satisfies StopRequest]);
-    expect(await store.get(run.id)).toMatchObject({ state: 'cancelled', stop_reason: 'cancelled' });
-    expect(q.cancel('acme', 'calc', 3, 'bob')).toBeNull();
-  });
-
-  it('enqueueing the same run twice (a redelivered webhook) runs it once', async () => {
-    const jobs = new Jobs();
-    const q = new RunQueue(store, 2, jobs);
-    const run = await store.createRun(newRun(9));
-    q.enqueue(run);
-    q.enqueue(run);
-    await tick();
-    q.enqueue(run);
-    expect(jobs.started).toEqual([run.id]);
-    jobs.finish(run.id);
-    await q.idle();
-    expect((await store.get(run.id))!.state).toBe('done');
-  });
-
-  it('a job that throws ends failed with its error', async () => {
-    const q = new RunQueue(store, 1, { execute: async () => Promise.reject(new Error('API down')) });
-    const run = await store.createRun(newRun(1));
-    q.enqueue(run);
-    await q.idle();
-    expect(await store.get(run.id)).toMatchObject({ state: 'failed', error: 'API down' });
-  });
-
-  it('a failure to record the end of a run is reported, not thrown, and the queue goes on', async () => {
-    const errors: unknown[] = [];
-    const hooks: QueueHooks = {
-      execute: async () => ({ state: 'done' }),
-      onFinished: (run) => {
-        if (run.issue === 1) throw new Error('status comment store broke');
+describe('LocalRunQueue', () => {
+  describe('contract', () =>
+    runQueueContract({
+      async make(store, hooks, concurrency) {
+        const queue = new LocalRunQueue(store, concurrency, hooks);
+        return { queue, close: () => queue.close() };
       },
-      onError: (_run, err) => errors.push(err),
-    };
-    const q = new RunQueue(store, 1, hooks);
-    const a = await store.createRun(newRun(1));
-    const b = await store.createRun(newRun(2));
-    q.enqueue(a);
-    q.enqueue(b);
-    await q.idle();
-    expect(errors).toEqual([new Error('status comment store broke')]);
-    expect(await store.get(b.id)).toMatchObject({ state: 'done' });
-  });
+    }));
 
-  it('close aborts running runs as interrupted and refuses new ones', async () => {
+  it('close ends queued runs interrupted too and refuses new ones', async () => {
+    const store = new SqliteRunStore(':memory:');
     const jobs = new Jobs();
-    const q = new RunQueue(store, 1, jobs);
+    const q = new LocalRunQueue(store, 1, jobs);
     const a = await store.createRun(newRun(1));
     const b = await store.createRun(newRun(2));
-    q.enqueue(a);
-    q.enqueue(b);
-    await tick();
+    await q.enqueue(a);
+    await q.enqueue(b);
+    await until('a started', () => jobs.started.length === 1);
     await q.close();
     expect((await store.get(a.id))!.state).toBe('interrupted');
     expect((await store.get(b.id))!.state).toBe('interrupted');
     const late = await store.createRun(newRun(3));
-    expect(() => q.enqueue(late)).toThrow(/closed/);
+    await expect(q.enqueue(late)).rejects.toThrow(/closed/);
+    await store.close();
+  });
+
+  it('matches issues case-insensitively, as GitHub does', async () => {
+    const store = new SqliteRunStore(':memory:');
+    const jobs = new Jobs();
+    const q = new LocalRunQueue(store, 1, jobs);
+    const run = await store.createRun(newRun(3));
+    await q.enqueue(run);
+    await until('started', () => jobs.started.length === 1);
+    expect((await q.cancel('ACME', 'calc', 3, 'bob'))?.id).toBe(run.id);
+    await q.idle();
+    await store.close();
+  });
+});
+
+const redis = serviceUrl('AGENTICFIX_REDIS_URL');
+const queueName = () => `test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+
+(redis ? describe : describe.skip)('BullRunQueue with RunWorker', () => {
+  const redisUrl = redis?.toString() ?? '';
+
+  describe('contract (one worker)', () =>
+    runQueueContract({
+      async make(store, hooks, concurrency) {
+        const name = queueName();
+        const queue = new BullRunQueue(store, hooks, { redisUrl, name });
+        const worker = new RunWorker(store, hooks, { redisUrl, name, concurrency, lockMs: 2000 });
+        await Promise.all([queue.ready(), worker.start()]);
+        return {
+          queue,
+          async close() {
+            await worker.close(0);
+            await queue.close();
+          },
+        };
+      },
+    }));
+
+  it('workers share the queue: each within its concurrency, every run recorded with its worker', async () => {
+    const store = new SqliteRunStore(':memory:');
+    const name = queueName();
+    const serve = new Jobs();
+    const queue = new BullRunQueue(store, serve, { redisUrl, name });
+    const [jobsA, jobsB] = [new Jobs(), new Jobs()];
+    const workers = [
+      new RunWorker(store, jobsA, { redisUrl, name, concurrency: 1, id: 'worker-a', lockMs: 2000 }),
+      new RunWorker(store, jobsB, { redisUrl, name, concurrency: 2, id: 'worker-b', lockMs: 2000 }),
+    ];
+    await Promise.all([queue.ready(), ...workers.map((w) => w.start())]);
+    const runs = [];
+    for (const i of [1, 2, 3, 4, 5]) runs.push(await store.createRun(newRun(i)));
+    for (const r of runs) await queue.enqueue(r);
+    await until('three running', () => jobsA.started.length + jobsB.started.length === 3);
+    await new Promise((r) => setTimeout(r, 300));
+    expect([jobsA.started.length, jobsB.started.length]).toEqual([1, 2]); // the rest wait for a free slot
+    while (jobsA.started.length + jobsB.started.length < 5 || workers.some((w) => w.running > 0)) {
+      for (const jobs of [jobsA, jobsB]) for (const id of jobs.started) jobs.finish(id);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await queue.idle();
+    expect(jobsA.maxParallel).toBe(1);
+    expect(jobsB.maxParallel).toBe(2);
+    const recorded = await store.list();
+    expect(recorded.map((r) => r.state)).toEqual(['done', 'done', 'done', 'done', 'done']);
+    for (const r of recorded) expect(r.worker).toBe(jobsA.started.includes(r.id) ? 'worker-a' : 'worker-b');
+    await Promise.all(workers.map((w) => w.close(0)));
+    await queue.close();
+    await store.close();
+  });
+
+  describe('a worker killed mid-run', () => {
+    const dist = path.join(fileURLToPath(new URL('..', import.meta.url)), 'dist/queue');
+    let dir: string;
+    beforeEach(() => (dir = mkdtempSync(path.join(tmpdir(), 'stall-'))));
+    afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+    /** A worker process (the built code) whose runs never end by themselves. */
+    const workerProcess = (file: string, name: string) =>
+      execa(
+        process.execPath,
+        [
+          '--input-type=module',
+          '-e',
+          `import { RunWorker } from ${JSON.stringify(path.join(dist, 'bullmq.js'))};
+           import { SqliteRunStore } from ${JSON.stringify(path.join(dist, 'sqlite-store.js'))};
+           const store = new SqliteRunStore(${JSON.stringify(file)});
+           const hooks = { execute: (run) => { process.stdout.write('started ' + run.id + '\\n'); return new Promise(() => {}); } };
+           await new RunWorker(store, hooks, { redisUrl: ${JSON.stringify(redisUrl)}, name: ${JSON.stringify(name)}, concurrency: 1, id: 'doomed', lockMs: 1000 }).start();`,
+        ],
+        { reject: false },
+      );
+
+    it.each([
+      [false, 'interrupted'],
+      [true, 'done'],
+    ])('leaves its run recorded (requeue stalled: %s → %s)', async (requeueStalled, final) => {
+      const file = path.join(dir, 'runs.sqlite');
+      const store = new SqliteRunStore(file);
+      const name = queueName();
+      const interrupted: string[] = [];
+      const queue = new BullRunQueue(
+        store,
+        { onInterrupted: (run) => interrupted.push(run.id) },
+        { redisUrl, name },
+      );
+      await queue.ready();
+      const child = workerProcess(file, name);
+      let out = '';
+      child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+      const run = await store.createRun(newRun(1));
+      await queue.enqueue(run);
+      await until('the child runs it', () => out.includes(`started ${run.id}`), 20_000);
+      expect(await store.get(run.id)).toMatchObject({ state: 'running', worker: 'doomed' });
+      child.kill('SIGKILL');
+      await child;
+      // A live worker notices the stall (its lock was not renewed).
+      const survivor = new Jobs();
+      const worker = new RunWorker(store, survivor, {
+        redisUrl,
+        name,
+        concurrency: 1,
+        id: 'survivor',
+        lockMs: 1000,
+        requeueStalled,
+      });
+      await worker.start();
+      if (requeueStalled) {
+        await until('the survivor takes it again', () => survivor.started.includes(run.id), 20_000);
+        survivor.finish(run.id);
+      }
+      await until('recorded', async () => (await store.get(run.id))!.state === final, 20_000);
+      if (!requeueStalled) {
+        expect(await store.get(run.id)).toMatchObject({
+          stop_reason: 'interrupted',
+          error: 'its worker (doomed) stopped',
+        });
+        expect(interrupted).toEqual([run.id]);
+      } else expect(await store.get(run.id)).toMatchObject({ worker: 'survivor' });
+      await worker.close(0);
+      await queue.close();
+      await store.close();
+    });
   });
 });

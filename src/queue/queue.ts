@@ -1,14 +1,13 @@
+import { z } from 'zod';
 import type { RunRecord, RunState, RunStore, RunUpdate } from './store.js';
 
-/**
- * Runs jobs with at most `concurrency` at a time and at most one active run per issue. A new run for
- * an issue supersedes the older one: a queued one is dropped, a running one is aborted (its signal
- * reaches runRepair, which stops the container) and the new run starts once the old one has stopped.
- */
-
-/** Why a run's signal was aborted (`signal.reason`). */
-export type StopRequest =
-  { kind: 'superseded'; by: string } | { kind: 'cancelled'; by: string } | { kind: 'shutdown' };
+/** Why a run's signal was aborted (`signal.reason`); it also travels between processes. */
+export const STOP_REQUEST = z.discriminatedUnion('kind', [
+  z.strictObject({ kind: z.literal('superseded'), by: z.string() }),
+  z.strictObject({ kind: z.literal('cancelled'), by: z.string() }),
+  z.strictObject({ kind: z.literal('shutdown') }),
+]);
+export type StopRequest = z.infer<typeof STOP_REQUEST>;
 
 export interface QueueHooks {
   /** Does the work; resolves with the run's final fields (state done or failed). Must honour `signal`. */
@@ -21,8 +20,74 @@ export interface QueueHooks {
   onError?(run: RunRecord, err: unknown): void;
 }
 
-const issueKey = (r: Pick<RunRecord, 'owner' | 'repo' | 'issue'>): string =>
+/**
+ * Where recorded runs wait and run: at most one active run per issue, and a new run for an issue
+ * supersedes the older one (a queued one is dropped, a running one is aborted: its signal reaches
+ * runRepair, which stops the container) and starts once the old one has stopped. In one process
+ * (LocalRunQueue, below) or across workers on many machines (BullRunQueue, bullmq.ts); one contract
+ * suite (test/support/queue-contract.ts) for both.
+ */
+export interface RunQueue {
+  /** Queues a recorded run; an earlier queued or running run of the same issue is superseded. */
+  enqueue(run: RunRecord): Promise<void>;
+  /** Cancels the issue's queued or running run; returns it, or null when there was none. */
+  cancel(owner: string, repo: string, issue: number, by: string): Promise<RunRecord | null>;
+  /** Resolves when nothing is queued or running. */
+  idle(): Promise<void>;
+  /** Stops taking runs. LocalRunQueue ends those still here `interrupted`; BullRunQueue leaves them to the workers. */
+  close(): Promise<void>;
+}
+
+export const issueKey = (r: Pick<RunRecord, 'owner' | 'repo' | 'issue'>): string =>
   `${r.owner}/${r.repo}#${r.issue}`.toLowerCase();
+
+/**
+ * Runs one queued run to its end, wherever it runs: recorded as running (by `worker`, when one is
+ * named), executed, its end recorded (a stop request read from `signal` decides the state) and reported.
+ */
+export async function executeRun(
+  store: RunStore,
+  hooks: QueueHooks,
+  queued: RunRecord,
+  signal: AbortSignal,
+  started: RunUpdate = {},
+): Promise<void> {
+  const run = await store.update(queued.id, {
+    state: 'running',
+    started_at: new Date().toISOString(),
+    ...started,
+  });
+  let fields: RunUpdate;
+  try {
+    fields = await hooks.execute(run, signal);
+  } catch (e) {
+    fields = { state: 'failed', error: e instanceof Error ? e.message : String(e) };
+  }
+  if (signal.aborted) fields = { ...fields, ...stoppedFields(signal.reason as StopRequest) };
+  await finishRun(store, hooks, run, fields);
+}
+
+/** Records a run's end and reports it. */
+export async function finishRun(
+  store: RunStore,
+  hooks: Pick<QueueHooks, 'onFinished'>,
+  run: RunRecord,
+  fields: RunUpdate,
+): Promise<void> {
+  const final = await store.update(run.id, { finished_at: new Date().toISOString(), ...fields });
+  hooks.onFinished?.(final);
+}
+
+export function stoppedFields(stop: StopRequest): RunUpdate & { state: RunState } {
+  switch (stop.kind) {
+    case 'superseded':
+      return { state: 'superseded', stop_reason: 'superseded', superseded_by: stop.by };
+    case 'cancelled':
+      return { state: 'cancelled', stop_reason: 'cancelled' };
+    case 'shutdown':
+      return { state: 'interrupted', stop_reason: 'shutdown' };
+  }
+}
 
 interface Active {
   run: RunRecord;
@@ -30,7 +95,8 @@ interface Active {
   done: Promise<void>;
 }
 
-export class RunQueue {
+/** The queue of a single process: at most `concurrency` runs at a time. */
+export class LocalRunQueue implements RunQueue {
   private readonly pending: RunRecord[] = [];
   private readonly active = new Map<string, Active>(); // by issue key
   private readonly idleWaiters: (() => void)[] = [];
@@ -44,8 +110,7 @@ export class RunQueue {
     private readonly hooks: QueueHooks,
   ) {}
 
-  /** Queues a recorded run; an earlier queued or running run of the same issue is superseded. */
-  enqueue(run: RunRecord): void {
+  async enqueue(run: RunRecord): Promise<void> {
     if (this.closed) throw new Error('queue is closed');
     if (
       this.pending.some((r) => r.id === run.id) ||
@@ -60,8 +125,7 @@ export class RunQueue {
     this.pump();
   }
 
-  /** Cancels the issue's queued or running run; returns it, or null when there was none. */
-  cancel(owner: string, repo: string, issue: number, by: string): RunRecord | null {
+  async cancel(owner: string, repo: string, issue: number, by: string): Promise<RunRecord | null> {
     const key = issueKey({ owner, repo, issue });
     const stop: StopRequest = { kind: 'cancelled', by };
     const dropped = this.dropPending(key, stop);
@@ -108,51 +172,25 @@ export class RunQueue {
     if (this.pending.length === 0 && this.active.size === 0) this.idleWaiters.splice(0).forEach((f) => f());
   }
 
-  private start(queued: RunRecord): void {
+  private start(run: RunRecord): void {
     const controller = new AbortController();
-    const key = issueKey(queued);
-    let run = queued;
-    const done = (async () => {
-      run = await this.store.update(queued.id, { state: 'running', started_at: new Date().toISOString() });
-      let fields: RunUpdate;
-      try {
-        fields = await this.hooks.execute(run, controller.signal);
-      } catch (e) {
-        fields = { state: 'failed', error: e instanceof Error ? e.message : String(e) };
-      }
-      if (controller.signal.aborted)
-        fields = { ...fields, ...stoppedFields(controller.signal.reason as StopRequest) };
-      await this.finish(run, fields);
-    })()
+    const key = issueKey(run);
+    const done = executeRun(this.store, this.hooks, run, controller.signal)
       // A failure here must not become an unhandled rejection that stops the server.
       .catch((err: unknown) => this.hooks.onError?.(run, err))
       .finally(() => {
         this.active.delete(key);
         this.pump();
       });
-    this.active.set(key, { run: queued, controller, done });
-  }
-
-  private async finish(run: RunRecord, fields: RunUpdate): Promise<void> {
-    const final = await this.store.update(run.id, { finished_at: new Date().toISOString(), ...fields });
-    this.hooks.onFinished?.(final);
+    this.active.set(key, { run, controller, done });
   }
 
   /** Records the end of a run that never started; a failure goes to onError like any other. */
   private drop(run: RunRecord, fields: RunUpdate): Promise<void> {
-    const done = this.finish(run, fields).catch((err: unknown) => this.hooks.onError?.(run, err));
+    const done = finishRun(this.store, this.hooks, run, fields).catch((err: unknown) =>
+      this.hooks.onError?.(run, err),
+    );
     this.dropping.add(done);
     return done.finally(() => this.dropping.delete(done));
-  }
-}
-
-function stoppedFields(stop: StopRequest): RunUpdate & { state: RunState } {
-  switch (stop.kind) {
-    case 'superseded':
-      return { state: 'superseded', stop_reason: 'superseded', superseded_by: stop.by };
-    case 'cancelled':
-      return { state: 'cancelled', stop_reason: 'cancelled' };
-    case 'shutdown':
-      return { state: 'interrupted', stop_reason: 'shutdown' };
   }
 }

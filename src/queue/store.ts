@@ -46,6 +46,7 @@ export const RUN_ROW = z.strictObject({
   issue_body: z.string().nullable(),
   issue_updated_at: z.string().nullable(),
   instance_id: z.string().nullable(), // the app instance that created the run
+  worker: z.string().nullable(), // the worker that ran it (`host:pid` or AGENTICFIX_WORKER_ID); its run_dir is there
 });
 
 export type RunRecord = z.output<typeof RUN_ROW>;
@@ -192,6 +193,8 @@ export const MIGRATIONS = [
      owner TEXT NOT NULL, repo TEXT NOT NULL, issue INTEGER NOT NULL, replied_at TEXT NOT NULL,
      PRIMARY KEY (owner, repo, issue)
    );`,
+  // Workers on many machines: which one ran a run (its run directory stays on that machine).
+  `ALTER TABLE runs ADD COLUMN worker TEXT;`,
 ];
 
 /** How long an instance that stopped heart-beating keeps the store (a crash on another host, a hang). */

@@ -117,7 +117,7 @@ export function createApp(deps: AppDeps) {
 
   async function start(run: Omit<NewRun, 'delivery_id'>, deliveryId: string): Promise<RunRecord> {
     const created = await store.createRun({ ...run, delivery_id: deliveryId });
-    queue.enqueue(created);
+    await queue.enqueue(created);
     return created;
   }
 
@@ -270,7 +270,7 @@ export function createApp(deps: AppDeps) {
       case 'cancel': {
         if (!(await canWrite(gh, ref.owner, ref.repo, login)))
           return void (await reply(politeNo(login, 'cancel a run')));
-        const run = queue.cancel(ref.owner, ref.repo, ref.issue, login);
+        const run = await queue.cancel(ref.owner, ref.repo, ref.issue, login);
         if (!run) await reply('There is no queued or running AgenticFix run for this issue.');
         return;
       }

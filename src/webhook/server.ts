@@ -13,7 +13,7 @@ import { JobRunner, type JobDeps } from '../pipeline/job.js';
 import { prepareHost } from '../pipeline/startup.js';
 import type { ModelSpec } from '../pipeline/types.js';
 import { appOctokit, type GitHub } from '../publish/github.js';
-import { RunQueue } from '../queue/queue.js';
+import { LocalRunQueue, type RunQueue } from '../queue/queue.js';
 import { openStore } from '../queue/open-store.js';
 import { INSTANCE_STALE_MS, type RunStore } from '../queue/store.js';
 import { createApp, signedBody } from './app.js';
@@ -106,7 +106,7 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
     sandbox: o.sandbox,
     log,
   });
-  const queue = new RunQueue(store, o.config.app.concurrency, runner);
+  const queue = new LocalRunQueue(store, o.config.app.concurrency, runner);
   const intake = new Intake(store, log);
   const handlers = createApp({ config: o.config, store, queue, intake });
 

@@ -1,0 +1,282 @@
+import { hostname } from 'node:os';
+import { DelayedError, Queue, QueueEvents, Worker, type Job } from 'bullmq';
+import { Redis } from 'ioredis';
+import {
+  executeRun,
+  finishRun,
+  issueKey,
+  STOP_REQUEST,
+  stoppedFields,
+  type QueueHooks,
+  type RunQueue,
+  type StopRequest,
+} from './queue.js';
+import type { RunRecord, RunStore } from './store.js';
+
+/**
+ * The run queue across machines: BullMQ on Redis, the job id being the run id. `serve` enqueues,
+ * stops and watches (BullRunQueue); each `agenticfix worker` runs jobs (RunWorker). The run store
+ * (PostgreSQL, shared) stays the one record of a run's state; Redis only carries work and signals:
+ *
+ * - one active run per issue across all workers: a worker holds the issue's lock key while it runs a
+ *   run, and a job whose issue is busy waits as a delayed job;
+ * - stopping (supersede, cancel): the request is written under the run's stop key and announced on the
+ *   stop channel, so it reaches the worker running it within a round trip, or is read when a worker
+ *   takes the job; a job still waiting is removed and recorded at once;
+ * - a worker that dies (no lock renewal) leaves a stalled job, which BullMQ fails, or puts back once
+ *   when `requeueStalled`; the failure reaches serve, which records the run `interrupted`.
+ */
+
+export interface BullQueueOptions {
+  redisUrl: string;
+  /** The queue's name: one per deployment (and per test). Its Redis keys all start with it. */
+  name?: string;
+}
+
+export interface RunWorkerOptions extends BullQueueOptions {
+  /** Runs this worker runs at once. */
+  concurrency: number;
+  /** Names this worker in the store (`worker` column); `host:pid` by default. */
+  id?: string;
+  /** How long a silent worker keeps its jobs (and issues) before they count as stalled. */
+  lockMs?: number;
+  /** A stalled run is put back once (true) or recorded interrupted at once (false). */
+  requeueStalled?: boolean;
+}
+
+const DEFAULT_NAME = 'agenticfix-runs';
+const JOB_NAME = 'run';
+/** BullMQ's failedReason for a job that stalled more often than maxStalledCount allows. */
+const STALLED_REASON = 'job stalled more than allowable limit';
+/** How long a job whose issue is busy waits before it is tried again. */
+const ISSUE_BUSY_RETRY_MS = 500;
+/** Stop requests outlive any queue wait. */
+const STOP_TTL_MS = 24 * 3600_000;
+
+const keys = (name: string) => ({
+  stop: (runId: string) => `${name}:stop:${runId}`,
+  issue: (run: RunRecord) => `${name}:issue:${issueKey(run)}`,
+  channel: `${name}:stop`,
+});
+
+/** Connections to close: BullMQ leaves the ones it is given open. */
+class Connections {
+  private readonly all: Redis[] = [];
+  constructor(private readonly url: string) {}
+  open(): Redis {
+    // BullMQ requires maxRetriesPerRequest null on its connections (blocking commands).
+    const r = new Redis(this.url, { maxRetriesPerRequest: null });
+    this.all.push(r);
+    return r;
+  }
+  close(): void {
+    for (const r of this.all) r.disconnect();
+  }
+}
+
+const isActive = (r: RunRecord) => r.state === 'queued' || r.state === 'running';
+
+/** Hooks serve gives the distributed queue; the work itself is the workers'. */
+export type BullQueueHooks = Pick<QueueHooks, 'onQueued' | 'onFinished' | 'onError'> & {
+  /** A run whose worker died: recorded `interrupted`; its issue should be told. */
+  onInterrupted?(run: RunRecord): void;
+};
+
+/** serve's side: enqueues, supersedes, cancels, and records runs whose worker died. */
+export class BullRunQueue implements RunQueue {
+  private readonly connections: Connections;
+  private readonly redis: Redis;
+  private readonly queue: Queue;
+  private readonly events: QueueEvents;
+  private readonly keys: ReturnType<typeof keys>;
+
+  constructor(
+    private readonly store: RunStore,
+    private readonly hooks: BullQueueHooks,
+    o: BullQueueOptions,
+  ) {
+    const name = o.name ?? DEFAULT_NAME;
+    this.keys = keys(name);
+    this.connections = new Connections(o.redisUrl);
+    this.redis = this.connections.open();
+    this.queue = new Queue(name, { connection: this.connections.open() });
+    this.events = new QueueEvents(name, { connection: this.connections.open() });
+    this.events.on('failed', ({ jobId, failedReason }) => {
+      if (failedReason === STALLED_REASON) void this.interrupted(jobId);
+    });
+  }
+
+  /** Resolves once the stall watcher listens (a stall before that is not seen). */
+  async ready(): Promise<void> {
+    await Promise.all([this.queue.waitUntilReady(), this.events.waitUntilReady()]);
+  }
+
+  async enqueue(run: RunRecord): Promise<void> {
+    if (await this.queue.getJob(run.id)) return; // a redelivered webhook
+    const runs = await this.store.forIssue(run.owner, run.repo, run.issue); // newest first
+    const at = runs.findIndex((r) => r.id === run.id);
+    // Recorded after this one (deliveries taken in at once): the newest run wins, as in the order recorded.
+    const newer = runs.slice(0, at).find(isActive);
+    if (newer)
+      return finishRun(this.store, this.hooks, run, stoppedFields({ kind: 'superseded', by: newer.id }));
+    for (const older of runs.slice(at + 1).filter(isActive))
+      await this.stop(older, { kind: 'superseded', by: run.id });
+    this.hooks.onQueued?.(run);
+    await this.queue.add(JOB_NAME, { runId: run.id }, { jobId: run.id, removeOnComplete: 1000 });
+  }
+
+  async cancel(owner: string, repo: string, issue: number, by: string): Promise<RunRecord | null> {
+    const run = (await this.store.forIssue(owner, repo, issue)).find(isActive) ?? null;
+    if (run) await this.stop(run, { kind: 'cancelled', by });
+    return run;
+  }
+
+  async idle(): Promise<void> {
+    while ((await this.store.list('queued')).length + (await this.store.list('running')).length > 0)
+      await new Promise((r) => setTimeout(r, 50));
+  }
+
+  /** Stops watching; runs go on on their workers. */
+  async close(): Promise<void> {
+    await this.events.close();
+    await this.queue.close();
+    this.connections.close();
+  }
+
+  private async stop(run: RunRecord, request: StopRequest): Promise<void> {
+    await this.redis.set(this.keys.stop(run.id), JSON.stringify(request), 'PX', STOP_TTL_MS);
+    await this.redis.publish(this.keys.channel, run.id);
+    const job = await this.queue.getJob(run.id);
+    if (!job || !['waiting', 'delayed', 'prioritized'].includes(await job.getState())) return;
+    // A job a worker has just taken is locked and not removed: that worker reads the stop request.
+    const removed = await job.remove().then(
+      () => true,
+      () => false,
+    );
+    if (removed)
+      await finishRun(this.store, this.hooks, run, stoppedFields(request)).catch((err: unknown) =>
+        this.hooks.onError?.(run, err),
+      );
+  }
+
+  private async interrupted(runId: string): Promise<void> {
+    try {
+      const run = await this.store.get(runId);
+      if (!run || !isActive(run)) return;
+      const final = await this.store.update(runId, {
+        state: 'interrupted',
+        stop_reason: 'interrupted',
+        finished_at: new Date().toISOString(),
+        error: `its worker${run.worker ? ` (${run.worker})` : ''} stopped`,
+      });
+      this.hooks.onInterrupted?.(final);
+    } catch (err) {
+      this.hooks.onError?.({ id: runId } as RunRecord, err);
+    }
+  }
+}
+
+/** Deletes the issue lock only while it is this run's (it may have expired and been taken since). */
+const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0`;
+
+/** A worker's side: takes jobs, at most `concurrency` at a time, one per issue across all workers. */
+export class RunWorker {
+  readonly id: string;
+  private readonly connections: Connections;
+  private readonly redis: Redis;
+  private readonly subscriber: Redis;
+  private readonly worker: Worker;
+  private readonly keys: ReturnType<typeof keys>;
+  private readonly active = new Map<string, AbortController>();
+  private readonly lockMs: number;
+
+  constructor(
+    private readonly store: RunStore,
+    private readonly hooks: QueueHooks,
+    o: RunWorkerOptions,
+  ) {
+    const name = o.name ?? DEFAULT_NAME;
+    this.id = o.id ?? `${hostname()}:${process.pid}`;
+    this.keys = keys(name);
+    this.lockMs = o.lockMs ?? 30_000;
+    this.connections = new Connections(o.redisUrl);
+    this.redis = this.connections.open();
+    this.subscriber = this.connections.open();
+    this.subscriber.on('message', (_channel: string, runId: string) => {
+      const controller = this.active.get(runId);
+      if (controller) void this.stopRequest(runId).then((req) => req && controller.abort(req));
+    });
+    this.worker = new Worker(name, (job, token) => this.process(job, token), {
+      connection: this.connections.open(),
+      concurrency: o.concurrency,
+      lockDuration: this.lockMs,
+      stalledInterval: Math.max(500, this.lockMs / 2),
+      maxStalledCount: o.requeueStalled ? 1 : 0,
+      autorun: false,
+    });
+  }
+
+  /** Subscribes to stop requests, then starts taking jobs. */
+  async start(): Promise<void> {
+    await this.subscriber.subscribe(this.keys.channel);
+    void this.worker.run();
+    await this.worker.waitUntilReady();
+  }
+
+  /** Runs being run here. */
+  get running(): number {
+    return this.active.size;
+  }
+
+  /**
+   * Stops taking jobs and lets running ones finish for up to `graceMs`; those still running then are
+   * aborted and end `interrupted` (stop reason `shutdown`).
+   */
+  async close(graceMs = 0): Promise<void> {
+    const closing = this.worker.close();
+    const timer = new Promise<void>((resolve) => setTimeout(resolve, graceMs).unref());
+    await Promise.race([closing, timer]);
+    for (const c of this.active.values()) c.abort({ kind: 'shutdown' } satisfies StopRequest);
+    await closing;
+    this.connections.close();
+  }
+
+  private async stopRequest(runId: string): Promise<StopRequest | null> {
+    const raw = await this.redis.get(this.keys.stop(runId));
+    return raw ? STOP_REQUEST.parse(JSON.parse(raw)) : null;
+  }
+
+  private async process(job: Job, token: string | undefined): Promise<void> {
+    const run = await this.store.get(job.id!);
+    if (!run || !isActive(run)) return; // recorded as over already
+    const stop = await this.stopRequest(run.id);
+    if (stop) return finishRun(this.store, this.hooks, run, stoppedFields(stop));
+
+    const lock = this.keys.issue(run);
+    const got = await this.redis.set(lock, run.id, 'PX', this.lockMs, 'NX');
+    if (got !== 'OK' && (await this.redis.get(lock)) !== run.id) {
+      // Another run of this issue is active somewhere: wait, without holding a slot.
+      await job.moveToDelayed(Date.now() + ISSUE_BUSY_RETRY_MS, token);
+      throw new DelayedError();
+    }
+    const controller = new AbortController();
+    this.active.set(run.id, controller);
+    const renew = setInterval(
+      () => void this.redis.pexpire(lock, this.lockMs).catch(() => undefined),
+      this.lockMs / 3,
+    );
+    try {
+      // A stop requested between the first look and the subscription taking this run.
+      const late = await this.stopRequest(run.id);
+      if (late) controller.abort(late);
+      await executeRun(this.store, this.hooks, run, controller.signal, { worker: this.id });
+    } catch (err) {
+      this.hooks.onError?.(run, err);
+    } finally {
+      clearInterval(renew);
+      this.active.delete(run.id);
+      await this.redis.eval(RELEASE, 1, lock, run.id).catch(() => undefined);
+      await this.redis.del(this.keys.stop(run.id)).catch(() => undefined);
+    }
+  }
+}

@@ -1,0 +1,253 @@
+import type { QueueHooks, RunQueue, StopRequest } from '../../src/queue/queue.js';
+import { SqliteRunStore } from '../../src/queue/sqlite-store.js';
+import type { NewRun, RunRecord, RunStore, RunUpdate } from '../../src/queue/store.js';
+
+/**
+ * The run queue contract: one suite that the in-process queue and the BullMQ queue (with one worker)
+ * both pass (test/queue.test.ts).
+ */
+export interface QueueBackend {
+  /** A queue over `store` whose runs run `concurrency` at a time; `close` stops it with no grace. */
+  make(
+    store: RunStore,
+    hooks: QueueHooks,
+    concurrency: number,
+  ): Promise<{ queue: RunQueue; close(): Promise<void> }>;
+}
+
+let n = 0;
+export const newRun = (issue: number): NewRun => ({
+  owner: 'acme',
+  repo: 'calc',
+  issue,
+  installation_id: 1,
+  trigger: 'label',
+  triggered_by: 'alice',
+  delivery_id: `d${process.pid}-${n++}-${Math.random()}`,
+  base_commit: 'a'.repeat(40),
+});
+
+/** A job that runs until released or aborted, recording what it saw. */
+export class Jobs implements QueueHooks {
+  started: string[] = [];
+  finished: RunRecord[] = [];
+  queued: string[] = [];
+  maxParallel = 0;
+  /** The most runs of one issue running at once. */
+  maxPerIssue = 0;
+  private running = 0;
+  private readonly perIssue = new Map<number, number>();
+  private release = new Map<string, (u: RunUpdate) => void>();
+
+  execute(run: RunRecord, signal: AbortSignal): Promise<RunUpdate> {
+    this.started.push(run.id);
+    this.maxParallel = Math.max(this.maxParallel, ++this.running);
+    const mine = (this.perIssue.get(run.issue) ?? 0) + 1;
+    this.perIssue.set(run.issue, mine);
+    this.maxPerIssue = Math.max(this.maxPerIssue, mine);
+    return new Promise<RunUpdate>((resolve) => {
+      const done = (u: RunUpdate) => {
+        this.running--;
+        this.perIssue.set(run.issue, this.perIssue.get(run.issue)! - 1);
+        resolve(u);
+      };
+      this.release.set(run.id, done);
+      signal.addEventListener('abort', () =>
+        setTimeout(() => done({ state: 'done', stop_reason: 'cancelled' }), 5),
+      );
+    });
+  }
+  onQueued(run: RunRecord) {
+    this.queued.push(run.id);
+  }
+  onFinished(run: RunRecord) {
+    this.finished.push(run);
+  }
+  finish(id: string, u: RunUpdate = { state: 'done' }) {
+    this.release.get(id)!(u);
+  }
+}
+
+export async function until(what: string, check: () => boolean | Promise<boolean>, ms = 10_000) {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`not reached in time: ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+const settle = () => new Promise((r) => setTimeout(r, 300));
+
+export function runQueueContract(backend: QueueBackend): void {
+  let store: RunStore;
+  let closeQueue: (() => Promise<void>) | null;
+  const make = async (hooks: QueueHooks, concurrency: number) => {
+    const made = await backend.make(store, hooks, concurrency);
+    closeQueue = made.close;
+    return made.queue;
+  };
+  const stateOf = async (id: string) => (await store.get(id))!.state;
+  beforeEach(() => {
+    store = new SqliteRunStore(':memory:');
+    closeQueue = null;
+  });
+  afterEach(async () => {
+    await closeQueue?.();
+    await store.close();
+  });
+
+  it('runs at most `concurrency` runs at once and starts the next when one ends', async () => {
+    const jobs = new Jobs();
+    const q = await make(jobs, 2);
+    const runs: RunRecord[] = [];
+    for (const i of [1, 2, 3]) runs.push(await store.createRun(newRun(i)));
+    for (const r of runs) await q.enqueue(r);
+    await until('two started', () => jobs.started.length === 2);
+    await settle();
+    expect([...jobs.started].sort()).toEqual([runs[0]!.id, runs[1]!.id].sort());
+    expect(await stateOf(runs[2]!.id)).toBe('queued');
+    expect(await stateOf(runs[0]!.id)).toBe('running');
+    jobs.finish(runs[0]!.id);
+    await until('the third started', () => jobs.started.length === 3);
+    jobs.finish(runs[1]!.id);
+    jobs.finish(runs[2]!.id, { state: 'failed', error: 'boom' });
+    await q.idle();
+    expect(jobs.maxParallel).toBe(2);
+    expect(await store.get(runs[2]!.id)).toMatchObject({ state: 'failed', error: 'boom' });
+    expect((await store.get(runs[0]!.id))!.finished_at).not.toBeNull();
+    expect(jobs.queued).toEqual(runs.map((r) => r.id));
+  });
+
+  it('a new trigger aborts the running run of the issue, then starts after it stopped', async () => {
+    const jobs = new Jobs();
+    const q = await make(jobs, 2);
+    const first = await store.createRun(newRun(5));
+    await q.enqueue(first);
+    await until('the first started', () => jobs.started.length === 1);
+    const second = await store.createRun(newRun(5));
+    await q.enqueue(second);
+    await until('the second started', () => jobs.started.length === 2);
+    expect(jobs.started).toEqual([first.id, second.id]);
+    expect(jobs.maxPerIssue).toBe(1); // never two active runs for one issue
+    expect(await store.get(first.id)).toMatchObject({ state: 'superseded', superseded_by: second.id });
+    jobs.finish(second.id);
+    await q.idle();
+    expect(await stateOf(second.id)).toBe('done');
+    expect(jobs.finished.map((r) => r.state)).toEqual(['superseded', 'done']);
+  });
+
+  it('a queued run that is superseded before it starts never runs', async () => {
+    const jobs = new Jobs();
+    const q = await make(jobs, 1);
+    const busy = await store.createRun(newRun(1));
+    await q.enqueue(busy);
+    await until('the busy one started', () => jobs.started.length === 1);
+    const a = await store.createRun(newRun(2));
+    const b = await store.createRun(newRun(2));
+    await q.enqueue(a);
+    await q.enqueue(b);
+    await until('a superseded', async () => (await stateOf(a.id)) === 'superseded');
+    expect(await store.get(a.id)).toMatchObject({ superseded_by: b.id });
+    jobs.finish(busy.id);
+    await until('b started', () => jobs.started.length === 2);
+    jobs.finish(b.id);
+    await q.idle();
+    expect(jobs.started).toEqual([busy.id, b.id]);
+  });
+
+  it('cancel aborts the running run with a reason the job can read', async () => {
+    const reasons: unknown[] = [];
+    let started = false;
+    const hooks: QueueHooks = {
+      execute: (_run, signal) =>
+        new Promise((resolve) => {
+          started = true;
+          signal.addEventListener('abort', () => {
+            reasons.push(signal.reason);
+            resolve({ state: 'done' });
+          });
+        }),
+    };
+    const q = await make(hooks, 1);
+    const run = await store.createRun(newRun(3));
+    await q.enqueue(run);
+    await until('started', () => started);
+    expect(await q.cancel('acme', 'calc', 4, 'bob')).toBeNull(); // another issue: nothing to cancel
+    expect((await q.cancel('acme', 'calc', 3, 'bob'))?.id).toBe(run.id);
+    await q.idle();
+    expect(reasons).toEqual([{ kind: 'cancelled', by: 'bob' } satisfies StopRequest]);
+    expect(await store.get(run.id)).toMatchObject({ state: 'cancelled', stop_reason: 'cancelled' });
+    expect(await q.cancel('acme', 'calc', 3, 'bob')).toBeNull();
+  });
+
+  it('cancel drops a queued run before it starts', async () => {
+    const jobs = new Jobs();
+    const q = await make(jobs, 1);
+    const busy = await store.createRun(newRun(1));
+    await q.enqueue(busy);
+    await until('the busy one started', () => jobs.started.length === 1);
+    const waiting = await store.createRun(newRun(2));
+    await q.enqueue(waiting);
+    expect((await q.cancel('acme', 'calc', 2, 'bob'))?.id).toBe(waiting.id);
+    await until('recorded', async () => (await stateOf(waiting.id)) === 'cancelled');
+    jobs.finish(busy.id);
+    await q.idle();
+    await settle();
+    expect(jobs.started).toEqual([busy.id]);
+  });
+
+  it('enqueueing the same run twice (a redelivered webhook) runs it once', async () => {
+    const jobs = new Jobs();
+    const q = await make(jobs, 2);
+    const run = await store.createRun(newRun(9));
+    await q.enqueue(run);
+    await q.enqueue(run);
+    await until('started', () => jobs.started.length === 1);
+    await q.enqueue(run);
+    await settle();
+    expect(jobs.started).toEqual([run.id]);
+    expect(jobs.queued).toEqual([run.id]);
+    jobs.finish(run.id);
+    await q.idle();
+    expect(await stateOf(run.id)).toBe('done');
+  });
+
+  it('a job that throws ends failed with its error', async () => {
+    const q = await make({ execute: async () => Promise.reject(new Error('API down')) }, 1);
+    const run = await store.createRun(newRun(1));
+    await q.enqueue(run);
+    await q.idle();
+    expect(await store.get(run.id)).toMatchObject({ state: 'failed', error: 'API down' });
+  });
+
+  it('a failure to record the end of a run is reported, not thrown, and the queue goes on', async () => {
+    const errors: unknown[] = [];
+    const hooks: QueueHooks = {
+      execute: async () => ({ state: 'done' }),
+      onFinished: (run) => {
+        if (run.issue === 1) throw new Error('status comment store broke');
+      },
+      onError: (_run, err) => errors.push(err),
+    };
+    const q = await make(hooks, 1);
+    const a = await store.createRun(newRun(1));
+    const b = await store.createRun(newRun(2));
+    await q.enqueue(a);
+    await q.enqueue(b);
+    await q.idle();
+    await until('reported', () => errors.length === 1);
+    expect(errors).toEqual([new Error('status comment store broke')]);
+    expect(await store.get(b.id)).toMatchObject({ state: 'done' });
+  });
+
+  it('stopping without grace aborts running runs, which end interrupted', async () => {
+    const jobs = new Jobs();
+    const q = await make(jobs, 1);
+    const a = await store.createRun(newRun(1));
+    await q.enqueue(a);
+    await until('started', () => jobs.started.length === 1);
+    await closeQueue!();
+    closeQueue = null;
+    expect(await store.get(a.id)).toMatchObject({ state: 'interrupted', stop_reason: 'shutdown' });
+  });
+}

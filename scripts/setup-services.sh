@@ -43,7 +43,7 @@ echo "postgresql ready: $(su postgres -c 'psql -qtAX -c "SHOW server_version"')"
 
 mkdir -p "$(dirname "$env_file")"
 cat >"$env_file" <<ENV
-export AGENTICFIX_REDIS_URL=redis://127.0.0.1:6379
-export AGENTICFIX_DATABASE_URL=postgres://$db:$password@127.0.0.1:5432/$db
+export AGENTICFIX_TEST_REDIS_URL=redis://127.0.0.1:6379
+export AGENTICFIX_TEST_DATABASE_URL=postgres://$db:$password@127.0.0.1:5432/$db
 ENV
 echo "service URLs written to $env_file"

@@ -59,4 +59,32 @@ describe('config', () => {
     expect(c.limits.maxReadLines).toBe(10);
     expect(c.limits.maxFileBytes).toBe(77);
   });
+
+  it('is one process with SQLite unless the shared store and queue are configured', () => {
+    expect(loadConfig({})).toMatchObject({ databaseUrl: null, distributed: null });
+    const db = 'postgres://u:p@db:5432/agenticfix';
+    expect(loadConfig({ AGENTICFIX_DATABASE_URL: db })).toMatchObject({
+      databaseUrl: db,
+      databaseSchema: 'public',
+      distributed: null,
+    });
+    expect(() => loadConfig({ AGENTICFIX_REDIS_URL: 'redis://q:6379' })).toThrow(
+      /AGENTICFIX_REDIS_URL needs AGENTICFIX_DATABASE_URL/,
+    );
+    expect(() => loadConfig({ AGENTICFIX_DATABASE_URL: 'mysql://x/y' })).toThrow(ConfigError);
+    const c = loadConfig({
+      AGENTICFIX_DATABASE_URL: db,
+      AGENTICFIX_REDIS_URL: 'redis://q:6379',
+      AGENTICFIX_WORKER_ID: 'w1',
+      AGENTICFIX_REQUEUE_STALLED: 'true',
+    });
+    expect(c.distributed).toEqual({
+      redisUrl: 'redis://q:6379',
+      queueName: 'agenticfix-runs',
+      workerId: 'w1',
+      workerGraceMs: 600_000,
+      workerLockMs: 30_000,
+      requeueStalled: true,
+    });
+  });
 });

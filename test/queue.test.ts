@@ -48,7 +48,7 @@ describe('LocalRunQueue', () => {
   });
 });
 
-const redis = serviceUrl('AGENTICFIX_REDIS_URL');
+const redis = serviceUrl('AGENTICFIX_TEST_REDIS_URL');
 const queueName = () => `test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
 
 (redis ? describe : describe.skip)('BullRunQueue with RunWorker', () => {

@@ -14,15 +14,15 @@ function exchange(url: URL, defaultPort: number, request: Buffer): Promise<Buffe
 }
 
 // The services scripts/setup-services.sh starts answer on the URLs it exports; later suites build on them.
-const redis = serviceUrl('AGENTICFIX_REDIS_URL');
-const database = serviceUrl('AGENTICFIX_DATABASE_URL');
+const redis = serviceUrl('AGENTICFIX_TEST_REDIS_URL');
+const database = serviceUrl('AGENTICFIX_TEST_DATABASE_URL');
 
-(redis ? it : it.skip)('Redis answers PING on AGENTICFIX_REDIS_URL', async () => {
+(redis ? it : it.skip)('Redis answers PING on AGENTICFIX_TEST_REDIS_URL', async () => {
   const reply = await exchange(redis!, 6379, Buffer.from('PING\r\n'));
   expect(reply.toString()).toBe('+PONG\r\n');
 });
 
-(database ? it : it.skip)('PostgreSQL answers the protocol on AGENTICFIX_DATABASE_URL', async () => {
+(database ? it : it.skip)('PostgreSQL answers the protocol on AGENTICFIX_TEST_DATABASE_URL', async () => {
   // SSLRequest (length 8, code 80877103): a PostgreSQL server answers one byte, S or N.
   const request = Buffer.alloc(8);
   request.writeInt32BE(8, 0);

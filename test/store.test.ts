@@ -72,7 +72,7 @@ describe('SqliteRunStore', () => {
   });
 });
 
-const database = serviceUrl('AGENTICFIX_DATABASE_URL');
+const database = serviceUrl('AGENTICFIX_TEST_DATABASE_URL');
 
 (database ? describe : describe.skip)('PostgresRunStore', () => {
   const url = database?.toString() ?? '';

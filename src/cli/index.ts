@@ -10,6 +10,7 @@ commands:
   verify   judge a candidate patch in a clean worktree and a fresh container
   eval     run the agent and the judge on a JSON Lines task file
   serve    start the GitHub App (Probot) server
+  worker   take runs from the shared queue (AGENTICFIX_REDIS_URL) and run them on this machine
   build-network  create the build network and install its iptables rules (as root)
 `;
 
@@ -21,6 +22,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   verify: async () => (await import('./verify.js')).verifyCommand,
   eval: async () => (await import('./eval.js')).evalCommand,
   serve: async () => (await import('./serve.js')).serveCommand,
+  worker: async () => (await import('./worker.js')).workerCommand,
   'build-network': async () => (await import('./build-network.js')).buildNetworkCommand,
 };
 

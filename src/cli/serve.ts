@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import Docker from 'dockerode';
 import SmeeClient from 'smee-client';
 import { z } from 'zod';
@@ -6,52 +5,45 @@ import { loadConfig, loadEnv } from '../config/config.js';
 import { ensureBuildNetwork } from '../environment/network.js';
 import { StoreInUseError } from '../queue/store.js';
 import { startApp } from '../webhook/server.js';
+import { appCredentials, issuesLine, untilStopped } from './app-env.js';
 
-/** Probot's usual variables; the private key comes inline (PRIVATE_KEY) or from a file (PRIVATE_KEY_PATH). */
-const AppEnv = z
-  .object({
-    APP_ID: z.coerce.number().int().positive(),
-    PRIVATE_KEY: z.string().min(1).optional(),
-    PRIVATE_KEY_PATH: z.string().min(1).optional(),
-    WEBHOOK_SECRET: z.string().min(1),
-    WEBHOOK_PROXY_URL: z.url().optional(),
-    GHE_HOST: z.string().min(1).optional(),
-    GHE_PROTOCOL: z.enum(['https', 'http']).default('https'),
-    PORT: z.coerce.number().int().min(0).max(65535).default(3000),
-    HOST: z.string().min(1).default('0.0.0.0'),
-  })
-  .refine((e) => e.PRIVATE_KEY || e.PRIVATE_KEY_PATH, {
-    message: 'set PRIVATE_KEY or PRIVATE_KEY_PATH',
-    path: ['PRIVATE_KEY'],
-  });
+const ServeEnv = z.object({
+  WEBHOOK_SECRET: z.string().min(1),
+  WEBHOOK_PROXY_URL: z.url().optional(),
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  HOST: z.string().min(1).default('0.0.0.0'),
+});
 
+/**
+ * `agenticfix serve`: webhooks, intake, commands, status. Alone it also runs the runs (SQLite, the
+ * in-process queue); with AGENTICFIX_REDIS_URL they go to `agenticfix worker` processes.
+ */
 export async function serveCommand(_argv: string[]): Promise<number> {
   const raw = loadEnv();
-  const parsed = AppEnv.safeParse(raw);
-  if (!parsed.success) {
-    process.stderr.write(
-      `agenticfix serve: ${parsed.error.issues.map((i) => `${String(i.path[0])}: ${i.message}`).join('; ')}\n`,
-    );
+  const app = appCredentials(raw);
+  const parsed = ServeEnv.safeParse(raw);
+  if (typeof app === 'string' || !parsed.success) {
+    const problems = [typeof app === 'string' ? app : '', parsed.success ? '' : issuesLine(parsed.error)];
+    process.stderr.write(`agenticfix serve: ${problems.filter(Boolean).join('; ')}\n`);
     return 2;
   }
   const env = parsed.data;
-  const privateKey = env.PRIVATE_KEY?.replace(/\\n/g, '\n') ?? readFileSync(env.PRIVATE_KEY_PATH!, 'utf8');
   const config = loadConfig(raw);
   // Fail at start-up, not in every run, when builds cannot be kept off the host and internal networks.
-  try {
-    await ensureBuildNetwork(new Docker(), config.sandbox.buildNetwork);
-  } catch (err) {
-    process.stderr.write(
-      `agenticfix serve: build network: ${err instanceof Error ? err.message : String(err)}\n`,
-    );
-    return 2;
+  if (!config.distributed) {
+    try {
+      await ensureBuildNetwork(new Docker(), config.sandbox.buildNetwork);
+    } catch (err) {
+      process.stderr.write(
+        `agenticfix serve: build network: ${err instanceof Error ? err.message : String(err)}\n`,
+      );
+      return 2;
+    }
   }
-  const app = await startApp({
+  const running = await startApp({
     config,
-    appId: env.APP_ID,
-    privateKey,
+    ...app,
     webhookSecret: env.WEBHOOK_SECRET,
-    baseUrl: env.GHE_HOST ? `${env.GHE_PROTOCOL}://${env.GHE_HOST}/api/v3` : undefined,
     port: env.PORT,
     host: env.HOST,
     checkMounts: true,
@@ -60,18 +52,14 @@ export async function serveCommand(_argv: string[]): Promise<number> {
     process.stderr.write(`agenticfix serve: ${err.message}\n`);
     return null;
   });
-  if (!app) return 1;
-  process.stdout.write(`agenticfix listening on ${app.url}\n`);
+  if (!running) return 1;
+  process.stdout.write(`agenticfix listening on ${running.url}\n`);
   // Development: relay deliveries from a smee.io channel to the local endpoint, as Probot does.
   const proxy = env.WEBHOOK_PROXY_URL
-    ? await new SmeeClient({ source: env.WEBHOOK_PROXY_URL, target: app.url, logger: console }).start()
+    ? await new SmeeClient({ source: env.WEBHOOK_PROXY_URL, target: running.url, logger: console }).start()
     : null;
-  await new Promise<void>((resolve) => {
-    const stop = () => resolve();
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
-  });
+  await untilStopped();
   proxy?.close();
-  await app.close();
+  await running.close();
   return 0;
 }

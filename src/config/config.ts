@@ -111,8 +111,22 @@ const ENV_SCHEMA = z.object({
   AGENTICFIX_CONCURRENCY: int(2, 1),
   AGENTICFIX_LABEL: z.string().min(1).default('agenticfix'),
   AGENTICFIX_DB_PATH: z.string().min(1).optional(),
-  // Distributed: the run store in PostgreSQL (instead of SQLite at AGENTICFIX_DB_PATH).
+  // Distributed: the run store in PostgreSQL (instead of SQLite at AGENTICFIX_DB_PATH) ...
   AGENTICFIX_DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/ }).optional(),
+  AGENTICFIX_DATABASE_SCHEMA: z
+    .string()
+    .regex(/^[a-z_][a-z0-9_]*$/)
+    .default('public'),
+  // ... and the queue in Redis (BullMQ), served by `agenticfix worker` processes.
+  AGENTICFIX_REDIS_URL: z.url({ protocol: /^rediss?$/ }).optional(),
+  AGENTICFIX_QUEUE_NAME: z
+    .string()
+    .regex(/^[\w-]{1,64}$/)
+    .default('agenticfix-runs'),
+  AGENTICFIX_WORKER_ID: z.string().min(1).max(200).optional(), // default host:pid
+  AGENTICFIX_WORKER_GRACE_S: int(600, 0), // on SIGTERM: running runs get this long to finish
+  AGENTICFIX_WORKER_LOCK_MS: int(30_000, 500), // a worker silent this long is dead: its runs stalled
+  AGENTICFIX_REQUEUE_STALLED: bool(false), // a dead worker's run is run again once (else interrupted)
   AGENTICFIX_STATUS_EDIT_INTERVAL_MS: int(5000, 0),
   AGENTICFIX_KEEP_FAILED_WORKTREES: bool(true),
   AGENTICFIX_WORKTREE_MAX_AGE_H: int(72, 1),
@@ -129,6 +143,17 @@ export interface Config {
   dbPath: string;
   /** PostgreSQL run store shared by serve and workers; null: SQLite at dbPath. */
   databaseUrl: string | null;
+  databaseSchema: string;
+  /** The queue across machines (BullMQ on Redis); null: serve runs the runs itself. */
+  distributed: {
+    redisUrl: string;
+    queueName: string;
+    /** This worker's name in the store; host:pid by default. */
+    workerId: string | undefined;
+    workerGraceMs: number;
+    workerLockMs: number;
+    requeueStalled: boolean;
+  } | null;
   limits: {
     maxFileBytes: number;
     maxReadLines: number;
@@ -242,6 +267,10 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
     throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`);
   }
   const e = parsed.data;
+  if (e.AGENTICFIX_REDIS_URL && !e.AGENTICFIX_DATABASE_URL)
+    throw new ConfigError(
+      'invalid configuration:\n  AGENTICFIX_REDIS_URL needs AGENTICFIX_DATABASE_URL: workers on other machines cannot share a SQLite file',
+    );
   const ceilings = {
     tokens: e.AGENTICFIX_MAX_TOKENS ?? e.AGENTICFIX_TOKEN_BUDGET,
     requests: e.AGENTICFIX_MAX_REQUESTS ?? e.AGENTICFIX_REQUEST_BUDGET,
@@ -286,6 +315,17 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
     runsDir: path.resolve(cwd, e.AGENTICFIX_RUNS_DIR),
     dbPath: path.resolve(cwd, e.AGENTICFIX_DB_PATH ?? path.join(home, 'runs.sqlite')),
     databaseUrl: e.AGENTICFIX_DATABASE_URL ?? null,
+    databaseSchema: e.AGENTICFIX_DATABASE_SCHEMA,
+    distributed: e.AGENTICFIX_REDIS_URL
+      ? {
+          redisUrl: e.AGENTICFIX_REDIS_URL,
+          queueName: e.AGENTICFIX_QUEUE_NAME,
+          workerId: e.AGENTICFIX_WORKER_ID,
+          workerGraceMs: e.AGENTICFIX_WORKER_GRACE_S * 1000,
+          workerLockMs: e.AGENTICFIX_WORKER_LOCK_MS,
+          requeueStalled: e.AGENTICFIX_REQUEUE_STALLED,
+        }
+      : null,
     limits: {
       maxFileBytes: e.AGENTICFIX_MAX_FILE_BYTES,
       maxReadLines: e.AGENTICFIX_MAX_READ_LINES,
@@ -404,6 +444,9 @@ function buildProxy(e: z.infer<typeof ENV_SCHEMA>): { proxy?: BuildProxy; noProx
 
 export const SECRET_ENV_NAMES = [
   'AGENTICFIX_MODEL_API_KEY',
+  // Service URLs carry passwords.
+  'AGENTICFIX_DATABASE_URL',
+  'AGENTICFIX_REDIS_URL',
   // A proxy URL may carry credentials.
   'HTTPS_PROXY',
   'https_proxy',

@@ -83,6 +83,7 @@ export async function runAppDemo(opts: {
       ...config,
       dbPath: path.join(work, 'runs.sqlite'),
       databaseUrl: null,
+      distributed: null,
       app: { ...config.app, statusEditIntervalMs: 0 },
     },
     appId: emu.appId,

@@ -76,6 +76,17 @@ export class JobRunner implements QueueHooks {
     this.status(run).update({ phase: 'queued' });
   }
 
+  /**
+   * Posts a queued run's status comment and waits until it is recorded, so the worker that takes the
+   * run (another process) edits this comment rather than posting its own.
+   */
+  async announceQueued(run: RunRecord): Promise<void> {
+    const status = this.status(run);
+    status.update({ phase: 'queued' });
+    await status.settled();
+    this.statuses.delete(run.id);
+  }
+
   onError(run: RunRecord, err: unknown): void {
     this.o.log?.error({ err, run: run.id }, 'could not record the end of a run');
   }
@@ -106,21 +117,24 @@ export class JobRunner implements QueueHooks {
     return run !== null && run.state !== 'queued' && run.state !== 'running';
   }
 
-  /** Tells an issue that its run was interrupted by a restart (edits the status comment, then comments). */
-  async reportInterrupted(run: RunRecord): Promise<void> {
+  /**
+   * Tells an issue that its run was interrupted (edits the status comment, then comments): `why` the
+   * app restarted, or the worker running it stopped.
+   */
+  async reportInterrupted(run: RunRecord, why = 'the app restarted'): Promise<void> {
     const gh = await this.o.auth(run.installation_id);
     const ref = refOf(run);
     if (run.status_comment_id !== null) {
       const body = renderStatus(run.id, run.base_commit, {
         phase: 'interrupted',
-        detail: 'The app restarted.',
+        detail: `Interrupted: ${why}.`,
       });
       await editComment(gh, ref, run.status_comment_id, body).catch(() => undefined);
     }
     const id = await postComment(
       gh,
       ref,
-      `AgenticFix run \`${run.id}\` was interrupted because the app restarted before it finished. Nothing was published. Comment \`/agenticfix rerun\` to start again.`,
+      `AgenticFix run \`${run.id}\` was interrupted because ${why} before it finished. Nothing was published. Comment \`/agenticfix rerun\` to start again.`,
     );
     await this.o.store.addComment(run.id, id);
   }

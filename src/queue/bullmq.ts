@@ -77,7 +77,9 @@ class Connections {
 const isActive = (r: RunRecord) => r.state === 'queued' || r.state === 'running';
 
 /** Hooks serve gives the distributed queue; the work itself is the workers'. */
-export type BullQueueHooks = Pick<QueueHooks, 'onQueued' | 'onFinished' | 'onError'> & {
+export type BullQueueHooks = Pick<QueueHooks, 'onFinished' | 'onError'> & {
+  /** A run enters the queue; the job is added once this has resolved (e.g. the status comment is recorded). */
+  onQueued?(run: RunRecord): void | Promise<void>;
   /** A run whose worker died: recorded `interrupted`; its issue should be told. */
   onInterrupted?(run: RunRecord): void;
 };
@@ -121,7 +123,7 @@ export class BullRunQueue implements RunQueue {
       return finishRun(this.store, this.hooks, run, stoppedFields({ kind: 'superseded', by: newer.id }));
     for (const older of runs.slice(at + 1).filter(isActive))
       await this.stop(older, { kind: 'superseded', by: run.id });
-    this.hooks.onQueued?.(run);
+    await this.hooks.onQueued?.(run);
     await this.queue.add(JOB_NAME, { runId: run.id }, { jobId: run.id, removeOnComplete: 1000 });
   }
 

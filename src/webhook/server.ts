@@ -13,6 +13,7 @@ import { JobRunner, type JobDeps } from '../pipeline/job.js';
 import { prepareHost } from '../pipeline/startup.js';
 import type { ModelSpec } from '../pipeline/types.js';
 import { appOctokit, type GitHub } from '../publish/github.js';
+import { BullRunQueue } from '../queue/bullmq.js';
 import { LocalRunQueue, type RunQueue } from '../queue/queue.js';
 import { openStore } from '../queue/open-store.js';
 import { INSTANCE_STALE_MS, type RunStore } from '../queue/store.js';
@@ -106,34 +107,54 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
     sandbox: o.sandbox,
     log,
   });
-  const queue = new LocalRunQueue(store, o.config.app.concurrency, runner);
+  const distributed = o.config.distributed;
+  // Distributed: workers run the runs; serve enqueues, stops, and tells issues whose worker died.
+  const queue: RunQueue = distributed
+    ? new BullRunQueue(
+        store,
+        {
+          onQueued: (run) => runner.announceQueued(run),
+          onFinished: (run) => runner.onFinished(run),
+          onError: (run, err) => runner.onError(run, err),
+          onInterrupted: (run) =>
+            void runner
+              .reportInterrupted(run, run.error ?? 'its worker stopped')
+              .catch((err) => log.error({ err, run: run.id }, 'could not report an interrupted run')),
+        },
+        { redisUrl: distributed.redisUrl, name: distributed.queueName },
+      )
+    : new LocalRunQueue(store, o.config.app.concurrency, runner);
   const intake = new Intake(store, log);
   const handlers = createApp({ config: o.config, store, queue, intake });
 
-  // Runs a crash left behind: recorded as interrupted, and their issues are told.
-  for (const run of await store.markInterrupted()) {
+  if (queue instanceof BullRunQueue) await queue.ready();
+  // Runs a crash left behind: recorded as interrupted, and their issues are told. Distributed, runs
+  // live on in their workers, and a dead worker's runs are found by the queue.
+  for (const run of distributed ? [] : await store.markInterrupted()) {
     await runner
       .reportInterrupted(run)
       .catch((err) => log.error({ err, run: run.id }, 'could not report an interrupted run'));
   }
 
-  // Containers and lent worktrees of runs that are over; old worktrees; the mount self-check.
-  try {
-    const cleanup = await prepareHost({
-      config: o.config,
-      docker: (o.sandbox ?? 'docker') === 'docker',
-      checkMounts: o.checkMounts,
-      isFinished: (id) => runner.isFinished(id),
-    });
-    log.info(cleanup, 'start-up cleanup done');
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      clearInterval(heartbeat);
-      await store.close();
-      throw err;
+  // Containers and lent worktrees of runs that are over; old worktrees; the mount self-check (a
+  // distributed serve runs nothing: its workers do this on their machines).
+  if (!distributed)
+    try {
+      const cleanup = await prepareHost({
+        config: o.config,
+        docker: (o.sandbox ?? 'docker') === 'docker',
+        checkMounts: o.checkMounts,
+        isFinished: (id) => runner.isFinished(id),
+      });
+      log.info(cleanup, 'start-up cleanup done');
+    } catch (err) {
+      if (err instanceof ConfigError) {
+        clearInterval(heartbeat);
+        await store.close();
+        throw err;
+      }
+      log.warn({ err }, 'start-up cleanup failed');
     }
-    log.warn({ err }, 'start-up cleanup failed');
-  }
 
   // Deliveries acknowledged before a crash but not taken in yet.
   const resumed = await handlers.resume(auth, log);

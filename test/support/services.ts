@@ -2,7 +2,7 @@
  * The URL of a service the distributed tests need (written by scripts/setup-services.sh). In CI an
  * unset URL is a failure, never a silent skip; elsewhere the suite is skipped with a loud warning.
  */
-export function serviceUrl(name: 'AGENTICFIX_REDIS_URL' | 'AGENTICFIX_DATABASE_URL'): URL | null {
+export function serviceUrl(name: 'AGENTICFIX_TEST_REDIS_URL' | 'AGENTICFIX_TEST_DATABASE_URL'): URL | null {
   const value = process.env[name];
   if (value) return new URL(value);
   if (process.env.CI)

@@ -1,0 +1,87 @@
+import Docker from 'dockerode';
+import pino from 'pino';
+import { Probot } from 'probot';
+import { loadConfig, loadEnv } from '../config/config.js';
+import { ensureBuildNetwork } from '../environment/network.js';
+import { JobRunner } from '../pipeline/job.js';
+import { prepareHost } from '../pipeline/startup.js';
+import { appOctokit, type GitHub } from '../publish/github.js';
+import { RunWorker } from '../queue/bullmq.js';
+import { openStore } from '../queue/open-store.js';
+import { appCredentials, untilStopped } from './app-env.js';
+
+/**
+ * `agenticfix worker`: takes runs from the queue (AGENTICFIX_REDIS_URL) and runs them on this machine
+ * with its own Docker engine, mirrors and image cache; it mints installation tokens and publishes
+ * itself, and records its runs in the shared store (AGENTICFIX_DATABASE_URL). On SIGTERM or SIGINT it
+ * takes no more runs and gives running ones AGENTICFIX_WORKER_GRACE_S before they end `interrupted`.
+ */
+export async function workerCommand(_argv: string[]): Promise<number> {
+  const raw = loadEnv();
+  const app = appCredentials(raw);
+  if (typeof app === 'string') {
+    process.stderr.write(`agenticfix worker: ${app}\n`);
+    return 2;
+  }
+  const config = loadConfig(raw);
+  const distributed = config.distributed;
+  if (!distributed) {
+    process.stderr.write(
+      'agenticfix worker: set AGENTICFIX_REDIS_URL and AGENTICFIX_DATABASE_URL (the queue and the run store serve shares)\n',
+    );
+    return 2;
+  }
+  const docker = new Docker();
+  try {
+    await ensureBuildNetwork(docker, config.sandbox.buildNetwork);
+  } catch (err) {
+    process.stderr.write(
+      `agenticfix worker: build network: ${err instanceof Error ? err.message : String(err)}\n`,
+    );
+    return 2;
+  }
+  const log = pino({ level: process.env.LOG_LEVEL ?? 'info' });
+  const probot = new Probot({ ...app, Octokit: appOctokit(config), log });
+  const store = await openStore(config);
+  const runner = new JobRunner({
+    config,
+    store,
+    auth: async (installationId) => (await probot.auth(installationId)) as GitHub,
+    log,
+  });
+  try {
+    // This machine's leftovers: containers of runs that are over, lent worktrees; the mount self-check.
+    log.info(
+      await prepareHost({
+        config,
+        docker: true,
+        checkMounts: true,
+        isFinished: (id) => runner.isFinished(id),
+      }),
+      'start-up cleanup done',
+    );
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+  const worker = new RunWorker(store, runner, {
+    redisUrl: distributed.redisUrl,
+    name: distributed.queueName,
+    concurrency: config.app.concurrency,
+    id: distributed.workerId,
+    lockMs: distributed.workerLockMs,
+    requeueStalled: distributed.requeueStalled,
+  });
+  await worker.start();
+  process.stdout.write(
+    `agenticfix worker ${worker.id} taking runs (concurrency ${config.app.concurrency})\n`,
+  );
+  await untilStopped();
+  process.stdout.write(
+    `agenticfix worker ${worker.id} stopping (grace ${distributed.workerGraceMs / 1000} s)\n`,
+  );
+  await worker.close(distributed.workerGraceMs);
+  await runner.settled();
+  await store.close();
+  return 0;
+}

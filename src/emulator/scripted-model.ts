@@ -89,7 +89,7 @@ export interface ScriptedModelServer {
   /** Base URL for the openai SDK (ends in /v1). */
   url: string;
   requests: RecordedRequest[];
-  /** Steps not yet replayed. */
+  /** Steps not yet replayed (of the one shared script; not per conversation). */
   remaining(): number;
   close(): Promise<void>;
 }
@@ -99,6 +99,11 @@ export interface ScriptedServerOptions {
   model?: string;
   /** Called as each completion request arrives (index from 0); the answer waits for it. */
   onRequest?: (index: number, body: unknown) => void | Promise<void>;
+  /**
+   * Each conversation (told apart by its first two messages: the system prompt and the task) replays
+   * the script from its start, so runs served at once (many workers) each get the whole script.
+   */
+  perConversation?: boolean;
 }
 
 export async function startScriptedModelServer(
@@ -112,7 +117,7 @@ export async function startScriptedModelServer(
   });
   const served = opts.model ?? 'scripted-model';
   const requests: RecordedRequest[] = [];
-  let next = 0;
+  const cursors = new Map<string, number>(); // next step, by conversation
   let completions = 0;
   let previousPrompt: string | null = null;
 
@@ -152,13 +157,17 @@ export async function startScriptedModelServer(
     }
     if (!isCompletion) return send(res, 404, { error: { message: `no route ${req.method} ${path}` } });
     await opts.onRequest?.(completions++, body);
-    const step = steps[next];
+    const conversation = opts.perConversation
+      ? JSON.stringify((b?.messages as unknown[] | undefined)?.slice(0, 2) ?? null)
+      : '';
+    const next = (cursors.get(conversation) ?? 0) + 1;
+    const step = steps[next - 1];
     if (!step) {
       return send(res, 400, {
         error: { message: `script exhausted after ${steps.length} steps`, type: 'script_exhausted' },
       });
     }
-    next++;
+    cursors.set(conversation, next);
     if ('status' in step)
       return send(res, step.status, step.body ?? { error: { message: `scripted ${step.status}` } });
     if (step.delay_ms) await delay(step.delay_ms, res);
@@ -202,7 +211,7 @@ export async function startScriptedModelServer(
   return {
     url: `http://127.0.0.1:${port}/v1`,
     requests,
-    remaining: () => steps.length - next,
+    remaining: () => steps.length - (cursors.get('') ?? 0),
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

@@ -1,0 +1,250 @@
+import { execa, type ResultPromise } from 'execa';
+import { cpSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Docker from 'dockerode';
+import pg from 'pg';
+import { CALCULATOR_DIR, calculatorDockerfile, calculatorFixCalls } from '../src/demo/calculator.js';
+import type { GitHubEmulator } from '../src/emulator/github.js';
+import {
+  scriptFromToolCalls,
+  startScriptedModelServer,
+  type ScriptedModelServer,
+} from '../src/emulator/scripted-model.js';
+import { RUN_LABEL } from '../src/environment/docker.js';
+import { LEASE_LABEL } from '../src/environment/leases.js';
+import { sweepContainers } from '../src/environment/startup.js';
+import { branchFor } from '../src/publish/pr.js';
+import type { RunRecord } from '../src/queue/store.js';
+import { startApp, type RunningApp } from '../src/webhook/server.js';
+import { APP_ID, PRIVATE_KEY, quietLog, SECRET, startEmulator, tempDir, testConfig } from './app-support.js';
+import { dockerReady } from './support/docker.js';
+import { serviceUrl } from './support/services.js';
+
+/**
+ * Scale-out end to end: `serve` (this process) takes signed webhooks from the GitHub emulator and
+ * enqueues on Redis; two `agenticfix worker` processes (the built CLI, each with its own home) run the
+ * runs against the real Docker sandbox, judge and publish; the run store is PostgreSQL.
+ */
+
+const O = 'octo';
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const REPOS = ['alpha', 'beta', 'gamma'];
+const CONCURRENCY = 2;
+const redis = serviceUrl('AGENTICFIX_TEST_REDIS_URL');
+const database = serviceUrl('AGENTICFIX_TEST_DATABASE_URL');
+
+async function until(what: string, check: () => boolean | Promise<boolean>, ms = 240_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+function calculatorSource(dir: string, test: string[]): string {
+  const src = path.join(dir, `src-${Math.random().toString(36).slice(2)}`);
+  cpSync(CALCULATOR_DIR, src, { recursive: true });
+  mkdirSync(path.join(src, '.github'));
+  writeFileSync(path.join(src, '.github/agenticfix.yml'), `test: ${JSON.stringify(test)}\n`);
+  return src;
+}
+
+/** The most runs of one worker that overlapped in time, from what the store recorded. */
+function maxOverlap(runs: RunRecord[]): number {
+  const edges = runs.flatMap((r) => [
+    [Date.parse(r.started_at!), 1],
+    [Date.parse(r.finished_at!), -1],
+  ]);
+  edges.sort((a, b) => a[0]! - b[0]! || a[1]! - b[1]!); // an end before a start at the same instant
+  let now = 0;
+  let most = 0;
+  for (const [, d] of edges) most = Math.max(most, (now += d!));
+  return most;
+}
+
+(redis && database ? describe : describe.skip)('serve + two workers (BullMQ, PostgreSQL)', () => {
+  let ready = false;
+  let emu: GitHubEmulator;
+  let home: string;
+  let model: ScriptedModelServer;
+  let app: RunningApp;
+  const schema = `e2e_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
+  const queueName = `e2e-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+  const workers = new Map<string, { child: ResultPromise; out: () => string }>();
+  const bot = (repo: string, n: number) =>
+    emu
+      .comments(n, `${O}/${repo}`)
+      .filter((c) => c.user === emu.botLogin)
+      .map((c) => c.body);
+
+  const distributedEnv = {
+    AGENTICFIX_DATABASE_URL: database?.toString() ?? '',
+    AGENTICFIX_DATABASE_SCHEMA: schema,
+    AGENTICFIX_REDIS_URL: redis?.toString() ?? '',
+    AGENTICFIX_QUEUE_NAME: queueName,
+    // Short, so a killed worker's run is found within seconds.
+    AGENTICFIX_WORKER_LOCK_MS: '4000',
+  };
+
+  function startWorker(id: string): void {
+    const workerHome = path.join(home, id);
+    mkdirSync(workerHome, { recursive: true });
+    const child = execa('node', [path.join(ROOT, 'dist/cli/index.js'), 'worker'], {
+      cwd: workerHome,
+      extendEnv: false,
+      reject: false,
+      env: {
+        PATH: process.env.PATH ?? '/usr/bin:/bin',
+        HOME: process.env.HOME ?? '/tmp',
+        AGENTICFIX_HOME: workerHome,
+        AGENTICFIX_RUNS_DIR: path.join(workerHome, 'runs'),
+        AGENTICFIX_GITHUB_WRITE_INTERVAL_MS: '0',
+        AGENTICFIX_STATUS_EDIT_INTERVAL_MS: '0',
+        AGENTICFIX_CONCURRENCY: String(CONCURRENCY),
+        AGENTICFIX_WORKER_ID: id,
+        ...distributedEnv,
+        APP_ID: String(APP_ID),
+        PRIVATE_KEY,
+        GHE_HOST: new URL(emu.url).host,
+        GHE_PROTOCOL: 'http',
+        LOG_LEVEL: 'warn',
+        AGENTICFIX_MODEL_PROVIDER: 'custom',
+        AGENTICFIX_MODEL_BASE_URL: model.url,
+        AGENTICFIX_MODEL_NAME: 'scripted',
+      },
+    });
+    let out = '';
+    child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
+    workers.set(id, { child, out: () => out });
+  }
+
+  beforeAll(async () => {
+    ready = await dockerReady();
+    if (!ready) return;
+    emu = await startEmulator();
+    home = tempDir('e2e-scale-');
+    const config = testConfig(path.join(home, 'serve'), distributedEnv);
+    // Every run (each its own conversation) gets the whole fix.
+    model = await startScriptedModelServer(
+      scriptFromToolCalls(
+        [
+          {
+            name: 'build_environment',
+            arguments: { dockerfile: calculatorDockerfile(config.sandbox.baseImage) },
+          },
+          ...calculatorFixCalls(),
+        ],
+        'done',
+      ),
+      { model: 'scripted', perConversation: true },
+    );
+    for (const repo of REPOS) {
+      emu.createRepo(O, repo, { fromDir: calculatorSource(home, ['node', '--test']) });
+      emu.setPermission(O, repo, 'maint', 'write');
+    }
+    emu.createRepo(O, 'slow', {
+      fromDir: calculatorSource(home, ['node', '-e', 'setTimeout(() => {}, 600000)']),
+    });
+    emu.setPermission(O, 'slow', 'maint', 'write');
+    await execa('npm', ['run', 'build'], { cwd: ROOT });
+    app = await startApp({
+      config,
+      appId: APP_ID,
+      privateKey: PRIVATE_KEY,
+      webhookSecret: SECRET,
+      baseUrl: emu.url,
+      port: 0,
+      log: quietLog,
+    });
+    emu.setWebhookUrl(app.url);
+    for (const id of ['w1', 'w2']) startWorker(id);
+    for (const [id, w] of workers)
+      await until(`${id} to take runs`, () => w.out().includes('taking runs'), 60_000);
+  }, 300_000);
+
+  afterAll(async () => {
+    for (const w of workers.values()) w.child.kill('SIGTERM');
+    await Promise.all([...workers.values()].map((w) => w.child));
+    await app?.close();
+    await model?.close();
+    await emu?.close();
+    if (ready) await sweepContainers(new Docker()); // what the killed worker left
+    if (database) {
+      const admin = new pg.Client({ connectionString: database.toString() });
+      await admin.connect();
+      await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      await admin.end();
+    }
+    if (home) rmSync(home, { recursive: true, force: true });
+  }, 120_000);
+
+  it('six labelled issues over three repositories: all verified, spread over both workers within their concurrency', async () => {
+    if (!ready) return;
+    const issues = REPOS.flatMap((repo) =>
+      [1, 2].map((k) => ({
+        repo,
+        n: emu.createIssue(O, repo, { title: `${repo}: subtract is wrong (${k})`, user: 'rae' }),
+      })),
+    );
+    for (const { repo, n } of issues)
+      expect((await emu.label(O, repo, n, 'agenticfix', 'maint')).status).toBe(200);
+    await until(
+      'all six runs to end',
+      async () => {
+        const runs = await Promise.all(issues.map(({ repo, n }) => app.store.forIssue(O, repo, n)));
+        return runs.every((r) => r.length === 1 && r[0]!.finished_at !== null);
+      },
+      600_000,
+    );
+
+    const runs = (await Promise.all(issues.map(({ repo, n }) => app.store.forIssue(O, repo, n)))).map(
+      (r) => r[0]!,
+    );
+    for (const run of runs) expect(run).toMatchObject({ state: 'done', verdict: 'verified' });
+    for (const [i, { repo, n }] of issues.entries()) {
+      const pr = emu.pulls.find((p) => p.repo === `${O}/${repo}` && p.pull?.head === branchFor(n));
+      expect(pr?.pull).toMatchObject({ draft: true });
+      expect(runs[i]!.pr_number).toBe(pr!.number);
+      // One status comment per issue: serve posts it, the worker edits the same one.
+      const status = bot(repo, n);
+      expect(status).toHaveLength(1);
+      expect(status[0]).toContain('✅ Done');
+    }
+    expect([...new Set(runs.map((r) => r.worker))].sort()).toEqual(['w1', 'w2']);
+    for (const id of ['w1', 'w2'])
+      expect(maxOverlap(runs.filter((r) => r.worker === id))).toBeLessThanOrEqual(CONCURRENCY);
+  }, 900_000);
+
+  it('a worker killed mid-run leaves its run interrupted, and its issue is told', async () => {
+    if (!ready) return;
+    const n = emu.createIssue(O, 'slow', { title: 'slow: subtract is wrong', user: 'rae' });
+    expect((await emu.label(O, 'slow', n, 'agenticfix', 'maint')).status).toBe(200);
+    // The repository's tests never end: the run is mid-run once its test container runs.
+    let run: RunRecord | undefined;
+    await until('the run to test', async () => {
+      run = (await app.store.forIssue(O, 'slow', n))[0];
+      if (run?.state !== 'running') return false;
+      const testing = await new Docker().listContainers({ filters: { label: [`${RUN_LABEL}=${run.id}`] } });
+      return testing.some((c) => !c.Labels[LEASE_LABEL]);
+    });
+    const victim = workers.get(run!.worker!)!;
+    victim.child.kill('SIGKILL');
+    await victim.child;
+    await until(
+      'the run to be interrupted',
+      async () => (await app.store.get(run!.id))!.state === 'interrupted',
+      60_000,
+    );
+    expect(await app.store.get(run!.id)).toMatchObject({
+      stop_reason: 'interrupted',
+      error: `its worker (${run!.worker}) stopped`,
+    });
+    await until(
+      'the issue to be told',
+      () => bot('slow', n).some((b) => b.includes('was interrupted because its worker')),
+      30_000,
+    );
+  }, 300_000);
+});

@@ -14,12 +14,7 @@ import { DockerEnvironmentBuilder } from '../environment/builder.js';
 import { dockerAvailable } from '../environment/docker.js';
 import { REAL_JOB_DEPS, type JobDeps } from '../pipeline/job.js';
 import { startApp } from '../webhook/server.js';
-
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
-};
-const round = (x: number) => Math.round(x * 10) / 10;
+import { pct, round } from './stats.js';
 
 /**
  * Acknowledgement latency of 200 concurrent signed label deliveries to the real app endpoint. The

@@ -11,6 +11,8 @@ const BENCHES: Record<string, () => Promise<Bench>> = {
   app: async () => (await import('./app.js')).benchApp,
   // The webhook part of `app` alone (no Docker demo).
   webhook: async () => (await import('./app.js')).benchWebhook,
+  // The distributed queue (Redis, PostgreSQL) without Docker.
+  scale: async () => (await import('./scale.js')).benchScale,
 };
 
 async function main(names: string[]): Promise<void> {

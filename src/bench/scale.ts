@@ -1,0 +1,126 @@
+import pg from 'pg';
+import { BullRunQueue, RunWorker } from '../queue/bullmq.js';
+import { PostgresRunStore } from '../queue/postgres-store.js';
+import type { QueueHooks } from '../queue/queue.js';
+import type { RunRecord } from '../queue/store.js';
+import { pct, round } from './stats.js';
+
+const RUNS = 200;
+const WORKERS = 2;
+const CONCURRENCY = 4;
+const WORK_MS = 20;
+const CANCELS = 20;
+
+/** The service URLs: the app's variables, else the ones scripts/setup-services.sh writes. */
+function serviceUrl(app: string, test: string): string {
+  const url = process.env[app] ?? process.env[test];
+  if (!url) throw new Error(`set ${app} (or source the env file scripts/setup-services.sh writes)`);
+  return url;
+}
+
+/**
+ * The distributed queue without Docker: RUNS runs of WORK_MS each through BullMQ on Redis and the
+ * PostgreSQL store, WORKERS workers of CONCURRENCY; then CANCELS running runs cancelled. Reports
+ * throughput, enqueue-to-start and cancel-to-abort latencies, and the most runs a worker ran at once.
+ */
+export async function benchScale(): Promise<Record<string, number>> {
+  const redisUrl = serviceUrl('AGENTICFIX_REDIS_URL', 'AGENTICFIX_TEST_REDIS_URL');
+  const databaseUrl = serviceUrl('AGENTICFIX_DATABASE_URL', 'AGENTICFIX_TEST_DATABASE_URL');
+  const tag = `bench_${process.pid}_${Date.now().toString(36)}`;
+  const store = await PostgresRunStore.open({ url: databaseUrl, schema: tag, poolSize: 8 });
+  const enqueuedAt = new Map<string, number>();
+  const startLatency: number[] = [];
+  const cancelledAt = new Map<string, number>();
+  const cancelLatency: number[] = [];
+  const mostRunning: number[] = [];
+  const started = new Set<string>();
+
+  const workers = Array.from({ length: WORKERS }, (_, w) => {
+    let running = 0;
+    mostRunning[w] = 0;
+    const hooks: QueueHooks = {
+      async execute(run: RunRecord, signal: AbortSignal) {
+        startLatency.push(performance.now() - enqueuedAt.get(run.id)!);
+        started.add(run.id);
+        mostRunning[w] = Math.max(mostRunning[w]!, ++running);
+        const long = run.issue > RUNS; // the runs that wait to be cancelled
+        await new Promise<void>((resolve) => {
+          const timer = long ? null : setTimeout(resolve, WORK_MS);
+          signal.addEventListener('abort', () => {
+            if (timer) clearTimeout(timer);
+            if (cancelledAt.has(run.id)) cancelLatency.push(performance.now() - cancelledAt.get(run.id)!);
+            resolve();
+          });
+        });
+        running--;
+        return { state: 'done' };
+      },
+    };
+    return new RunWorker(store, hooks, {
+      redisUrl,
+      name: tag,
+      concurrency: CONCURRENCY,
+      id: `bench-${w}`,
+    });
+  });
+  const queue = new BullRunQueue(store, {}, { redisUrl, name: tag });
+  try {
+    await Promise.all([queue.ready(), ...workers.map((w) => w.start())]);
+    const run = (issue: number) =>
+      store.createRun({
+        owner: 'bench',
+        repo: 'scale',
+        issue,
+        installation_id: 1,
+        trigger: 'label',
+        triggered_by: 'bench',
+        delivery_id: `${tag}-${issue}`,
+        base_commit: 'a'.repeat(40),
+      });
+    const t0 = performance.now();
+    for (let i = 1; i <= RUNS; i++) {
+      const r = await run(i);
+      enqueuedAt.set(r.id, performance.now());
+      await queue.enqueue(r);
+    }
+    await queue.idle();
+    const elapsed = performance.now() - t0;
+
+    // Runs that only a cancel ends: the stop request has to reach the worker holding each.
+    const long = [];
+    for (let i = 1; i <= CANCELS; i++) {
+      const r = await run(RUNS + i);
+      enqueuedAt.set(r.id, performance.now());
+      await queue.enqueue(r);
+      long.push(r);
+    }
+    while (started.size < RUNS + Math.min(CANCELS, WORKERS * CONCURRENCY))
+      await new Promise((r) => setTimeout(r, 10));
+    for (const r of long) {
+      cancelledAt.set(r.id, performance.now());
+      await queue.cancel(r.owner, r.repo, r.issue, 'bench');
+    }
+    await queue.idle();
+    return {
+      runs: RUNS,
+      workers: WORKERS,
+      concurrency_per_worker: CONCURRENCY,
+      work_ms: WORK_MS,
+      throughput_runs_per_s: round((RUNS / elapsed) * 1000),
+      start_latency_p50_ms: round(pct(startLatency.slice(0, RUNS), 50)),
+      start_latency_p99_ms: round(pct(startLatency.slice(0, RUNS), 99)),
+      cancel_to_abort_p50_ms: round(pct(cancelLatency, 50)),
+      cancel_to_abort_p99_ms: round(pct(cancelLatency, 99)),
+      cancelled_running: cancelLatency.length,
+      most_running_on_one_worker: Math.max(...mostRunning),
+    };
+  } finally {
+    await Promise.all(workers.map((w) => w.close(0)));
+    await queue.close();
+    await store.close();
+    const admin = new pg.Client({ connectionString: databaseUrl });
+    await admin.connect();
+    await admin.query(`DROP SCHEMA IF EXISTS ${tag} CASCADE`);
+    await admin.end();
+  }
+}

@@ -85,6 +85,7 @@ describe('config', () => {
       workerGraceMs: 600_000,
       workerLockMs: 30_000,
       requeueStalled: true,
+      installationLimit: 0,
     });
   });
 });

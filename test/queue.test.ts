@@ -6,6 +6,7 @@ import { execa } from 'execa';
 import { BullRunQueue, RunWorker } from '../src/queue/bullmq.js';
 import { LocalRunQueue } from '../src/queue/queue.js';
 import { SqliteRunStore } from '../src/queue/sqlite-store.js';
+import type { RunRecord, RunUpdate } from '../src/queue/store.js';
 import { serviceUrl } from './support/services.js';
 import { Jobs, newRun, runQueueContract, until } from './support/queue-contract.js';
 
@@ -99,6 +100,75 @@ const queueName = () => `test-${process.pid}-${Math.random().toString(36).slice(
     expect(recorded.map((r) => r.state)).toEqual(['done', 'done', 'done', 'done', 'done']);
     for (const r of recorded) expect(r.worker).toBe(jobsA.started.includes(r.id) ? 'worker-a' : 'worker-b');
     await Promise.all(workers.map((w) => w.close(0)));
+    await queue.close();
+    await store.close();
+  });
+
+  it("holds one installation to its limit across workers while other installations' runs go on", async () => {
+    const store = new SqliteRunStore(':memory:');
+    const name = queueName();
+    const queue = new BullRunQueue(store, {}, { redisUrl, name });
+    const running = new Map<number, number>(); // by installation
+    const most = new Map<number, number>();
+    const release: (() => void)[] = [];
+    const hooks = {
+      execute: (run: RunRecord) =>
+        new Promise<RunUpdate>((resolve) => {
+          const now = (running.get(run.installation_id) ?? 0) + 1;
+          running.set(run.installation_id, now);
+          most.set(run.installation_id, Math.max(most.get(run.installation_id) ?? 0, now));
+          release.push(() => {
+            running.set(run.installation_id, running.get(run.installation_id)! - 1);
+            resolve({ state: 'done' });
+          });
+        }),
+    };
+    const workers = ['a', 'b'].map(
+      (id) =>
+        new RunWorker(store, hooks, {
+          redisUrl,
+          name,
+          concurrency: 2,
+          id,
+          lockMs: 2000,
+          installationLimit: 2,
+        }),
+    );
+    await Promise.all([queue.ready(), ...workers.map((w) => w.start())]);
+    for (const i of [1, 2, 3, 4])
+      await queue.enqueue(await store.createRun({ ...newRun(i), installation_id: 7 }));
+    await queue.enqueue(await store.createRun({ ...newRun(5), installation_id: 8 }));
+    await until('two of installation 7 and the one of 8 running', () => release.length === 3);
+    await new Promise((r) => setTimeout(r, 1000)); // a free worker slot stays free
+    expect(release).toHaveLength(3);
+    expect(Object.fromEntries(running)).toEqual({ 7: 2, 8: 1 });
+    while ((await store.list('done')).length < 5) {
+      release.splice(0).forEach((f) => f());
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(Object.fromEntries(most)).toEqual({ 7: 2, 8: 1 });
+    await Promise.all(workers.map((w) => w.close(0)));
+    await queue.close();
+    await store.close();
+  });
+
+  it('a stopping worker takes no more runs and lets running ones finish within its grace period', async () => {
+    const store = new SqliteRunStore(':memory:');
+    const name = queueName();
+    const queue = new BullRunQueue(store, {}, { redisUrl, name });
+    const jobs = new Jobs();
+    const worker = new RunWorker(store, jobs, { redisUrl, name, concurrency: 1, lockMs: 2000 });
+    await Promise.all([queue.ready(), worker.start()]);
+    const [a, b] = [await store.createRun(newRun(1)), await store.createRun(newRun(2))];
+    await queue.enqueue(a);
+    await queue.enqueue(b);
+    await until('a started', () => jobs.started.length === 1);
+    const closing = worker.close(10_000);
+    setTimeout(() => jobs.finish(a.id), 300);
+    await closing;
+    expect(await store.get(a.id)).toMatchObject({ state: 'done' }); // finished within the grace period
+    expect(await store.get(b.id)).toMatchObject({ state: 'queued' }); // left for another worker
+    expect(jobs.started).toEqual([a.id]);
     await queue.close();
     await store.close();
   });

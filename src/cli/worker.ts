@@ -71,6 +71,7 @@ export async function workerCommand(_argv: string[]): Promise<number> {
     id: distributed.workerId,
     lockMs: distributed.workerLockMs,
     requeueStalled: distributed.requeueStalled,
+    installationLimit: distributed.installationLimit,
   });
   await worker.start();
   process.stdout.write(

@@ -127,6 +127,7 @@ const ENV_SCHEMA = z.object({
   AGENTICFIX_WORKER_GRACE_S: int(600, 0), // on SIGTERM: running runs get this long to finish
   AGENTICFIX_WORKER_LOCK_MS: int(30_000, 500), // a worker silent this long is dead: its runs stalled
   AGENTICFIX_REQUEUE_STALLED: bool(false), // a dead worker's run is run again once (else interrupted)
+  AGENTICFIX_INSTALLATION_CONCURRENCY: int(0, 0), // runs of one installation at once, all workers; 0: no limit
   AGENTICFIX_STATUS_EDIT_INTERVAL_MS: int(5000, 0),
   AGENTICFIX_KEEP_FAILED_WORKTREES: bool(true),
   AGENTICFIX_WORKTREE_MAX_AGE_H: int(72, 1),
@@ -153,6 +154,8 @@ export interface Config {
     workerGraceMs: number;
     workerLockMs: number;
     requeueStalled: boolean;
+    /** Runs of one installation running at once across all workers; 0: no limit. */
+    installationLimit: number;
   } | null;
   limits: {
     maxFileBytes: number;
@@ -324,6 +327,7 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
           workerGraceMs: e.AGENTICFIX_WORKER_GRACE_S * 1000,
           workerLockMs: e.AGENTICFIX_WORKER_LOCK_MS,
           requeueStalled: e.AGENTICFIX_REQUEUE_STALLED,
+          installationLimit: e.AGENTICFIX_INSTALLATION_CONCURRENCY,
         }
       : null,
     limits: {

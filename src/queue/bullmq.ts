@@ -19,7 +19,8 @@ import type { RunRecord, RunStore } from './store.js';
  * (PostgreSQL, shared) stays the one record of a run's state; Redis only carries work and signals:
  *
  * - one active run per issue across all workers: a worker holds the issue's lock key while it runs a
- *   run, and a job whose issue is busy waits as a delayed job;
+ *   run, and a job whose issue is busy waits as a delayed job; likewise for one of an installation's
+ *   `installationLimit` slots (a sorted set of run ids scored by when their hold lapses);
  * - stopping (supersede, cancel): the request is written under the run's stop key and announced on the
  *   stop channel, so it reaches the worker running it within a round trip, or is read when a worker
  *   takes the job; a job still waiting is removed and recorded at once;
@@ -42,20 +43,23 @@ export interface RunWorkerOptions extends BullQueueOptions {
   lockMs?: number;
   /** A stalled run is put back once (true) or recorded interrupted at once (false). */
   requeueStalled?: boolean;
+  /** Runs of one installation running at once across all workers; 0: no limit. */
+  installationLimit?: number;
 }
 
 const DEFAULT_NAME = 'agenticfix-runs';
 const JOB_NAME = 'run';
 /** BullMQ's failedReason for a job that stalled more often than maxStalledCount allows. */
 const STALLED_REASON = 'job stalled more than allowable limit';
-/** How long a job whose issue is busy waits before it is tried again. */
-const ISSUE_BUSY_RETRY_MS = 500;
+/** How long a job whose issue or installation is busy waits before it is tried again. */
+const BUSY_RETRY_MS = 500;
 /** Stop requests outlive any queue wait. */
 const STOP_TTL_MS = 24 * 3600_000;
 
 const keys = (name: string) => ({
   stop: (runId: string) => `${name}:stop:${runId}`,
   issue: (run: RunRecord) => `${name}:issue:${issueKey(run)}`,
+  installation: (run: RunRecord) => `${name}:installation:${run.installation_id}`,
   channel: `${name}:stop`,
 });
 
@@ -181,6 +185,15 @@ export class BullRunQueue implements RunQueue {
 /** Deletes the issue lock only while it is this run's (it may have expired and been taken since). */
 const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0`;
 
+/** Takes (or keeps) an installation slot for ARGV[3] until ARGV[2] when fewer than ARGV[4] are held at ARGV[1]. */
+const TAKE_SLOT = `
+redis.call('zremrangebyscore', KEYS[1], '-inf', ARGV[1])
+if redis.call('zscore', KEYS[1], ARGV[3]) or redis.call('zcard', KEYS[1]) < tonumber(ARGV[4]) then
+  redis.call('zadd', KEYS[1], ARGV[2], ARGV[3])
+  return 1
+end
+return 0`;
+
 /** A worker's side: takes jobs, at most `concurrency` at a time, one per issue across all workers. */
 export class RunWorker {
   readonly id: string;
@@ -191,6 +204,7 @@ export class RunWorker {
   private readonly keys: ReturnType<typeof keys>;
   private readonly active = new Map<string, AbortController>();
   private readonly lockMs: number;
+  private readonly installationLimit: number;
 
   constructor(
     private readonly store: RunStore,
@@ -201,6 +215,7 @@ export class RunWorker {
     this.id = o.id ?? `${hostname()}:${process.pid}`;
     this.keys = keys(name);
     this.lockMs = o.lockMs ?? 30_000;
+    this.installationLimit = o.installationLimit ?? 0;
     this.connections = new Connections(o.redisUrl);
     this.redis = this.connections.open();
     this.subscriber = this.connections.open();
@@ -255,18 +270,23 @@ export class RunWorker {
     if (stop) return finishRun(this.store, this.hooks, run, stoppedFields(stop));
 
     const lock = this.keys.issue(run);
+    const slots = this.installationLimit > 0 ? this.keys.installation(run) : null;
     const got = await this.redis.set(lock, run.id, 'PX', this.lockMs, 'NX');
-    if (got !== 'OK' && (await this.redis.get(lock)) !== run.id) {
-      // Another run of this issue is active somewhere: wait, without holding a slot.
-      await job.moveToDelayed(Date.now() + ISSUE_BUSY_RETRY_MS, token);
+    const issueFree = got === 'OK' || (await this.redis.get(lock)) === run.id;
+    const slotFree = issueFree && (!slots || (await this.takeSlot(slots, run.id)));
+    if (!slotFree) {
+      if (issueFree) await this.redis.eval(RELEASE, 1, lock, run.id);
+      // Another run of this issue is active somewhere, or the installation's runs fill its slots:
+      // wait, without holding a slot of this worker.
+      await job.moveToDelayed(Date.now() + BUSY_RETRY_MS, token);
       throw new DelayedError();
     }
     const controller = new AbortController();
     this.active.set(run.id, controller);
-    const renew = setInterval(
-      () => void this.redis.pexpire(lock, this.lockMs).catch(() => undefined),
-      this.lockMs / 3,
-    );
+    const renew = setInterval(() => {
+      void this.redis.pexpire(lock, this.lockMs).catch(() => undefined);
+      if (slots) void this.takeSlot(slots, run.id).catch(() => undefined);
+    }, this.lockMs / 3);
     try {
       // A stop requested between the first look and the subscription taking this run.
       const late = await this.stopRequest(run.id);
@@ -278,7 +298,23 @@ export class RunWorker {
       clearInterval(renew);
       this.active.delete(run.id);
       await this.redis.eval(RELEASE, 1, lock, run.id).catch(() => undefined);
+      if (slots) await this.redis.zrem(slots, run.id).catch(() => undefined);
       await this.redis.del(this.keys.stop(run.id)).catch(() => undefined);
     }
+  }
+
+  /** One of the installation's slots, held for lockMs (renewed while the run runs). */
+  private async takeSlot(key: string, runId: string): Promise<boolean> {
+    const now = Date.now();
+    const took = await this.redis.eval(
+      TAKE_SLOT,
+      1,
+      key,
+      now,
+      now + this.lockMs,
+      runId,
+      this.installationLimit,
+    );
+    return took === 1;
   }
 }

@@ -18,7 +18,7 @@ import { LABEL } from '../src/environment/docker.js';
 import { LEASE_LABEL } from '../src/environment/leases.js';
 import { branchFor } from '../src/publish/pr.js';
 import { SqliteRunStore } from '../src/queue/sqlite-store.js';
-import { startApp, type RunningApp } from '../src/webhook/server.js';
+import { startApp, type RunningApp } from '../src/cli/compose.js';
 import { git } from '../src/workspace/git.js';
 import { APP_ID, PRIVATE_KEY, quietLog, SECRET, startEmulator, tempDir, testConfig } from './app-support.js';
 import { dockerReady } from './support/docker.js';

@@ -5,7 +5,7 @@ import type { Config } from '../src/config/config.js';
 import type { GitHubEmulator } from '../src/emulator/github.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../src/emulator/scripted-model.js';
 import { branchFor } from '../src/publish/pr.js';
-import { startApp, type RunningApp } from '../src/webhook/server.js';
+import { startApp, type RunningApp } from '../src/cli/compose.js';
 import { APP_ID, PRIVATE_KEY, quietLog, SECRET, startEmulator, tempDir, testConfig } from './app-support.js';
 import { machineCa } from './support/ca.js';
 import { dockerReady } from './support/docker.js';

@@ -16,7 +16,7 @@ import { LEASE_LABEL } from '../src/environment/leases.js';
 import { sweepContainers } from '../src/environment/startup.js';
 import { branchFor } from '../src/publish/pr.js';
 import type { RunRecord } from '../src/queue/store.js';
-import { startApp, type RunningApp } from '../src/webhook/server.js';
+import { startApp, type RunningApp } from '../src/cli/compose.js';
 import { APP_ID, PRIVATE_KEY, quietLog, SECRET, startEmulator, tempDir, testConfig } from './app-support.js';
 import { dockerReady } from './support/docker.js';
 import { serviceUrl } from './support/services.js';

@@ -7,7 +7,7 @@ import type { Config } from '../config/config.js';
 import { startGitHubEmulator } from '../emulator/github.js';
 import { scriptFromToolCalls, startScriptedModelServer } from '../emulator/scripted-model.js';
 import type { ModelSpec } from '../pipeline/types.js';
-import { startApp } from '../webhook/server.js';
+import { startApp } from '../cli/compose.js';
 import {
   CALCULATOR_DIR,
   CALCULATOR_ISSUE,

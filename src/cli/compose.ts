@@ -1,0 +1,198 @@
+import pino from 'pino';
+import { Probot, type Logger } from 'probot';
+import { ConfigError, type Config } from '../config/config.js';
+import { JobRunner, type JobDeps } from '../pipeline/job.js';
+import { prepareHost } from '../pipeline/startup.js';
+import type { ModelSpec } from '../pipeline/types.js';
+import { appOctokit, type GitHub } from '../publish/github.js';
+import { BullRunQueue } from '../queue/bullmq.js';
+import { LocalRunQueue, type RunQueue } from '../queue/queue.js';
+import { openStore } from '../queue/open-store.js';
+import { INSTANCE_STALE_MS, type RunStore } from '../queue/store.js';
+import { createApp } from '../webhook/app.js';
+import { Intake } from '../webhook/intake.js';
+import { listenForWebhooks } from '../webhook/server.js';
+
+/**
+ * The GitHub App put together (serve, demo, the tests): the run store, the queue (in-process, or
+ * BullMQ to workers), the job runner, the webhook handlers and their HTTP server.
+ */
+
+export interface StartAppOptions {
+  config: Config;
+  appId: number | string;
+  privateKey: string;
+  webhookSecret: string;
+  /** GitHub API base URL (GitHub Enterprise or the emulator); api.github.com by default. */
+  baseUrl?: string;
+  port?: number; // 0 = any free port
+  host?: string;
+  /** Pipeline stages (the real ones by default). */
+  deps?: JobDeps;
+  model?: ModelSpec;
+  sandbox?: 'docker' | 'local';
+  /** Run the start-up mount self-check (serve, demo); a failure stops the app. */
+  checkMounts?: boolean;
+  log?: Logger;
+}
+
+export interface RunningApp {
+  /** The webhook URL (`http://host:port/api/github/webhooks`). */
+  url: string;
+  probot: Probot;
+  queue: RunQueue;
+  store: RunStore;
+  runner: JobRunner;
+  /** Resolves when nothing is queued or running and every status edit has landed. */
+  idle(): Promise<void>;
+  /**
+   * Stops the HTTP server and the queue (in one process running runs are aborted and end `interrupted`;
+   * distributed, they go on in their workers) and closes the store.
+   */
+  close(): Promise<void>;
+}
+
+/**
+ * @octokit/webhooks attaches the delivery (`event`, with the whole payload) to the errors Probot logs;
+ * only its id and name are kept.
+ */
+const withoutPayloads = (log: Logger): Logger =>
+  log.child(
+    {},
+    {
+      redact: {
+        paths: ['event.payload', 'err.event.payload', 'err.aggregateErrors[*].event.payload'],
+        censor: '[payload omitted]',
+      },
+    },
+  );
+
+/**
+ * Starts the app. Throws StoreInUseError when another live instance serves the same run store: two
+ * instances would each take the other's runs for crashed ones.
+ */
+export async function startApp(o: StartAppOptions): Promise<RunningApp> {
+  const log = withoutPayloads(o.log ?? pino({ level: process.env.LOG_LEVEL ?? 'info' }));
+  const probot = new Probot({
+    appId: o.appId,
+    privateKey: o.privateKey,
+    secret: o.webhookSecret,
+    baseUrl: o.baseUrl,
+    Octokit: appOctokit(o.config),
+    log,
+  });
+  const auth = async (installationId: number) => (await probot.auth(installationId)) as GitHub;
+  const store = await openStore(o.config);
+  try {
+    await store.acquireInstance();
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+  const heartbeat = setInterval(() => {
+    store.heartbeat().then(
+      (held) => held || log.error('another instance has taken over the run store'),
+      (err: unknown) => log.error({ err }, 'could not renew the run store claim'),
+    );
+  }, INSTANCE_STALE_MS / 6).unref();
+  const runner = new JobRunner({
+    config: o.config,
+    store,
+    auth,
+    deps: o.deps,
+    model: o.model,
+    sandbox: o.sandbox,
+    log,
+  });
+  const distributed = o.config.distributed;
+  // Distributed: workers run the runs; serve enqueues, stops, and tells issues whose worker died.
+  const queue: RunQueue = distributed
+    ? new BullRunQueue(
+        store,
+        {
+          onQueued: (run) => runner.announceQueued(run),
+          onFinished: (run) => runner.onFinished(run),
+          onError: (run, err) => runner.onError(run, err),
+          onInterrupted: (run) =>
+            void runner
+              .reportInterrupted(run, run.error ?? 'its worker stopped')
+              .catch((err) => log.error({ err, run: run.id }, 'could not report an interrupted run')),
+        },
+        { redisUrl: distributed.redisUrl, name: distributed.queueName },
+      )
+    : new LocalRunQueue(store, o.config.app.concurrency, runner);
+  const intake = new Intake(store, log);
+  const handlers = createApp({ config: o.config, store, queue, intake });
+
+  if (queue instanceof BullRunQueue) await queue.ready();
+  // Runs a crash left behind: recorded as interrupted, and their issues are told. Distributed, runs
+  // live on in their workers, and a dead worker's runs are found by the queue.
+  for (const run of distributed ? [] : await store.markInterrupted()) {
+    await runner
+      .reportInterrupted(run)
+      .catch((err) => log.error({ err, run: run.id }, 'could not report an interrupted run'));
+  }
+
+  // Containers and lent worktrees of runs that are over; old worktrees; the mount self-check (a
+  // distributed serve runs nothing: its workers do this on their machines).
+  if (!distributed)
+    try {
+      const cleanup = await prepareHost({
+        config: o.config,
+        docker: (o.sandbox ?? 'docker') === 'docker',
+        checkMounts: o.checkMounts,
+        isFinished: (id) => runner.isFinished(id),
+      });
+      log.info(cleanup, 'start-up cleanup done');
+    } catch (err) {
+      if (err instanceof ConfigError) {
+        clearInterval(heartbeat);
+        await store.close();
+        throw err;
+      }
+      log.warn({ err }, 'start-up cleanup failed');
+    }
+
+  // Deliveries acknowledged before a crash but not taken in yet.
+  const resumed = await handlers.resume(auth, log);
+  if (resumed > 0) log.info({ resumed }, 'taking in deliveries left by the previous process');
+
+  let server: Awaited<ReturnType<typeof listenForWebhooks>>;
+  try {
+    server = await listenForWebhooks({
+      probot,
+      register: handlers.register,
+      webhookSecret: o.webhookSecret,
+      maxBytes: o.config.app.webhookMaxBytes,
+      port: o.port,
+      host: o.host,
+      log,
+    });
+  } catch (err) {
+    clearInterval(heartbeat);
+    await queue.close();
+    await store.close();
+    throw err;
+  }
+
+  return {
+    url: server.url,
+    probot,
+    queue,
+    store,
+    runner,
+    async idle() {
+      await intake.idle();
+      await queue.idle();
+      await runner.settled();
+    },
+    async close() {
+      await server.close();
+      await intake.idle();
+      await queue.close();
+      await runner.settled();
+      clearInterval(heartbeat);
+      await store.close();
+    },
+  };
+}

@@ -86,6 +86,7 @@ describe('config', () => {
       workerLockMs: 30_000,
       requeueStalled: true,
       installationLimit: 0,
+      retry: { retries: 2, baseMs: 30_000 },
     });
   });
 });

@@ -173,6 +173,37 @@ const queueName = () => `test-${process.pid}-${Math.random().toString(36).slice(
     await store.close();
   });
 
+  it.each([
+    [2, { state: 'done', error: null }],
+    [1, { state: 'failed', error: 'engine down (2)' }],
+  ])('tries a run whose job threw again with backoff (%i retries)', async (retries, final) => {
+    const store = new SqliteRunStore(':memory:');
+    const name = queueName();
+    const queue = new BullRunQueue(store, {}, { redisUrl, name, retry: { retries, baseMs: 200 } });
+    const attempts: { at: number; state: string }[] = [];
+    const hooks = {
+      async execute(run: RunRecord): Promise<RunUpdate> {
+        attempts.push({ at: Date.now(), state: (await store.get(run.id))!.state });
+        if (attempts.length < 3) throw new Error(`engine down (${attempts.length})`);
+        return { state: 'done' };
+      },
+    };
+    const worker = new RunWorker(store, hooks, { redisUrl, name, concurrency: 1, lockMs: 2000 });
+    await Promise.all([queue.ready(), worker.start()]);
+    const run = await store.createRun(newRun(1));
+    await queue.enqueue(run);
+    await until('the run to end', async () => (await store.get(run.id))!.finished_at !== null);
+    expect(await store.get(run.id)).toMatchObject(final);
+    expect(attempts).toHaveLength(retries + 1);
+    expect(attempts.every((a) => a.state === 'running')).toBe(true);
+    // Exponential backoff: 200 ms, then 400 ms.
+    expect(attempts[1]!.at - attempts[0]!.at).toBeGreaterThanOrEqual(200);
+    if (retries === 2) expect(attempts[2]!.at - attempts[1]!.at).toBeGreaterThanOrEqual(400);
+    await worker.close(0);
+    await queue.close();
+    await store.close();
+  });
+
   describe('a worker killed mid-run', () => {
     const dist = path.join(fileURLToPath(new URL('..', import.meta.url)), 'dist/queue');
     let dir: string;

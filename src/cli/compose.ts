@@ -118,7 +118,7 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
               .reportInterrupted(run, run.error ?? 'its worker stopped')
               .catch((err) => log.error({ err, run: run.id }, 'could not report an interrupted run')),
         },
-        { redisUrl: distributed.redisUrl, name: distributed.queueName },
+        { redisUrl: distributed.redisUrl, name: distributed.queueName, retry: distributed.retry },
       )
     : new LocalRunQueue(store, o.config.app.concurrency, runner);
   const intake = new Intake(store, log);

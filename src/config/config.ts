@@ -128,6 +128,8 @@ const ENV_SCHEMA = z.object({
   AGENTICFIX_WORKER_LOCK_MS: int(30_000, 500), // a worker silent this long is dead: its runs stalled
   AGENTICFIX_REQUEUE_STALLED: bool(false), // a dead worker's run is run again once (else interrupted)
   AGENTICFIX_INSTALLATION_CONCURRENCY: int(0, 0), // runs of one installation at once, all workers; 0: no limit
+  AGENTICFIX_INFRA_RETRIES: int(2, 0), // a run whose job threw (GitHub, the engine unreachable) is tried again
+  AGENTICFIX_INFRA_RETRY_BASE_MS: int(30_000, 0), // the first wait before that; each next one doubles
   AGENTICFIX_STATUS_EDIT_INTERVAL_MS: int(5000, 0),
   AGENTICFIX_KEEP_FAILED_WORKTREES: bool(true),
   AGENTICFIX_WORKTREE_MAX_AGE_H: int(72, 1),
@@ -156,6 +158,8 @@ export interface Config {
     requeueStalled: boolean;
     /** Runs of one installation running at once across all workers; 0: no limit. */
     installationLimit: number;
+    /** Infrastructure failures tried again, after baseMs, 2 × baseMs, ... */
+    retry: { retries: number; baseMs: number };
   } | null;
   limits: {
     maxFileBytes: number;
@@ -328,6 +332,7 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
           workerLockMs: e.AGENTICFIX_WORKER_LOCK_MS,
           requeueStalled: e.AGENTICFIX_REQUEUE_STALLED,
           installationLimit: e.AGENTICFIX_INSTALLATION_CONCURRENCY,
+          retry: { retries: e.AGENTICFIX_INFRA_RETRIES, baseMs: e.AGENTICFIX_INFRA_RETRY_BASE_MS },
         }
       : null,
     limits: {

@@ -4,6 +4,7 @@ import { Redis } from 'ioredis';
 import {
   executeRun,
   finishRun,
+  RetryRun,
   issueKey,
   STOP_REQUEST,
   stoppedFields,
@@ -24,6 +25,8 @@ import type { RunRecord, RunStore } from './store.js';
  * - stopping (supersede, cancel): the request is written under the run's stop key and announced on the
  *   stop channel, so it reaches the worker running it within a round trip, or is read when a worker
  *   takes the job; a job still waiting is removed and recorded at once;
+ * - an infrastructure failure (the run's job threw) puts the run back to `queued` and BullMQ tries it
+ *   again after an exponential backoff, up to `retry.retries` times;
  * - a worker that dies (no lock renewal) leaves a stalled job, which BullMQ fails, or puts back once
  *   when `requeueStalled`; the failure reaches serve, which records the run `interrupted`.
  */
@@ -32,6 +35,14 @@ export interface BullQueueOptions {
   redisUrl: string;
   /** The queue's name: one per deployment (and per test). Its Redis keys all start with it. */
   name?: string;
+}
+
+/** Infrastructure failures (the job threw: GitHub or the engine unreachable, ...) retried with backoff. */
+export interface RetryOptions {
+  /** Attempts after the first. */
+  retries: number;
+  /** The first wait; each next one doubles. */
+  baseMs: number;
 }
 
 export interface RunWorkerOptions extends BullQueueOptions {
@@ -96,11 +107,14 @@ export class BullRunQueue implements RunQueue {
   private readonly events: QueueEvents;
   private readonly keys: ReturnType<typeof keys>;
 
+  private readonly retry: RetryOptions;
+
   constructor(
     private readonly store: RunStore,
     private readonly hooks: BullQueueHooks,
-    o: BullQueueOptions,
+    o: BullQueueOptions & { retry?: RetryOptions },
   ) {
+    this.retry = o.retry ?? { retries: 0, baseMs: 0 };
     const name = o.name ?? DEFAULT_NAME;
     this.keys = keys(name);
     this.connections = new Connections(o.redisUrl);
@@ -128,7 +142,16 @@ export class BullRunQueue implements RunQueue {
     for (const older of runs.slice(at + 1).filter(isActive))
       await this.stop(older, { kind: 'superseded', by: run.id });
     await this.hooks.onQueued?.(run);
-    await this.queue.add(JOB_NAME, { runId: run.id }, { jobId: run.id, removeOnComplete: 1000 });
+    await this.queue.add(
+      JOB_NAME,
+      { runId: run.id },
+      {
+        jobId: run.id,
+        removeOnComplete: 1000,
+        attempts: this.retry.retries + 1,
+        backoff: { type: 'exponential', delay: this.retry.baseMs },
+      },
+    );
   }
 
   async cancel(owner: string, repo: string, issue: number, by: string): Promise<RunRecord | null> {
@@ -291,8 +314,13 @@ export class RunWorker {
       // A stop requested between the first look and the subscription taking this run.
       const late = await this.stopRequest(run.id);
       if (late) controller.abort(late);
-      await executeRun(this.store, this.hooks, run, controller.signal, { worker: this.id });
+      const retry = job.attemptsMade + 1 < (job.opts.attempts ?? 1);
+      await executeRun(this.store, this.hooks, run, controller.signal, {
+        started: { worker: this.id },
+        retry,
+      });
     } catch (err) {
+      if (err instanceof RetryRun) throw err; // BullMQ tries the job again after its backoff
       this.hooks.onError?.(run, err);
     } finally {
       clearInterval(renew);

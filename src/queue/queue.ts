@@ -41,27 +41,49 @@ export interface RunQueue {
 export const issueKey = (r: Pick<RunRecord, 'owner' | 'repo' | 'issue'>): string =>
   `${r.owner}/${r.repo}#${r.issue}`.toLowerCase();
 
+/** An infrastructure failure (execute threw) that the queue will retry: the run went back to `queued`. */
+export class RetryRun extends Error {
+  constructor(readonly error: string) {
+    super(`retried after an infrastructure failure: ${error}`);
+    this.name = 'RetryRun';
+  }
+}
+
+export interface ExecuteOptions {
+  /** Fields recorded with `running` (e.g. the worker). */
+  started?: RunUpdate;
+  /** Whether a failure (execute threw) is tried again; then executeRun throws RetryRun. */
+  retry?: boolean;
+}
+
 /**
- * Runs one queued run to its end, wherever it runs: recorded as running (by `worker`, when one is
- * named), executed, its end recorded (a stop request read from `signal` decides the state) and reported.
+ * Runs one queued run to its end, wherever it runs: recorded as running, executed, its end recorded (a
+ * stop request read from `signal` decides the state) and reported. A throw from execute is an
+ * infrastructure failure: the run fails, or with `retry` goes back to `queued` for another attempt.
  */
 export async function executeRun(
   store: RunStore,
   hooks: QueueHooks,
   queued: RunRecord,
   signal: AbortSignal,
-  started: RunUpdate = {},
+  o: ExecuteOptions = {},
 ): Promise<void> {
   const run = await store.update(queued.id, {
     state: 'running',
     started_at: new Date().toISOString(),
-    ...started,
+    error: null, // an earlier attempt's
+    ...o.started,
   });
   let fields: RunUpdate;
   try {
     fields = await hooks.execute(run, signal);
   } catch (e) {
-    fields = { state: 'failed', error: e instanceof Error ? e.message : String(e) };
+    const error = e instanceof Error ? e.message : String(e);
+    if (o.retry && !signal.aborted) {
+      await store.update(run.id, { state: 'queued', error: `retrying after: ${error}` });
+      throw new RetryRun(error);
+    }
+    fields = { state: 'failed', error };
   }
   if (signal.aborted) fields = { ...fields, ...stoppedFields(signal.reason as StopRequest) };
   await finishRun(store, hooks, run, fields);

@@ -204,6 +204,30 @@ const queueName = () => `test-${process.pid}-${Math.random().toString(36).slice(
     await store.close();
   });
 
+  it('a starting serve enqueues runs recorded but never enqueued, and ends runs no job holds', async () => {
+    const store = new SqliteRunStore(':memory:');
+    const name = queueName();
+    const jobs = new Jobs();
+    const recorded = await store.createRun(newRun(1)); // serve stopped before enqueueing it
+    const orphan = await store.update((await store.createRun(newRun(2))).id, { state: 'running' });
+    const interrupted: string[] = [];
+    const queue = new BullRunQueue(
+      store,
+      { onInterrupted: (r) => interrupted.push(r.id) },
+      { redisUrl, name },
+    );
+    const worker = new RunWorker(store, jobs, { redisUrl, name, concurrency: 1, lockMs: 2000 });
+    await Promise.all([queue.ready(), worker.start()]);
+    expect(await store.get(orphan.id)).toMatchObject({ state: 'interrupted' });
+    expect(interrupted).toEqual([orphan.id]);
+    await until('the recorded run started', () => jobs.started.includes(recorded.id));
+    jobs.finish(recorded.id);
+    await queue.idle();
+    await worker.close(0);
+    await queue.close();
+    await store.close();
+  });
+
   describe('a worker killed mid-run', () => {
     const dist = path.join(fileURLToPath(new URL('..', import.meta.url)), 'dist/queue');
     let dir: string;

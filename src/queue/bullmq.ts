@@ -34,7 +34,7 @@ import type { RunRecord, RunStore } from './store.js';
 export interface BullQueueOptions {
   redisUrl: string;
   /** The queue's name: one per deployment (and per test). Its Redis keys all start with it. */
-  name?: string;
+  name: string;
 }
 
 /** Infrastructure failures (the job threw: GitHub or the engine unreachable, ...) retried with backoff. */
@@ -58,7 +58,6 @@ export interface RunWorkerOptions extends BullQueueOptions {
   installationLimit?: number;
 }
 
-const DEFAULT_NAME = 'agenticfix-runs';
 const JOB_NAME = 'run';
 /** BullMQ's failedReason for a job that stalled more often than maxStalledCount allows. */
 const STALLED_REASON = 'job stalled more than allowable limit';
@@ -115,7 +114,7 @@ export class BullRunQueue implements RunQueue {
     o: BullQueueOptions & { retry?: RetryOptions },
   ) {
     this.retry = o.retry ?? { retries: 0, baseMs: 0 };
-    const name = o.name ?? DEFAULT_NAME;
+    const name = o.name;
     this.keys = keys(name);
     this.connections = new Connections(o.redisUrl);
     this.redis = this.connections.open();
@@ -126,9 +125,19 @@ export class BullRunQueue implements RunQueue {
     });
   }
 
-  /** Resolves once the stall watcher listens (a stall before that is not seen). */
+  /**
+   * Resolves once the stall watcher listens and what happened while no serve watched is recorded:
+   * runs whose worker died meanwhile end `interrupted`; runs recorded but never enqueued (serve
+   * stopped in between) are enqueued.
+   */
   async ready(): Promise<void> {
     await Promise.all([this.queue.waitUntilReady(), this.events.waitUntilReady()]);
+    for (const run of [...(await this.store.list('queued')), ...(await this.store.list('running'))]) {
+      const job = await this.queue.getJob(run.id);
+      if (!job && run.state === 'queued') await this.add(run);
+      else if (!job || (job.failedReason === STALLED_REASON && (await job.getState()) === 'failed'))
+        await this.interrupted(run.id);
+    }
   }
 
   async enqueue(run: RunRecord): Promise<void> {
@@ -142,6 +151,10 @@ export class BullRunQueue implements RunQueue {
     for (const older of runs.slice(at + 1).filter(isActive))
       await this.stop(older, { kind: 'superseded', by: run.id });
     await this.hooks.onQueued?.(run);
+    await this.add(run);
+  }
+
+  private async add(run: RunRecord): Promise<void> {
     await this.queue.add(
       JOB_NAME,
       { runId: run.id },
@@ -234,7 +247,7 @@ export class RunWorker {
     private readonly hooks: QueueHooks,
     o: RunWorkerOptions,
   ) {
-    const name = o.name ?? DEFAULT_NAME;
+    const name = o.name;
     this.id = o.id ?? `${hostname()}:${process.pid}`;
     this.keys = keys(name);
     this.lockMs = o.lockMs ?? 30_000;

@@ -72,6 +72,7 @@ export async function workerCommand(_argv: string[]): Promise<number> {
     lockMs: distributed.workerLockMs,
     requeueStalled: distributed.requeueStalled,
     installationLimit: distributed.installationLimit,
+    onQueueError: (err) => log.warn({ err }, 'queue error'),
   });
   await worker.start();
   process.stdout.write(

@@ -56,6 +56,8 @@ export interface RunWorkerOptions extends BullQueueOptions {
   requeueStalled?: boolean;
   /** Runs of one installation running at once across all workers; 0: no limit. */
   installationLimit?: number;
+  /** Errors of the queue itself (Redis unreachable, a lock renewal that failed). */
+  onQueueError?: (err: Error) => void;
 }
 
 const JOB_NAME = 'run';
@@ -220,6 +222,8 @@ export class BullRunQueue implements RunQueue {
 
 /** Deletes the issue lock only while it is this run's (it may have expired and been taken since). */
 const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0`;
+/** Extends the issue lock only while it is this run's. */
+const RENEW = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0`;
 
 /** Takes (or keeps) an installation slot for ARGV[3] until ARGV[2] when fewer than ARGV[4] are held at ARGV[1]. */
 const TAKE_SLOT = `
@@ -267,6 +271,13 @@ export class RunWorker {
       maxStalledCount: o.requeueStalled ? 1 : 0,
       autorun: false,
     });
+    // This worker was silent too long (a blocked event loop): its jobs count as stalled elsewhere, so
+    // their runs stop here rather than run twice.
+    this.worker.on('lockRenewalFailed', (jobIds) => {
+      for (const id of jobIds) this.active.get(id)?.abort({ kind: 'shutdown' } satisfies StopRequest);
+    });
+    // Connection trouble and lock renewals that failed: reported, never fatal (BullMQ reconnects).
+    this.worker.on('error', (err) => o.onQueueError?.(err));
   }
 
   /** Subscribes to stop requests, then starts taking jobs. */
@@ -320,7 +331,7 @@ export class RunWorker {
     const controller = new AbortController();
     this.active.set(run.id, controller);
     const renew = setInterval(() => {
-      void this.redis.pexpire(lock, this.lockMs).catch(() => undefined);
+      void this.redis.eval(RENEW, 1, lock, run.id, this.lockMs).catch(() => undefined);
       if (slots) void this.takeSlot(slots, run.id).catch(() => undefined);
     }, this.lockMs / 3);
     try {

@@ -19,6 +19,10 @@ const newRun = (over: Partial<NewRun> = {}): NewRun => ({
   ...over,
 });
 
+/** One delivery through the batch API. */
+const claim = (store: RunStore, id: string, event: string, payload: unknown, sha256: string | null) =>
+  store.claimDeliveries([{ id, event, body: JSON.stringify(payload), sha256 }])[0];
+
 describe('RunStore', () => {
   let dir: string;
   let file: string;
@@ -73,10 +77,10 @@ describe('RunStore', () => {
 
   it('claims a delivery once; a released claim can be taken again; one run per delivery', () => {
     const store = new RunStore(file);
-    expect(store.claimDelivery('d1', 'issues', {}, 'h1')).toBe('new');
-    expect(store.claimDelivery('d1', 'issues', {}, 'h1')).toBe('seen'); // GitHub's redeliver: same id, same body
+    expect(claim(store, 'd1', 'issues', {}, 'h1')).toBe('new');
+    expect(claim(store, 'd1', 'issues', {}, 'h1')).toBe('seen'); // GitHub's redeliver: same id, same body
     store.releaseDelivery('d1');
-    expect(store.claimDelivery('d1', 'issues', {}, 'h1')).toBe('new');
+    expect(claim(store, 'd1', 'issues', {}, 'h1')).toBe('new');
     store.createRun(newRun({ delivery_id: 'd1' }));
     expect(() => store.createRun(newRun({ delivery_id: 'd1' }))).toThrow(/UNIQUE/);
     expect(store.list()).toHaveLength(1);
@@ -85,15 +89,15 @@ describe('RunStore', () => {
 
   it('keeps an acknowledged delivery with its payload until its intake is done, across a reopen', () => {
     const store = new RunStore(file);
-    store.claimDelivery('a', 'issues', { action: 'labeled', n: 1 }, 'ha');
-    store.claimDelivery('b', 'issue_comment', { action: 'created', n: 2 }, 'hb');
+    claim(store, 'a', 'issues', { action: 'labeled', n: 1 }, 'ha');
+    claim(store, 'b', 'issue_comment', { action: 'created', n: 2 }, 'hb');
     store.finishDelivery('a');
     store.close();
     const reopened = new RunStore(file);
     expect(reopened.pendingDeliveries()).toEqual([
       { id: 'b', event: 'issue_comment', payload: { action: 'created', n: 2 }, body_sha256: 'hb' },
     ]);
-    expect(reopened.claimDelivery('a', 'issues', {}, 'ha')).toBe('seen'); // done deliveries stay claimed
+    expect(claim(reopened, 'a', 'issues', {}, 'ha')).toBe('seen'); // done deliveries stay claimed
     reopened.close();
   });
 
@@ -122,15 +126,15 @@ describe('RunStore', () => {
 
   it('takes a signed body in once: the same body under new delivery ids is a replay, across a reopen', () => {
     const store = new RunStore(file);
-    expect(store.claimDelivery('d1', 'issues', { n: 1 }, 'same-body')).toBe('new');
-    expect(store.claimDelivery('d2', 'issues', { n: 1 }, 'same-body')).toBe('replay');
+    expect(claim(store, 'd1', 'issues', { n: 1 }, 'same-body')).toBe('new');
+    expect(claim(store, 'd2', 'issues', { n: 1 }, 'same-body')).toBe('replay');
     store.close();
     const reopened = new RunStore(file);
-    expect(reopened.claimDelivery('d3', 'issues', { n: 1 }, 'same-body')).toBe('replay');
-    expect(reopened.claimDelivery('d1', 'issues', { n: 1 }, 'same-body')).toBe('seen');
+    expect(claim(reopened, 'd3', 'issues', { n: 1 }, 'same-body')).toBe('replay');
+    expect(claim(reopened, 'd1', 'issues', { n: 1 }, 'same-body')).toBe('seen');
     // Deliveries recorded before bodies were hashed (null) never collide with each other.
-    expect(reopened.claimDelivery('old1', 'issues', {}, null)).toBe('new');
-    expect(reopened.claimDelivery('old2', 'issues', {}, null)).toBe('new');
+    expect(claim(reopened, 'old1', 'issues', {}, null)).toBe('new');
+    expect(claim(reopened, 'old2', 'issues', {}, null)).toBe('new');
     reopened.close();
   });
 
@@ -216,13 +220,13 @@ describe('RunStore', () => {
   });
 
   test('a claimed delivery survives the process being killed right after the claim', async () => {
-    // The real store (from dist/) in another process, SIGKILLed as soon as claimDelivery returned:
+    // The real store (from dist/) in another process, SIGKILLed as soon as claimDeliveries returned:
     // what the webhook's 200 promises must already be on disk, not in a buffer of the dead process.
     const store = path.join(fileURLToPath(new URL('..', import.meta.url)), 'dist/queue/store.js');
     const script = `
       import { RunStore } from ${JSON.stringify(store)};
       const s = new RunStore(${JSON.stringify(file)});
-      const claim = s.claimDelivery('d-crash', 'issues', { n: 1 }, 'f'.repeat(64));
+      const [claim] = s.claimDeliveries([{ id: 'd-crash', event: 'issues', body: '{"n":1}', sha256: 'f'.repeat(64) }]);
       process.stdout.write(claim + '\\n');
       process.kill(process.pid, 'SIGKILL');`;
     const child = await execa(process.execPath, ['--input-type=module', '-e', script], { reject: false });
@@ -232,7 +236,7 @@ describe('RunStore', () => {
     expect(s.pendingDeliveries()).toEqual([
       { id: 'd-crash', event: 'issues', payload: { n: 1 }, body_sha256: 'f'.repeat(64) },
     ]);
-    expect(s.claimDelivery('d-other', 'issues', { n: 1 }, 'f'.repeat(64))).toBe('replay');
+    expect(claim(s, 'd-other', 'issues', { n: 1 }, 'f'.repeat(64))).toBe('replay');
     s.close();
   });
 });

@@ -25,6 +25,17 @@ const round = (x: number) => Math.round(x * 10) / 10;
  * Acknowledgement latency of 200 concurrent signed label deliveries to the real app endpoint. The
  * emulator answers the handlers' API calls from another thread; the runs they enqueue stay parked.
  */
+/** The real pipeline with its repair parked until the run is stopped: for what happens before and around runs. */
+export const PARKED: JobDeps = {
+  ...REAL_JOB_DEPS,
+  repair: (o) =>
+    new Promise((_, reject) => {
+      const stop = () => reject(new Error('stopped'));
+      if (o.signal?.aborted) stop();
+      else o.signal?.addEventListener('abort', stop);
+    }),
+};
+
 export async function benchWebhook(): Promise<Record<string, number>> {
   const n = 200;
   const home = mkdtempSync(path.join(tmpdir(), 'bench-app-'));
@@ -42,11 +53,6 @@ export async function benchWebhook(): Promise<Record<string, number>> {
     worker.once('message', resolve);
     worker.once('error', reject);
   });
-  const parked: JobDeps = {
-    ...REAL_JOB_DEPS,
-    repair: (o) =>
-      new Promise((_, reject) => o.signal?.addEventListener('abort', () => reject(new Error('closed')))),
-  };
   const app = await startApp({
     config,
     appId: emu.appId,
@@ -54,14 +60,13 @@ export async function benchWebhook(): Promise<Record<string, number>> {
     webhookSecret: secret,
     baseUrl: emu.url,
     port: 0,
-    deps: parked,
+    deps: PARKED,
     log: pino({ level: 'silent' }),
   });
+  const sender = new Worker(new URL('./sender-worker.js', import.meta.url), {
+    workerData: { secret, label: config.app.label, installationId: emu.installationId },
+  });
   try {
-    const sender = new Worker(new URL('./sender-worker.js', import.meta.url), {
-      workerData: { secret, label: config.app.label, installationId: emu.installationId },
-    });
-    sender.unref(); // a failed benchmark must still end
     /** Labels these issues all at once from the sender's thread; each delivery's latency in ms. */
     const send = (issues: number[], url = app.url) =>
       new Promise<number[]>((resolve, reject) => {
@@ -114,8 +119,8 @@ export async function benchWebhook(): Promise<Record<string, number>> {
       webhook_ack_max_ms: round(Math.max(...latencies)),
       webhook_all_runs_recorded_ms: round(performance.now() - t0),
     };
-    await sender.terminate();
   } finally {
+    await sender.terminate();
     await app.close();
     worker.postMessage('close');
     rmSync(home, { recursive: true, force: true });

@@ -142,8 +142,16 @@ export class StoreInUseError extends Error {
   }
 }
 
-/** What `claimDelivery` found: a new delivery, one seen before under this id, or its body under another id. */
+/** What `claimDeliveries` found: a new delivery, one seen before under this id, or its body under another id. */
 export type Claim = 'new' | 'seen' | 'replay';
+
+/** A webhook delivery to record: `body` is the signed JSON text, kept until its intake is done. */
+export interface DeliveryClaim {
+  id: string;
+  event: string;
+  body: string;
+  sha256: string | null;
+}
 
 export class RunStore {
   private readonly db: Database.Database;
@@ -179,19 +187,23 @@ export class RunStore {
   }
 
   /**
-   * Records a webhook delivery with the SHA-256 of its signed body. `seen`: this delivery id was
-   * recorded before (GitHub's "redeliver" reuses it); `replay`: the same signed body came before under
-   * another delivery id. Only `new` may act. Hashes are kept as long as the deliveries (never pruned),
-   * far beyond the days within which GitHub redelivers.
+   * Records webhook deliveries (their signed body as it came, with its SHA-256) in one transaction: a
+   * burst shares one commit. Per delivery: `seen` when its id was recorded before (GitHub's "redeliver"
+   * reuses it); `replay` when the same signed body came before under another delivery id, also earlier
+   * in the same batch. Only `new` may act. Hashes are kept as long as the deliveries (never pruned), far
+   * beyond the days within which GitHub redelivers.
    */
-  claimDelivery(deliveryId: string, event: string, payload: unknown, bodySha256: string | null): Claim {
-    return this.db.transaction((): Claim => {
-      const res = this.statement(
-        `INSERT OR IGNORE INTO deliveries (id, received_at, event, payload, body_sha256)
-           VALUES (?, ?, ?, ?, ?)`,
-      ).run(deliveryId, now(), event, JSON.stringify(payload), bodySha256);
-      if (res.changes === 1) return 'new';
-      return this.statement('SELECT 1 FROM deliveries WHERE id = ?').get(deliveryId) ? 'seen' : 'replay';
+  claimDeliveries(batch: readonly DeliveryClaim[]): Claim[] {
+    const insert = this.statement(
+      `INSERT OR IGNORE INTO deliveries (id, received_at, event, payload, body_sha256) VALUES (?, ?, ?, ?, ?)`,
+    );
+    const seen = this.statement('SELECT 1 FROM deliveries WHERE id = ?');
+    return this.db.transaction((): Claim[] => {
+      const at = now();
+      return batch.map((d) => {
+        if (insert.run(d.id, at, d.event, d.body, d.sha256).changes === 1) return 'new';
+        return seen.get(d.id) ? 'seen' : 'replay';
+      });
     })();
   }
 

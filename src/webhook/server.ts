@@ -7,7 +7,7 @@ import {
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pino from 'pino';
-import { createNodeMiddleware, Probot, type Logger } from 'probot';
+import { Probot, type Logger } from 'probot';
 import { ConfigError, type Config } from '../config/config.js';
 import { JobRunner, type JobDeps } from '../pipeline/job.js';
 import { prepareHost } from '../pipeline/startup.js';
@@ -15,7 +15,9 @@ import type { ModelSpec } from '../pipeline/types.js';
 import { appOctokit, type GitHub } from '../publish/github.js';
 import { RunQueue } from '../queue/queue.js';
 import { INSTANCE_STALE_MS, RunStore } from '../queue/store.js';
-import { createApp, signedBody } from './app.js';
+import { createApp, wanted } from './app.js';
+import { RoutingBacklog } from './backlog.js';
+import { DeliveryRecorder } from './recorder.js';
 import { Intake } from './intake.js';
 
 /** The GitHub App as a running HTTP service: signed webhooks in, runs out. */
@@ -139,10 +141,9 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
   const resumed = handlers.resume(auth, log);
   if (resumed > 0) log.info({ resumed }, 'taking in deliveries left by the previous process');
 
-  const middleware = await createNodeMiddleware(handlers.register, {
-    probot,
-    webhooksPath: WEBHOOK_PATH,
-  });
+  await probot.load(handlers.register);
+  const recorder = new DeliveryRecorder(store);
+  const backlog = new RoutingBacklog();
   const maxBytes = o.config.app.webhookMaxBytes;
   const server: HttpServer = createServer((req, res) => {
     takeIn(req, res).catch((err: unknown) => {
@@ -152,11 +153,16 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
   });
 
   /**
-   * In front of Probot's middleware, which would buffer a body of any size and only then check its
-   * signature: the body is counted as it streams (413 past the limit, at once when Content-Length says
-   * so), its signature is checked here, and only a signed body reaches Probot, with its SHA-256.
+   * The webhook endpoint, in place of Probot's middleware (which buffers a body of any size before it
+   * checks the signature, and answers only after the handlers ran): the body is counted as it streams
+   * (413 past the limit, at once when Content-Length says so), its signature checked once, a delivery
+   * the app may act on recorded durably (group commit with the others of the same moment), and then
+   * answered. Probot routes it to the handlers only after the answer.
    */
   async function takeIn(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    backlog.arrived();
+    if ((req.url ?? '').split('?')[0] !== WEBHOOK_PATH) return refuse(res, 404, 'not found');
+    if (req.method !== 'POST') return refuse(res, 405, 'POST only');
     // For the log: what the sender claims, capped.
     const delivery = {
       delivery: header(req, 'x-github-delivery')?.slice(0, 100),
@@ -168,17 +174,34 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
       return tooLarge(req, res, maxBytes);
     }
     if (body === 'aborted') return;
-    if (
-      req.method === 'POST' &&
-      !signatureMatches(o.webhookSecret, body, header(req, 'x-hub-signature-256'))
-    ) {
+    if (!signatureMatches(o.webhookSecret, body, header(req, 'x-hub-signature-256'))) {
       log.warn({ ...delivery, bytes: body.length }, 'webhook signature does not match: refused');
       return refuse(res, 401, 'signature does not match');
     }
-    // Probot's middleware takes a body already read from `rawBody`.
-    Object.assign(req, { rawBody: body, body: {} });
+    const text = body.toString('utf8');
+    const event = delivery.event ?? '';
+    if (!wanted(event, text)) return answer(res, 'ignored');
+    const id = delivery.delivery ?? '';
+    if (!DELIVERY_ID.test(id)) return refuse(res, 400, 'missing or malformed X-GitHub-Delivery');
     const sha256 = createHash('sha256').update(body).digest('hex');
-    await signedBody.run({ sha256 }, () => middleware(req, res, () => res.writeHead(404).end()));
+    const claim = await recorder.record({ id, event, body: text, sha256 });
+    answer(res, claim);
+    if (claim === 'replay') log.warn(delivery, 'ignored a replay: this signed body came before');
+    if (claim !== 'new') return;
+    backlog.add(() => route(id, event, text, delivery));
+  }
+
+  async function route(id: string, event: string, text: string, delivery: object): Promise<void> {
+    let payload: unknown;
+    try {
+      payload = JSON.parse(text);
+    } catch {
+      log.warn(delivery, 'webhook body is not JSON: ignored');
+      return store.finishDelivery(id);
+    }
+    await probot
+      .receive({ id, name: event, payload } as Parameters<Probot['receive']>[0])
+      .catch((err: unknown) => log.error({ err, ...delivery }, 'webhook handler failed'));
   }
 
   try {
@@ -202,12 +225,14 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
     store,
     runner,
     async idle() {
+      await backlog.idle();
       await intake.idle();
       await queue.idle();
       await runner.settled();
     },
     async close() {
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      await backlog.idle();
       await intake.idle();
       await queue.close();
       await runner.settled();
@@ -253,6 +278,13 @@ const LINGER_MS = 1000;
 function tooLarge(req: IncomingMessage, res: ServerResponse, maxBytes: number): void {
   refuse(res, 413, `body over ${maxBytes} bytes`);
   setTimeout(() => req.socket.destroy(), LINGER_MS).unref();
+}
+
+/** GitHub's delivery ids are GUIDs; anything else of that size is accepted, nothing longer. */
+const DELIVERY_ID = /^[A-Za-z0-9-]{1,100}$/;
+
+function answer(res: ServerResponse, outcome: string): void {
+  res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: true, outcome }));
 }
 
 function refuse(res: ServerResponse, status: number, error: string): void {

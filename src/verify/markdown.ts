@@ -74,7 +74,7 @@ function render(r: VerificationReport, hidden: number): string {
   out.push(list('Flags', r.flags, hidden, cell));
   if (r.image) {
     out.push(
-      `**Environment:** image \`${r.image.id}\`${r.image.tag ? ` (${r.image.tag})` : ''}, built ${r.image.no_cache ? 'without cache' : 'with the layer cache'} in ${secs(r.image.build_ms)}; Dockerfile sha256 \`${r.image.dockerfile_sha256.slice(0, 16)}\`.`,
+      `**Environment:** image \`${r.image.id}\`${r.image.tag ? ` (${r.image.tag})` : ''}, ${r.image.reused ? 'reused (same content key)' : r.image.no_cache ? 'rebuilt without cache' : 'built with the layer cache'} in ${secs(r.image.build_ms)}; Dockerfile sha256 \`${r.image.dockerfile_sha256.slice(0, 16)}\`.`,
     );
   }
   if (r.build_error)

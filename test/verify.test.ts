@@ -124,6 +124,8 @@ describeDocker('judge on a Python/pytest fixture (real git, real Docker)', () =>
     expect(r.verdict).toBe('verified');
     expect(r.base_commit).toBe(repo.sha);
     expect(r.image).toMatchObject({ no_cache: true, reused: false });
+    expect(r.phases!.build_ms).toBeGreaterThanOrEqual(r.image!.build_ms);
+    expect(r.phases!.cells_ms).toBeGreaterThan(0);
     expect(r.image!.id).toMatch(/^sha256:[0-9a-f]{64}$/);
     expect(r.per_test).toBe(true);
     expect(r.patch.test_files).toEqual(['tests/test_divide_zero.py']);

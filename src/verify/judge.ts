@@ -53,6 +53,7 @@ export function newReport(a: {
     cells: [],
     evidence: { reproduced: [], regressions: [], new_tests_failing: [], fail_both: [], flaky: [] },
     task: null,
+    phases: null,
     commands: [],
     duration_ms: 0,
     started_at: new Date().toISOString(),
@@ -220,6 +221,8 @@ async function decide(opts: JudgeOptions, runId: string): Promise<VerificationRe
     patch: opts.patch,
     testGlobs: opts.testGlobs,
   });
+  const phases = { worktrees_ms: 0, build_ms: 0, cells_ms: 0 };
+  report.phases = phases;
   const sections = splitPatch(opts.patch);
   if (opts.patch.trim() === '') return finish(report, 'empty_patch', 'The candidate patch changes nothing.');
   if (sections.length === 0)
@@ -237,6 +240,7 @@ async function decide(opts: JudgeOptions, runId: string): Promise<VerificationRe
     const base = await worktrees.manager.resolve(opts.remote, opts.baseCommit);
     report.base_commit = base;
     const paths = {} as Record<CellName, string>;
+    let since = Date.now();
     for (const cell of [...CELLS].reverse()) {
       const wt = await worktrees.create(opts.remote, base, `${runId}-${cell.name}`);
       paths[cell.name] = wt.path;
@@ -252,8 +256,11 @@ async function decide(opts: JudgeOptions, runId: string): Promise<VerificationRe
         );
     }
 
+    phases.worktrees_ms = Date.now() - since;
+    since = Date.now();
     const { sandbox, ...env } = await buildEnvironment(report, { ...opts, worktree: paths.patched, runId });
     dispose = env.dispose;
+    phases.build_ms = Date.now() - since;
     if (!sandbox)
       return finish(
         report,
@@ -279,7 +286,9 @@ async function decide(opts: JudgeOptions, runId: string): Promise<VerificationRe
         },
       );
     };
+    since = Date.now();
     await inPool(CELLS, cellConcurrency(opts.config), runOne);
+    phases.cells_ms = Date.now() - since;
     if (opts.signal?.aborted) return finish(report, 'infra_error', 'The judge was cancelled.');
     for (const cell of CELLS) {
       report.cells.push(cells[cell.name]);

@@ -130,6 +130,8 @@ export const VerificationReportSchema = z.strictObject({
   cells: z.array(CellSchema),
   evidence: EvidenceSchema,
   task: TaskGradeSchema.nullable(),
+  /** Live mode: wall time of each phase (cells run concurrently, so `cells_ms` is less than their sum). */
+  phases: z.strictObject({ worktrees_ms: z.number(), build_ms: z.number(), cells_ms: z.number() }).nullable(),
   /** What the judge ran, in order (git, docker, test argv). */
   commands: z.array(z.string()),
   duration_ms: z.number(),

@@ -212,9 +212,10 @@ async function demoWallTime(): Promise<Record<string, number | string>> {
 
 /**
  * Time spent in test runs (the agent's run_tests calls plus the wall time of the judge's cells, which
- * overlap), the judge's whole time, and the image builds that ran (agent and judge; cache hits excluded).
+ * overlap), the judge's whole time, and the image builds (agent and judge) that ran and that were
+ * served by an identical image.
  */
-function runFigures(eventsPath: string, reportPath: string) {
+export function runFigures(eventsPath: string, reportPath: string) {
   const tools = readFileSync(eventsPath, 'utf8')
     .trim()
     .split('\n')
@@ -231,14 +232,15 @@ function runFigures(eventsPath: string, reportPath: string) {
   const agentTests = tools
     .filter((e) => e.name === 'run_tests')
     .reduce((sum, e) => sum + (e.duration_ms ?? 0), 0);
-  const agentBuilds = tools.filter(
-    (e) => e.name === 'build_environment' && e.result?.data?.cache_hit === false,
-  ).length;
+  const hits = tools
+    .filter((e) => e.name === 'build_environment' && e.result?.success)
+    .map((e) => e.result?.data?.cache_hit === true);
   const report = VerificationReportSchema.parse(JSON.parse(readFileSync(reportPath, 'utf8')));
   return {
     testMs: agentTests + (report.phases?.cells_ms ?? 0),
     judgeMs: report.duration_ms,
-    builds: agentBuilds + (report.image && !report.image.reused ? 1 : 0),
+    builds: [...hits, report.image?.reused].filter((hit) => hit === false).length,
+    reused: [...hits, report.image?.reused].filter((hit) => hit === true).length,
   };
 }
 

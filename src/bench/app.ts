@@ -14,6 +14,7 @@ import { DockerEnvironmentBuilder } from '../environment/builder.js';
 import { dockerAvailable } from '../environment/docker.js';
 import { REAL_JOB_DEPS, type JobDeps } from '../pipeline/job.js';
 import { startApp } from '../webhook/server.js';
+import { VerificationReportSchema } from '../verify/types.js';
 
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -197,13 +198,13 @@ async function demoWallTime(): Promise<Record<string, number | string>> {
       const wall = performance.now() - t0;
       if (s.run_id) runs.push(s.run_id);
       if (s.result !== 'success') throw new Error(`demo failed: ${s.error}`);
-      const testMs = testRunTime(
-        s.trace_path!,
-        path.join(config.runsDir, `${s.run_id}-verify`, 'report.json'),
-      );
+      const run = runFigures(s.trace_path!, path.join(config.runsDir, `${s.run_id}-verify`, 'report.json'));
       out[`demo_${phase}_label_to_pr_s`] = round(wall / 1000);
-      out[`demo_${phase}_test_runs_s`] = round(testMs / 1000);
-      out[`demo_${phase}_share_outside_tests`] = round((1 - testMs / wall) * 100) / 100;
+      out[`demo_${phase}_test_runs_s`] = round(run.testMs / 1000);
+      out[`demo_${phase}_share_outside_tests`] = round((1 - run.testMs / wall) * 100) / 100;
+      out[`demo_${phase}_judge_share`] = round((run.judgeMs / wall) * 100) / 100;
+      // The warm run is a rerun of the same issue with an unchanged environment.
+      out[`demo_${phase}_image_builds`] = run.builds;
     }
   } finally {
     const sweep = new DockerEnvironmentBuilder(docker, { ...config.sandbox, imageKeep: 0, imageMaxAgeMs: 0 });
@@ -214,16 +215,38 @@ async function demoWallTime(): Promise<Record<string, number | string>> {
   return out;
 }
 
-/** Time spent in test runs: the agent's run_tests calls plus the judge's cells. */
-function testRunTime(eventsPath: string, reportPath: string): number {
-  const agent = readFileSync(eventsPath, 'utf8')
+/**
+ * Time spent in test runs (the agent's run_tests calls plus the wall time of the judge's cells, which
+ * overlap), the judge's whole time, and the image builds (agent and judge) that ran and that were
+ * served by an identical image.
+ */
+export function runFigures(eventsPath: string, reportPath: string) {
+  const tools = readFileSync(eventsPath, 'utf8')
     .trim()
     .split('\n')
-    .map((l) => JSON.parse(l) as { type: string; name?: string; duration_ms?: number })
-    .filter((e) => e.type === 'tool_end' && e.name === 'run_tests')
+    .map(
+      (l) =>
+        JSON.parse(l) as {
+          type: string;
+          name?: string;
+          duration_ms?: number;
+          result?: { success?: boolean; data?: { cache_hit?: boolean } };
+        },
+    )
+    .filter((e) => e.type === 'tool_end');
+  const agentTests = tools
+    .filter((e) => e.name === 'run_tests')
     .reduce((sum, e) => sum + (e.duration_ms ?? 0), 0);
-  const report = JSON.parse(readFileSync(reportPath, 'utf8')) as { cells: { duration_ms: number }[] };
-  return agent + report.cells.reduce((sum, c) => sum + c.duration_ms, 0);
+  const hits = tools
+    .filter((e) => e.name === 'build_environment' && e.result?.success)
+    .map((e) => e.result?.data?.cache_hit === true);
+  const report = VerificationReportSchema.parse(JSON.parse(readFileSync(reportPath, 'utf8')));
+  return {
+    testMs: agentTests + (report.phases?.cells_ms ?? 0),
+    judgeMs: report.duration_ms,
+    builds: [...hits, report.image?.reused].filter((hit) => hit === false).length,
+    reused: [...hits, report.image?.reused].filter((hit) => hit === true).length,
+  };
 }
 
 export async function benchApp(): Promise<Record<string, number | string>> {

@@ -264,6 +264,7 @@ export class JobRunner implements QueueHooks {
       patch: result.patch,
       dockerfile,
       testArgv: rc.test,
+      rebuild: rc.verify.rebuild,
       runId: `${run.id}-verify`,
       signal,
     });

@@ -154,6 +154,7 @@ export function fakeDeps(o: FakeOptions): JobDeps & { calls: RepairOptions[] } {
           requests: 1,
           tool_calls: Object.keys(o.edits(opts, call)).length,
           duration_ms: Date.now() - started,
+          phases_ms: { agent: Date.now() - started },
           model_name: opts.model.kind === 'url' ? opts.model.name : (opts.config.model.name ?? 'fake-model'),
           prompt_hash: 'p1234',
           last_test: null,

@@ -354,11 +354,13 @@ describe('AgenticFix app through the GitHub emulator', () => {
       // A signed delivery whose handling fails (the store cannot write): 500, the payload stays out of the log.
       const labelled = JSON.parse(emu.deliveries.at(-1)!.body);
       labelled.issue.title = marker.subarray(0, 200).toString();
-      const claim = other.store.claimDelivery.bind(other.store);
-      other.store.claimDelivery = () => {
+      const claim = other.store.claimDeliveries.bind(other.store);
+      other.store.claimDeliveries = () => {
         throw new Error('disk I/O error');
       };
-      const failed = await emu.deliver('issues', labelled).finally(() => (other.store.claimDelivery = claim));
+      const failed = await emu
+        .deliver('issues', labelled)
+        .finally(() => (other.store.claimDeliveries = claim));
       expect(failed.status).toBe(500);
 
       const log = lines.join('');
@@ -712,7 +714,11 @@ describe('AgenticFix app through the GitHub emulator', () => {
       sender: { login: 'maint', type: 'User' },
       installation: { id: emu.installationId(O) },
     };
-    expect(await before.claimDelivery('acked-then-crashed', 'issues', payload, null)).toBe('new');
+    expect(
+      await before.claimDeliveries([
+        { id: 'acked-then-crashed', event: 'issues', body: JSON.stringify(payload), sha256: null },
+      ]),
+    ).toEqual(['new']);
     await before.close();
 
     const restarted = await start(crashConfig);

@@ -1,6 +1,7 @@
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { runFigures } from '../src/bench/app.js';
 import { loadConfig } from '../src/config/config.js';
 import { runAppDemo } from '../src/demo/app.js';
 import { dockerReady } from './support/docker.js';
@@ -27,5 +28,21 @@ describe('demo: label → verified draft PR, through the emulator, the real app,
     const prComments = s.comments.filter((c) => c.on === 'pr').map((c) => c.body);
     expect(prComments.some((b) => b.includes('verified') && b.includes('| base'))).toBe(true);
     expect(s.comments.some((c) => c.on === 'issue')).toBe(true);
+  });
+
+  it('a rerun with an unchanged environment builds no image, neither for the agent nor for the judge', async () => {
+    if (!(await dockerReady())) return;
+    const dir = mkdtempSync(path.join(tmpdir(), 'demo-rerun-'));
+    const config = loadConfig({ AGENTICFIX_HOME: '.af', AGENTICFIX_RUNS_DIR: 'runs' }, dir);
+    const figures = async () => {
+      const s = await runAppDemo({ config, model: 'scripted', log: () => {} });
+      expect(s.error).toBeNull();
+      return runFigures(s.trace_path!, path.join(config.runsDir, `${s.run_id}-verify`, 'report.json'));
+    };
+    await figures();
+    const rerun = await figures();
+    expect(rerun.builds).toBe(0);
+    expect(rerun.reused).toBeGreaterThanOrEqual(2); // the agent's build_environment and the judge's
+    expect(rerun.testMs).toBeGreaterThan(0);
   });
 });

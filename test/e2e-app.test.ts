@@ -4,6 +4,7 @@ import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
 import Docker from 'dockerode';
 import type { Config } from '../src/config/config.js';
 import { CALCULATOR_DIR, calculatorDockerfile, calculatorFixCalls } from '../src/demo/calculator.js';
@@ -16,6 +17,7 @@ import {
 } from '../src/emulator/scripted-model.js';
 import { LABEL } from '../src/environment/docker.js';
 import { LEASE_LABEL } from '../src/environment/leases.js';
+import { PARKED } from '../src/bench/app.js';
 import { branchFor } from '../src/publish/pr.js';
 import { SqliteRunStore } from '../src/queue/sqlite-store.js';
 import { startApp, type RunningApp } from '../src/cli/compose.js';
@@ -268,12 +270,6 @@ describe('a crash mid-run (the served app killed with SIGKILL) is reported after
   it('marks the run interrupted and tells the issue', async () => {
     if (!ready) return;
     const crashHome = path.join(home, 'crash');
-    const env: Record<string, string> = {
-      AGENTICFIX_HOME: crashHome,
-      AGENTICFIX_RUNS_DIR: path.join(crashHome, 'runs'),
-      AGENTICFIX_GITHUB_WRITE_INTERVAL_MS: '0',
-      AGENTICFIX_STATUS_EDIT_INTERVAL_MS: '0',
-    };
     const config = testConfig(crashHome);
     // The model answers the first steps, then keeps the run waiting: the crash lands mid-run.
     const model = await startScriptedModelServer([
@@ -283,40 +279,13 @@ describe('a crash mid-run (the served app killed with SIGKILL) is reported after
     ]);
     emu.createRepo(O, 'crashy', { fromDir: calculatorSource(home, ['node', '--test']) });
     emu.setPermission(O, 'crashy', 'maint', 'write');
-    const port = await freePort();
-    mkdirSync(crashHome, { recursive: true });
-    await execa('npm', ['run', 'build'], { cwd: ROOT });
-    const child: ResultPromise = execa('node', [path.join(ROOT, 'dist/cli/index.js'), 'serve'], {
-      cwd: crashHome,
-      extendEnv: false,
-      reject: false,
-      env: {
-        PATH: process.env.PATH ?? '/usr/bin:/bin',
-        HOME: process.env.HOME ?? '/tmp',
-        ...env,
-        APP_ID: String(APP_ID),
-        PRIVATE_KEY,
-        WEBHOOK_SECRET: SECRET,
-        GHE_HOST: new URL(emu.url).host,
-        GHE_PROTOCOL: 'http',
-        HOST: '127.0.0.1',
-        PORT: String(port),
-        LOG_LEVEL: 'warn',
-        AGENTICFIX_MODEL_PROVIDER: 'custom',
-        AGENTICFIX_MODEL_BASE_URL: model.url,
-        AGENTICFIX_MODEL_NAME: 'scripted',
-      },
-    });
+    const child = await serveInChild(crashHome, model.url);
     try {
-      let out = '';
-      child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
-      await until('the served app to listen', () => out.includes('listening'), 30_000);
-      emu.setWebhookUrl(`http://127.0.0.1:${port}/api/github/webhooks`);
       const n = emu.createIssue(O, 'crashy', { title: 'crash me', user: 'rae' });
       expect((await emu.label(O, 'crashy', n, 'agenticfix', 'maint')).status).toBe(200);
       await until('the run to be mid-way', () => model.requests.length >= 3);
       child.kill('SIGKILL');
-      await child;
+      await child.exited;
 
       const left = new SqliteRunStore(config.dbPath);
       expect((await left.forIssue(O, 'crashy', n))[0]).toMatchObject({ state: 'running' });
@@ -345,7 +314,92 @@ describe('a crash mid-run (the served app killed with SIGKILL) is reported after
       await model.close();
     }
   });
+
+  it('a burst of deliveries answered right before the kill is all recorded and taken in after restart', async () => {
+    if (!ready) return;
+    const burstHome = path.join(home, 'burst');
+    const config = testConfig(burstHome);
+    emu.createRepo(O, 'bursty', { fromDir: calculatorSource(home, ['node', '--test']) });
+    emu.setPermission(O, 'bursty', 'maint', 'write');
+    const issues = Array.from({ length: 40 }, (_, i) =>
+      emu.createIssue(O, 'bursty', { title: `burst ${i}`, user: 'rae' }),
+    );
+    // No model at all: whatever runs start in the child fail; what matters is what its answers promised.
+    const child = await serveInChild(burstHome, 'http://127.0.0.1:9/v1');
+    try {
+      const answers = await Promise.all(issues.map((n) => emu.label(O, 'bursty', n, 'agenticfix', 'maint')));
+      child.kill('SIGKILL'); // the moment the last 200 arrived
+      await child.exited;
+      expect(answers.map((a) => a.status)).toEqual(issues.map(() => 200));
+      // Every answered delivery is on disk, whether its intake had started or not.
+      const db = new Database(config.dbPath, { readonly: true });
+      const recorded = db.prepare(`SELECT count(*) AS n FROM deliveries WHERE event = 'issues'`).get() as {
+        n: number;
+      };
+      db.close();
+      expect(recorded.n).toBe(issues.length);
+
+      // After the restart each issue gets its one run (the repair parked: this test is about intake).
+      const restarted = await startApp({
+        config,
+        appId: APP_ID,
+        privateKey: PRIVATE_KEY,
+        webhookSecret: SECRET,
+        baseUrl: emu.url,
+        port: 0,
+        log: quietLog,
+        deps: PARKED,
+      });
+      try {
+        await until(
+          'every delivery to be taken in',
+          async () => (await restarted.store.pendingDeliveries()).length === 0,
+        );
+        for (const n of issues) expect(await restarted.store.forIssue(O, 'bursty', n)).toHaveLength(1);
+      } finally {
+        await restarted.close();
+      }
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
 });
+
+/** `agenticfix serve` from dist/ in its own process (so it can be SIGKILLed), receiving the emulator's webhooks. */
+async function serveInChild(dir: string, modelUrl: string) {
+  const port = await freePort();
+  mkdirSync(dir, { recursive: true });
+  await execa('npm', ['run', 'build'], { cwd: ROOT });
+  const child: ResultPromise = execa('node', [path.join(ROOT, 'dist/cli/index.js'), 'serve'], {
+    cwd: dir,
+    extendEnv: false,
+    reject: false,
+    env: {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      HOME: process.env.HOME ?? '/tmp',
+      AGENTICFIX_HOME: dir,
+      AGENTICFIX_RUNS_DIR: path.join(dir, 'runs'),
+      AGENTICFIX_GITHUB_WRITE_INTERVAL_MS: '0',
+      AGENTICFIX_STATUS_EDIT_INTERVAL_MS: '0',
+      APP_ID: String(APP_ID),
+      PRIVATE_KEY,
+      WEBHOOK_SECRET: SECRET,
+      GHE_HOST: new URL(emu.url).host,
+      GHE_PROTOCOL: 'http',
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      LOG_LEVEL: 'warn',
+      AGENTICFIX_MODEL_PROVIDER: 'custom',
+      AGENTICFIX_MODEL_BASE_URL: modelUrl,
+      AGENTICFIX_MODEL_NAME: 'scripted',
+    },
+  });
+  let out = '';
+  child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+  await until('the served app to listen', () => out.includes('listening'), 30_000);
+  emu.setWebhookUrl(`http://127.0.0.1:${port}/api/github/webhooks`);
+  return { kill: (signal: NodeJS.Signals) => child.kill(signal), exited: child.then(() => undefined) };
+}
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

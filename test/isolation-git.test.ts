@@ -379,7 +379,6 @@ d('the attack from a real test container (DockerSandbox)', () => {
       ...opts,
       testArgv: ['sh', '-c', attackScript(marker)],
       runId: nextRunId('judge-attack'),
-      reuseImage: true,
     });
     expect(contained.cells).toHaveLength(4);
     for (const cell of contained.cells) expect(cell.output_tail).toContain('rewrite refused');
@@ -392,7 +391,7 @@ d('the attack from a real test container (DockerSandbox)', () => {
         .filter((w) => w.startsWith(runId))
         .map((w) => path.join(config.worktreeDir, w)),
     );
-    const report = await judge({ ...opts, testArgv: SIGNAL_AND_WAIT, runId, reuseImage: true });
+    const report = await judge({ ...opts, testArgv: SIGNAL_AND_WAIT, runId });
     await breached;
     expect(report.verdict).toBe('infra_error');
     expect(report.reason).toMatch(/^Sandbox isolation was violated during a test run/);

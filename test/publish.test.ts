@@ -46,6 +46,7 @@ const result = (over: Partial<RepairResult> = {}): RepairResult => ({
   requests: 1,
   tool_calls: 1,
   duration_ms: 1000,
+  phases_ms: { workspace: 200, environment: 300, agent: 4500, patch_and_cleanup: 50 },
   model_name: 'm',
   prompt_hash: 'h',
   last_test: null,
@@ -174,6 +175,20 @@ describe('rendering', () => {
     expect(body).toContain('"seq":0,');
     expect(body).toContain('"seq":2999,');
     expect(body.trimEnd().endsWith('</details>')).toBe(true);
+  });
+
+  it('says where the time went: phases in order, the agent split by the tools that took wall time', () => {
+    const events = [
+      { type: 'tool_end', name: 'build_environment', args: {}, result: { success: true }, duration_ms: 2100 },
+      { type: 'tool_end', name: 'run_tests', args: {}, result: { success: true }, duration_ms: 700 },
+      { type: 'tool_end', name: 'run_tests', args: {}, result: { success: true }, duration_ms: 600 },
+      { type: 'tool_end', name: 'read_file', args: {}, result: { success: true }, duration_ms: 3 },
+    ]
+      .map((e) => JSON.stringify(e))
+      .join('\n');
+    expect(traceComment(run, result(), events)).toContain(
+      '- Time by phase: workspace 0.2 s · environment 0.3 s · agent 4.5 s (`build_environment` 2.1 s, `run_tests` 1.3 s) · patch_and_cleanup 0.1 s',
+    );
   });
 
   it('puts a huge candidate patch in a collapsed block within the limit', () => {

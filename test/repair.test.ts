@@ -123,6 +123,16 @@ describe('runRepair with the scripted model through the openai SDK', () => {
       success: true,
       prompt_hash: result.prompt_hash,
     });
+    // Where the time went, phase by phase, and no more than the run took.
+    expect(Object.keys(recorded.phases_ms as object)).toEqual([
+      'model_setup',
+      'workspace',
+      'environment',
+      'agent',
+      'patch_and_cleanup',
+    ]);
+    const phaseSum = Object.values(result.phases_ms).reduce((a, b) => a + b, 0);
+    expect(phaseSum).toBeLessThanOrEqual(result.duration_ms + 1);
     expect((recorded.artifacts as { name: string; sha256: string }[])[0]).toMatchObject({
       name: 'final.patch',
     });

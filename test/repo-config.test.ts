@@ -28,6 +28,7 @@ describe('repository config', () => {
     protected_paths: [],
     ci_entry_points: { paths: DEFAULT_CI_ENTRY_POINTS, policy: 'flag' },
     publish_unverified: false,
+    verify: { rebuild: 'changed' },
   };
 
   it('gives the defaults when there is no file or an empty one', () => {
@@ -47,6 +48,7 @@ describe('repository config', () => {
         'protected_paths: [migrations/, LICENSE]',
         'ci_entry_points: { paths: ["**/conftest.py", ./Makefile], policy: block }',
         'publish_unverified: true',
+        'verify: { rebuild: always }',
       ].join('\n'),
       operator,
     );
@@ -61,6 +63,7 @@ describe('repository config', () => {
         protected_paths: ['migrations', 'LICENSE'],
         ci_entry_points: { paths: ['**/conftest.py', 'Makefile'], policy: 'block' },
         publish_unverified: true,
+        verify: { rebuild: 'always' },
       },
     });
   });
@@ -84,6 +87,8 @@ describe('repository config', () => {
     ['protected_paths: [/abs]', 'protected_paths.0'],
     ['colour: blue', 'colour'],
     ['publish_unverified: maybe', 'publish_unverified'],
+    ['verify: { rebuild: never }', 'verify.rebuild'],
+    ['verify: { cache: false }', 'verify'],
   ])('reports %s as an error naming the field', (text, field) => {
     const r = parseRepoConfig(text, operator);
     expect(r.ok).toBe(false);

@@ -9,7 +9,7 @@ import { PostgresRunStore } from '../src/queue/postgres-store.js';
 import { SqliteRunStore } from '../src/queue/sqlite-store.js';
 import { MIGRATIONS } from '../src/queue/store.js';
 import { serviceUrl } from './support/services.js';
-import { runStoreContract, type StoreBackend } from './support/store-contract.js';
+import { claim, runStoreContract, type StoreBackend } from './support/store-contract.js';
 
 describe('SqliteRunStore', () => {
   let dir = '';
@@ -50,13 +50,13 @@ describe('SqliteRunStore', () => {
     });
 
     test('a claimed delivery survives the process being killed right after the claim', async () => {
-      // The real store (from dist/) in another process, SIGKILLed as soon as claimDelivery returned:
+      // The real store (from dist/) in another process, SIGKILLed as soon as claimDeliveries returned:
       // what the webhook's 200 promises must already be on disk, not in a buffer of the dead process.
       const store = path.join(fileURLToPath(new URL('..', import.meta.url)), 'dist/queue/sqlite-store.js');
       const script = `
         import { SqliteRunStore } from ${JSON.stringify(store)};
         const s = new SqliteRunStore(${JSON.stringify(file)});
-        const claim = await s.claimDelivery('d-crash', 'issues', { n: 1 }, 'f'.repeat(64));
+        const [claim] = await s.claimDeliveries([{ id: 'd-crash', event: 'issues', body: '{"n":1}', sha256: 'f'.repeat(64) }]);
         process.stdout.write(claim + '\\n');
         process.kill(process.pid, 'SIGKILL');`;
       const child = await execa(process.execPath, ['--input-type=module', '-e', script], { reject: false });
@@ -66,7 +66,7 @@ describe('SqliteRunStore', () => {
       expect(await s.pendingDeliveries()).toEqual([
         { id: 'd-crash', event: 'issues', payload: { n: 1 }, body_sha256: 'f'.repeat(64) },
       ]);
-      expect(await s.claimDelivery('d-other', 'issues', { n: 1 }, 'f'.repeat(64))).toBe('replay');
+      expect(await claim(s, 'd-other', 'issues', { n: 1 }, 'f'.repeat(64))).toBe('replay');
       await s.close();
     });
   });

@@ -1,6 +1,8 @@
+import type { Config } from '../src/config/config.js';
 import { flakyIds } from '../src/verify/cells.js';
 import { splitArgv } from '../src/verify/argv.js';
 import { evaluate } from '../src/verify/evaluate.js';
+import { cellConcurrency, inPool } from '../src/verify/judge.js';
 import { MARKDOWN_LIMIT, renderMarkdown } from '../src/verify/markdown.js';
 import { formatFlag, scanPatch, staticTestModifications } from '../src/verify/scan.js';
 import { classifyPatch, globToRegExp, isTestPath, joinPatch, splitPatch } from '../src/verify/split.js';
@@ -334,10 +336,12 @@ describe('markdown evidence report', () => {
       id: `sha256:${'b'.repeat(64)}`,
       tag: 'agenticfix-env:x',
       no_cache: true,
+      reused: false,
       build_ms: 41000,
       dockerfile_sha256: 'c'.repeat(64),
     },
     build_error: null,
+    phases: { worktrees_ms: 300, build_ms: 41000, cells_ms: 5000 },
     cells: [mkCell('base', { a: 'passed' })],
     evidence: {
       reproduced: [],
@@ -384,4 +388,46 @@ test('splitArgv splits words and quotes without a shell', () => {
   ]);
   expect(splitArgv('  ')).toEqual([]);
   expect(() => splitArgv('echo "open')).toThrow(/unterminated/);
+});
+
+describe('concurrent cells', () => {
+  const sandbox = (cpus: number, memoryMb: number) => ({
+    sandbox: { nanoCpus: cpus * 1e9, memoryBytes: memoryMb * 2 ** 20 } as Config['sandbox'],
+  });
+  const GiB = 2 ** 30;
+
+  test('as many cells at once as the host holds at the sandbox limits, between 1 and 4', () => {
+    expect(cellConcurrency(sandbox(1, 1024), { cpus: 2, memory: 24 * GiB })).toBe(2);
+    expect(cellConcurrency(sandbox(1, 1024), { cpus: 16, memory: 24 * GiB })).toBe(4);
+    expect(cellConcurrency(sandbox(0.5, 8192), { cpus: 2, memory: 24 * GiB })).toBe(3);
+    expect(cellConcurrency(sandbox(4, 1024), { cpus: 2, memory: 24 * GiB })).toBe(1);
+  });
+
+  test('the pool never exceeds its limit and keeps going until every item ran', async () => {
+    let running = 0;
+    let peak = 0;
+    const done: number[] = [];
+    await inPool([1, 2, 3, 4, 5], 2, async (n) => {
+      peak = Math.max(peak, ++running);
+      await new Promise((r) => setTimeout(r, 5 * (6 - n)));
+      running--;
+      done.push(n);
+    });
+    expect(peak).toBe(2);
+    expect(done.sort()).toEqual([1, 2, 3, 4, 5]);
+  });
+
+  test('an error waits for the calls already running, starts no new one, and is rethrown', async () => {
+    const started: number[] = [];
+    let finished = 0;
+    const pool = inPool([1, 2, 3, 4], 2, async (n) => {
+      started.push(n);
+      if (n === 1) throw new Error('isolation');
+      await new Promise((r) => setTimeout(r, 20));
+      finished++;
+    });
+    await expect(pool).rejects.toThrow('isolation');
+    expect(started).toEqual([1, 2]);
+    expect(finished).toBe(1);
+  });
 });

@@ -9,7 +9,11 @@ import { git } from '../src/workspace/git.js';
 import { judge } from '../src/verify/judge.js';
 import { renderMarkdown } from '../src/verify/markdown.js';
 import { gradeInstance, loadTasks, summarize } from '../src/verify/task.js';
-import { VerificationReportSchema, type VerificationReport } from '../src/verify/types.js';
+import {
+  type RebuildPolicy,
+  VerificationReportSchema,
+  type VerificationReport,
+} from '../src/verify/types.js';
 import { dockerReady } from './support/docker.js';
 
 const FIXTURES = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures');
@@ -81,7 +85,7 @@ describeDocker('judge on a Python/pytest fixture (real git, real Docker)', () =>
   let config: Config;
   let repo: Repo;
   const reports: Record<string, VerificationReport> = {};
-  const run = (name: string, patch: string, reuseImage = true) =>
+  const run = (name: string, patch: string, rebuild: RebuildPolicy = 'changed') =>
     judge({
       config,
       remote: repo.dir,
@@ -89,7 +93,7 @@ describeDocker('judge on a Python/pytest fixture (real git, real Docker)', () =>
       patch,
       dockerfile: repo.dockerfile,
       testArgv: PY_TEST,
-      reuseImage,
+      rebuild,
       runId: `t-${name}`,
     }).then((r) => (reports[name] = r));
 
@@ -114,12 +118,14 @@ describeDocker('judge on a Python/pytest fixture (real git, real Docker)', () =>
     const r = await run(
       'verified',
       await makePatch(repo, { 'calc.py': FIXED_CALC, 'tests/test_divide_zero.py': NEW_TEST }),
-      false,
+      'always',
     );
     expect(VerificationReportSchema.parse(r)).toEqual(r);
     expect(r.verdict).toBe('verified');
     expect(r.base_commit).toBe(repo.sha);
-    expect(r.image).toMatchObject({ no_cache: true });
+    expect(r.image).toMatchObject({ no_cache: true, reused: false });
+    expect(r.phases!.build_ms).toBeGreaterThanOrEqual(r.image!.build_ms);
+    expect(r.phases!.cells_ms).toBeGreaterThan(0);
     expect(r.image!.id).toMatch(/^sha256:[0-9a-f]{64}$/);
     expect(r.per_test).toBe(true);
     expect(r.patch.test_files).toEqual(['tests/test_divide_zero.py']);
@@ -153,6 +159,10 @@ describeDocker('judge on a Python/pytest fixture (real git, real Docker)', () =>
     expect(r.verdict).toBe('no_reproduction');
     expect(r.evidence.regressions).toEqual([]);
     expect(r.image!.no_cache).toBe(false);
+    // The same environment judged again is reused by its content key: no build runs.
+    const again = await run('no_reproduction_again', await makePatch(repo, { 'calc.py': FIXED_CALC }));
+    expect(again.image).toMatchObject({ id: r.image!.id, no_cache: false, reused: true });
+    expect(renderMarkdown(again)).toContain('reused (same content key)');
     // A reused (shared) image is only released, never removed by the judge.
     expect(await leasesOf('t-no_reproduction')).toEqual([]);
     await expect(docker.getImage(r.image!.id).inspect()).resolves.toMatchObject({ Id: r.image!.id });
@@ -267,7 +277,7 @@ describeDocker('judge on a Python/pytest fixture (real git, real Docker)', () =>
     expect(loaded!.repo).toBe(repo.dir);
     expect(loaded!.FAIL_TO_PASS).toEqual(['tests/test_divide_zero.py::test_divide_by_zero']);
 
-    const out = (name: string) => ({ outDir: path.join(root, 'eval', name), reuseImage: true });
+    const out = (name: string) => ({ outDir: path.join(root, 'eval', name) });
     const resolved = await gradeInstance(loaded!, gold, config, out('gold'));
     expect(resolved.verdict).toBe('verified');
     expect(resolved.task).toMatchObject({
@@ -344,7 +354,6 @@ describeDocker("judge on a JavaScript fixture with node's test runner (real git,
       patch,
       dockerfile: repo.dockerfile,
       testArgv: ['node', '--test', 'test/'],
-      reuseImage: true,
       runId,
     });
 

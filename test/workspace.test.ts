@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { git, GitError } from '../src/workspace/git.js';
 import { GitWorkspaceManager, normalizeRemote } from '../src/workspace/manager.js';
@@ -194,6 +194,20 @@ describe('GitWorkspaceManager', () => {
     const again = await m.create(source.path, source.head, 'again');
     expect(await head(again.path)).toBe(source.head);
     await git(['reset', '-q', '--hard', source.head], { cwd: source.path });
+  });
+
+  it('mirror() with a commit the mirror already holds fetches nothing: the remote is not even reached', async () => {
+    const m = freshManager();
+    await m.mirror(source.path);
+    const away = `${source.path}-away`;
+    await rename(source.path, away);
+    try {
+      await expect(m.mirror(source.path, [], source.head)).resolves.toBe(m.mirrorPath(source.path));
+      await expect(m.mirror(source.path, [], 'f'.repeat(40))).rejects.toThrow(); // missing: it must fetch
+      await expect(m.mirror(source.path)).rejects.toThrow(); // no commit named: always fetches
+    } finally {
+      await rename(away, source.path);
+    }
   });
 
   it('removes a worktree through git, leaving others and no stray admin entries', async () => {

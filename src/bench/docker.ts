@@ -8,19 +8,19 @@ import { DockerEnvironmentBuilder } from '../environment/builder.js';
 import { dockerAvailable } from '../environment/docker.js';
 import { LocalSandbox } from '../environment/local.js';
 import type { Sandbox } from '../environment/types.js';
+import type { BenchOptions } from './options.js';
 
 /** Same place from src/bench and dist/bench. */
 const FIXTURE = path.resolve(
   path.dirname(fileURLToPath(import.meta.url)),
   '../../test/fixtures/pyproject-ok',
 );
-const RUNS = 5;
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
 
-async function timeRuns(sandbox: Sandbox, worktree: string): Promise<number> {
+async function timeRuns(sandbox: Sandbox, worktree: string, runs: number): Promise<number> {
   const times: number[] = [];
-  for (let i = 0; i < RUNS; i++) {
+  for (let i = 0; i < runs; i++) {
     const t = Date.now();
     const out = await sandbox.run({ argv: ['true'], worktree, timeoutMs: 30_000, maxOutputBytes: 4096 });
     if (out.status !== 'passed')
@@ -36,7 +36,7 @@ async function timeRuns(sandbox: Sandbox, worktree: string): Promise<number> {
  * shared: a label unique to this benchmark, first in the Dockerfile, makes its images its own (and the
  * first build cold without touching anyone's cache), and only images of its run id are removed.
  */
-export async function benchDocker(): Promise<Record<string, number | string>> {
+export async function benchDocker({ smoke }: BenchOptions): Promise<Record<string, number | string>> {
   const docker = new Docker();
   if (!(await dockerAvailable(docker))) return { skipped: 'no Docker engine reachable' };
   const cfg = loadConfig().sandbox;
@@ -58,8 +58,9 @@ export async function benchDocker(): Promise<Record<string, number | string>> {
     if (!hit.cache_hit) throw new Error('second identical build was not a cache hit');
     const rebuilt = await builder.build({ dockerfile, worktree, runId, noCache: true });
     if (!rebuilt.success) throw new Error(`bench no-cache rebuild failed: ${rebuilt.error}`);
-    const dockerMs = await timeRuns(builder.sandboxFor(cold.image_id), worktree);
-    const localMs = await timeRuns(new LocalSandbox(), worktree);
+    const runs = smoke ? 1 : 5;
+    const dockerMs = await timeRuns(builder.sandboxFor(cold.image_id), worktree, runs);
+    const localMs = await timeRuns(new LocalSandbox(), worktree, runs);
     return {
       cold_build_ms: cold.duration_ms,
       cache_hit_build_ms: hit.duration_ms,

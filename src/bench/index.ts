@@ -1,8 +1,11 @@
 /**
  * `npm run bench`: speed and size figures that tests must not time. Each benchmark is a module
  * returning named numbers; this prints them as one JSON object (and a readable table on stderr).
+ * `--smoke` runs each at small sizes (CI runs that, so a benchmark cannot rot unnoticed).
  */
-type Bench = () => Promise<Record<string, number | string>>;
+import type { BenchOptions } from './options.js';
+
+type Bench = (o: BenchOptions) => Promise<Record<string, number | string>>;
 
 const BENCHES: Record<string, () => Promise<Bench>> = {
   docker: async () => (await import('./docker.js')).benchDocker,
@@ -15,14 +18,16 @@ const BENCHES: Record<string, () => Promise<Bench>> = {
   scale: async () => (await import('./scale.js')).benchScale,
 };
 
-async function main(names: string[]): Promise<void> {
+async function main(args: string[]): Promise<void> {
+  const options: BenchOptions = { smoke: args.includes('--smoke') };
+  const names = args.filter((a) => a !== '--smoke');
   const selected = names.length ? names : Object.keys(BENCHES);
   const results: Record<string, Record<string, number | string>> = {};
   for (const name of selected) {
     const load = BENCHES[name];
     if (!load) throw new Error(`unknown benchmark ${name}; known: ${Object.keys(BENCHES).join(', ')}`);
     process.stderr.write(`bench ${name} ...\n`);
-    results[name] = await (await load())();
+    results[name] = await (await load())(options);
     for (const [k, v] of Object.entries(results[name]!)) process.stderr.write(`  ${k.padEnd(40)} ${v}\n`);
   }
   process.stdout.write(JSON.stringify(results, null, 2) + '\n');

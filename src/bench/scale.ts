@@ -3,13 +3,12 @@ import { BullRunQueue, RunWorker } from '../queue/bullmq.js';
 import { PostgresRunStore } from '../queue/postgres-store.js';
 import type { QueueHooks } from '../queue/queue.js';
 import type { RunRecord } from '../queue/store.js';
+import type { BenchOptions } from './options.js';
 import { pct, round } from './stats.js';
 
-const RUNS = 200;
 const WORKERS = 2;
 const CONCURRENCY = 4;
 const WORK_MS = 20;
-const CANCELS = 20;
 
 /** The service URLs: the app's variables, else the ones scripts/setup-services.sh writes. */
 function serviceUrl(app: string, test: string): string {
@@ -23,7 +22,9 @@ function serviceUrl(app: string, test: string): string {
  * PostgreSQL store, WORKERS workers of CONCURRENCY; then CANCELS running runs cancelled. Reports
  * throughput, enqueue-to-start and cancel-to-abort latencies, and the most runs a worker ran at once.
  */
-export async function benchScale(): Promise<Record<string, number>> {
+export async function benchScale(o: BenchOptions): Promise<Record<string, number>> {
+  const RUNS = o.smoke ? 10 : 200;
+  const CANCELS = o.smoke ? 2 : 20;
   const redisUrl = serviceUrl('AGENTICFIX_REDIS_URL', 'AGENTICFIX_TEST_REDIS_URL');
   const databaseUrl = serviceUrl('AGENTICFIX_DATABASE_URL', 'AGENTICFIX_TEST_DATABASE_URL');
   const tag = `bench_${process.pid}_${Date.now().toString(36)}`;

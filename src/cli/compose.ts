@@ -162,6 +162,7 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
     server = await listenForWebhooks({
       probot,
       register: handlers.register,
+      store,
       webhookSecret: o.webhookSecret,
       maxBytes: o.config.app.webhookMaxBytes,
       port: o.port,
@@ -182,6 +183,7 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
     store,
     runner,
     async idle() {
+      await server.idle();
       await intake.idle();
       await queue.idle();
       await runner.settled();

@@ -182,10 +182,10 @@ export class JobRunner implements QueueHooks {
     };
     const { spec, runConfig } = this.modelFor(modelName);
     const remote = repo.data.clone_url;
-    // Fetched once with the installation token (private repositories); every later stage finds the
-    // pinned commit in the cache and needs no credentials.
+    // Fetched once with the installation token (private repositories), unless the pinned commit is
+    // already there; every later stage finds it in the cache and needs no credentials.
     const { token } = (await gh.auth({ type: 'installation' })) as { token: string };
-    await this.workspaces.mirror(remote, tokenAuth(token));
+    await this.workspaces.mirror(remote, tokenAuth(token), run.base_commit);
 
     const result = await this.deps.repair({
       config: runConfig,
@@ -278,6 +278,7 @@ export class JobRunner implements QueueHooks {
       patch: result.patch,
       dockerfile,
       testArgv: rc.test,
+      rebuild: rc.verify.rebuild,
       runId: `${run.id}-verify`,
       signal,
     });

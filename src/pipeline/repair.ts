@@ -23,6 +23,7 @@ import { diskUsage } from '../workspace/usage.js';
 import type { Worktree } from '../workspace/types.js';
 import { removeOldWorktrees } from './startup.js';
 import type { RepairOptions, RepairProgress, RepairResult, StopReason } from './types.js';
+import { PhaseClock } from '../trace/phases.js';
 
 /** Time-sortable (UTC timestamp to the millisecond) and unique (random suffix). */
 export const newRunId = (now = new Date()): string =>
@@ -62,6 +63,7 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
   let context: ContextManager | null = null;
   let lastTest: RunOutcome | null = null;
   let step = 0;
+  const phases = new PhaseClock();
   const progress = (phase: RepairProgress['phase']) =>
     opts.onProgress?.({
       phase,
@@ -92,16 +94,19 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
       context: config.context,
     });
     // First, so a misconfigured model fails before any clone or build.
+    phases.start('model_setup');
     model = await createModelClient(opts.model, config.model, (info) =>
       trace.event('model_retry', { ...info }),
     );
     trace.event('model', model.describe);
     progress('preparing_workspace');
     writeState('preparing_workspace');
+    phases.start('workspace');
     baseCommit = await workspaces.resolve(opts.remote, opts.baseCommit);
     worktree = await workspaces.create(opts.remote, baseCommit, runId);
     trace.event('workspace_ready', { base_commit: baseCommit, worktree: worktree.path });
 
+    phases.start('environment');
     const env = await prepareEnvironment(opts, builder, runId, worktree.path, trace, signal, () =>
       progress('building_environment'),
     );
@@ -131,6 +136,7 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
     });
     context = new ContextManager(config.context, prompts.system, task);
     progress('working');
+    phases.start('agent');
     outcome = await runAgentLoop({
       model: model.client,
       registry,
@@ -159,6 +165,7 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
   }
 
   // Every stop saves the patch as it stands.
+  phases.start('patch_and_cleanup');
   let patch = '';
   let skipped: SkippedFile[] = [];
   let error = outcome.error;
@@ -189,6 +196,7 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
     (err) => trace.event('worktree_remove_failed', { error: message(err) }),
   );
 
+  phases.stop();
   const env = ctx as ToolContext | null;
   const result: RepairResult = {
     run_id: runId,
@@ -207,6 +215,7 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
     requests: budget.requests,
     tool_calls: budget.toolCalls,
     duration_ms: Date.now() - startedAt.getTime(),
+    phases_ms: phases.snapshot(),
     model_name: outcome.model_name,
     prompt_hash: prompts.hash,
     last_test: lastTest,

@@ -73,6 +73,8 @@ export interface RepairResult {
   requests: number;
   tool_calls: number;
   duration_ms: number;
+  /** Wall time per phase (model_setup, workspace, environment, agent, patch_and_cleanup). */
+  phases_ms: Record<string, number>;
   model_name: string | null; // as reported by the service
   prompt_hash: string;
   last_test: RunOutcome | null;

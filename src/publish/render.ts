@@ -155,6 +155,23 @@ function parseEvents(jsonl: string): Record<string, unknown>[] {
   return out;
 }
 
+/** Phases in the order they ran; the agent's time split by the tools that take the wall clock. */
+function phaseLine(phases: Record<string, number>, tools: ToolEnd[]): string {
+  const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+  const byTool = new Map<string, number>();
+  for (const c of tools) if (c.ms) byTool.set(c.name, (byTool.get(c.name) ?? 0) + c.ms);
+  const heavy = [...byTool]
+    .filter(([, ms]) => ms >= 100)
+    .sort((a, b) => b[1] - a[1])
+    .map(([name, ms]) => `\`${name}\` ${s(ms)}`);
+  return Object.entries(phases)
+    .map(
+      ([name, ms]) =>
+        `${name} ${s(ms)}${name === 'agent' && heavy.length > 0 ? ` (${heavy.join(', ')})` : ''}`,
+    )
+    .join(' · ');
+}
+
 export function traceComment(run: RunRecord, result: RepairResult, eventsJsonl: string): string {
   const events = parseEvents(eventsJsonl);
   const tools: ToolEnd[] = events
@@ -179,6 +196,7 @@ export function traceComment(run: RunRecord, result: RepairResult, eventsJsonl: 
       `- Stop reason: \`${result.stop_reason}\`${result.error ? ` (${inert(oneLine(result.error, 300))})` : ''}`,
       `- Duration: ${(result.duration_ms / 1000).toFixed(1)} s; ${result.requests} model requests, ${result.tool_calls} tool calls`,
       `- Tokens: ${t.total} total (${t.prompt} prompt, ${t.completion} completion, ${t.cached} cached)`,
+      `- Time by phase: ${phaseLine(result.phases_ms, tools)}`,
     ].join('\n'),
   ];
   if (tools.length > 0) {

@@ -11,6 +11,7 @@ import {
   StoreInUseError,
   updateColumns,
   type Claim,
+  type DeliveryClaim,
   type InstanceHolder,
   type NewRun,
   type PendingDelivery,
@@ -111,21 +112,23 @@ export class PostgresRunStore implements RunStore {
     }
   }
 
-  async claimDelivery(
-    deliveryId: string,
-    event: string,
-    payload: unknown,
-    bodySha256: string | null,
-  ): Promise<Claim> {
-    // No conflict target: a known id and a known body both leave the row alone.
-    const res = await this.pool.query(
-      `INSERT INTO deliveries (id, received_at, event, payload, body_sha256) VALUES ($1, $2, $3, $4, $5)
-         ON CONFLICT DO NOTHING`,
-      [deliveryId, now(), event, JSON.stringify(payload), bodySha256],
-    );
-    if (res.rowCount === 1) return 'new';
-    const seen = await this.pool.query('SELECT 1 FROM deliveries WHERE id = $1', [deliveryId]);
-    return seen.rowCount === 1 ? 'seen' : 'replay';
+  async claimDeliveries(batch: readonly DeliveryClaim[]): Promise<Claim[]> {
+    return this.transaction(async (c) => {
+      const at = now();
+      const claims: Claim[] = [];
+      for (const d of batch) {
+        // No conflict target: a known id and a known body both leave the row alone.
+        const res = await c.query(
+          `INSERT INTO deliveries (id, received_at, event, payload, body_sha256) VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT DO NOTHING`,
+          [d.id, at, d.event, d.body, d.sha256],
+        );
+        const seen =
+          res.rowCount === 1 ? null : await c.query('SELECT 1 FROM deliveries WHERE id = $1', [d.id]);
+        claims.push(!seen ? 'new' : seen.rowCount ? 'seen' : 'replay');
+      }
+      return claims;
+    });
   }
 
   async finishDelivery(deliveryId: string): Promise<void> {

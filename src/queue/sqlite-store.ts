@@ -13,6 +13,7 @@ import {
   StoreInUseError,
   updateColumns,
   type Claim,
+  type DeliveryClaim,
   type InstanceHolder,
   type NewRun,
   type PendingDelivery,
@@ -58,19 +59,17 @@ export class SqliteRunStore implements RunStore {
     }
   }
 
-  async claimDelivery(
-    deliveryId: string,
-    event: string,
-    payload: unknown,
-    bodySha256: string | null,
-  ): Promise<Claim> {
-    return this.db.transaction((): Claim => {
-      const res = this.statement(
-        `INSERT OR IGNORE INTO deliveries (id, received_at, event, payload, body_sha256)
-           VALUES (?, ?, ?, ?, ?)`,
-      ).run(deliveryId, now(), event, JSON.stringify(payload), bodySha256);
-      if (res.changes === 1) return 'new';
-      return this.statement('SELECT 1 FROM deliveries WHERE id = ?').get(deliveryId) ? 'seen' : 'replay';
+  async claimDeliveries(batch: readonly DeliveryClaim[]): Promise<Claim[]> {
+    const insert = this.statement(
+      `INSERT OR IGNORE INTO deliveries (id, received_at, event, payload, body_sha256) VALUES (?, ?, ?, ?, ?)`,
+    );
+    const seen = this.statement('SELECT 1 FROM deliveries WHERE id = ?');
+    return this.db.transaction((): Claim[] => {
+      const at = now();
+      return batch.map((d) => {
+        if (insert.run(d.id, at, d.event, d.body, d.sha256).changes === 1) return 'new';
+        return seen.get(d.id) ? 'seen' : 'replay';
+      });
     })();
   }
 

@@ -94,22 +94,26 @@ export interface PendingDelivery {
   body_sha256: string | null;
 }
 
-/** What `claimDelivery` found: a new delivery, one seen before under this id, or its body under another id. */
+/** What `claimDeliveries` found: a new delivery, one seen before under this id, or its body under another id. */
 export type Claim = 'new' | 'seen' | 'replay';
+
+/** A webhook delivery to record: `body` is the signed JSON text, kept until its intake is done. */
+export interface DeliveryClaim {
+  id: string;
+  event: string;
+  body: string;
+  sha256: string | null;
+}
 
 export interface RunStore {
   /**
-   * Records a webhook delivery with the SHA-256 of its signed body. `seen`: this delivery id was
-   * recorded before (GitHub's "redeliver" reuses it); `replay`: the same signed body came before under
-   * another delivery id. Only `new` may act. Hashes are kept as long as the deliveries (never pruned),
-   * far beyond the days within which GitHub redelivers.
+   * Records webhook deliveries (their signed body as it came, with its SHA-256) in one transaction: a
+   * burst shares one commit. Per delivery: `seen` when its id was recorded before (GitHub's "redeliver"
+   * reuses it); `replay` when the same signed body came before under another delivery id, also earlier
+   * in the same batch. Only `new` may act. Hashes are kept as long as the deliveries (never pruned), far
+   * beyond the days within which GitHub redelivers.
    */
-  claimDelivery(
-    deliveryId: string,
-    event: string,
-    payload: unknown,
-    bodySha256: string | null,
-  ): Promise<Claim>;
+  claimDeliveries(batch: readonly DeliveryClaim[]): Promise<Claim[]>;
   /** The delivery's intake is over: its payload is no longer needed. */
   finishDelivery(deliveryId: string): Promise<void>;
   /** Deliveries acknowledged but not taken in (the app stopped in between), oldest first. */

@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
+import { availableParallelism, totalmem } from 'node:os';
 import path from 'node:path';
 import Docker from 'dockerode';
 import type { Config } from '../config/config.js';
@@ -13,7 +14,7 @@ import { evaluate } from './evaluate.js';
 import { renderMarkdown } from './markdown.js';
 import { formatFlag, scanPatch, staticTestModifications } from './scan.js';
 import { classifyPatch, joinPatch, splitPatch } from './split.js';
-import type { Cell, CellName, JudgeOptions, VerificationReport, Verdict } from './types.js';
+import type { Cell, CellName, JudgeOptions, RebuildPolicy, VerificationReport, Verdict } from './types.js';
 import { VerificationReportSchema } from './types.js';
 
 const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
@@ -52,6 +53,7 @@ export function newReport(a: {
     cells: [],
     evidence: { reproduced: [], regressions: [], new_tests_failing: [], fail_both: [], flaky: [] },
     task: null,
+    phases: null,
     commands: [],
     duration_ms: 0,
     started_at: new Date().toISOString(),
@@ -94,11 +96,11 @@ export class Worktrees {
 }
 
 /**
- * Builds the environment image from the Dockerfile with the given worktree as context, without the
- * engine's layer cache unless `reuseImage` (tests only): a verdict must not rest on an image that
- * cannot be rebuilt from scratch. The image is leased to the judge's run until `dispose`, which also
- * removes an image built for this judge alone (its no-cache tag): no later judge reuses it, a rerun
- * rebuilds from scratch, so keeping it would only fill the disk. A reused (shared) image is only released.
+ * Builds the environment image from the Dockerfile with the given worktree as context, or reuses one
+ * with the same content key (see RebuildPolicy); `always` builds without the engine's layer cache. The
+ * image is leased to the judge's run until `dispose`, which also removes an image built for this judge
+ * alone (its no-cache tag): no later judge reuses it, so keeping it would only fill the disk. A shared
+ * image is only released.
  */
 export async function buildEnvironment(
   report: VerificationReport,
@@ -107,12 +109,12 @@ export async function buildEnvironment(
     dockerfile: string;
     worktree: string;
     runId: string;
-    reuseImage?: boolean;
+    rebuild?: RebuildPolicy;
     signal?: AbortSignal;
   },
 ): Promise<{ build: BuildResult; sandbox: Sandbox | null; dispose: () => Promise<void> }> {
   const builder = new DockerEnvironmentBuilder(new Docker(), a.config.sandbox);
-  const noCache = !a.reuseImage;
+  const noCache = a.rebuild === 'always';
   report.commands.push(`docker build${noCache ? ' --no-cache' : ''} (context: ${a.worktree})`);
   const build = await builder.build({
     dockerfile: a.dockerfile,
@@ -137,6 +139,7 @@ export async function buildEnvironment(
     id: build.image_id,
     tag: build.image_tag,
     no_cache: noCache,
+    reused: build.cache_hit,
     build_ms: build.duration_ms,
     dockerfile_sha256: createHash('sha256').update(a.dockerfile).digest('hex'),
     network: build.network,
@@ -158,9 +161,45 @@ const CELLS: ReadonlyArray<{
 ];
 
 /**
+ * How many cells run at once: as many sandboxes as the host's CPUs and memory hold at the sandbox
+ * limits (each container is capped by them), at least one.
+ */
+export function cellConcurrency(
+  config: Pick<Config, 'sandbox'>,
+  host = { cpus: availableParallelism(), memory: totalmem() },
+): number {
+  const byCpu = Math.floor((host.cpus * 1e9) / config.sandbox.nanoCpus);
+  const byMemory = Math.floor(host.memory / config.sandbox.memoryBytes);
+  return Math.max(1, Math.min(CELLS.length, byCpu, byMemory));
+}
+
+/**
+ * Runs `fn` over `items`, at most `limit` at a time. Every started call is awaited before the first
+ * error is rethrown, so nothing is still running when the caller cleans up; no new call starts after one failed.
+ */
+export async function inPool<T>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  let failure: { err: unknown } | null = null;
+  const worker = async () => {
+    while (next < items.length && !failure) {
+      const item = items[next++]!;
+      await fn(item).catch((err: unknown) => {
+        failure ??= { err };
+      });
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  if (failure) throw (failure as { err: unknown }).err;
+}
+
+/**
  * The independent judge (live mode): four cells — {base, patched} source × {base, patch's} tests —
- * each in a fresh worktree at the base commit, all in containers of one image rebuilt without cache
- * from the final Dockerfile. Expected failures are verdicts, never exceptions. The report is always
+ * each in a fresh worktree at the base commit, all in containers of one image of the final Dockerfile
+ * (reused or rebuilt, see RebuildPolicy). Expected failures are verdicts, never exceptions. The report is always
  * recorded in `<runsDir>/<runId>/report.json` and `report.md`.
  */
 export async function judge(opts: JudgeOptions): Promise<VerificationReport> {
@@ -182,6 +221,8 @@ async function decide(opts: JudgeOptions, runId: string): Promise<VerificationRe
     patch: opts.patch,
     testGlobs: opts.testGlobs,
   });
+  const phases = { worktrees_ms: 0, build_ms: 0, cells_ms: 0 };
+  report.phases = phases;
   const sections = splitPatch(opts.patch);
   if (opts.patch.trim() === '') return finish(report, 'empty_patch', 'The candidate patch changes nothing.');
   if (sections.length === 0)
@@ -199,6 +240,7 @@ async function decide(opts: JudgeOptions, runId: string): Promise<VerificationRe
     const base = await worktrees.manager.resolve(opts.remote, opts.baseCommit);
     report.base_commit = base;
     const paths = {} as Record<CellName, string>;
+    let since = Date.now();
     for (const cell of [...CELLS].reverse()) {
       const wt = await worktrees.create(opts.remote, base, `${runId}-${cell.name}`);
       paths[cell.name] = wt.path;
@@ -214,8 +256,11 @@ async function decide(opts: JudgeOptions, runId: string): Promise<VerificationRe
         );
     }
 
+    phases.worktrees_ms = Date.now() - since;
+    since = Date.now();
     const { sandbox, ...env } = await buildEnvironment(report, { ...opts, worktree: paths.patched, runId });
     dispose = env.dispose;
+    phases.build_ms = Date.now() - since;
     if (!sandbox)
       return finish(
         report,
@@ -224,8 +269,8 @@ async function decide(opts: JudgeOptions, runId: string): Promise<VerificationRe
       );
 
     const cells = {} as Record<CellName, Cell>;
-    for (const cell of CELLS) {
-      if (opts.signal?.aborted) return finish(report, 'infra_error', 'The judge was cancelled.');
+    const runOne = async (cell: (typeof CELLS)[number]) => {
+      if (opts.signal?.aborted) return;
       cells[cell.name] = await runCell(
         { name: cell.name, source: cell.source, tests: cell.tests },
         {
@@ -240,6 +285,12 @@ async function decide(opts: JudgeOptions, runId: string): Promise<VerificationRe
           signal: opts.signal,
         },
       );
+    };
+    since = Date.now();
+    await inPool(CELLS, cellConcurrency(opts.config), runOne);
+    phases.cells_ms = Date.now() - since;
+    if (opts.signal?.aborted) return finish(report, 'infra_error', 'The judge was cancelled.');
+    for (const cell of CELLS) {
       report.cells.push(cells[cell.name]);
       report.commands.push(`[${cell.name}] ${cells[cell.name].argv.join(' ')}`);
     }

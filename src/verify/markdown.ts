@@ -74,9 +74,13 @@ function render(r: VerificationReport, hidden: number): string {
   out.push(list('Flags', r.flags, hidden, cell));
   if (r.image) {
     out.push(
-      `**Environment:** image \`${r.image.id}\`${r.image.tag ? ` (${r.image.tag})` : ''}, built ${r.image.no_cache ? 'without cache' : 'with the layer cache'} in ${secs(r.image.build_ms)}; Dockerfile sha256 \`${r.image.dockerfile_sha256.slice(0, 16)}\`.`,
+      `**Environment:** image \`${r.image.id}\`${r.image.tag ? ` (${r.image.tag})` : ''}, ${r.image.reused ? 'reused (same content key)' : r.image.no_cache ? 'rebuilt without cache' : 'built with the layer cache'} in ${secs(r.image.build_ms)}; Dockerfile sha256 \`${r.image.dockerfile_sha256.slice(0, 16)}\`.`,
     );
   }
+  if (r.phases)
+    out.push(
+      `**Judge timings:** worktrees ${secs(r.phases.worktrees_ms)}, image ${secs(r.phases.build_ms)}, test cells ${secs(r.phases.cells_ms)} (wall time; cells run concurrently).`,
+    );
   if (r.build_error)
     out.push(
       `<details><summary>Build error</summary>\n\n\`\`\`\n${r.build_error.slice(0, 4000)}\n\`\`\`\n\n</details>`,

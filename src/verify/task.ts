@@ -9,7 +9,7 @@ import type { WorktreeGit } from '../workspace/types.js';
 import { runCell } from './cells.js';
 import { splitArgv } from './argv.js';
 import { buildEnvironment, finish, infraReason, newReport, newRunId, Worktrees } from './judge.js';
-import type { VerificationReport } from './types.js';
+import type { RebuildPolicy, VerificationReport } from './types.js';
 
 /** SWE-bench stores test lists as JSON-encoded strings; plain arrays are accepted too. */
 const IdList = z.union([
@@ -111,7 +111,7 @@ export interface GradeOptions {
   /** Directory of report.json (default: <runsDir>/<runId>). */
   outDir?: string;
   runId?: string;
-  reuseImage?: boolean;
+  rebuild?: RebuildPolicy;
   signal?: AbortSignal;
 }
 
@@ -197,7 +197,7 @@ export async function gradeInstance(
       dockerfile,
       worktree: wt.path,
       runId,
-      reuseImage: opts.reuseImage,
+      rebuild: opts.rebuild,
       signal: opts.signal,
     });
     dispose = env.dispose;

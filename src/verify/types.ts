@@ -15,19 +15,28 @@ export const VerdictSchema = z.enum([
 ]);
 export type Verdict = z.infer<typeof VerdictSchema>;
 
+/**
+ * When the judge builds its image from scratch: `changed` reuses an image whose content key (the
+ * Dockerfile and every file it copies, see docker-context.ts) matches, so the test containers still run
+ * an image that is exactly what this Dockerfile and worktree produce; `always` rebuilds with --no-cache
+ * (repository config `verify: {rebuild: always}`), for repositories whose builds fetch moving targets.
+ */
+export const RebuildPolicySchema = z.enum(['changed', 'always']);
+export type RebuildPolicy = z.infer<typeof RebuildPolicySchema>;
+
 export interface JudgeOptions {
   config: Config;
   remote: string; // repository (local path or URL)
   baseCommit: string; // any revision; resolved to a full SHA
   patch: string; // candidate patch text
-  dockerfile: string; // the environment's Dockerfile, rebuilt without cache
+  dockerfile: string; // the environment's Dockerfile
   testArgv: string[];
   runId?: string;
   signal?: AbortSignal;
   /** Repository globs that also hold tests (added to the built-in rules of split.ts). */
   testGlobs?: string[];
-  /** Tests only: allow the engine's layer cache (the judge otherwise proves the environment rebuilds from scratch). */
-  reuseImage?: boolean;
+  /** Default `changed`. */
+  rebuild?: RebuildPolicy;
 }
 
 /** The four cells of live mode: which source and which tests each one runs. */
@@ -109,6 +118,8 @@ export const VerificationReportSchema = z.strictObject({
       id: z.string(),
       tag: z.string().nullable(),
       no_cache: z.boolean(),
+      /** An image with the same content key was reused (no build ran). */
+      reused: z.boolean(),
       build_ms: z.number(),
       dockerfile_sha256: z.string(),
       /** Whether the builder gave the build a proxy / an extra CA (AGENTICFIX_BUILD_PROXY, _CA_FILE). */
@@ -119,6 +130,8 @@ export const VerificationReportSchema = z.strictObject({
   cells: z.array(CellSchema),
   evidence: EvidenceSchema,
   task: TaskGradeSchema.nullable(),
+  /** Live mode: wall time of each phase (cells run concurrently, so `cells_ms` is less than their sum). */
+  phases: z.strictObject({ worktrees_ms: z.number(), build_ms: z.number(), cells_ms: z.number() }).nullable(),
   /** What the judge ran, in order (git, docker, test argv). */
   commands: z.array(z.string()),
   duration_ms: z.number(),

@@ -1,4 +1,3 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Probot } from 'probot';
 import { z } from 'zod';
 import type { Config } from '../config/config.js';
@@ -10,11 +9,11 @@ import type { Intake } from './intake.js';
 import { commandRefusal, loadRepoConfig } from './repo-config.js';
 
 /**
- * Webhook handlers. A handler only validates the payload, records the delivery (once: a redelivered
- * webhook never acts twice) and hands it to the intake, then returns: GitHub gets its answer in
- * milliseconds. The intake checks permission, pins the base commit and enqueues; the work itself
- * happens in the queue. A delivery stays recorded with its payload until its intake is done, so one
- * acknowledged just before a crash is taken in at the next start.
+ * Webhook handlers. The server records each delivery the app may act on (once: a redelivered or
+ * replayed webhook never acts twice) and answers before anything else; then a handler validates the
+ * payload and hands it to the intake. The intake checks permission, pins the base commit and enqueues;
+ * the work itself happens in the queue. A delivery stays recorded with its payload until its intake is
+ * done, so one acknowledged just before a crash is taken in at the next start.
  */
 
 export interface AppDeps {
@@ -58,11 +57,24 @@ const isBot = (u: z.infer<typeof USER>): boolean => u.type === 'Bot' || u.login.
 
 const WRITE_ROLES = new Set(['admin', 'maintain', 'write']);
 
+/** The events (and their one action) the app acts on; every other delivery is answered and dropped. */
+const HANDLED: Record<string, string> = { issues: 'labeled', issue_comment: 'created' };
+
 /**
- * The SHA-256 of the signed body whose webhook is being handled: the server runs Probot's middleware
- * inside it (Probot hands handlers the parsed payload only). Null outside a request.
+ * Whether a delivery is one the app may act on, read from its raw body. GitHub puts `action` first, so
+ * a look at the body's start answers without parsing it; any other layout is parsed.
  */
-export const signedBody = new AsyncLocalStorage<{ sha256: string }>();
+export function wanted(event: string, body: string): boolean {
+  const action = Object.hasOwn(HANDLED, event) ? HANDLED[event] : undefined;
+  if (!action) return false;
+  const lead = /^\s*\{\s*"action"\s*:\s*"([a-z_]*)"/.exec(body.slice(0, 100));
+  if (lead) return lead[1] === action;
+  try {
+    return (JSON.parse(body) as { action?: unknown }).action === action;
+  } catch {
+    return false;
+  }
+}
 
 /** Answers per installation client: a client serves one delivery, so its sender is looked up once. */
 const permissions = new WeakMap<GitHub, Map<string, Promise<boolean>>>();
@@ -177,75 +189,50 @@ export function createApp(deps: AppDeps) {
     await runCommand(id, gh, parsed.command, ref, sender.login, installation.id, r.default_branch, reply);
   }
 
-  /** Records the delivery; only a new one may act. A replayed body is acknowledged and ignored. */
-  async function claim(
+  /**
+   * Validates a recorded delivery and hands it to the intake; one that asks nothing of the app (a bot, a
+   * comment without a command, a payload of another shape) is marked done at once.
+   */
+  function receive(
     id: string,
     event: string,
     payload: unknown,
-    sha256: string | null,
-    log: Probot['log'],
-  ): Promise<boolean> {
-    const c = await store.claimDelivery(id, event, payload, sha256);
-    if (c === 'replay') log.warn({ delivery: id, event }, 'ignored a replay: this signed body came before');
-    return c === 'new';
-  }
-
-  /** Validates, drops bots and commentless noise, records the delivery once and hands it to the intake. */
-  async function receive(
-    id: string,
-    event: string,
-    payload: unknown,
-    sha256: string | null,
     auth: Auth,
     log: Probot['log'],
   ): Promise<void> {
+    const ignore = async (why?: unknown) => {
+      if (why) log.warn({ err: why, delivery: id, event }, 'unexpected payload');
+      await store.finishDelivery(id);
+    };
     if (event === 'issues') {
       const p = LABELED.safeParse(payload);
-      if (!p.success) return void log.warn({ err: p.error }, 'unexpected issues.labeled payload');
-      if (isBot(p.data.sender) || !(await claim(id, event, payload, sha256, log))) return;
-      intake.run(id, async () => onLabeled(id, await auth(p.data.installation.id), p.data));
+      if (!p.success) return ignore(p.error);
+      if (isBot(p.data.sender)) return ignore();
+      return intake.run(id, async () => onLabeled(id, await auth(p.data.installation.id), p.data));
     } else {
       const p = COMMENTED.safeParse(payload);
-      if (!p.success) return void log.warn({ err: p.error }, 'unexpected issue_comment payload');
+      if (!p.success) return ignore(p.error);
       const { sender, comment } = p.data;
-      if (isBot(sender) || isBot(comment.user) || parseCommand(comment.body).type === 'none') return;
-      if (!(await claim(id, event, payload, sha256, log))) return;
-      intake.run(id, async () => onComment(id, await auth(p.data.installation.id), p.data));
+      if (isBot(sender) || isBot(comment.user) || parseCommand(comment.body).type === 'none') return ignore();
+      return intake.run(id, async () => onComment(id, await auth(p.data.installation.id), p.data));
     }
   }
 
   return {
-    /** The Probot app function. */
+    /** The Probot app function: Probot routes each recorded delivery here after it was answered. */
     register(app: Probot): void {
-      const sha256 = () => signedBody.getStore()?.sha256 ?? null;
-      app.on('issues.labeled', async (context) =>
-        receive(
-          context.id,
-          'issues',
-          context.payload,
-          sha256(),
-          async () => context.octokit as GitHub,
-          app.log,
-        ),
-      );
-      app.on('issue_comment.created', async (context) =>
-        receive(
-          context.id,
-          'issue_comment',
-          context.payload,
-          sha256(),
-          async () => context.octokit as GitHub,
-          app.log,
-        ),
-      );
+      for (const [event, action] of Object.entries(HANDLED))
+        app.on(`${event}.${action}` as 'issues.labeled', async (context) =>
+          receive(context.id, event, context.payload, async () => context.octokit as GitHub, app.log),
+        );
     },
     /** Takes in the deliveries a previous process acknowledged but did not finish. */
     async resume(auth: Auth, log: Probot['log']): Promise<number> {
       const pending = await store.pendingDeliveries();
-      for (const d of pending) {
-        await store.releaseDelivery(d.id);
-        await receive(d.id, d.event, d.payload, d.body_sha256, auth, log);
-      }
+      for (const d of pending)
+        receive(d.id, d.event, d.payload, auth, log).catch((err: unknown) =>
+          log.error({ err, delivery: d.id }, 'could not take in a delivery'),
+        );
       return pending.length;
     },
   };

@@ -14,11 +14,9 @@ export class Intake {
     private readonly log: Logger,
   ) {}
 
-  run(deliveryId: string, act: () => Promise<void>): void {
-    // Started after the answer is sent (the delivery is already recorded): in a burst, answering the
-    // waiting deliveries comes before the first API calls of the ones answered.
-    const done = new Promise<void>((resolve) => setImmediate(resolve))
-      .then(act)
+  /** Resolves when this delivery's intake ended, failed or not (the endpoint paces routing by it). */
+  run(deliveryId: string, act: () => Promise<void>): Promise<void> {
+    const done = act()
       .then(
         () => this.store.finishDelivery(deliveryId),
         (err: unknown) => {
@@ -30,6 +28,7 @@ export class Intake {
       .catch((err: unknown) => this.log.error({ err, delivery: deliveryId }, 'could not record a delivery'))
       .finally(() => this.inflight.delete(done));
     this.inflight.add(done);
+    return done;
   }
 
   /** Resolves when every delivery taken so far has been taken in. */

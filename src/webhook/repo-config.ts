@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { Config } from '../config/config.js';
 import type { GitHub } from '../publish/github.js';
 import { parsePathPattern } from '../tools/path-patterns.js';
+import { RebuildPolicySchema } from '../verify/types.js';
 
 /** Per-repository settings from `.github/agenticfix.yml` (at the run's base commit). */
 
@@ -107,6 +108,7 @@ const REPO_CONFIG_SCHEMA = z.strictObject({
   protected_paths: z.array(pathPattern).default([]),
   ci_entry_points: CI_ENTRY_POINTS,
   publish_unverified: z.boolean().default(false),
+  verify: z.strictObject({ rebuild: RebuildPolicySchema.default('changed') }).default({ rebuild: 'changed' }),
 });
 
 export type RepoConfig = z.infer<typeof REPO_CONFIG_SCHEMA>;

@@ -6,10 +6,13 @@ import {
   type ServerResponse,
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createNodeMiddleware, type Logger, type Probot } from 'probot';
-import { signedBody } from './app.js';
+import type { Logger, Probot } from 'probot';
+import type { RunStore } from '../queue/store.js';
+import { wanted } from './app.js';
+import { RoutingBacklog } from './backlog.js';
+import { DeliveryRecorder } from './recorder.js';
 
-/** The webhook endpoint: signed deliveries in, to the app's handlers. */
+/** The webhook endpoint: signed deliveries recorded and answered, then routed to the app's handlers. */
 
 export const WEBHOOK_PATH = '/api/github/webhooks';
 
@@ -17,6 +20,7 @@ export interface WebhookServerOptions {
   probot: Probot;
   /** The Probot app function (the handlers). */
   register: (app: Probot) => void;
+  store: RunStore;
   webhookSecret: string;
   /** Largest body taken in. */
   maxBytes: number;
@@ -25,15 +29,20 @@ export interface WebhookServerOptions {
   log: Logger;
 }
 
-/** Listens; resolves with the webhook URL (`http://host:port/api/github/webhooks`). */
-export async function listenForWebhooks(
-  o: WebhookServerOptions,
-): Promise<{ url: string; close(): Promise<void> }> {
+export interface WebhookServer {
+  /** `http://host:port/api/github/webhooks` */
+  url: string;
+  /** Resolves when every answered delivery has been routed to the handlers. */
+  idle(): Promise<void>;
+  /** Stops listening; resolves once the answered deliveries are routed. */
+  close(): Promise<void>;
+}
+
+export async function listenForWebhooks(o: WebhookServerOptions): Promise<WebhookServer> {
   const { probot, log, maxBytes } = o;
-  const middleware = await createNodeMiddleware(o.register, {
-    probot,
-    webhooksPath: WEBHOOK_PATH,
-  });
+  await probot.load(o.register);
+  const recorder = new DeliveryRecorder(o.store);
+  const backlog = new RoutingBacklog();
   const server: HttpServer = createServer((req, res) => {
     takeIn(req, res).catch((err: unknown) => {
       log.error({ err }, 'webhook failed');
@@ -42,11 +51,16 @@ export async function listenForWebhooks(
   });
 
   /**
-   * In front of Probot's middleware, which would buffer a body of any size and only then check its
-   * signature: the body is counted as it streams (413 past the limit, at once when Content-Length says
-   * so), its signature is checked here, and only a signed body reaches Probot, with its SHA-256.
+   * The webhook endpoint, in place of Probot's middleware (which buffers a body of any size before it
+   * checks the signature, and answers only after the handlers ran): the body is counted as it streams
+   * (413 past the limit, at once when Content-Length says so), its signature checked once, a delivery
+   * the app may act on recorded durably (group commit with the others of the same moment), and then
+   * answered. Probot routes it to the handlers only after the answer.
    */
   async function takeIn(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    backlog.arrived();
+    if ((req.url ?? '').split('?')[0] !== WEBHOOK_PATH) return refuse(res, 404, 'not found');
+    if (req.method !== 'POST') return refuse(res, 405, 'POST only');
     // For the log: what the sender claims, capped.
     const delivery = {
       delivery: header(req, 'x-github-delivery')?.slice(0, 100),
@@ -58,17 +72,34 @@ export async function listenForWebhooks(
       return tooLarge(req, res, maxBytes);
     }
     if (body === 'aborted') return;
-    if (
-      req.method === 'POST' &&
-      !signatureMatches(o.webhookSecret, body, header(req, 'x-hub-signature-256'))
-    ) {
+    if (!signatureMatches(o.webhookSecret, body, header(req, 'x-hub-signature-256'))) {
       log.warn({ ...delivery, bytes: body.length }, 'webhook signature does not match: refused');
       return refuse(res, 401, 'signature does not match');
     }
-    // Probot's middleware takes a body already read from `rawBody`.
-    Object.assign(req, { rawBody: body, body: {} });
+    const text = body.toString('utf8');
+    const event = delivery.event ?? '';
+    if (!wanted(event, text)) return answer(res, 'ignored');
+    const id = delivery.delivery ?? '';
+    if (!DELIVERY_ID.test(id)) return refuse(res, 400, 'missing or malformed X-GitHub-Delivery');
     const sha256 = createHash('sha256').update(body).digest('hex');
-    await signedBody.run({ sha256 }, () => middleware(req, res, () => res.writeHead(404).end()));
+    const claim = await recorder.record({ id, event, body: text, sha256 });
+    answer(res, claim);
+    if (claim === 'replay') log.warn(delivery, 'ignored a replay: this signed body came before');
+    if (claim !== 'new') return;
+    backlog.add(() => route(id, event, text, delivery));
+  }
+
+  async function route(id: string, event: string, text: string, delivery: object): Promise<void> {
+    let payload: unknown;
+    try {
+      payload = JSON.parse(text);
+    } catch {
+      log.warn(delivery, 'webhook body is not JSON: ignored');
+      return o.store.finishDelivery(id);
+    }
+    await probot
+      .receive({ id, name: event, payload } as Parameters<Probot['receive']>[0])
+      .catch((err: unknown) => log.error({ err, ...delivery }, 'webhook handler failed'));
   }
 
   await new Promise<void>((resolve, reject) => {
@@ -79,7 +110,11 @@ export async function listenForWebhooks(
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   return {
     url: `http://${host}:${addr.port}${WEBHOOK_PATH}`,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    idle: () => backlog.idle(),
+    async close() {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await backlog.idle();
+    },
   };
 }
 
@@ -119,6 +154,13 @@ const LINGER_MS = 1000;
 function tooLarge(req: IncomingMessage, res: ServerResponse, maxBytes: number): void {
   refuse(res, 413, `body over ${maxBytes} bytes`);
   setTimeout(() => req.socket.destroy(), LINGER_MS).unref();
+}
+
+/** GitHub's delivery ids are GUIDs; anything else of that size is accepted, nothing longer. */
+const DELIVERY_ID = /^[A-Za-z0-9-]{1,100}$/;
+
+function answer(res: ServerResponse, outcome: string): void {
+  res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: true, outcome }));
 }
 
 function refuse(res: ServerResponse, status: number, error: string): void {

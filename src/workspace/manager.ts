@@ -66,12 +66,17 @@ export class GitWorkspaceManager implements WorkspaceManager {
 
   /**
    * `auth` is per-call git config for the network (e.g. an installation token header for a private
-   * repository); it travels in git's environment and is never stored in the mirror.
+   * repository); it travels in git's environment and is never stored in the mirror. When `needs` (a
+   * full SHA) is already in the mirror nothing is fetched: a rerun at the same base costs no network.
    */
-  async mirror(remote: string, auth: GitConfig = []): Promise<string> {
+  async mirror(remote: string, auth: GitConfig = [], needs?: string): Promise<string> {
     Remote.parse(remote);
+    if (needs !== undefined) FullSha.parse(needs);
     const mirror = this.mirrorPath(remote);
-    await this.locked(mirror, () => this.cloneOrFetch(remote, mirror, auth));
+    await this.locked(mirror, async () => {
+      if (needs !== undefined && existsSync(mirror) && (await hasCommit(mirror, needs))) return;
+      await this.cloneOrFetch(remote, mirror, auth);
+    });
     return mirror;
   }
 

@@ -30,6 +30,15 @@ export const newRun = (over: Partial<NewRun> = {}): NewRun => ({
   ...over,
 });
 
+/** One delivery through the batch API. */
+export const claim = async (
+  store: RunStore,
+  id: string,
+  event: string,
+  payload: unknown,
+  sha256: string | null,
+) => (await store.claimDeliveries([{ id, event, body: JSON.stringify(payload), sha256 }]))[0];
+
 export function runStoreContract(backend: StoreBackend): void {
   const open = () => backend.open();
   beforeEach(() => backend.fresh());
@@ -112,10 +121,10 @@ export function runStoreContract(backend: StoreBackend): void {
 
   it('claims a delivery once; a released claim can be taken again; one run per delivery', async () => {
     const store = await open();
-    expect(await store.claimDelivery('d1', 'issues', {}, 'h1')).toBe('new');
-    expect(await store.claimDelivery('d1', 'issues', {}, 'h1')).toBe('seen'); // GitHub's redeliver: same id, same body
+    expect(await claim(store, 'd1', 'issues', {}, 'h1')).toBe('new');
+    expect(await claim(store, 'd1', 'issues', {}, 'h1')).toBe('seen'); // GitHub's redeliver: same id, same body
     await store.releaseDelivery('d1');
-    expect(await store.claimDelivery('d1', 'issues', {}, 'h1')).toBe('new');
+    expect(await claim(store, 'd1', 'issues', {}, 'h1')).toBe('new');
     await store.createRun(newRun({ delivery_id: 'd1' }));
     // Matched by message: SQLite's errors are not Error instances in every jest realm.
     await expect(store.createRun(newRun({ delivery_id: 'd1' }))).rejects.toHaveProperty(
@@ -128,15 +137,15 @@ export function runStoreContract(backend: StoreBackend): void {
 
   it('keeps an acknowledged delivery with its payload until its intake is done, across a reopen', async () => {
     const store = await open();
-    await store.claimDelivery('a', 'issues', { action: 'labeled', n: 1 }, 'ha');
-    await store.claimDelivery('b', 'issue_comment', { action: 'created', n: 2 }, 'hb');
+    await claim(store, 'a', 'issues', { action: 'labeled', n: 1 }, 'ha');
+    await claim(store, 'b', 'issue_comment', { action: 'created', n: 2 }, 'hb');
     await store.finishDelivery('a');
     await store.close();
     const reopened = await open();
     expect(await reopened.pendingDeliveries()).toEqual([
       { id: 'b', event: 'issue_comment', payload: { action: 'created', n: 2 }, body_sha256: 'hb' },
     ]);
-    expect(await reopened.claimDelivery('a', 'issues', {}, 'ha')).toBe('seen'); // done deliveries stay claimed
+    expect(await claim(reopened, 'a', 'issues', {}, 'ha')).toBe('seen'); // done deliveries stay claimed
     await reopened.close();
   });
 
@@ -164,17 +173,34 @@ export function runStoreContract(backend: StoreBackend): void {
     await store.close();
   });
 
+  it('records a batch in one go: a body twice in the batch is a replay the second time', async () => {
+    const store = await open();
+    const body = (n: number) => JSON.stringify({ n });
+    expect(
+      await store.claimDeliveries([
+        { id: 'b1', event: 'issues', body: body(1), sha256: 's1' },
+        { id: 'b2', event: 'issues', body: body(1), sha256: 's1' },
+        { id: 'b3', event: 'issue_comment', body: body(3), sha256: 's3' },
+      ]),
+    ).toEqual(['new', 'replay', 'new']);
+    expect((await store.pendingDeliveries()).map((d) => [d.id, d.payload])).toEqual([
+      ['b1', { n: 1 }],
+      ['b3', { n: 3 }],
+    ]);
+    await store.close();
+  });
+
   it('takes a signed body in once: the same body under new delivery ids is a replay, across a reopen', async () => {
     const store = await open();
-    expect(await store.claimDelivery('d1', 'issues', { n: 1 }, 'same-body')).toBe('new');
-    expect(await store.claimDelivery('d2', 'issues', { n: 1 }, 'same-body')).toBe('replay');
+    expect(await claim(store, 'd1', 'issues', { n: 1 }, 'same-body')).toBe('new');
+    expect(await claim(store, 'd2', 'issues', { n: 1 }, 'same-body')).toBe('replay');
     await store.close();
     const reopened = await open();
-    expect(await reopened.claimDelivery('d3', 'issues', { n: 1 }, 'same-body')).toBe('replay');
-    expect(await reopened.claimDelivery('d1', 'issues', { n: 1 }, 'same-body')).toBe('seen');
+    expect(await claim(reopened, 'd3', 'issues', { n: 1 }, 'same-body')).toBe('replay');
+    expect(await claim(reopened, 'd1', 'issues', { n: 1 }, 'same-body')).toBe('seen');
     // Deliveries recorded before bodies were hashed (null) never collide with each other.
-    expect(await reopened.claimDelivery('old1', 'issues', {}, null)).toBe('new');
-    expect(await reopened.claimDelivery('old2', 'issues', {}, null)).toBe('new');
+    expect(await claim(reopened, 'old1', 'issues', {}, null)).toBe('new');
+    expect(await claim(reopened, 'old2', 'issues', {}, null)).toBe('new');
     await reopened.close();
   });
 

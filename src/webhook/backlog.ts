@@ -1,0 +1,67 @@
+import { performance } from 'node:perf_hooks';
+
+/**
+ * Routes answered deliveries to the handlers after the answers, at lower priority than answering: while
+ * requests keep arriving routing holds back (a burst is answered first), but never longer than `maxHoldMs`
+ * for the oldest delivery, and at most `concurrency` route at once, so no answer waits behind a pile of
+ * handler work on the one event loop.
+ */
+export class RoutingBacklog {
+  private readonly waiting: { route: () => Promise<void>; since: number }[] = [];
+  private active = 0;
+  private lastArrival = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private idlers: (() => void)[] = [];
+
+  constructor(
+    private readonly quietMs = 5,
+    private readonly maxHoldMs = 250,
+    private readonly concurrency = 2,
+  ) {}
+
+  /** A request is arriving at the endpoint. */
+  arrived(): void {
+    this.lastArrival = performance.now();
+  }
+
+  /** `route` must not reject: it reports its own failures. */
+  add(route: () => Promise<void>): void {
+    this.waiting.push({ route, since: performance.now() });
+    this.pump();
+  }
+
+  /** Resolves when every delivery added so far has been routed. */
+  idle(): Promise<void> {
+    if (this.empty()) return Promise.resolve();
+    return new Promise((resolve) => this.idlers.push(resolve));
+  }
+
+  private empty(): boolean {
+    return this.active === 0 && this.waiting.length === 0;
+  }
+
+  private pump(): void {
+    if (this.timer) return;
+    const oldest = this.waiting[0];
+    if (oldest) {
+      const at = Math.min(this.lastArrival + this.quietMs, oldest.since + this.maxHoldMs);
+      const wait = at - performance.now();
+      if (wait > 0) {
+        this.timer = setTimeout(() => {
+          this.timer = undefined;
+          this.pump();
+        }, wait);
+        return;
+      }
+    }
+    while (this.active < this.concurrency && this.waiting.length > 0) {
+      const { route } = this.waiting.shift()!;
+      this.active++;
+      void route().finally(() => {
+        this.active--;
+        this.pump();
+      });
+    }
+    if (this.empty()) for (const resolve of this.idlers.splice(0)) resolve();
+  }
+}

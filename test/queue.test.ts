@@ -234,8 +234,11 @@ const queueName = () => `test-${process.pid}-${Math.random().toString(36).slice(
     beforeEach(() => (dir = mkdtempSync(path.join(tmpdir(), 'stall-'))));
     afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-    /** A worker process (the built code) whose runs never end by themselves. */
-    const workerProcess = (file: string, name: string) =>
+    /**
+     * A worker process (the built code) whose runs never end by themselves, or (`blockMs`) that first
+     * blocks its event loop that long and then runs until aborted, saying so.
+     */
+    const workerProcess = (file: string, name: string, blockMs = 0) =>
       execa(
         process.execPath,
         [
@@ -244,11 +247,61 @@ const queueName = () => `test-${process.pid}-${Math.random().toString(36).slice(
           `import { RunWorker } from ${JSON.stringify(path.join(dist, 'bullmq.js'))};
            import { SqliteRunStore } from ${JSON.stringify(path.join(dist, 'sqlite-store.js'))};
            const store = new SqliteRunStore(${JSON.stringify(file)});
-           const hooks = { execute: (run) => { process.stdout.write('started ' + run.id + '\\n'); return new Promise(() => {}); } };
+           const hooks = { execute: (run, signal) => {
+             process.stdout.write('started ' + run.id + '\\n');
+             const until = Date.now() + ${blockMs};
+             while (Date.now() < until);
+             return new Promise((resolve) => signal.addEventListener('abort', () => {
+               process.stdout.write('aborted ' + JSON.stringify(signal.reason) + '\\n');
+               resolve({ state: 'done' });
+             }));
+           } };
            await new RunWorker(store, hooks, { redisUrl: ${JSON.stringify(redisUrl)}, name: ${JSON.stringify(name)}, concurrency: 1, id: 'doomed', lockMs: 1000 }).start();`,
         ],
         { reject: false },
       );
+
+    it('a worker blocked past its lock stops the run there, which ends interrupted once', async () => {
+      const file = path.join(dir, 'runs.sqlite');
+      const store = new SqliteRunStore(file);
+      const name = queueName();
+      const interrupted: string[] = [];
+      const queue = new BullRunQueue(
+        store,
+        { onInterrupted: (r) => interrupted.push(r.id) },
+        { redisUrl, name },
+      );
+      const child = workerProcess(file, name, 4000);
+      const survivor = new Jobs();
+      const worker = new RunWorker(store, survivor, {
+        redisUrl,
+        name,
+        concurrency: 1,
+        id: 'survivor',
+        lockMs: 1000,
+      });
+      try {
+        await queue.ready();
+        let out = '';
+        child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+        const run = await store.createRun(newRun(1));
+        await queue.enqueue(run);
+        await until('the child takes it', () => out.includes(`started ${run.id}`), 20_000);
+        await worker.start(); // finds the job stalled while the child is blocked
+        await until('the blocked worker to stop the run', () => out.includes('aborted'), 20_000);
+        expect(out).toContain('aborted {"kind":"shutdown"}');
+        await until('recorded', async () => (await store.get(run.id))!.finished_at !== null, 10_000);
+        expect(await store.get(run.id)).toMatchObject({ state: 'interrupted', worker: 'doomed' });
+        expect(interrupted).toEqual([run.id]);
+        expect(survivor.started).toEqual([]); // never run twice
+      } finally {
+        child.kill('SIGKILL');
+        await child;
+        await worker.close(0);
+        await queue.close();
+        await store.close();
+      }
+    });
 
     it.each([
       [false, 'interrupted'],

@@ -8,6 +8,7 @@ import type { AppAuth, Credentials } from './github-auth.js';
 import {
   branchExists,
   commitInfo,
+  commitsBetween,
   diffFiles,
   hasCommitsBetween,
   readBlob,
@@ -155,6 +156,11 @@ const PullUpdateBody = z.strictObject({
   base: z.string().min(1).optional(),
   maintainer_can_modify: z.boolean().optional(),
 });
+const ReplyBody = z.strictObject({ body: z.string().min(1) });
+const ReviewersBody = z.strictObject({
+  reviewers: z.array(z.string().min(1)).optional(),
+  team_reviewers: z.array(z.string().min(1)).optional(),
+});
 const TokenBody = z
   .strictObject({
     repositories: z.array(z.string()).optional(),
@@ -185,7 +191,20 @@ export function createRouter({
     routes.push({ method, ...compile(pattern), auth: 'repo', handle: handle as Route['handle'] });
   const ok = (body: unknown, status = 200): Reply => ({ status, body });
   const bot = state.botLogin;
-  const permissions = { contents: 'write', issues: 'write', pull_requests: 'write', metadata: 'read' };
+  const permissions = {
+    contents: 'write',
+    issues: 'write',
+    pull_requests: 'write',
+    checks: 'read',
+    metadata: 'read',
+  };
+  const events = [
+    'issues',
+    'issue_comment',
+    'pull_request_review',
+    'pull_request_review_comment',
+    'check_suite',
+  ];
 
   const installationJson = (inst: InstallationRecord): Json => ({
     id: inst.id,
@@ -195,7 +214,7 @@ export function createRouter({
     target_type: state.user(inst.account).type === 'Bot' ? 'Bot' : 'User',
     repository_selection: 'all',
     permissions,
-    events: ['issues', 'issue_comment'],
+    events,
     access_tokens_url: `${baseUrl()}/app/installations/${inst.id}/access_tokens`,
     html_url: `${baseUrl()}/settings/installations/${inst.id}`,
   });
@@ -229,7 +248,7 @@ export function createRouter({
       owner: shapes.user(bot),
       html_url: `${baseUrl()}/apps/${app.slug}`,
       permissions,
-      events: ['issues', 'issue_comment'],
+      events,
       installations_count: state.installations.size,
     }),
   );
@@ -543,6 +562,85 @@ export function createRouter({
     const { bareDir } = ctx.repo;
     if (!pull || !branchExists(bareDir, pull.head)) return paginate([], ctx, baseUrl());
     return paginate(diffFiles(bareDir, pull.base, pull.head), ctx, baseUrl());
+  });
+
+  // --- Reviews, review comments, review requests ---
+  const requestsOf = (repo: RepoRecord, number: number): Set<string> => {
+    const key = `${repo.fullName}#${number}`;
+    let set = state.reviewRequests.get(key);
+    if (!set) state.reviewRequests.set(key, (set = new Set()));
+    return set;
+  };
+  const reviewCommentsOf = (ctx: RepoCtx, number: number) =>
+    state.reviewComments.filter((c) => c.repo === ctx.repo.fullName && c.pullNumber === number);
+  onRepo('GET', '/repos/:owner/:repo/pulls/:number/reviews', (ctx) => {
+    const pull = pullOf(ctx);
+    const list = state.reviews.filter((r) => r.repo === ctx.repo.fullName && r.pullNumber === pull.number);
+    return paginate(
+      list.map((r) => shapes.review(ctx.repo, r)),
+      ctx,
+      baseUrl(),
+    );
+  });
+  onRepo('GET', '/repos/:owner/:repo/pulls/:number/reviews/:id/comments', (ctx) => {
+    const pull = pullOf(ctx);
+    const id = intParam(ctx.params.id);
+    const review =
+      state.reviews.find((r) => r.id === id && r.repo === ctx.repo.fullName) ?? throwIt(notFound());
+    const list = reviewCommentsOf(ctx, pull.number).filter((c) => c.reviewId === review.id);
+    return paginate(
+      list.map((c) => shapes.reviewComment(ctx.repo, c)),
+      ctx,
+      baseUrl(),
+    );
+  });
+  onRepo('GET', '/repos/:owner/:repo/pulls/:number/comments', (ctx) =>
+    paginate(
+      reviewCommentsOf(ctx, pullOf(ctx).number).map((c) => shapes.reviewComment(ctx.repo, c)),
+      ctx,
+      baseUrl(),
+    ),
+  );
+  // A reply joins the thread of the top-level comment it answers (GitHub refuses replies to replies).
+  onRepo('POST', '/repos/:owner/:repo/pulls/:number/comments/:id/replies', (ctx) => {
+    const pull = pullOf(ctx);
+    const { body } = parseBody(ReplyBody, ctx.body);
+    checkBodyLength('PullRequestReviewComment', body);
+    const id = intParam(ctx.params.id);
+    const parent = reviewCommentsOf(ctx, pull.number).find((c) => c.id === id) ?? throwIt(notFound());
+    if (parent.inReplyTo !== null)
+      throw validationFailed({ resource: 'PullRequestReviewComment', code: 'invalid', field: 'in_reply_to' });
+    const reply = { ...parent, id: state.newId(), reviewId: null, inReplyTo: parent.id, user: bot, body };
+    reply.createdAt = timestamp();
+    state.reviewComments.push(reply);
+    return ok(shapes.reviewComment(ctx.repo, reply), 201);
+  });
+  onRepo('POST', '/repos/:owner/:repo/pulls/:number/requested_reviewers', (ctx) => {
+    const pull = pullOf(ctx);
+    const input = parseBody(ReviewersBody, ctx.body);
+    for (const login of input.reviewers ?? []) {
+      if (login === pull.user || state.permission(ctx.repo, login) === 'none')
+        throw validationFailed({
+          resource: 'PullRequest',
+          code: 'custom',
+          message: 'Reviews may only be requested from collaborators.',
+        });
+      requestsOf(ctx.repo, pull.number).add(login);
+    }
+    return ok(shapes.pull(ctx.repo, pull), 201);
+  });
+  onRepo('GET', '/repos/:owner/:repo/pulls/:number/requested_reviewers', (ctx) =>
+    ok({ users: [...requestsOf(ctx.repo, pullOf(ctx).number)].map((l) => shapes.user(l)), teams: [] }),
+  );
+  onRepo('GET', '/repos/:owner/:repo/pulls/:number/commits', (ctx) => {
+    const { pull } = pullOf(ctx);
+    const { bareDir } = ctx.repo;
+    if (!pull || !branchExists(bareDir, pull.head)) return paginate([], ctx, baseUrl());
+    return paginate(
+      commitsBetween(bareDir, pull.base, pull.head).map((sha) => commitJson(ctx.repo, sha)),
+      ctx,
+      baseUrl(),
+    );
   });
 
   return (input: RequestInput): Reply => {

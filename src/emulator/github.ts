@@ -12,7 +12,15 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { AppAuth, parseAuthorization } from './github-auth.js';
-import { branchExists, createBareRepo, resolveCommit, serveGitHttp } from './github-git.js';
+import {
+  branchExists,
+  commitFiles,
+  commitsBetween,
+  createBareRepo,
+  diffHunk,
+  resolveCommit,
+  serveGitHttp,
+} from './github-git.js';
 import { createRouter, type Reply } from './github-routes.js';
 import { Shapes } from './github-shapes.js';
 import {
@@ -23,10 +31,19 @@ import {
   type Permission,
   type ReactionRecord,
   type RepoRecord,
+  type ReviewCommentRecord,
+  type ReviewRecord,
 } from './github-state.js';
 import { WebhookSender, type DeliveryResult, type StoredDelivery } from './github-webhooks.js';
 
-export type { Permission, IssueRecord, CommentRecord, ReactionRecord } from './github-state.js';
+export type {
+  Permission,
+  IssueRecord,
+  CommentRecord,
+  ReactionRecord,
+  ReviewRecord,
+  ReviewCommentRecord,
+} from './github-state.js';
 export type { DeliveryResult, StoredDelivery } from './github-webhooks.js';
 export { signBody } from './github-webhooks.js';
 
@@ -103,6 +120,35 @@ export interface GitHubEmulator {
     user: string,
     opts?: { isBot?: boolean },
   ): Promise<DeliveryResult>;
+  /**
+   * Submits a review of a pull request's head with inline comments (new-side lines of the diff) and
+   * delivers `pull_request_review.submitted`.
+   */
+  review(
+    owner: string,
+    repo: string,
+    pull: number,
+    review: {
+      user: string;
+      state: 'approve' | 'request_changes' | 'comment';
+      body?: string;
+      comments?: { path: string; line: number; body: string }[];
+    },
+  ): Promise<DeliveryResult>;
+  /** A person pushes a commit with these files to `branch` (no webhook); returns the commit. */
+  pushFiles(
+    owner: string,
+    repo: string,
+    branch: string,
+    files: Record<string, string>,
+    opts: { message: string; author: string },
+  ): string;
+  /** A pull request's commits, oldest first. */
+  pullCommits(owner: string, repo: string, pull: number): string[];
+  reviewComments(pull: number, repoFullName?: string): ReviewCommentRecord[];
+  readonly reviews: ReviewRecord[];
+  /** Logins whose review was requested on the pull request. */
+  requestedReviewers(owner: string, repo: string, pull: number): string[];
   deliver(event: string, payload: unknown, opts?: { signature?: string }): Promise<DeliveryResult>;
   /** GitHub's "redeliver": the same body under the same delivery id. */
   redeliver(deliveryId: string): Promise<DeliveryResult>;
@@ -331,6 +377,83 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
         comment: shapes.comment(repo, comment),
         ...envelope(repo, user),
       });
+    },
+    review(owner, repoName, number, input) {
+      const repo = repoOf(owner, repoName);
+      const issue = issueOf(repo, number);
+      if (!issue.pull) throw new Error(`#${number} is not a pull request`);
+      const { base, head: branch } = issue.pull;
+      const head = resolveCommit(repo.bareDir, branch);
+      if (!head) throw new Error(`the head branch ${branch} of #${number} is gone`);
+      state.user(input.user);
+      const states = {
+        approve: 'APPROVED',
+        request_changes: 'CHANGES_REQUESTED',
+        comment: 'COMMENTED',
+      } as const;
+      const review: ReviewRecord = {
+        id: state.newId(),
+        repo: repo.fullName,
+        pullNumber: number,
+        user: input.user,
+        state: states[input.state],
+        body: input.body ?? '',
+        commitId: head,
+        submittedAt: timestamp(),
+      };
+      const comments = (input.comments ?? []).map((c): ReviewCommentRecord => {
+        const hunk = diffHunk(repo.bareDir, base, head, c.path, c.line);
+        if (hunk === null) throw new Error(`${c.path}:${c.line} is not part of the diff of #${number}`);
+        return {
+          id: state.newId(),
+          repo: repo.fullName,
+          pullNumber: number,
+          reviewId: review.id,
+          inReplyTo: null,
+          user: input.user,
+          body: c.body,
+          path: c.path,
+          line: c.line,
+          originalLine: c.line,
+          diffHunk: hunk,
+          commitId: head,
+          createdAt: review.submittedAt,
+        };
+      });
+      state.reviews.push(review);
+      state.reviewComments.push(...comments);
+      state.reviewRequests.get(`${repo.fullName}#${number}`)?.delete(input.user);
+      return webhooks.deliver('pull_request_review', {
+        action: 'submitted',
+        // The webhook spells the state in lower case, unlike the REST API.
+        review: { ...shapes.review(repo, review), state: review.state.toLowerCase() },
+        pull_request: shapes.pull(repo, issue),
+        ...envelope(repo, input.user),
+      });
+    },
+    pushFiles(owner, repoName, branch, files, { message, author }) {
+      state.user(author);
+      return commitFiles(repoOf(owner, repoName).bareDir, branch, files, message, author);
+    },
+    pullCommits(owner, repoName, number) {
+      const repo = repoOf(owner, repoName);
+      const pull = issueOf(repo, number).pull;
+      if (!pull) throw new Error(`#${number} is not a pull request`);
+      return commitsBetween(repo.bareDir, pull.base, pull.head);
+    },
+    reviewComments(number, repoFullName) {
+      return structuredClone(
+        state.reviewComments.filter(
+          (c) => c.pullNumber === number && (!repoFullName || c.repo === repoFullName),
+        ),
+      );
+    },
+    get reviews() {
+      return structuredClone(state.reviews);
+    },
+    requestedReviewers(owner, repoName, number) {
+      const repo = repoOf(owner, repoName);
+      return [...(state.reviewRequests.get(`${repo.fullName}#${number}`) ?? [])];
     },
     deliver: (event, payload, deliverOpts) => webhooks.deliver(event, payload, deliverOpts),
     redeliver: (id) => webhooks.redeliver(id),

@@ -245,6 +245,21 @@ export function configComment(a: {
   return fitBody(body.join('\n\n'));
 }
 
+/** The evidence of a published revision: headed "Revision N", naming the commit it pushed. */
+export function revisionComment(
+  run: RunRecord,
+  commit: string,
+  markdown: string,
+  notes: string[] = [],
+): string {
+  const head = [
+    `## Revision ${run.revision}\n\nCommit ${commit} on top of \`${(run.head_commit ?? '').slice(0, 12)}\`, asked for by @${run.triggered_by} (${run.trigger === 'review' ? 'review' : '`/agenticfix revise`'}). The judge verified the pull request's whole change against the base.\n\n<sub>${runLine(run)}</sub>`,
+    ...notes,
+    '',
+  ].join('\n\n');
+  return head + cutMiddle(inert(markdown, { keepHtml: true }), GITHUB_BODY_LIMIT - head.length - MARGIN).text;
+}
+
 /** The issue comment for any result that is not published as a pull request. */
 export function unverifiedComment(a: {
   run: RunRecord;
@@ -254,9 +269,14 @@ export function unverifiedComment(a: {
   why?: string;
 }): string {
   const head = [
-    `## AgenticFix: no pull request`,
+    a.run.revision === null
+      ? `## AgenticFix: no pull request`
+      : `## Revision ${a.run.revision}: nothing pushed`,
     `**Verdict: \`${a.report.verdict}\`**: ${inert(a.report.reason)}`,
-    a.why ?? 'Only verified patches are published as pull requests.',
+    a.why ??
+      (a.run.revision === null
+        ? 'Only verified patches are published as pull requests.'
+        : 'Only a verified revision is pushed; the branch is unchanged.'),
     `<sub>${runLine(a.run)}; stop reason \`${a.result.stop_reason}\`.</sub>`,
   ].join('\n\n');
   const room = GITHUB_BODY_LIMIT - head.length - 2 * MARGIN;

@@ -5,11 +5,16 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { z } from 'zod';
 import { capMiddle } from '../trace/cap.js';
+import { FEEDBACK, type Feedback } from './feedback.js';
 
 /** Persistent record of every run and webhook delivery (embedded SQLite). Runs are never deleted. */
 
 const RUN_STATES = ['queued', 'running', 'done', 'cancelled', 'superseded', 'interrupted', 'failed'] as const;
 export type RunState = (typeof RUN_STATES)[number];
+
+/** A run on the issue (label, rerun) or a revision of its pull request (revise command, review). */
+export const TRIGGERS = ['label', 'rerun', 'revise', 'review'] as const;
+export const REVISION_TRIGGERS: ReadonlySet<string> = new Set(['revise', 'review']);
 
 // Built once: building a zod schema costs far more than parsing with it (it was built per row read).
 const COMMENT_IDS = z.array(z.number().int());
@@ -20,7 +25,7 @@ const RUN_ROW = z.strictObject({
   repo: z.string(),
   issue: z.number().int(),
   installation_id: z.number().int(),
-  trigger: z.enum(['label', 'rerun']),
+  trigger: z.enum(TRIGGERS),
   triggered_by: z.string(),
   delivery_id: z.string(),
   model: z.string().nullable(), // comment override
@@ -45,6 +50,14 @@ const RUN_ROW = z.strictObject({
   issue_body: z.string().nullable(),
   issue_updated_at: z.string().nullable(),
   instance_id: z.string().nullable(), // the app instance that created the run
+  // Revisions: the number on its pull request, the PR head it starts from, and the feedback as given.
+  revision: z.number().int().nullable(),
+  head_commit: z.string().nullable(),
+  feedback: z
+    .string()
+    .nullable()
+    .transform((s) => (s === null ? null : FEEDBACK.parse(JSON.parse(s)))),
+  pushed_commit: z.string().nullable(), // the commit the run pushed to its branch
 });
 
 export type RunRecord = z.output<typeof RUN_ROW>;
@@ -53,7 +66,21 @@ export type NewRun = Pick<
   RunRecord,
   'owner' | 'repo' | 'issue' | 'installation_id' | 'trigger' | 'triggered_by' | 'delivery_id' | 'base_commit'
 > &
-  Partial<Pick<RunRecord, 'model' | 'token_budget' | 'issue_title' | 'issue_body' | 'issue_updated_at'>>;
+  Partial<
+    Pick<
+      RunRecord,
+      | 'model'
+      | 'token_budget'
+      | 'issue_title'
+      | 'issue_body'
+      | 'issue_updated_at'
+      | 'pr_number'
+      | 'revision'
+      | 'head_commit'
+      | 'feedback'
+      | 'status_comment_id'
+    >
+  >;
 
 export type RunUpdate = Partial<
   Omit<
@@ -67,6 +94,7 @@ export type RunUpdate = Partial<
     | 'created_at'
     | 'comment_ids'
     | 'instance_id'
+    | 'feedback'
   >
 >;
 
@@ -110,6 +138,11 @@ const MIGRATIONS = [
      owner TEXT NOT NULL, repo TEXT NOT NULL, issue INTEGER NOT NULL, replied_at TEXT NOT NULL,
      PRIMARY KEY (owner, repo, issue)
    );`,
+  // Revisions of the app's pull requests.
+  `ALTER TABLE runs ADD COLUMN revision INTEGER;
+   ALTER TABLE runs ADD COLUMN head_commit TEXT;
+   ALTER TABLE runs ADD COLUMN feedback TEXT;
+   ALTER TABLE runs ADD COLUMN pushed_commit TEXT;`,
 ];
 
 /** How long an instance that stopped heart-beating keeps the store (a crash on another host, a hang). */
@@ -224,17 +257,23 @@ export class RunStore {
     this.statement(
       `INSERT INTO runs (id, owner, repo, issue, installation_id, trigger, triggered_by, delivery_id,
            model, token_budget, base_commit, state, created_at, issue_title, issue_body, issue_updated_at,
-           instance_id)
+           instance_id, pr_number, revision, head_commit, feedback, status_comment_id)
          VALUES (@id, @owner, @repo, @issue, @installation_id, @trigger, @triggered_by, @delivery_id,
            @model, @token_budget, @base_commit, 'queued', @created_at, @issue_title, @issue_body,
-           @issue_updated_at, @instance_id)`,
+           @issue_updated_at, @instance_id, @pr_number, @revision, @head_commit, @feedback,
+           @status_comment_id)`,
     ).run({
       model: null,
       token_budget: null,
       issue_title: null,
       issue_body: null,
       issue_updated_at: null,
+      pr_number: null,
+      revision: null,
+      head_commit: null,
+      status_comment_id: null,
       ...input,
+      feedback: input.feedback ? JSON.stringify(input.feedback satisfies Feedback) : null,
       id,
       created_at: now(),
       instance_id: this.instance?.owner ?? null,
@@ -272,6 +311,15 @@ export class RunStore {
       'SELECT * FROM runs WHERE owner = ? AND repo = ? AND issue = ? ORDER BY created_at DESC, id DESC',
     )
       .all(owner, repo, issue)
+      .map((r) => RUN_ROW.parse(r));
+  }
+
+  /** Runs that worked on pull request `pr` (the ones that opened or updated it, and its revisions), newest first. */
+  forPr(owner: string, repo: string, pr: number): RunRecord[] {
+    return this.statement(
+      'SELECT * FROM runs WHERE owner = ? AND repo = ? AND pr_number = ? ORDER BY created_at DESC, id DESC',
+    )
+      .all(owner, repo, pr)
       .map((r) => RUN_ROW.parse(r));
   }
 

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { Config } from '../config/config.js';
 import { postComment, type GitHub, type IssueRef } from '../publish/github.js';
 import type { RunQueue } from '../queue/queue.js';
+import type { Feedback, ReviewComment } from '../queue/feedback.js';
 import type { NewRun, RunRecord, RunStore } from '../queue/store.js';
 import { parseCommand, USAGE, type Command } from './commands.js';
 import type { Intake } from './intake.js';
@@ -52,6 +53,12 @@ const COMMENTED = z.object({
   ...COMMON,
   comment: z.object({ id: z.number().int(), body: z.string(), user: USER }),
   issue: z.object({ number: z.number().int(), pull_request: z.unknown().optional() }),
+});
+
+const REVIEWED = z.object({
+  ...COMMON,
+  review: z.object({ id: z.number().int(), state: z.string(), body: z.string().nullish(), user: USER }),
+  pull_request: z.object({ number: z.number().int() }),
 });
 
 const isBot = (u: z.infer<typeof USER>): boolean => u.type === 'Bot' || u.login.endsWith('[bot]');
@@ -171,8 +178,129 @@ export function createApp(deps: AppDeps) {
       comment_id: comment.id,
       content: 'eyes',
     });
+    if (parsed.command.kind === 'revise') {
+      if (!issue.pull_request)
+        return void (await reply(
+          '`/agenticfix revise` works on the pull request AgenticFix opened, not on the issue.',
+        ));
+      if (!(await canWrite(gh, owner, r.name, sender.login)))
+        return void (await reply(politeNo(sender.login, 'revise this pull request')));
+      await startRevision(id, gh, {
+        owner,
+        repo: r.name,
+        pr: issue.number,
+        installationId: installation.id,
+        trigger: 'revise',
+        feedback: { kind: 'command', user: sender.login, text: parsed.command.text },
+        reply,
+      });
+      return;
+    }
     const ref = { owner, repo: r.name, issue: issueNumber };
     await runCommand(id, gh, parsed.command, ref, sender.login, installation.id, r.default_branch, reply);
+  }
+
+  /** A review asking for changes on the app's pull request, from a writer, revises it when the repository allows. */
+  async function onReview(id: string, gh: GitHub, d: z.infer<typeof REVIEWED>): Promise<void> {
+    const { repository: r, sender, review, pull_request: pr, installation } = d;
+    const owner = r.owner.login;
+    if (store.issueForPr(owner, r.name, pr.number) === null) return; // someone else's pull request
+    if (!(await canWrite(gh, owner, r.name, sender.login))) return;
+    const comments = await gh.paginate(gh.rest.pulls.listCommentsForReview, {
+      owner,
+      repo: r.name,
+      pull_number: pr.number,
+      review_id: review.id,
+      per_page: 100,
+    });
+    await startRevision(id, gh, {
+      owner,
+      repo: r.name,
+      pr: pr.number,
+      installationId: installation.id,
+      trigger: 'review',
+      feedback: {
+        kind: 'review',
+        user: sender.login,
+        review_id: review.id,
+        body: review.body ?? '',
+        comments: comments.map((c): ReviewComment => ({
+          id: c.id,
+          path: c.path,
+          line: (c as { line?: number | null }).line ?? null,
+          diff_hunk: c.diff_hunk,
+          body: c.body,
+          user: c.user?.login ?? 'ghost',
+          outdated: ((c as { line?: number | null }).line ?? null) === null,
+        })),
+      },
+      reply: async (body) => void (await postComment(gh, { owner, repo: r.name, issue: pr.number }, body)),
+    });
+  }
+
+  /**
+   * Starts revision N of the app's pull request `pr`: pinned to the PR's head (maintainers' commits
+   * included), judged against the base of the run that opened it, within the repository's
+   * `revise_on` and `max_revisions`. A newer trigger supersedes an active run of the same issue.
+   */
+  async function startRevision(
+    deliveryId: string,
+    gh: GitHub,
+    a: {
+      owner: string;
+      repo: string;
+      pr: number;
+      installationId: number;
+      trigger: 'revise' | 'review';
+      feedback: Feedback;
+      reply: (body: string) => Promise<unknown>;
+    },
+  ): Promise<void> {
+    const runs = store.forPr(a.owner, a.repo, a.pr); // newest first
+    const origin = runs.find((run) => run.revision === null);
+    if (!origin) return; // not a pull request the app opened
+    const earlier = runs.slice(0, runs.indexOf(origin)); // revisions since that run
+    const rc = await loadRepoConfig(gh, a.owner, a.repo, origin.base_commit, config);
+    if (!rc.ok)
+      return void (await a.reply(`${rc.error}
+
+No revision was started.`));
+    const kind = a.trigger === 'revise' ? 'command' : 'changes_requested';
+    if (!rc.config.revise_on.includes(kind)) {
+      if (a.trigger === 'revise')
+        await a.reply(
+          `Revising on request is not enabled here: \`revise_on\` in \`.github/agenticfix.yml\` does not include \`command\`. Nothing was started.`,
+        );
+      return;
+    }
+    if (earlier.length >= rc.config.max_revisions)
+      return void (await a.reply(
+        `This pull request has had ${earlier.length} revisions, the limit (\`max_revisions: ${rc.config.max_revisions}\`). Nothing was started; \`/agenticfix rerun\` on the issue starts over.`,
+      ));
+    const { data: pull } = await gh.rest.pulls.get({ owner: a.owner, repo: a.repo, pull_number: a.pr });
+    if (pull.state !== 'open')
+      return void (await a.reply('This pull request is closed; nothing was started.'));
+    start(
+      {
+        owner: a.owner,
+        repo: a.repo,
+        issue: origin.issue,
+        installation_id: a.installationId,
+        trigger: a.trigger,
+        triggered_by: a.feedback.user,
+        base_commit: origin.base_commit,
+        issue_title: origin.issue_title,
+        issue_body: origin.issue_body,
+        issue_updated_at: origin.issue_updated_at,
+        pr_number: a.pr,
+        revision: earlier.length + 1,
+        head_commit: pull.head.sha,
+        feedback: a.feedback,
+        // One status comment on the pull request, edited in place revision after revision.
+        status_comment_id: earlier.find((run) => run.status_comment_id !== null)?.status_comment_id ?? null,
+      },
+      deliveryId,
+    );
   }
 
   /** Records the delivery; only a new one may act. A replayed body is acknowledged and ignored. */
@@ -191,7 +319,14 @@ export function createApp(deps: AppDeps) {
     auth: Auth,
     log: Probot['log'],
   ): void {
-    if (event === 'issues') {
+    if (event === 'pull_request_review') {
+      const p = REVIEWED.safeParse(payload);
+      if (!p.success) return void log.warn({ err: p.error }, 'unexpected pull_request_review payload');
+      const { sender, review } = p.data;
+      if (isBot(sender) || review.state.toLowerCase() !== 'changes_requested') return;
+      if (!claim(id, event, payload, sha256, log)) return;
+      intake.run(id, async () => onReview(id, await auth(p.data.installation.id), p.data));
+    } else if (event === 'issues') {
       const p = LABELED.safeParse(payload);
       if (!p.success) return void log.warn({ err: p.error }, 'unexpected issues.labeled payload');
       if (isBot(p.data.sender) || !claim(id, event, payload, sha256, log)) return;
@@ -214,6 +349,16 @@ export function createApp(deps: AppDeps) {
         receive(
           context.id,
           'issues',
+          context.payload,
+          sha256(),
+          async () => context.octokit as GitHub,
+          app.log,
+        ),
+      );
+      app.on('pull_request_review.submitted', async (context) =>
+        receive(
+          context.id,
+          'pull_request_review',
           context.payload,
           sha256(),
           async () => context.octokit as GitHub,

@@ -107,6 +107,12 @@ const REPO_CONFIG_SCHEMA = z.strictObject({
   protected_paths: z.array(pathPattern).default([]),
   ci_entry_points: CI_ENTRY_POINTS,
   publish_unverified: z.boolean().default(false),
+  // What starts a revision of the app's draft pull request (from people with write access).
+  revise_on: z
+    .array(z.enum(['command', 'changes_requested', 'mention']))
+    .default(['command'])
+    .transform((l) => [...new Set(l)]),
+  max_revisions: z.number().int().min(0).max(100).default(5), // per pull request
 });
 
 export type RepoConfig = z.infer<typeof REPO_CONFIG_SCHEMA>;

@@ -1,0 +1,48 @@
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Feedback } from '../queue/feedback.js';
+import type { RunRecord } from '../queue/store.js';
+import { capMiddle } from '../trace/cap.js';
+
+/** What a revision's model is told besides the issue: the change so far and the feedback on it. */
+
+const MAX_DIFF_CHARS = 40_000;
+
+/** The model's summary of the latest earlier run on the pull request that left one. */
+export function previousSummary(earlier: RunRecord[]): string | null {
+  for (const run of earlier) {
+    if (!run.run_dir) continue;
+    const file = path.join(run.run_dir, 'result.json');
+    if (!existsSync(file)) continue;
+    const summary = (JSON.parse(readFileSync(file, 'utf8')) as { summary?: unknown }).summary;
+    if (typeof summary === 'string' && summary.trim()) return summary.trim();
+  }
+  return null;
+}
+
+/** The feedback as the model reads it: review comments with their place in the diff. */
+export function feedbackText(f: Feedback): string {
+  if (f.kind === 'command') return `@${f.user} asked (\`/agenticfix revise\`):\n${f.text}`;
+  const lines = [`@${f.user} requested changes in a review.`];
+  if (f.body.trim()) lines.push(`Review summary:\n${f.body.trim()}`);
+  for (const c of f.comments) {
+    const where = c.line === null ? `${c.path} (outdated: the code changed since)` : `${c.path}:${c.line}`;
+    lines.push(`Comment by @${c.user} on ${where}:\n\`\`\`diff\n${c.diff_hunk}\n\`\`\`\n${c.body}`);
+  }
+  return lines.join('\n\n');
+}
+
+export function revisionContext(a: {
+  revision: number;
+  pr: number;
+  summary: string | null;
+  diff: string;
+  feedback: Feedback;
+}): string {
+  return [
+    `Revision ${a.revision} of pull request #${a.pr}.`,
+    `Summary of the previous run: ${a.summary ?? '(none)'}`,
+    `The pull request's change against the original base (git diff):\n\`\`\`diff\n${capMiddle(a.diff, MAX_DIFF_CHARS / 2)}\n\`\`\``,
+    `Feedback:\n${feedbackText(a.feedback)}`,
+  ].join('\n\n');
+}

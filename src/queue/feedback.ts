@@ -1,0 +1,32 @@
+import { z } from 'zod';
+
+/**
+ * What a maintainer asked a revision to change, as it was when the revision was triggered: the run
+ * works on this snapshot, never on later edits. All of it is untrusted text, like an issue.
+ */
+
+export const REVIEW_COMMENT = z.strictObject({
+  id: z.number().int(),
+  path: z.string(),
+  /** The new-side line on the pull request's head; null when the comment is outdated. */
+  line: z.number().int().nullable(),
+  diff_hunk: z.string(),
+  body: z.string(),
+  user: z.string(),
+  outdated: z.boolean(),
+});
+export type ReviewComment = z.infer<typeof REVIEW_COMMENT>;
+
+export const FEEDBACK = z.discriminatedUnion('kind', [
+  // `/agenticfix revise <text>`: the rest of the first line and the lines after it.
+  z.strictObject({ kind: z.literal('command'), user: z.string(), text: z.string() }),
+  // A submitted review asking for changes, with its inline comments.
+  z.strictObject({
+    kind: z.literal('review'),
+    user: z.string(),
+    review_id: z.number().int(),
+    body: z.string(),
+    comments: z.array(REVIEW_COMMENT),
+  }),
+]);
+export type Feedback = z.infer<typeof FEEDBACK>;

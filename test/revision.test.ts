@@ -1,0 +1,230 @@
+import { rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import type { GitHubEmulator } from '../src/emulator/github.js';
+import { branchFor } from '../src/publish/pr.js';
+import type { JudgeOptions } from '../src/verify/types.js';
+import { startApp, type RunningApp } from '../src/webhook/server.js';
+import { git } from '../src/workspace/git.js';
+import {
+  APP_ID,
+  CALC_FILES,
+  CALC_FIX,
+  CALC_TEST,
+  fakeDeps,
+  localJudge,
+  PRIVATE_KEY,
+  quietLog,
+  SECRET,
+  startEmulator,
+  tempDir,
+  testConfig,
+} from './app-support.js';
+
+/**
+ * Maintainers steer the app's draft pull request: a review asking for changes or `/agenticfix revise`
+ * starts a revision pinned at the PR's head, judged against the original base, pushed as a new commit
+ * on the same branch only when verified. Through the GitHub emulator, with real git pushes.
+ */
+
+const O = 'acme';
+const R = 'calc';
+const DOCSTRING = { 'calc.py': 'def add(a, b):\n    """Return a + b."""\n    return a + b\n' };
+const NAMED = {
+  'calc.py':
+    'def add(a, b):\n    """Return a + b."""\n    if not isinstance(a, int):\n        raise TypeError(f"add: argument a must be an int, got {a!r}")\n    return a + b\n',
+};
+const WRONG = { 'calc.py': 'def add(a, b):\n    return a * b\n' };
+
+describe('revisions of the app’s draft pull request', () => {
+  let emu: GitHubEmulator;
+  let app: RunningApp;
+  let home: string;
+  const judged: JudgeOptions[] = [];
+  const deps = {
+    ...fakeDeps({
+      edits: (o) => {
+        const asked = o.issue.revision;
+        if (asked === undefined) return CALC_FIX;
+        if (asked.includes('break it')) return WRONG;
+        if (asked.includes('name the argument')) return NAMED;
+        return DOCSTRING;
+      },
+    }),
+    judge: async (o: JudgeOptions) => {
+      judged.push(o);
+      return localJudge(o);
+    },
+  };
+
+  beforeAll(async () => {
+    emu = await startEmulator();
+    emu.createRepo(O, R, {
+      files: {
+        ...CALC_FILES,
+        '.github/agenticfix.yml': `test: ${JSON.stringify(CALC_TEST)}\nrevise_on: [command, changes_requested]\nmax_revisions: 3\n`,
+      },
+    });
+    emu.setPermission(O, R, 'maint', 'maintain');
+    emu.setPermission(O, R, 'reader', 'read');
+    home = tempDir('revision-test-');
+    app = await startApp({
+      config: testConfig(home),
+      appId: APP_ID,
+      privateKey: PRIVATE_KEY,
+      webhookSecret: SECRET,
+      baseUrl: emu.url,
+      port: 0,
+      deps,
+      sandbox: 'local',
+      log: quietLog,
+    });
+    emu.setWebhookUrl(app.url);
+  });
+  afterAll(async () => {
+    await app?.close();
+    await emu?.close();
+    rmSync(home, { recursive: true, force: true });
+  });
+
+  const botComments = (n: number) => emu.comments(n).filter((c) => c.user === emu.botLogin);
+  /** `git diff base head` in a fresh clone of the emulator's repository. */
+  async function diffOf(base: string, head: string): Promise<string> {
+    const dir = tempDir('revision-clone-');
+    try {
+      await git(['clone', '-q', `${emu.url}/git/${O}/${R}.git`, dir], { cwd: tmpdir() });
+      return (await git(['diff', '--binary', base, head], { cwd: dir })).stdout;
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+
+  it('a review asking for changes with two inline comments → a verified revision on the same branch, keeping a maintainer’s commit', async () => {
+    const n = emu.createIssue(O, R, { title: 'add() subtracts', body: 'add(2, 3) is -1', user: 'alice' });
+    await emu.label(O, R, n, 'agenticfix', 'maint');
+    await app.idle();
+    const [first] = app.store.forIssue(O, R, n);
+    expect(first).toMatchObject({ state: 'done', verdict: 'verified' });
+    const pr = emu.pulls.find((p) => p.pull?.head === branchFor(n))!;
+    expect(first!.pushed_commit).toBe(emu.branchHead(O, R, branchFor(n)));
+    // The maintainer who labelled the issue is asked to review the draft.
+    expect(emu.requestedReviewers(O, R, pr.number)).toEqual(['maint']);
+
+    // A maintainer adds a commit of their own before reviewing.
+    const human = emu.pushFiles(
+      O,
+      R,
+      branchFor(n),
+      { 'NOTES.md': 'add() must add\n' },
+      {
+        message: 'Note the contract',
+        author: 'maint',
+      },
+    );
+    const res = await emu.review(O, R, pr.number, {
+      user: 'maint',
+      state: 'request_changes',
+      body: 'Close, but document it.',
+      comments: [
+        { path: 'calc.py', line: 1, body: 'Give add() a docstring.' },
+        { path: 'calc.py', line: 2, body: 'Say what it returns.' },
+      ],
+    });
+    expect(res.status).toBe(200);
+    await app.idle();
+
+    const revision = app.store.forIssue(O, R, n)[0]!;
+    expect(revision).toMatchObject({
+      state: 'done',
+      verdict: 'verified',
+      trigger: 'review',
+      triggered_by: 'maint',
+      revision: 1,
+      pr_number: pr.number,
+      head_commit: human,
+      base_commit: first!.base_commit,
+    });
+    // The model started from the PR head and was given the review comments with their hunks.
+    const call = deps.calls.at(-1)!;
+    expect(call.baseCommit).toBe(human);
+    expect(call.issue.revision).toContain('Give add() a docstring.');
+    expect(call.issue.revision).toContain('calc.py:2');
+    expect(call.issue.revision).toContain('@@ -1,2 +1,2 @@');
+    expect(call.issue.revision).toContain('+    return a + b'); // the change so far
+
+    // A new commit on the same branch, on top of the maintainer's; the PR is the same one.
+    const head = emu.branchHead(O, R, branchFor(n))!;
+    expect(head).toBe(revision.pushed_commit);
+    expect(emu.pullCommits(O, R, pr.number)).toEqual([first!.pushed_commit, human, head]);
+    expect(emu.pulls.filter((p) => p.pull?.head === branchFor(n))).toHaveLength(1);
+
+    // The judge verified the cumulative change against the original base: exactly the branch's diff.
+    const verified = judged.at(-1)!;
+    expect(verified.baseCommit).toBe(first!.base_commit);
+    expect(verified.patch).toBe(await diffOf(first!.base_commit, head));
+    expect(verified.patch).toContain('NOTES.md');
+    expect(verified.patch).toContain('"""Return a + b."""');
+
+    const comments = botComments(pr.number);
+    expect(comments.some((c) => c.body.startsWith('## Revision 1\n') && c.body.includes(head))).toBe(true);
+    const replies = emu.reviewComments(pr.number).filter((c) => c.user === emu.botLogin);
+    expect(replies).toHaveLength(2);
+    for (const r of replies) expect(r.body).toBe(`Addressed in ${head} (revision 1).`);
+    const status = comments.find((c) => c.id === revision.status_comment_id)!;
+    expect(status.body).toContain('Revision 1');
+  });
+
+  it('`/agenticfix revise` from a maintainer revises; from an outsider it only gets a reply; a regression pushes nothing; the limit holds', async () => {
+    const n = emu.createIssue(O, R, { title: 'add() subtracts too', user: 'alice' });
+    await emu.label(O, R, n, 'agenticfix', 'maint');
+    await app.idle();
+    const pr = emu.pulls.find((p) => p.pull?.head === branchFor(n))!;
+    const runs = () => app.store.forIssue(O, R, n);
+
+    await emu.comment(
+      O,
+      R,
+      pr.number,
+      '/agenticfix revise make the error message name the argument',
+      'reader',
+    );
+    await app.idle();
+    expect(runs()).toHaveLength(1);
+    expect(botComments(pr.number).at(-1)!.body).toContain('Only people with write access');
+
+    await emu.comment(
+      O,
+      R,
+      pr.number,
+      '/agenticfix revise make the error message name the argument',
+      'maint',
+    );
+    await app.idle();
+    const r1 = runs()[0]!;
+    expect(r1).toMatchObject({ trigger: 'revise', revision: 1, verdict: 'verified', state: 'done' });
+    expect(r1.feedback).toEqual({
+      kind: 'command',
+      user: 'maint',
+      text: 'make the error message name the argument',
+    });
+    const after1 = emu.branchHead(O, R, branchFor(n));
+    expect(after1).toBe(r1.pushed_commit);
+
+    await emu.comment(O, R, pr.number, '/agenticfix revise break it', 'maint');
+    await app.idle();
+    const r2 = runs()[0]!;
+    expect(r2).toMatchObject({ revision: 2, verdict: 'regression', state: 'done', pushed_commit: null });
+    expect(emu.branchHead(O, R, branchFor(n))).toBe(after1); // nothing pushed
+    const said = botComments(pr.number).find((c) => c.body.startsWith('## Revision 2: nothing pushed'))!;
+    expect(said.body).toContain('Candidate patch');
+    // One status comment on the pull request, edited in place revision after revision.
+    expect(r2.status_comment_id).toBe(r1.status_comment_id);
+
+    await emu.comment(O, R, pr.number, '/agenticfix revise add a docstring', 'maint');
+    await app.idle();
+    expect(runs()[0]!.revision).toBe(3);
+    await emu.comment(O, R, pr.number, '/agenticfix revise once more', 'maint');
+    await app.idle();
+    expect(runs()[0]!.revision).toBe(3); // max_revisions: 3
+    expect(botComments(pr.number).at(-1)!.body).toContain('`max_revisions: 3`');
+  });
+});

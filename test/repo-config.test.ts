@@ -28,6 +28,8 @@ describe('repository config', () => {
     protected_paths: [],
     ci_entry_points: { paths: DEFAULT_CI_ENTRY_POINTS, policy: 'flag' },
     publish_unverified: false,
+    revise_on: ['command'],
+    max_revisions: 5,
   };
 
   it('gives the defaults when there is no file or an empty one', () => {
@@ -47,6 +49,8 @@ describe('repository config', () => {
         'protected_paths: [migrations/, LICENSE]',
         'ci_entry_points: { paths: ["**/conftest.py", ./Makefile], policy: block }',
         'publish_unverified: true',
+        'revise_on: [command, changes_requested, command]',
+        'max_revisions: 2',
       ].join('\n'),
       operator,
     );
@@ -61,6 +65,8 @@ describe('repository config', () => {
         protected_paths: ['migrations', 'LICENSE'],
         ci_entry_points: { paths: ['**/conftest.py', 'Makefile'], policy: 'block' },
         publish_unverified: true,
+        revise_on: ['command', 'changes_requested'],
+        max_revisions: 2,
       },
     });
   });

@@ -211,7 +211,7 @@ describe('RunStore', () => {
     new RunStore(file).close();
     new RunStore(file).close();
     const db = new Database(file);
-    expect(db.pragma('user_version', { simple: true })).toBe(4);
+    expect(db.pragma('user_version', { simple: true })).toBe(5);
     db.close();
   });
 

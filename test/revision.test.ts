@@ -18,6 +18,7 @@ import {
   startEmulator,
   tempDir,
   testConfig,
+  waitFor,
 } from './app-support.js';
 
 /**
@@ -40,6 +41,7 @@ describe('revisions of the app’s draft pull request', () => {
   let app: RunningApp;
   let home: string;
   const judged: JudgeOptions[] = [];
+  let gate: Promise<void> | undefined;
   const deps = {
     ...fakeDeps({
       edits: (o) => {
@@ -48,6 +50,9 @@ describe('revisions of the app’s draft pull request', () => {
         if (asked.includes('break it')) return WRONG;
         if (asked.includes('name the argument')) return NAMED;
         return DOCSTRING;
+      },
+      get gate() {
+        return gate;
       },
     }),
     judge: async (o: JudgeOptions) => {
@@ -226,5 +231,35 @@ describe('revisions of the app’s draft pull request', () => {
     await app.idle();
     expect(runs()[0]!.revision).toBe(3); // max_revisions: 3
     expect(botComments(pr.number).at(-1)!.body).toContain('`max_revisions: 3`');
+  });
+
+  it('a branch that moved while the revision ran is never overwritten: nothing is pushed and the PR is told', async () => {
+    const n = emu.createIssue(O, R, { title: 'add() subtracts, busy branch', user: 'alice' });
+    await emu.label(O, R, n, 'agenticfix', 'maint');
+    await app.idle();
+    const pr = emu.pulls.find((p) => p.pull?.head === branchFor(n))!;
+    let release!: () => void;
+    gate = new Promise((r) => (release = r));
+    const calls = deps.calls.length;
+    await emu.comment(O, R, pr.number, '/agenticfix revise add a docstring', 'maint');
+    await waitFor(() => deps.calls.length > calls);
+    const human = emu.pushFiles(
+      O,
+      R,
+      branchFor(n),
+      { 'NOTES.md': 'pushed meanwhile\n' },
+      {
+        message: 'A commit during the revision',
+        author: 'maint',
+      },
+    );
+    release();
+    gate = undefined;
+    await app.idle();
+    const run = app.store.forIssue(O, R, n)[0]!;
+    expect(run).toMatchObject({ revision: 1, verdict: 'verified', state: 'done', pushed_commit: null });
+    expect(emu.branchHead(O, R, branchFor(n))).toBe(human);
+    const said = botComments(pr.number).find((c) => c.body.startsWith('## Revision 1: nothing pushed'))!;
+    expect(said.body).toContain('The branch moved while the revision ran');
   });
 });

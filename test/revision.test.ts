@@ -231,6 +231,15 @@ describe('revisions of the app’s draft pull request', () => {
     await app.idle();
     expect(runs()[0]!.revision).toBe(3); // max_revisions: 3
     expect(botComments(pr.number).at(-1)!.body).toContain('`max_revisions: 3`');
+
+    await emu.comment(O, R, pr.number, '/agenticfix status', 'maint');
+    await app.idle();
+    const history = botComments(pr.number).at(-1)!.body;
+    expect(history).toContain(`Revisions of pull request #${pr.number}:`);
+    expect(history).toContain(`- Revision 1 (\`${r1.id}\`, \`revise\` by @maint`);
+    expect(history).toContain(`verdict \`verified\`, pushed ${after1}`);
+    expect(history).toMatch(/- Revision 2 .*verdict `regression`, nothing pushed/);
+    expect(history.indexOf('Revision 1')).toBeLessThan(history.indexOf('Revision 2'));
   });
 
   it('a branch that moved while the revision ran is never overwritten: nothing is pushed and the PR is told', async () => {

@@ -402,7 +402,7 @@ No revision was started.`));
         await reply(USAGE);
         return;
       case 'status':
-        await reply(statusReply(store.forIssue(ref.owner, ref.repo, ref.issue)[0] ?? null));
+        await reply(statusReply(store.forIssue(ref.owner, ref.repo, ref.issue)));
         return;
       case 'cancel': {
         if (!(await canWrite(gh, ref.owner, ref.repo, login)))
@@ -442,8 +442,24 @@ No revision was started.`));
   }
 }
 
-function statusReply(run: RunRecord | null): string {
+/** The latest run, then the revisions of the pull request the latest run on the issue opened. */
+function statusReply(runs: RunRecord[]): string {
+  const [run] = runs; // newest first
   if (!run) return 'AgenticFix has not run on this issue yet.';
+  const origin = runs.findIndex((r) => r.revision === null);
+  const revisions = runs.slice(0, origin < 0 ? runs.length : origin).reverse();
+  const latest = latestLine(origin < 0 ? run : runs[origin]!);
+  if (revisions.length === 0) return latest;
+  const lines = revisions.map(
+    (r) =>
+      `- Revision ${r.revision} (\`${r.id}\`, ${r.trigger === 'review' ? 'review' : '`revise`'} by @${r.triggered_by}, from \`${(r.head_commit ?? '').slice(0, 12)}\`): state \`${r.state}\`` +
+      (r.verdict ? `, verdict \`${r.verdict}\`` : '') +
+      (r.pushed_commit ? `, pushed ${r.pushed_commit}` : ', nothing pushed'),
+  );
+  return `${latest}\n\nRevisions of pull request #${revisions[0]!.pr_number}:\n${lines.join('\n')}`;
+}
+
+function latestLine(run: RunRecord): string {
   const facts = [
     `state \`${run.state}\``,
     run.verdict && `verdict \`${run.verdict}\``,

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import type { GitHubEmulator } from '../src/emulator/github.js';
 import { branchFor } from '../src/publish/pr.js';
 import type { JudgeOptions } from '../src/verify/types.js';
+import { mentions } from '../src/webhook/app.js';
 import { startApp, type RunningApp } from '../src/webhook/server.js';
 import { git } from '../src/workspace/git.js';
 import {
@@ -236,7 +237,7 @@ describe('revisions of the app’s draft pull request', () => {
     await app.idle();
     const history = botComments(pr.number).at(-1)!.body;
     expect(history).toContain(`Revisions of pull request #${pr.number}:`);
-    expect(history).toContain(`- Revision 1 (\`${r1.id}\`, \`revise\` by @maint`);
+    expect(history).toContain(`- Revision 1 (\`${r1.id}\`, \`/agenticfix revise\` by @maint`);
     expect(history).toContain(`verdict \`verified\`, pushed ${after1}`);
     expect(history).toMatch(/- Revision 2 .*verdict `regression`, nothing pushed/);
     expect(history.indexOf('Revision 1')).toBeLessThan(history.indexOf('Revision 2'));
@@ -270,5 +271,70 @@ describe('revisions of the app’s draft pull request', () => {
     expect(emu.branchHead(O, R, branchFor(n))).toBe(human);
     const said = botComments(pr.number).find((c) => c.body.startsWith('## Revision 1: nothing pushed'))!;
     expect(said.body).toContain('The branch moved while the revision ran');
+  });
+
+  it('a review comment mentioning @agenticfix revises only where revise_on has `mention`; the reply goes to its thread', async () => {
+    const a = emu.createIssue(O, R, { title: 'add() subtracts, mention off', user: 'alice' });
+    await emu.label(O, R, a, 'agenticfix', 'maint');
+    await app.idle();
+    const prA = emu.pulls.find((p) => p.pull?.head === branchFor(a))!;
+    await emu.reviewComment(O, R, prA.number, {
+      user: 'maint',
+      path: 'calc.py',
+      line: 2,
+      body: '@agenticfix add a docstring',
+    });
+    await app.idle();
+    expect(app.store.forIssue(O, R, a)).toHaveLength(1); // the base's config does not allow mentions
+
+    emu.pushFiles(
+      O,
+      R,
+      'main',
+      { '.github/agenticfix.yml': `test: ${JSON.stringify(CALC_TEST)}\nrevise_on: [mention]\n` },
+      { message: 'Allow mentions', author: 'maint' },
+    );
+    const b = emu.createIssue(O, R, { title: 'add() subtracts, mention on', user: 'alice' });
+    await emu.label(O, R, b, 'agenticfix', 'maint');
+    await app.idle();
+    const prB = emu.pulls.find((p) => p.pull?.head === branchFor(b))!;
+    await emu.reviewComment(O, R, prB.number, {
+      user: 'maint',
+      path: 'calc.py',
+      line: 2,
+      body: 'Hmm, undocumented.',
+    });
+    await app.idle();
+    expect(app.store.forIssue(O, R, b)).toHaveLength(1); // no mention, no run
+    const root = emu.reviewComments(prB.number)[0]!;
+    await emu.reviewComment(O, R, prB.number, {
+      user: 'reader',
+      inReplyTo: root.id,
+      body: '@agenticfix do it',
+    });
+    await app.idle();
+    expect(app.store.forIssue(O, R, b)).toHaveLength(1); // outsiders are ignored
+    await emu.reviewComment(O, R, prB.number, {
+      user: 'maint',
+      inReplyTo: root.id,
+      body: '@AgenticFix please add a docstring',
+    });
+    await app.idle();
+    const run = app.store.forIssue(O, R, b)[0]!;
+    expect(run).toMatchObject({ trigger: 'mention', revision: 1, verdict: 'verified' });
+    expect(deps.calls.at(-1)!.issue.revision).toContain('please add a docstring');
+    const reply = emu.reviewComments(prB.number).find((c) => c.user === emu.botLogin)!;
+    expect(reply).toMatchObject({
+      inReplyTo: root.id,
+      body: `Addressed in ${run.pushed_commit} (revision 1).`,
+    });
+  });
+
+  it('a mention is the handle as a whole word', () => {
+    expect(mentions('@AgenticFix please', '@agenticfix')).toBe(true);
+    expect(mentions('see (@agenticfix)', '@agenticfix')).toBe(true);
+    expect(mentions('mail me@agenticfix.dev', '@agenticfix')).toBe(false);
+    expect(mentions('@agenticfix-bot said', '@agenticfix')).toBe(false);
+    expect(mentions('no handle here', '@agenticfix')).toBe(false);
   });
 });

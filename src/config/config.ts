@@ -110,6 +110,11 @@ const ENV_SCHEMA = z.object({
   // App
   AGENTICFIX_CONCURRENCY: int(2, 1),
   AGENTICFIX_LABEL: z.string().min(1).default('agenticfix'),
+  // The handle review comments mention to ask for a revision (`revise_on: [mention]`).
+  AGENTICFIX_MENTION: z
+    .string()
+    .regex(/^@[A-Za-z0-9][A-Za-z0-9-]{0,38}$/, 'an @handle')
+    .default('@agenticfix'),
   AGENTICFIX_DB_PATH: z.string().min(1).optional(),
   AGENTICFIX_STATUS_EDIT_INTERVAL_MS: int(5000, 0),
   AGENTICFIX_KEEP_FAILED_WORKTREES: bool(true),
@@ -204,6 +209,7 @@ export interface Config {
   app: {
     concurrency: number;
     label: string;
+    mention: string;
     statusEditIntervalMs: number;
     keepFailedWorktrees: boolean;
     /** Worktrees not modified for this long are removed (at start-up and after each run). */
@@ -353,6 +359,7 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
     app: {
       concurrency: e.AGENTICFIX_CONCURRENCY,
       label: e.AGENTICFIX_LABEL,
+      mention: e.AGENTICFIX_MENTION,
       statusEditIntervalMs: e.AGENTICFIX_STATUS_EDIT_INTERVAL_MS,
       keepFailedWorktrees: e.AGENTICFIX_KEEP_FAILED_WORKTREES,
       worktreeMaxAgeMs: e.AGENTICFIX_WORKTREE_MAX_AGE_H * 3600_000,

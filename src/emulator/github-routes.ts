@@ -582,11 +582,19 @@ export function createRouter({
       baseUrl(),
     );
   });
+  const reviewOf = (ctx: RepoCtx, number: number) => {
+    const id = intParam(ctx.params.id);
+    return (
+      state.reviews.find((r) => r.id === id && r.repo === ctx.repo.fullName && r.pullNumber === number) ??
+      throwIt(notFound())
+    );
+  };
+  onRepo('GET', '/repos/:owner/:repo/pulls/:number/reviews/:id', (ctx) =>
+    ok(shapes.review(ctx.repo, reviewOf(ctx, pullOf(ctx).number))),
+  );
   onRepo('GET', '/repos/:owner/:repo/pulls/:number/reviews/:id/comments', (ctx) => {
     const pull = pullOf(ctx);
-    const id = intParam(ctx.params.id);
-    const review =
-      state.reviews.find((r) => r.id === id && r.repo === ctx.repo.fullName) ?? throwIt(notFound());
+    const review = reviewOf(ctx, pull.number);
     const list = reviewCommentsOf(ctx, pull.number).filter((c) => c.reviewId === review.id);
     return paginate(
       list.map((c) => shapes.reviewComment(ctx.repo, c)),

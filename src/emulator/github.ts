@@ -135,6 +135,16 @@ export interface GitHubEmulator {
       comments?: { path: string; line: number; body: string }[];
     },
   ): Promise<DeliveryResult>;
+  /**
+   * A single inline comment on a pull request's diff (in a review of its own, as on GitHub), or a reply
+   * in the thread of `inReplyTo`; delivers `pull_request_review_comment.created`.
+   */
+  reviewComment(
+    owner: string,
+    repo: string,
+    pull: number,
+    comment: { user: string; body: string } & ({ path: string; line: number } | { inReplyTo: number }),
+  ): Promise<DeliveryResult>;
   /** A person pushes a commit with these files to `branch` (no webhook); returns the commit. */
   pushFiles(
     owner: string,
@@ -312,6 +322,67 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
     sender: shapes.user(sender),
     installation: { id: repo.installationId, node_id: `MDIz_${repo.installationId}` },
   });
+  const newReview = (
+    repo: RepoRecord,
+    number: number,
+    user: string,
+    kind: 'approve' | 'request_changes' | 'comment',
+    body: string,
+  ) => {
+    const issue = issueOf(repo, number);
+    if (!issue.pull) throw new Error(`#${number} is not a pull request`);
+    const head = resolveCommit(repo.bareDir, issue.pull.head);
+    if (!head) throw new Error(`the head branch ${issue.pull.head} of #${number} is gone`);
+    state.user(user);
+    const states = {
+      approve: 'APPROVED',
+      request_changes: 'CHANGES_REQUESTED',
+      comment: 'COMMENTED',
+    } as const;
+    const review: ReviewRecord = {
+      id: state.newId(),
+      repo: repo.fullName,
+      pullNumber: number,
+      user,
+      state: states[kind],
+      body,
+      commitId: head,
+      submittedAt: timestamp(),
+    };
+    return { issue, review };
+  };
+  /** A new inline comment on new-side `line` of `path` at the review's commit. */
+  const inlineComment = (
+    repo: RepoRecord,
+    issue: IssueRecord,
+    review: ReviewRecord,
+    c: { path: string; line: number; body: string },
+  ): ReviewCommentRecord => {
+    const hunk = diffHunk(repo.bareDir, issue.pull!.base, review.commitId, c.path, c.line);
+    if (hunk === null) throw new Error(`${c.path}:${c.line} is not part of the diff of #${issue.number}`);
+    return {
+      id: state.newId(),
+      repo: repo.fullName,
+      pullNumber: issue.number,
+      reviewId: review.id,
+      inReplyTo: null,
+      user: review.user,
+      body: c.body,
+      path: c.path,
+      line: c.line,
+      originalLine: c.line,
+      diffHunk: hunk,
+      commitId: review.commitId,
+      createdAt: review.submittedAt,
+    };
+  };
+  const deliverReviewComment = (repo: RepoRecord, issue: IssueRecord, c: ReviewCommentRecord) =>
+    webhooks.deliver('pull_request_review_comment', {
+      action: 'created',
+      comment: shapes.reviewComment(repo, c),
+      pull_request: shapes.pull(repo, issue),
+      ...envelope(repo, c.user),
+    });
   const installationId = (owner: string): number => {
     const inst = [...state.installations.values()].find(
       (i) => i.account.toLowerCase() === owner.toLowerCase(),
@@ -378,51 +449,15 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
         ...envelope(repo, user),
       });
     },
-    review(owner, repoName, number, input) {
+    async review(owner, repoName, number, input) {
       const repo = repoOf(owner, repoName);
-      const issue = issueOf(repo, number);
-      if (!issue.pull) throw new Error(`#${number} is not a pull request`);
-      const { base, head: branch } = issue.pull;
-      const head = resolveCommit(repo.bareDir, branch);
-      if (!head) throw new Error(`the head branch ${branch} of #${number} is gone`);
-      state.user(input.user);
-      const states = {
-        approve: 'APPROVED',
-        request_changes: 'CHANGES_REQUESTED',
-        comment: 'COMMENTED',
-      } as const;
-      const review: ReviewRecord = {
-        id: state.newId(),
-        repo: repo.fullName,
-        pullNumber: number,
-        user: input.user,
-        state: states[input.state],
-        body: input.body ?? '',
-        commitId: head,
-        submittedAt: timestamp(),
-      };
-      const comments = (input.comments ?? []).map((c): ReviewCommentRecord => {
-        const hunk = diffHunk(repo.bareDir, base, head, c.path, c.line);
-        if (hunk === null) throw new Error(`${c.path}:${c.line} is not part of the diff of #${number}`);
-        return {
-          id: state.newId(),
-          repo: repo.fullName,
-          pullNumber: number,
-          reviewId: review.id,
-          inReplyTo: null,
-          user: input.user,
-          body: c.body,
-          path: c.path,
-          line: c.line,
-          originalLine: c.line,
-          diffHunk: hunk,
-          commitId: head,
-          createdAt: review.submittedAt,
-        };
-      });
+      const { issue, review } = newReview(repo, number, input.user, input.state, input.body ?? '');
+      const comments = (input.comments ?? []).map((c) => inlineComment(repo, issue, review, c));
       state.reviews.push(review);
       state.reviewComments.push(...comments);
       state.reviewRequests.get(`${repo.fullName}#${number}`)?.delete(input.user);
+      // As on GitHub: one delivery per inline comment, then the review's.
+      for (const c of comments) await deliverReviewComment(repo, issue, c);
       return webhooks.deliver('pull_request_review', {
         action: 'submitted',
         // The webhook spells the state in lower case, unlike the REST API.
@@ -430,6 +465,27 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
         pull_request: shapes.pull(repo, issue),
         ...envelope(repo, input.user),
       });
+    },
+    reviewComment(owner, repoName, number, input) {
+      const repo = repoOf(owner, repoName);
+      const { issue, review } = newReview(repo, number, input.user, 'comment', '');
+      let comment: ReviewCommentRecord;
+      if ('inReplyTo' in input) {
+        const parent = state.reviewComments.find((c) => c.id === input.inReplyTo && c.repo === repo.fullName);
+        if (!parent) throw new Error(`no review comment ${input.inReplyTo} in ${repo.fullName}`);
+        comment = {
+          ...parent,
+          id: state.newId(),
+          reviewId: review.id,
+          inReplyTo: parent.inReplyTo ?? parent.id,
+          user: input.user,
+          body: input.body,
+          createdAt: review.submittedAt,
+        };
+      } else comment = inlineComment(repo, issue, review, input);
+      state.reviews.push(review);
+      state.reviewComments.push(comment);
+      return deliverReviewComment(repo, issue, comment);
     },
     pushFiles(owner, repoName, branch, files, { message, author }) {
       state.user(author);

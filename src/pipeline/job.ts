@@ -26,7 +26,7 @@ import { fetchFile, loadRepoConfig, REPO_CONFIG_PATH, type RepoConfig } from '..
 import { matchingPattern } from '../tools/path-patterns.js';
 import { capMiddle } from '../trace/cap.js';
 import { GitWorkspaceManager } from '../workspace/manager.js';
-import { previousSummary, revisionContext } from './revision.js';
+import { addressedThreads, previousSummary, revisionContext } from './revision.js';
 import type { IssueText, ModelSpec, RepairOptions, RepairResult } from './types.js';
 
 /** The app's run job: repository config → runRepair → judge → publish, reporting progress on the issue. */
@@ -468,8 +468,7 @@ export class JobRunner implements QueueHooks {
       revisionComment(run, made.commit, evidence, ci.length > 0 ? [ciFlagNote(ci)] : []),
     );
     // Each inline comment the revision addressed gets a short reply in its thread.
-    const threads = run.feedback?.kind === 'review' ? run.feedback.comments.filter((c) => !c.outdated) : [];
-    for (const c of threads)
+    for (const c of addressedThreads(run.feedback))
       await gh.rest.pulls.createReplyForReviewComment({
         owner: run.owner,
         repo: run.repo,

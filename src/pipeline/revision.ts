@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { Feedback } from '../queue/feedback.js';
+import type { Feedback, ReviewComment } from '../queue/feedback.js';
 import type { RunRecord } from '../queue/store.js';
 import { capMiddle } from '../trace/cap.js';
 
@@ -23,13 +23,22 @@ export function previousSummary(earlier: RunRecord[]): string | null {
 /** The feedback as the model reads it: review comments with their place in the diff. */
 export function feedbackText(f: Feedback): string {
   if (f.kind === 'command') return `@${f.user} asked (\`/agenticfix revise\`):\n${f.text}`;
+  if (f.kind === 'mention') return `@${f.user} asked in a review comment.\n\n${commentText(f.comment)}`;
   const lines = [`@${f.user} requested changes in a review.`];
   if (f.body.trim()) lines.push(`Review summary:\n${f.body.trim()}`);
-  for (const c of f.comments) {
-    const where = c.line === null ? `${c.path} (outdated: the code changed since)` : `${c.path}:${c.line}`;
-    lines.push(`Comment by @${c.user} on ${where}:\n\`\`\`diff\n${c.diff_hunk}\n\`\`\`\n${c.body}`);
-  }
-  return lines.join('\n\n');
+  return [...lines, ...f.comments.map(commentText)].join('\n\n');
+}
+
+function commentText(c: ReviewComment): string {
+  const where = c.line === null ? `${c.path} (outdated: the code changed since)` : `${c.path}:${c.line}`;
+  return `Comment by @${c.user} on ${where}:\n\`\`\`diff\n${c.diff_hunk}\n\`\`\`\n${c.body}`;
+}
+
+/** The inline review threads a published revision answers (outdated ones are not about its code). */
+export function addressedThreads(f: Feedback | null): ReviewComment[] {
+  if (f?.kind === 'review') return f.comments.filter((c) => !c.outdated);
+  if (f?.kind === 'mention') return [f.comment];
+  return [];
 }
 
 export function revisionContext(a: {

@@ -245,6 +245,16 @@ export function configComment(a: {
   return fitBody(body.join('\n\n'));
 }
 
+/** How a revision was asked for, in words. */
+export function revisionTrigger(run: Pick<RunRecord, 'trigger'>): string {
+  const words: Partial<Record<RunRecord['trigger'], string>> = {
+    review: 'a review',
+    mention: 'a review comment',
+    revise: '`/agenticfix revise`',
+  };
+  return words[run.trigger] ?? run.trigger;
+}
+
 /** The evidence of a published revision: headed "Revision N", naming the commit it pushed. */
 export function revisionComment(
   run: RunRecord,
@@ -253,7 +263,7 @@ export function revisionComment(
   notes: string[] = [],
 ): string {
   const head = [
-    `## Revision ${run.revision}\n\nCommit ${commit} on top of \`${(run.head_commit ?? '').slice(0, 12)}\`, asked for by @${run.triggered_by} (${run.trigger === 'review' ? 'review' : '`/agenticfix revise`'}). The judge verified the pull request's whole change against the base.\n\n<sub>${runLine(run)}</sub>`,
+    `## Revision ${run.revision}\n\nCommit ${commit} on top of \`${(run.head_commit ?? '').slice(0, 12)}\`, asked for by @${run.triggered_by} in ${revisionTrigger(run)}. The judge verified the pull request's whole change against the base.\n\n<sub>${runLine(run)}</sub>`,
     ...notes,
     '',
   ].join('\n\n');

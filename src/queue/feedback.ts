@@ -28,5 +28,7 @@ export const FEEDBACK = z.discriminatedUnion('kind', [
     body: z.string(),
     comments: z.array(REVIEW_COMMENT),
   }),
+  // A review comment mentioning the app; `comment.id` is its thread's first comment (where replies go).
+  z.strictObject({ kind: z.literal('mention'), user: z.string(), comment: REVIEW_COMMENT }),
 ]);
 export type Feedback = z.infer<typeof FEEDBACK>;

@@ -3,6 +3,7 @@ import type { Probot } from 'probot';
 import { z } from 'zod';
 import type { Config } from '../config/config.js';
 import { postComment, type GitHub, type IssueRef } from '../publish/github.js';
+import { revisionTrigger } from '../publish/render.js';
 import type { RunQueue } from '../queue/queue.js';
 import type { Feedback, ReviewComment } from '../queue/feedback.js';
 import type { NewRun, RunRecord, RunStore } from '../queue/store.js';
@@ -61,7 +62,28 @@ const REVIEWED = z.object({
   pull_request: z.object({ number: z.number().int() }),
 });
 
+const REVIEW_COMMENTED = z.object({
+  ...COMMON,
+  comment: z.object({
+    id: z.number().int(),
+    body: z.string(),
+    user: USER,
+    path: z.string(),
+    line: z.number().int().nullish(),
+    diff_hunk: z.string(),
+    in_reply_to_id: z.number().int().optional(),
+    pull_request_review_id: z.number().int().nullish(),
+  }),
+  pull_request: z.object({ number: z.number().int() }),
+});
+
 const isBot = (u: z.infer<typeof USER>): boolean => u.type === 'Bot' || u.login.endsWith('[bot]');
+
+/** Whether `body` mentions `handle` (`@agenticfix`) as a whole word, not inside another handle or an address. */
+export function mentions(body: string, handle: string): boolean {
+  const escaped = handle.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return new RegExp(`(^|[^\\w@.-])${escaped}(?![\\w-])`, 'i').test(body);
+}
 
 const WRITE_ROLES = new Set(['admin', 'maintain', 'write']);
 
@@ -239,6 +261,48 @@ export function createApp(deps: AppDeps) {
   }
 
   /**
+   * A review comment mentioning the app on its pull request, from a writer, revises it when the
+   * repository allows. A comment in a review that requests changes is left to that review's event.
+   */
+  async function onMention(id: string, gh: GitHub, d: z.infer<typeof REVIEW_COMMENTED>): Promise<void> {
+    const { repository: r, sender, comment, pull_request: pr, installation } = d;
+    const owner = r.owner.login;
+    if (store.issueForPr(owner, r.name, pr.number) === null) return;
+    if (!(await canWrite(gh, owner, r.name, sender.login))) return;
+    if (comment.pull_request_review_id) {
+      const { data: review } = await gh.rest.pulls.getReview({
+        owner,
+        repo: r.name,
+        pull_number: pr.number,
+        review_id: comment.pull_request_review_id,
+      });
+      if (review.state === 'CHANGES_REQUESTED') return;
+    }
+    const line = comment.line ?? null;
+    await startRevision(id, gh, {
+      owner,
+      repo: r.name,
+      pr: pr.number,
+      installationId: installation.id,
+      trigger: 'mention',
+      feedback: {
+        kind: 'mention',
+        user: sender.login,
+        comment: {
+          id: comment.in_reply_to_id ?? comment.id, // replies go to the thread's first comment
+          path: comment.path,
+          line,
+          diff_hunk: comment.diff_hunk,
+          body: comment.body,
+          user: comment.user.login,
+          outdated: line === null,
+        },
+      },
+      reply: async (body) => void (await postComment(gh, { owner, repo: r.name, issue: pr.number }, body)),
+    });
+  }
+
+  /**
    * Starts revision N of the app's pull request `pr`: pinned to the PR's head (maintainers' commits
    * included), judged against the base of the run that opened it, within the repository's
    * `revise_on` and `max_revisions`. A newer trigger supersedes an active run of the same issue.
@@ -251,7 +315,7 @@ export function createApp(deps: AppDeps) {
       repo: string;
       pr: number;
       installationId: number;
-      trigger: 'revise' | 'review';
+      trigger: 'revise' | 'review' | 'mention';
       feedback: Feedback;
       reply: (body: string) => Promise<unknown>;
     },
@@ -265,7 +329,7 @@ export function createApp(deps: AppDeps) {
       return void (await a.reply(`${rc.error}
 
 No revision was started.`));
-    const kind = a.trigger === 'revise' ? 'command' : 'changes_requested';
+    const kind = ({ revise: 'command', review: 'changes_requested', mention: 'mention' } as const)[a.trigger];
     if (!rc.config.revise_on.includes(kind)) {
       if (a.trigger === 'revise')
         await a.reply(
@@ -326,6 +390,14 @@ No revision was started.`));
       if (isBot(sender) || review.state.toLowerCase() !== 'changes_requested') return;
       if (!claim(id, event, payload, sha256, log)) return;
       intake.run(id, async () => onReview(id, await auth(p.data.installation.id), p.data));
+    } else if (event === 'pull_request_review_comment') {
+      const p = REVIEW_COMMENTED.safeParse(payload);
+      if (!p.success)
+        return void log.warn({ err: p.error }, 'unexpected pull_request_review_comment payload');
+      const { sender, comment } = p.data;
+      if (isBot(sender) || !mentions(comment.body, config.app.mention)) return;
+      if (!claim(id, event, payload, sha256, log)) return;
+      intake.run(id, async () => onMention(id, await auth(p.data.installation.id), p.data));
     } else if (event === 'issues') {
       const p = LABELED.safeParse(payload);
       if (!p.success) return void log.warn({ err: p.error }, 'unexpected issues.labeled payload');
@@ -359,6 +431,16 @@ No revision was started.`));
         receive(
           context.id,
           'pull_request_review',
+          context.payload,
+          sha256(),
+          async () => context.octokit as GitHub,
+          app.log,
+        ),
+      );
+      app.on('pull_request_review_comment.created', async (context) =>
+        receive(
+          context.id,
+          'pull_request_review_comment',
           context.payload,
           sha256(),
           async () => context.octokit as GitHub,
@@ -452,7 +534,7 @@ function statusReply(runs: RunRecord[]): string {
   if (revisions.length === 0) return latest;
   const lines = revisions.map(
     (r) =>
-      `- Revision ${r.revision} (\`${r.id}\`, ${r.trigger === 'review' ? 'review' : '`revise`'} by @${r.triggered_by}, from \`${(r.head_commit ?? '').slice(0, 12)}\`): state \`${r.state}\`` +
+      `- Revision ${r.revision} (\`${r.id}\`, ${revisionTrigger(r)} by @${r.triggered_by}, from \`${(r.head_commit ?? '').slice(0, 12)}\`): state \`${r.state}\`` +
       (r.verdict ? `, verdict \`${r.verdict}\`` : '') +
       (r.pushed_commit ? `, pushed ${r.pushed_commit}` : ', nothing pushed'),
   );

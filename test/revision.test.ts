@@ -330,6 +330,69 @@ describe('revisions of the app’s draft pull request', () => {
     });
   });
 
+  it('failing checks revise only with ci_feedback.enabled, after running checks end, at most max_rounds times', async () => {
+    const fail = {
+      name: 'unit tests',
+      conclusion: 'failure',
+      output: { summary: '1 test failed', text: 'lots of log\nAssertionError: add is undocumented' },
+      annotations: [{ path: 'calc.py', line: 2, message: 'add() needs a docstring' }],
+    };
+    // Disabled (the base's config has no ci_feedback): a failing suite starts nothing.
+    const a = emu.createIssue(O, R, { title: 'add() subtracts, CI off', user: 'alice' });
+    await emu.label(O, R, a, 'agenticfix', 'maint');
+    await app.idle();
+    expect((await emu.checkSuite(O, R, { branch: branchFor(a), runs: [fail] })).delivery?.status).toBe(200);
+    await app.idle();
+    expect(app.store.forIssue(O, R, a)).toHaveLength(1);
+
+    emu.pushFiles(
+      O,
+      R,
+      'main',
+      {
+        '.github/agenticfix.yml': `test: ${JSON.stringify(CALC_TEST)}\nci_feedback: { enabled: true, max_rounds: 1 }\n`,
+      },
+      { message: 'CI feedback on', author: 'maint' },
+    );
+    const b = emu.createIssue(O, R, { title: 'add() subtracts, CI on', user: 'alice' });
+    await emu.label(O, R, b, 'agenticfix', 'maint');
+    await app.idle();
+    const runs = () => app.store.forIssue(O, R, b);
+    // A passing suite ends it.
+    await emu.checkSuite(O, R, { branch: branchFor(b), runs: [{ name: 'lint' }] });
+    await app.idle();
+    expect(runs()).toHaveLength(1);
+    // A failing suite while another check still runs: waited for.
+    const slow = await emu.checkSuite(O, R, {
+      branch: branchFor(b),
+      runs: [{ name: 'e2e', status: 'in_progress' }],
+    });
+    expect(slow.delivery).toBeNull();
+    await emu.checkSuite(O, R, { branch: branchFor(b), runs: [fail] });
+    await app.idle();
+    expect(runs()).toHaveLength(1);
+    // The last check ends: the failing run's name, summary, annotation and output tail are the feedback.
+    await emu.completeCheckRun(O, R, slow.runs[0]!, { conclusion: 'success' });
+    await app.idle();
+    const run = runs()[0]!;
+    expect(run).toMatchObject({
+      trigger: 'checks',
+      triggered_by: 'github-actions',
+      revision: 1,
+      verdict: 'verified',
+    });
+    const told = deps.calls.at(-1)!.issue.revision!;
+    expect(told).toContain('Check "unit tests" (failure): 1 test failed');
+    expect(told).toContain('- calc.py:2: add() needs a docstring');
+    expect(told).toContain('AssertionError: add is undocumented');
+    expect(emu.branchHead(O, R, branchFor(b))).toBe(run.pushed_commit);
+
+    // The new head fails again: max_rounds is 1, so nothing more starts.
+    await emu.checkSuite(O, R, { branch: branchFor(b), runs: [fail] });
+    await app.idle();
+    expect(runs()).toHaveLength(2);
+  });
+
   it('a mention is the handle as a whole word', () => {
     expect(mentions('@AgenticFix please', '@agenticfix')).toBe(true);
     expect(mentions('see (@agenticfix)', '@agenticfix')).toBe(true);

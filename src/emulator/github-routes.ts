@@ -298,6 +298,28 @@ export function createRouter({
       object: { sha, type: 'commit', url: `${baseUrl()}/repos/${ctx.repo.fullName}/git/commits/${sha}` },
     });
   });
+  // --- Checks (before commits/:ref*, which would take the rest of the path) ---
+  onRepo('GET', '/repos/:owner/:repo/commits/:ref/check-runs', (ctx) => {
+    const sha = resolveCommit(ctx.repo.bareDir, ctx.params.ref as string);
+    const runs = state.checkRuns.filter((r) => r.repo === ctx.repo.fullName && r.headSha === sha);
+    return ok({ total_count: runs.length, check_runs: runs.map((r) => shapes.checkRun(ctx.repo, r)) });
+  });
+  onRepo('GET', '/repos/:owner/:repo/check-runs/:id/annotations', (ctx) => {
+    const id = intParam(ctx.params.id);
+    const run =
+      state.checkRuns.find((r) => r.id === id && r.repo === ctx.repo.fullName) ?? throwIt(notFound());
+    return paginate(
+      run.annotations.map((a) => ({
+        ...a,
+        blob_href: '',
+        start_column: null,
+        end_column: null,
+        title: null,
+      })),
+      ctx,
+      baseUrl(),
+    );
+  });
   onRepo('GET', '/repos/:owner/:repo/commits/:ref*', (ctx) => {
     const sha = resolveCommit(ctx.repo.bareDir, ctx.params.ref as string);
     if (!sha)

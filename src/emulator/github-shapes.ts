@@ -4,6 +4,8 @@
  */
 import { branchExists, diffHunk, resolveCommit } from './github-git.js';
 import type {
+  CheckRunRecord,
+  CheckSuiteRecord,
   CommentRecord,
   EmulatorState,
   IssueRecord,
@@ -227,6 +229,50 @@ export class Shapes {
       url: this.api(`/repos/${repo.fullName}/pulls/comments/${c.id}`),
       html_url: this.api(`/${repo.fullName}/pull/${c.pullNumber}#discussion_r${c.id}`),
       pull_request_url: this.api(`/repos/${repo.fullName}/pulls/${c.pullNumber}`),
+    };
+  }
+
+  /** A suite's status and conclusion come from its runs, as on GitHub. */
+  checkSuite(repo: RepoRecord, suite: CheckSuiteRecord): Json {
+    const runs = this.state.checkRuns.filter((r) => r.suiteId === suite.id);
+    const done = runs.every((r) => r.status === 'completed');
+    const failing = ['failure', 'timed_out', 'cancelled', 'action_required', 'startup_failure'];
+    const conclusion = !done
+      ? null
+      : (failing.find((c) => runs.some((r) => r.conclusion === c)) ?? (runs.length ? 'success' : 'neutral'));
+    const pulls = this.state.issues.filter(
+      (i) => i.repo === repo.fullName && i.state === 'open' && i.pull?.head === suite.headBranch,
+    );
+    return {
+      id: suite.id,
+      node_id: `CS_${suite.id}`,
+      head_branch: suite.headBranch,
+      head_sha: suite.headSha,
+      status: done ? 'completed' : runs.some((r) => r.status === 'in_progress') ? 'in_progress' : 'queued',
+      conclusion,
+      app: { id: 1, slug: suite.app, name: suite.app },
+      pull_requests: pulls.map((i) => ({
+        number: i.number,
+        url: this.api(`/repos/${repo.fullName}/pulls/${i.number}`),
+        head: { ref: i.pull!.head, sha: suite.headSha },
+        base: { ref: i.pull!.base },
+      })),
+      url: this.api(`/repos/${repo.fullName}/check-suites/${suite.id}`),
+    };
+  }
+
+  checkRun(repo: RepoRecord, run: CheckRunRecord): Json {
+    return {
+      id: run.id,
+      node_id: `CR_${run.id}`,
+      name: run.name,
+      head_sha: run.headSha,
+      status: run.status,
+      conclusion: run.conclusion,
+      output: { ...run.output, annotations_count: run.annotations.length },
+      check_suite: { id: run.suiteId },
+      url: this.api(`/repos/${repo.fullName}/check-runs/${run.id}`),
+      html_url: this.api(`/${repo.fullName}/runs/${run.id}`),
     };
   }
 }

@@ -97,6 +97,35 @@ export interface ReviewCommentRecord {
   createdAt: string;
 }
 
+export interface CheckAnnotation {
+  path: string;
+  start_line: number;
+  end_line: number;
+  annotation_level: 'notice' | 'warning' | 'failure';
+  message: string;
+}
+
+/** A check run of a suite on a commit, as a CI app reports it. */
+export interface CheckRunRecord {
+  id: number;
+  suiteId: number;
+  repo: string;
+  name: string;
+  headSha: string;
+  status: 'queued' | 'in_progress' | 'completed';
+  conclusion: string | null;
+  output: { title: string; summary: string; text: string };
+  annotations: CheckAnnotation[];
+}
+
+export interface CheckSuiteRecord {
+  id: number;
+  repo: string;
+  app: string;
+  headBranch: string;
+  headSha: string;
+}
+
 export interface InstallationRecord {
   id: number;
   account: string;
@@ -114,6 +143,8 @@ export class EmulatorState {
   readonly reactions: ReactionRecord[] = [];
   readonly reviews: ReviewRecord[] = [];
   readonly reviewComments: ReviewCommentRecord[] = [];
+  readonly checkSuites: CheckSuiteRecord[] = [];
+  readonly checkRuns: CheckRunRecord[] = [];
   /** Logins asked to review, by `repo#number`. */
   readonly reviewRequests = new Map<string, Set<string>>();
   readonly labelIds = new Map<string, number>();

@@ -31,6 +31,8 @@ import {
   type Permission,
   type ReactionRecord,
   type RepoRecord,
+  type CheckRunRecord,
+  type CheckSuiteRecord,
   type ReviewCommentRecord,
   type ReviewRecord,
 } from './github-state.js';
@@ -145,6 +147,22 @@ export interface GitHubEmulator {
     pull: number,
     comment: { user: string; body: string } & ({ path: string; line: number } | { inReplyTo: number }),
   ): Promise<DeliveryResult>;
+  /**
+   * A CI app reports a check suite with these runs on the head of `branch`; when every run is
+   * completed, `check_suite.completed` is delivered (`delivery`, else null).
+   */
+  checkSuite(
+    owner: string,
+    repo: string,
+    suite: { branch: string; app?: string; runs: CheckRunInput[] },
+  ): Promise<{ id: number; runs: number[]; delivery: DeliveryResult | null }>;
+  /** Completes a check run; delivers `check_suite.completed` when it was its suite's last one. */
+  completeCheckRun(
+    owner: string,
+    repo: string,
+    runId: number,
+    result: Omit<CheckRunInput, 'name' | 'status'>,
+  ): Promise<DeliveryResult | null>;
   /** A person pushes a commit with these files to `branch` (no webhook); returns the commit. */
   pushFiles(
     owner: string,
@@ -181,6 +199,14 @@ export interface GitHubEmulator {
   readonly requests: RecordedRequest[];
   readonly deliveries: StoredDelivery[];
   close(): Promise<void>;
+}
+
+export interface CheckRunInput {
+  name: string;
+  status?: 'queued' | 'in_progress' | 'completed'; // completed by default
+  conclusion?: string;
+  output?: { title?: string; summary?: string; text?: string };
+  annotations?: { path: string; line: number; message: string }[];
 }
 
 const APP = { slug: 'agenticfix', name: 'AgenticFix' };
@@ -383,6 +409,30 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
       pull_request: shapes.pull(repo, issue),
       ...envelope(repo, c.user),
     });
+  const finishRun = (run: CheckRunRecord, r: Omit<CheckRunInput, 'name' | 'status'>) => {
+    run.conclusion = r.conclusion ?? 'success';
+    run.output = {
+      title: r.output?.title ?? '',
+      summary: r.output?.summary ?? '',
+      text: r.output?.text ?? '',
+    };
+    run.annotations = (r.annotations ?? []).map((a) => ({
+      path: a.path,
+      start_line: a.line,
+      end_line: a.line,
+      annotation_level: 'failure' as const,
+      message: a.message,
+    }));
+  };
+  /** GitHub sends `check_suite.completed` once every run of the suite is completed. */
+  const deliverIfComplete = async (repo: RepoRecord, suite: CheckSuiteRecord) => {
+    if (state.checkRuns.some((r) => r.suiteId === suite.id && r.status !== 'completed')) return null;
+    return webhooks.deliver('check_suite', {
+      action: 'completed',
+      check_suite: shapes.checkSuite(repo, suite),
+      ...envelope(repo, `${suite.app}[bot]`),
+    });
+  };
   const installationId = (owner: string): number => {
     const inst = [...state.installations.values()].find(
       (i) => i.account.toLowerCase() === owner.toLowerCase(),
@@ -486,6 +536,47 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
       state.reviews.push(review);
       state.reviewComments.push(comment);
       return deliverReviewComment(repo, issue, comment);
+    },
+    checkSuite(owner, repoName, input) {
+      const repo = repoOf(owner, repoName);
+      const headSha = resolveCommit(repo.bareDir, input.branch);
+      if (!headSha) throw new Error(`no branch ${input.branch}`);
+      const suite: CheckSuiteRecord = {
+        id: state.newId(),
+        repo: repo.fullName,
+        app: input.app ?? 'github-actions',
+        headBranch: input.branch,
+        headSha,
+      };
+      state.checkSuites.push(suite);
+      const runs = input.runs.map((r) => {
+        const run: CheckRunRecord = {
+          id: state.newId(),
+          suiteId: suite.id,
+          repo: repo.fullName,
+          name: r.name,
+          headSha,
+          status: r.status ?? 'completed',
+          conclusion: null,
+          output: { title: '', summary: '', text: '' },
+          annotations: [],
+        };
+        if (run.status === 'completed') finishRun(run, r);
+        state.checkRuns.push(run);
+        return run.id;
+      });
+      return deliverIfComplete(repo, suite).then((delivery) => ({ id: suite.id, runs, delivery }));
+    },
+    completeCheckRun(owner, repoName, runId, result) {
+      const repo = repoOf(owner, repoName);
+      const run = state.checkRuns.find((r) => r.id === runId && r.repo === repo.fullName);
+      if (!run) throw new Error(`no check run ${runId} in ${repo.fullName}`);
+      run.status = 'completed';
+      finishRun(run, result);
+      return deliverIfComplete(
+        repo,
+        state.checkSuites.find((c) => c.id === run.suiteId)!,
+      );
     },
     pushFiles(owner, repoName, branch, files, { message, author }) {
       state.user(author);

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { Feedback, ReviewComment } from '../queue/feedback.js';
+import type { CheckRun, Feedback, ReviewComment } from '../queue/feedback.js';
 import type { RunRecord } from '../queue/store.js';
 import { capMiddle } from '../trace/cap.js';
 
@@ -24,6 +24,8 @@ export function previousSummary(earlier: RunRecord[]): string | null {
 export function feedbackText(f: Feedback): string {
   if (f.kind === 'command') return `@${f.user} asked (\`/agenticfix revise\`):\n${f.text}`;
   if (f.kind === 'mention') return `@${f.user} asked in a review comment.\n\n${commentText(f.comment)}`;
+  if (f.kind === 'checks')
+    return [`The pull request's checks failed on ${f.head_sha}:`, ...f.runs.map(checkText)].join('\n\n');
   const lines = [`@${f.user} requested changes in a review.`];
   if (f.body.trim()) lines.push(`Review summary:\n${f.body.trim()}`);
   return [...lines, ...f.comments.map(commentText)].join('\n\n');
@@ -32,6 +34,15 @@ export function feedbackText(f: Feedback): string {
 function commentText(c: ReviewComment): string {
   const where = c.line === null ? `${c.path} (outdated: the code changed since)` : `${c.path}:${c.line}`;
   return `Comment by @${c.user} on ${where}:\n\`\`\`diff\n${c.diff_hunk}\n\`\`\`\n${c.body}`;
+}
+
+function checkText(r: CheckRun): string {
+  const notes = r.annotations.map((a) => `- ${a.path}:${a.line}: ${a.message}`);
+  return [
+    `Check "${r.name}" (${r.conclusion}): ${r.summary}`,
+    ...(notes.length ? ['Annotations:', ...notes] : []),
+    ...(r.output_tail ? [`End of its output:\n\`\`\`\n${r.output_tail}\n\`\`\``] : []),
+  ].join('\n');
 }
 
 /** The inline review threads a published revision answers (outdated ones are not about its code). */

@@ -251,6 +251,7 @@ export function revisionTrigger(run: Pick<RunRecord, 'trigger'>): string {
     review: 'a review',
     mention: 'a review comment',
     revise: '`/agenticfix revise`',
+    checks: 'failing checks',
   };
   return words[run.trigger] ?? run.trigger;
 }

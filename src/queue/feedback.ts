@@ -17,6 +17,16 @@ export const REVIEW_COMMENT = z.strictObject({
 });
 export type ReviewComment = z.infer<typeof REVIEW_COMMENT>;
 
+export const CHECK_RUN = z.strictObject({
+  id: z.number().int(),
+  name: z.string(),
+  conclusion: z.string(),
+  summary: z.string(),
+  annotations: z.array(z.strictObject({ path: z.string(), line: z.number().int(), message: z.string() })),
+  output_tail: z.string(),
+});
+export type CheckRun = z.infer<typeof CHECK_RUN>;
+
 export const FEEDBACK = z.discriminatedUnion('kind', [
   // `/agenticfix revise <text>`: the rest of the first line and the lines after it.
   z.strictObject({ kind: z.literal('command'), user: z.string(), text: z.string() }),
@@ -30,5 +40,12 @@ export const FEEDBACK = z.discriminatedUnion('kind', [
   }),
   // A review comment mentioning the app; `comment.id` is its thread's first comment (where replies go).
   z.strictObject({ kind: z.literal('mention'), user: z.string(), comment: REVIEW_COMMENT }),
+  // The failing check runs on the pull request's head (`user`: the CI app).
+  z.strictObject({
+    kind: z.literal('checks'),
+    user: z.string(),
+    head_sha: z.string(),
+    runs: z.array(CHECK_RUN),
+  }),
 ]);
 export type Feedback = z.infer<typeof FEEDBACK>;

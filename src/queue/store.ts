@@ -12,8 +12,8 @@ import { FEEDBACK, type Feedback } from './feedback.js';
 const RUN_STATES = ['queued', 'running', 'done', 'cancelled', 'superseded', 'interrupted', 'failed'] as const;
 export type RunState = (typeof RUN_STATES)[number];
 
-/** A run on the issue (label, rerun) or a revision of its pull request (revise command, review, mention). */
-export const TRIGGERS = ['label', 'rerun', 'revise', 'review', 'mention'] as const;
+/** A run on the issue (label, rerun) or a revision of its pull request (command, review, mention, checks). */
+export const TRIGGERS = ['label', 'rerun', 'revise', 'review', 'mention', 'checks'] as const;
 
 // Built once: building a zod schema costs far more than parsing with it (it was built per row read).
 const COMMENT_IDS = z.array(z.number().int());

@@ -77,6 +77,20 @@ const REVIEW_COMMENTED = z.object({
   pull_request: z.object({ number: z.number().int() }),
 });
 
+const CHECKED = z.object({
+  ...COMMON,
+  check_suite: z.object({
+    head_sha: z.string(),
+    app: z.object({ slug: z.string() }).nullish(),
+    pull_requests: z.array(z.object({ number: z.number().int() })),
+  }),
+});
+
+/** Check run conclusions that ask for a fix (neutral, skipped and stale do not). */
+const FAILING = new Set(['failure', 'timed_out', 'cancelled', 'action_required', 'startup_failure']);
+const OUTPUT_TAIL_CHARS = 3000;
+const MAX_ANNOTATIONS = 50;
+
 const isBot = (u: z.infer<typeof USER>): boolean => u.type === 'Bot' || u.login.endsWith('[bot]');
 
 /** Whether `body` mentions `handle` (`@agenticfix`) as a whole word, not inside another handle or an address. */
@@ -207,13 +221,14 @@ export function createApp(deps: AppDeps) {
         ));
       if (!(await canWrite(gh, owner, r.name, sender.login)))
         return void (await reply(politeNo(sender.login, 'revise this pull request')));
+      const { text } = parsed.command;
       await startRevision(id, gh, {
         owner,
         repo: r.name,
         pr: issue.number,
         installationId: installation.id,
         trigger: 'revise',
-        feedback: { kind: 'command', user: sender.login, text: parsed.command.text },
+        feedback: async () => ({ kind: 'command', user: sender.login, text }),
         reply,
       });
       return;
@@ -241,7 +256,7 @@ export function createApp(deps: AppDeps) {
       pr: pr.number,
       installationId: installation.id,
       trigger: 'review',
-      feedback: {
+      feedback: async () => ({
         kind: 'review',
         user: sender.login,
         review_id: review.id,
@@ -255,7 +270,7 @@ export function createApp(deps: AppDeps) {
           user: c.user?.login ?? 'ghost',
           outdated: ((c as { line?: number | null }).line ?? null) === null,
         })),
-      },
+      }),
       reply: async (body) => void (await postComment(gh, { owner, repo: r.name, issue: pr.number }, body)),
     });
   }
@@ -285,7 +300,7 @@ export function createApp(deps: AppDeps) {
       pr: pr.number,
       installationId: installation.id,
       trigger: 'mention',
-      feedback: {
+      feedback: async () => ({
         kind: 'mention',
         user: sender.login,
         comment: {
@@ -297,6 +312,57 @@ export function createApp(deps: AppDeps) {
           user: comment.user.login,
           outdated: line === null,
         },
+      }),
+      reply: async (body) => void (await postComment(gh, { owner, repo: r.name, issue: pr.number }, body)),
+    });
+  }
+
+  /**
+   * A completed check suite on the app's pull request (`ci_feedback.enabled`): once no check run on the
+   * PR's head is still running, failing runs start a revision; all passing ends the CI feedback.
+   */
+  async function onChecks(id: string, gh: GitHub, d: z.infer<typeof CHECKED>): Promise<void> {
+    const { repository: r, check_suite: suite, installation } = d;
+    const owner = r.owner.login;
+    const pr = suite.pull_requests.find((p) => store.issueForPr(owner, r.name, p.number) !== null);
+    if (!pr) return;
+    await startRevision(id, gh, {
+      owner,
+      repo: r.name,
+      pr: pr.number,
+      installationId: installation.id,
+      trigger: 'checks',
+      feedback: async (head) => {
+        if (suite.head_sha !== head) return null; // checks of an older commit
+        const seen = store.forPr(owner, r.name, pr.number);
+        if (seen.some((run) => run.trigger === 'checks' && run.head_commit === head)) return null;
+        const { data } = await gh.rest.checks.listForRef({ owner, repo: r.name, ref: head, per_page: 100 });
+        if (data.check_runs.some((c) => c.status !== 'completed')) return null; // the last one comes back here
+        const failing = data.check_runs.filter((c) => FAILING.has(c.conclusion ?? ''));
+        if (failing.length === 0) return null;
+        const runs = await Promise.all(
+          failing.map(async (c) => {
+            const notes = await gh.rest.checks.listAnnotations({
+              owner,
+              repo: r.name,
+              check_run_id: c.id,
+              per_page: MAX_ANNOTATIONS,
+            });
+            return {
+              id: c.id,
+              name: c.name,
+              conclusion: c.conclusion ?? 'failure',
+              summary: c.output.summary ?? '',
+              annotations: notes.data.map((a) => ({
+                path: a.path,
+                line: a.start_line,
+                message: a.message ?? '',
+              })),
+              output_tail: (c.output.text ?? '').slice(-OUTPUT_TAIL_CHARS),
+            };
+          }),
+        );
+        return { kind: 'checks', user: suite.app?.slug ?? 'checks', head_sha: head, runs };
       },
       reply: async (body) => void (await postComment(gh, { owner, repo: r.name, issue: pr.number }, body)),
     });
@@ -315,8 +381,9 @@ export function createApp(deps: AppDeps) {
       repo: string;
       pr: number;
       installationId: number;
-      trigger: 'revise' | 'review' | 'mention';
-      feedback: Feedback;
+      trigger: 'revise' | 'review' | 'mention' | 'checks';
+      /** Read once the revision may start, at the pull request's head; null: nothing to revise. */
+      feedback: (head: string) => Promise<Feedback | null>;
       reply: (body: string) => Promise<unknown>;
     },
   ): Promise<void> {
@@ -329,13 +396,20 @@ export function createApp(deps: AppDeps) {
       return void (await a.reply(`${rc.error}
 
 No revision was started.`));
-    const kind = ({ revise: 'command', review: 'changes_requested', mention: 'mention' } as const)[a.trigger];
-    if (!rc.config.revise_on.includes(kind)) {
-      if (a.trigger === 'revise')
-        await a.reply(
-          `Revising on request is not enabled here: \`revise_on\` in \`.github/agenticfix.yml\` does not include \`command\`. Nothing was started.`,
-        );
-      return;
+    if (a.trigger === 'checks') {
+      const ci = rc.config.ci_feedback;
+      if (!ci.enabled || earlier.filter((run) => run.trigger === 'checks').length >= ci.max_rounds) return;
+    } else {
+      const kind = ({ revise: 'command', review: 'changes_requested', mention: 'mention' } as const)[
+        a.trigger
+      ];
+      if (!rc.config.revise_on.includes(kind)) {
+        if (a.trigger === 'revise')
+          await a.reply(
+            `Revising on request is not enabled here: \`revise_on\` in \`.github/agenticfix.yml\` does not include \`command\`. Nothing was started.`,
+          );
+        return;
+      }
     }
     if (earlier.length >= rc.config.max_revisions)
       return void (await a.reply(
@@ -344,6 +418,8 @@ No revision was started.`));
     const { data: pull } = await gh.rest.pulls.get({ owner: a.owner, repo: a.repo, pull_number: a.pr });
     if (pull.state !== 'open')
       return void (await a.reply('This pull request is closed; nothing was started.'));
+    const feedback = await a.feedback(pull.head.sha);
+    if (!feedback) return;
     start(
       {
         owner: a.owner,
@@ -351,7 +427,7 @@ No revision was started.`));
         issue: origin.issue,
         installation_id: a.installationId,
         trigger: a.trigger,
-        triggered_by: a.feedback.user,
+        triggered_by: feedback.user,
         base_commit: origin.base_commit,
         issue_title: origin.issue_title,
         issue_body: origin.issue_body,
@@ -359,7 +435,7 @@ No revision was started.`));
         pr_number: a.pr,
         revision: earlier.length + 1,
         head_commit: pull.head.sha,
-        feedback: a.feedback,
+        feedback,
         // One status comment on the pull request, edited in place revision after revision.
         status_comment_id: earlier.find((run) => run.status_comment_id !== null)?.status_comment_id ?? null,
       },
@@ -398,6 +474,12 @@ No revision was started.`));
       if (isBot(sender) || !mentions(comment.body, config.app.mention)) return;
       if (!claim(id, event, payload, sha256, log)) return;
       intake.run(id, async () => onMention(id, await auth(p.data.installation.id), p.data));
+    } else if (event === 'check_suite') {
+      // CI apps are bots: here the sender is not a person asking, the repository's checks are.
+      const p = CHECKED.safeParse(payload);
+      if (!p.success) return void log.warn({ err: p.error }, 'unexpected check_suite payload');
+      if (p.data.check_suite.pull_requests.length === 0 || !claim(id, event, payload, sha256, log)) return;
+      intake.run(id, async () => onChecks(id, await auth(p.data.installation.id), p.data));
     } else if (event === 'issues') {
       const p = LABELED.safeParse(payload);
       if (!p.success) return void log.warn({ err: p.error }, 'unexpected issues.labeled payload');
@@ -441,6 +523,16 @@ No revision was started.`));
         receive(
           context.id,
           'pull_request_review_comment',
+          context.payload,
+          sha256(),
+          async () => context.octokit as GitHub,
+          app.log,
+        ),
+      );
+      app.on('check_suite.completed', async (context) =>
+        receive(
+          context.id,
+          'check_suite',
           context.payload,
           sha256(),
           async () => context.octokit as GitHub,

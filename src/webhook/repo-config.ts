@@ -113,6 +113,13 @@ const REPO_CONFIG_SCHEMA = z.strictObject({
     .default(['command'])
     .transform((l) => [...new Set(l)]),
   max_revisions: z.number().int().min(0).max(100).default(5), // per pull request
+  // Failing checks on the head of the app's branch start a revision, at most `max_rounds` times per PR.
+  ci_feedback: z
+    .strictObject({
+      enabled: z.boolean().default(false),
+      max_rounds: z.number().int().min(1).max(10).default(2),
+    })
+    .default({ enabled: false, max_rounds: 2 }),
 });
 
 export type RepoConfig = z.infer<typeof REPO_CONFIG_SCHEMA>;

@@ -30,6 +30,7 @@ describe('repository config', () => {
     publish_unverified: false,
     revise_on: ['command'],
     max_revisions: 5,
+    ci_feedback: { enabled: false, max_rounds: 2 },
   };
 
   it('gives the defaults when there is no file or an empty one', () => {
@@ -51,6 +52,7 @@ describe('repository config', () => {
         'publish_unverified: true',
         'revise_on: [command, changes_requested, command]',
         'max_revisions: 2',
+        'ci_feedback: { enabled: true, max_rounds: 3 }',
       ].join('\n'),
       operator,
     );
@@ -67,6 +69,7 @@ describe('repository config', () => {
         publish_unverified: true,
         revise_on: ['command', 'changes_requested'],
         max_revisions: 2,
+        ci_feedback: { enabled: true, max_rounds: 3 },
       },
     });
   });
@@ -90,6 +93,9 @@ describe('repository config', () => {
     ['protected_paths: [/abs]', 'protected_paths.0'],
     ['colour: blue', 'colour'],
     ['publish_unverified: maybe', 'publish_unverified'],
+    ['revise_on: [always]', 'revise_on.0'],
+    ['max_revisions: -1', 'max_revisions'],
+    ['ci_feedback: { enabled: true, rounds: 9 }', 'ci_feedback'],
   ])('reports %s as an error naming the field', (text, field) => {
     const r = parseRepoConfig(text, operator);
     expect(r.ok).toBe(false);

@@ -404,29 +404,19 @@ export class JobRunner implements QueueHooks {
     const { run, gh, ref, status, result, rc } = a;
     const head = run.head_commit!;
     const n = run.revision!;
-    const notPushed = async (why: string, report?: VerificationReport) => {
-      const shown = report ?? { verdict: 'not_run', reason: why };
-      await this.comment(
-        run,
-        gh,
-        ref,
-        unverifiedComment({
-          run,
-          result,
-          report: shown as VerificationReport,
-          evidence: report ? await this.deps.renderEvidence(report) : '',
-          why,
-        }),
-      );
-      await status.final({ phase: 'done', detail: `Revision ${n}: ${inert(why)} Nothing was pushed.` });
+    const notPushed = async (report: VerificationReport | null, why?: string) => {
+      const evidence = report ? await this.deps.renderEvidence(report) : '';
+      await this.comment(run, gh, ref, unverifiedComment({ run, result, report, evidence, why }));
+      const said = why ?? `Verdict \`${report?.verdict}\`: ${report?.reason}`;
+      await status.final({ phase: 'done', detail: `Revision ${n}: ${inert(said)} Nothing was pushed.` });
       return { state: 'done' } satisfies RunUpdate;
     };
-    if (!result.patch.trim()) return notPushed('The revision changed nothing.');
+    if (!result.patch.trim()) return notPushed(null, 'The revision changed nothing.');
     const files = patchFiles(result.patch);
     const blocked = files.filter((f) => matchingPattern(f, [...NEVER_PUSHED, ...rc.protected_paths]));
     const ci = files.filter((f) => matchingPattern(f, rc.ci_entry_points.paths));
-    if (blocked.length > 0) return notPushed(blockedPathsNote(blocked));
-    if (rc.ci_entry_points.policy === 'block' && ci.length > 0) return notPushed(ciBlockedNote(ci));
+    if (blocked.length > 0) return notPushed(null, blockedPathsNote(blocked));
+    if (rc.ci_entry_points.policy === 'block' && ci.length > 0) return notPushed(null, ciBlockedNote(ci));
 
     const made = await commitOnto({
       workspaces: this.workspaces,
@@ -437,13 +427,13 @@ export class JobRunner implements QueueHooks {
       diffFrom: run.base_commit,
       message: `Revision ${n} for #${run.issue}\n\nAsked for by @${run.triggered_by} on #${run.pr_number}\nAgenticFix run ${run.id}`,
     });
-    if (!made.ok) return notPushed(`The revision could not be committed: ${made.error}`);
+    if (!made.ok) return notPushed(null, `The revision could not be committed: ${made.error}`);
     status.update({ phase: 'verifying', step: result.requests, tokensUsed: result.tokens.total });
+    // The judge sees base + the pull request's whole change: the commit's tree, maintainers' commits included.
     const report = await this.verify(run, result, a.remote, rc, a.dockerfile, a.signal, made.diff);
     this.o.store.update(run.id, { verdict: report.verdict });
     if (a.signal.aborted) return {};
-    if (report.verdict !== 'verified')
-      return notPushed(`Verdict \`${report.verdict}\`: ${report.reason}`, report);
+    if (report.verdict !== 'verified') return notPushed(report);
 
     const pushed = await pushCommit({
       gh,
@@ -456,8 +446,8 @@ export class JobRunner implements QueueHooks {
     });
     if (!pushed.ok)
       return notPushed(
-        `The branch moved while the revision ran (someone pushed to it), and the app never overwrites a commit: ${pushed.error} Comment \`/agenticfix revise\` again to revise the new head.`,
         report,
+        `The branch moved while the revision ran (someone pushed to it), and the app never overwrites a commit: ${pushed.error} Comment \`/agenticfix revise\` again to revise the new head.`,
       );
     this.o.store.update(run.id, { pushed_commit: made.commit });
     const evidence = await this.deps.renderEvidence(report);

@@ -275,7 +275,8 @@ export function revisionComment(
 export function unverifiedComment(a: {
   run: RunRecord;
   result: RepairResult;
-  report: VerificationReport;
+  /** Null when the patch never reached the judge (a revision stopped before it). */
+  report: VerificationReport | null;
   evidence: string;
   why?: string;
 }): string {
@@ -283,7 +284,7 @@ export function unverifiedComment(a: {
     a.run.revision === null
       ? `## AgenticFix: no pull request`
       : `## Revision ${a.run.revision}: nothing pushed`,
-    `**Verdict: \`${a.report.verdict}\`**: ${inert(a.report.reason)}`,
+    a.report ? `**Verdict: \`${a.report.verdict}\`**: ${inert(a.report.reason)}` : '**Not verified.**',
     a.why ??
       (a.run.revision === null
         ? 'Only verified patches are published as pull requests.'
@@ -295,7 +296,7 @@ export function unverifiedComment(a: {
   const patch = a.result.patch
     ? collapsed('Candidate patch', a.result.patch, room - evidence.length, 'diff')
     : '_The run produced no patch._';
-  return fitBody(`${head}\n\n### Evidence\n\n${evidence}\n\n${patch}`);
+  return fitBody(a.report ? `${head}\n\n### Evidence\n\n${evidence}\n\n${patch}` : `${head}\n\n${patch}`);
 }
 
 const fileList = (files: string[]): string => files.map((f) => `\`${f}\``).join(', ');

@@ -296,16 +296,21 @@ export function diffHunk(
   return null;
 }
 
-/** Commits `files` on top of `branch` as `author` (a person pushing to the branch); returns the commit. */
+/**
+ * Commits `files` on top of `branch` as `author` (a person pushing to the branch); a branch that does
+ * not exist yet starts at `from`. Returns the commit.
+ */
 export function commitFiles(
   gitDir: string,
   branch: string,
+  from: string,
   files: Record<string, string>,
   message: string,
   author: string,
 ): string {
-  const parent = resolveCommit(gitDir, branch);
-  if (!parent) throw new Error(`no branch ${branch}`);
+  const existing = resolveCommit(gitDir, branch);
+  const parent = existing ?? resolveCommit(gitDir, from);
+  if (!parent) throw new Error(`no branch ${branch} and no ${from} to start it from`);
   const scratch = mkdtempSync(path.join(tmpdir(), 'emu-commit-'));
   const env = {
     ...process.env,
@@ -326,7 +331,7 @@ export function commitFiles(
     }
     const tree = run(['write-tree']);
     const commit = run(['commit-tree', tree, '-p', parent, '-m', message]);
-    run(['update-ref', `refs/heads/${branch}`, commit, parent]);
+    run(['update-ref', `refs/heads/${branch}`, commit, existing ?? '0'.repeat(40)]);
     return commit;
   } finally {
     rmSync(scratch, { recursive: true, force: true });

@@ -163,7 +163,10 @@ export interface GitHubEmulator {
     runId: number,
     result: Omit<CheckRunInput, 'name' | 'status'>,
   ): Promise<DeliveryResult | null>;
-  /** A person pushes a commit with these files to `branch` (no webhook); returns the commit. */
+  /**
+   * A person pushes a commit with these files to `branch` (a new branch starts at the default branch's
+   * head); no webhook. Returns the commit.
+   */
   pushFiles(
     owner: string,
     repo: string,
@@ -580,7 +583,8 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
     },
     pushFiles(owner, repoName, branch, files, { message, author }) {
       state.user(author);
-      return commitFiles(repoOf(owner, repoName).bareDir, branch, files, message, author);
+      const repo = repoOf(owner, repoName);
+      return commitFiles(repo.bareDir, branch, repo.defaultBranch, files, message, author);
     },
     pullCommits(owner, repoName, number) {
       const repo = repoOf(owner, repoName);

@@ -273,6 +273,32 @@ describe('revisions of the app’s draft pull request', () => {
     expect(said.body).toContain('The branch moved while the revision ran');
   });
 
+  it('one active run per pull request: a new trigger supersedes the running revision', async () => {
+    const n = emu.createIssue(O, R, { title: 'add() subtracts, twice asked', user: 'alice' });
+    await emu.label(O, R, n, 'agenticfix', 'maint');
+    await app.idle();
+    const pr = emu.pulls.find((p) => p.pull?.head === branchFor(n))!;
+    let release!: () => void;
+    gate = new Promise((r) => (release = r));
+    const calls = deps.calls.length;
+    await emu.comment(O, R, pr.number, '/agenticfix revise add a docstring', 'maint');
+    await waitFor(() => deps.calls.length > calls);
+    gate = undefined;
+    await emu.comment(O, R, pr.number, '/agenticfix revise add a docstring, please', 'maint');
+    await waitFor(() => app.store.forIssue(O, R, n)[1]?.state === 'superseded');
+    release();
+    await app.idle();
+    const [second, first] = app.store.forIssue(O, R, n);
+    expect(first).toMatchObject({
+      revision: 1,
+      state: 'superseded',
+      superseded_by: second!.id,
+      pushed_commit: null,
+    });
+    expect(second).toMatchObject({ revision: 2, state: 'done', verdict: 'verified' });
+    expect(emu.branchHead(O, R, branchFor(n))).toBe(second!.pushed_commit);
+  });
+
   it('a review comment mentioning @agenticfix revises only where revise_on has `mention`; the reply goes to its thread', async () => {
     const a = emu.createIssue(O, R, { title: 'add() subtracts, mention off', user: 'alice' });
     await emu.label(O, R, a, 'agenticfix', 'maint');

@@ -354,6 +354,41 @@ describe('revisions of the app’s draft pull request', () => {
       inReplyTo: root.id,
       body: `Addressed in ${run.pushed_commit} (revision 1).`,
     });
+
+    // Reviews do not start revisions here, so a mention inside one asking for changes does.
+    await emu.review(O, R, prB.number, {
+      user: 'maint',
+      state: 'request_changes',
+      comments: [{ path: 'calc.py', line: 3, body: '@agenticfix say "sum"' }],
+    });
+    await app.idle();
+    expect(app.store.forIssue(O, R, b)[0]).toMatchObject({ trigger: 'mention', revision: 2 });
+
+    // Where reviews do start revisions, that review starts exactly one, not one more for the mention.
+    emu.pushFiles(
+      O,
+      R,
+      'main',
+      {
+        '.github/agenticfix.yml': `test: ${JSON.stringify(CALC_TEST)}\nrevise_on: [mention, changes_requested]\n`,
+      },
+      { message: 'Reviews too', author: 'maint' },
+    );
+    const c = emu.createIssue(O, R, { title: 'add() subtracts, both on', user: 'alice' });
+    await emu.label(O, R, c, 'agenticfix', 'maint');
+    await app.idle();
+    const prC = emu.pulls.find((p) => p.pull?.head === branchFor(c))!;
+    await emu.review(O, R, prC.number, {
+      user: 'maint',
+      state: 'request_changes',
+      comments: [{ path: 'calc.py', line: 2, body: '@agenticfix add a docstring' }],
+    });
+    await app.idle();
+    const runsC = app.store.forIssue(O, R, c);
+    expect(runsC.map((r) => [r.trigger, r.state])).toEqual([
+      ['review', 'done'],
+      ['label', 'done'],
+    ]);
   });
 
   it('failing checks revise only with ci_feedback.enabled, after running checks end, at most max_rounds times', async () => {

@@ -9,7 +9,7 @@ import type { Feedback, ReviewComment } from '../queue/feedback.js';
 import type { NewRun, RunRecord, RunStore } from '../queue/store.js';
 import { parseCommand, USAGE, type Command } from './commands.js';
 import type { Intake } from './intake.js';
-import { commandRefusal, loadRepoConfig } from './repo-config.js';
+import { commandRefusal, loadRepoConfig, type RepoConfig } from './repo-config.js';
 
 /**
  * Webhook handlers. A handler only validates the payload, records the delivery (once: a redelivered
@@ -62,18 +62,32 @@ const REVIEWED = z.object({
   pull_request: z.object({ number: z.number().int() }),
 });
 
+/** A review comment as the REST API and webhooks render it. */
+const GH_REVIEW_COMMENT = z.object({
+  id: z.number().int(),
+  body: z.string(),
+  user: z.object({ login: z.string() }).nullable(),
+  path: z.string(),
+  line: z.number().int().nullish(), // null: outdated
+  diff_hunk: z.string(),
+  in_reply_to_id: z.number().int().nullish(),
+  pull_request_review_id: z.number().int().nullish(),
+});
+
+/** As a revision keeps it: `id` is the thread's first comment, where a reply goes. */
+const feedbackComment = (c: z.infer<typeof GH_REVIEW_COMMENT>): ReviewComment => ({
+  id: c.in_reply_to_id ?? c.id,
+  path: c.path,
+  line: c.line ?? null,
+  diff_hunk: c.diff_hunk,
+  body: c.body,
+  user: c.user?.login ?? 'ghost',
+  outdated: (c.line ?? null) === null,
+});
+
 const REVIEW_COMMENTED = z.object({
   ...COMMON,
-  comment: z.object({
-    id: z.number().int(),
-    body: z.string(),
-    user: USER,
-    path: z.string(),
-    line: z.number().int().nullish(),
-    diff_hunk: z.string(),
-    in_reply_to_id: z.number().int().optional(),
-    pull_request_review_id: z.number().int().nullish(),
-  }),
+  comment: GH_REVIEW_COMMENT,
   pull_request: z.object({ number: z.number().int() }),
 });
 
@@ -261,15 +275,7 @@ export function createApp(deps: AppDeps) {
         user: sender.login,
         review_id: review.id,
         body: review.body ?? '',
-        comments: comments.map((c): ReviewComment => ({
-          id: c.id,
-          path: c.path,
-          line: (c as { line?: number | null }).line ?? null,
-          diff_hunk: c.diff_hunk,
-          body: c.body,
-          user: c.user?.login ?? 'ghost',
-          outdated: ((c as { line?: number | null }).line ?? null) === null,
-        })),
+        comments: comments.map((c) => feedbackComment(GH_REVIEW_COMMENT.parse(c))),
       }),
       reply: async (body) => void (await postComment(gh, { owner, repo: r.name, issue: pr.number }, body)),
     });
@@ -277,42 +283,32 @@ export function createApp(deps: AppDeps) {
 
   /**
    * A review comment mentioning the app on its pull request, from a writer, revises it when the
-   * repository allows. A comment in a review that requests changes is left to that review's event.
+   * repository allows. A comment in a review that requests changes is left to that review's event
+   * when reviews start revisions too.
    */
   async function onMention(id: string, gh: GitHub, d: z.infer<typeof REVIEW_COMMENTED>): Promise<void> {
     const { repository: r, sender, comment, pull_request: pr, installation } = d;
     const owner = r.owner.login;
     if (store.issueForPr(owner, r.name, pr.number) === null) return;
     if (!(await canWrite(gh, owner, r.name, sender.login))) return;
-    if (comment.pull_request_review_id) {
-      const { data: review } = await gh.rest.pulls.getReview({
-        owner,
-        repo: r.name,
-        pull_number: pr.number,
-        review_id: comment.pull_request_review_id,
-      });
-      if (review.state === 'CHANGES_REQUESTED') return;
-    }
-    const line = comment.line ?? null;
     await startRevision(id, gh, {
       owner,
       repo: r.name,
       pr: pr.number,
       installationId: installation.id,
       trigger: 'mention',
-      feedback: async () => ({
-        kind: 'mention',
-        user: sender.login,
-        comment: {
-          id: comment.in_reply_to_id ?? comment.id, // replies go to the thread's first comment
-          path: comment.path,
-          line,
-          diff_hunk: comment.diff_hunk,
-          body: comment.body,
-          user: comment.user.login,
-          outdated: line === null,
-        },
-      }),
+      feedback: async (_head, rc) => {
+        if (comment.pull_request_review_id && rc.revise_on.includes('changes_requested')) {
+          const { data: review } = await gh.rest.pulls.getReview({
+            owner,
+            repo: r.name,
+            pull_number: pr.number,
+            review_id: comment.pull_request_review_id,
+          });
+          if (review.state === 'CHANGES_REQUESTED') return null;
+        }
+        return { kind: 'mention', user: sender.login, comment: feedbackComment(comment) };
+      },
       reply: async (body) => void (await postComment(gh, { owner, repo: r.name, issue: pr.number }, body)),
     });
   }
@@ -383,7 +379,7 @@ export function createApp(deps: AppDeps) {
       installationId: number;
       trigger: 'revise' | 'review' | 'mention' | 'checks';
       /** Read once the revision may start, at the pull request's head; null: nothing to revise. */
-      feedback: (head: string) => Promise<Feedback | null>;
+      feedback: (head: string, rc: RepoConfig) => Promise<Feedback | null>;
       reply: (body: string) => Promise<unknown>;
     },
   ): Promise<void> {
@@ -418,7 +414,7 @@ No revision was started.`));
     const { data: pull } = await gh.rest.pulls.get({ owner: a.owner, repo: a.repo, pull_number: a.pr });
     if (pull.state !== 'open')
       return void (await a.reply('This pull request is closed; nothing was started.'));
-    const feedback = await a.feedback(pull.head.sha);
+    const feedback = await a.feedback(pull.head.sha, rc.config);
     if (!feedback) return;
     start(
       {

@@ -114,6 +114,19 @@ describe('GitHub emulator: reviews and checks', () => {
       .catch((e: { status: number }) => e.status);
     expect(nested).toBe(422);
 
+    // Resolution is GraphQL-only, as on GitHub.
+    const threads = `query ($owner: String!, $repo: String!, $pr: Int!) {
+      repository(owner: $owner, name: $repo) { pullRequest(number: $pr) {
+        reviewThreads(first: 100) { nodes { isResolved comments(first: 1) { nodes { databaseId } } } } } } }`;
+    const resolved = async () =>
+      (
+        (await gh.graphql(threads, { owner: O, repo: R, pr })) as {
+          repository: { pullRequest: { reviewThreads: { nodes: { isResolved: boolean }[] } } };
+        }
+      ).repository.pullRequest.reviewThreads.nodes.map((t) => t.isResolved);
+    expect(await resolved()).toEqual([false]);
+    emu.resolveThread(O, R, comment!.id);
+    expect(await resolved()).toEqual([true]);
     emu.pushFiles(
       O,
       R,

@@ -126,6 +126,14 @@ describe('revisions of the app’s draft pull request', () => {
         author: 'maint',
       },
     );
+    // An earlier thread, settled before the review.
+    await emu.reviewComment(O, R, pr.number, {
+      user: 'maint',
+      path: 'calc.py',
+      line: 1,
+      body: 'nit: spacing?',
+    });
+    emu.resolveThread(O, R, emu.reviewComments(pr.number)[0]!.id);
     const res = await emu.review(O, R, pr.number, {
       user: 'maint',
       state: 'request_changes',
@@ -156,6 +164,9 @@ describe('revisions of the app’s draft pull request', () => {
     expect(call.issue.revision).toContain('calc.py:2');
     expect(call.issue.revision).toContain('@@ -1,2 +1,2 @@');
     expect(call.issue.revision).toContain('+    return a + b'); // the change so far
+    expect(call.issue.revision).toMatch(
+      /Earlier review threads on the pull request:\n\nComment by @maint on calc\.py:1 \(thread resolved[^\n]*\n[\s\S]*nit: spacing\?/,
+    );
 
     // A new commit on the same branch, on top of the maintainer's; the PR is the same one.
     const head = emu.branchHead(O, R, branchFor(n))!;

@@ -65,7 +65,8 @@ interface Route {
   method: string;
   regex: RegExp;
   names: string[];
-  auth: 'app' | 'repo';
+  /** `graphql`: an installation token for the repository named by the query's variables. */
+  auth: 'app' | 'repo' | 'graphql';
   handle: (ctx: Ctx & Partial<RepoCtx>) => Reply;
 }
 
@@ -160,6 +161,11 @@ const ReplyBody = z.strictObject({ body: z.string().min(1) });
 const ReviewersBody = z.strictObject({
   reviewers: z.array(z.string().min(1)).optional(),
   team_reviewers: z.array(z.string().min(1)).optional(),
+});
+// GraphQL is served for one query only: a pull request's review threads and whether they are resolved.
+const GraphqlBody = z.object({
+  query: z.string(),
+  variables: z.object({ owner: z.string(), repo: z.string(), pr: z.number().int() }),
 });
 const TokenBody = z
   .strictObject({
@@ -673,6 +679,28 @@ export function createRouter({
     );
   });
 
+  routes.push({
+    method: 'POST',
+    ...compile('/graphql'),
+    auth: 'graphql',
+    handle: (ctx) => {
+      const { query, variables } = parseBody(GraphqlBody, ctx.body);
+      if (!/reviewThreads/.test(query))
+        return ok({ errors: [{ message: 'the emulator answers only reviewThreads queries' }] });
+      const pull = state.issue(ctx.repo!, variables.pr);
+      if (!pull?.pull) return ok({ data: { repository: { pullRequest: null } } });
+      const roots = state.reviewComments.filter(
+        (c) => c.repo === ctx.repo!.fullName && c.pullNumber === pull.number && c.inReplyTo === null,
+      );
+      const nodes = roots.map((c) => ({
+        isResolved: state.resolvedThreads.has(c.id),
+        isOutdated: shapes.reviewComment(ctx.repo!, c).line === null,
+        comments: { nodes: [{ databaseId: c.id }] },
+      }));
+      return ok({ data: { repository: { pullRequest: { reviewThreads: { nodes } } } } });
+    },
+  });
+
   return (input: RequestInput): Reply => {
     for (const route of routes) {
       if (route.method !== input.method) continue;
@@ -703,7 +731,11 @@ export function createRouter({
     }
     const token = auth.installationToken(ctx.creds);
     if (!token) throw badCredentials();
-    const repo = state.repo(ctx.params.owner ?? '', ctx.params.repo ?? '');
+    const named =
+      route.auth === 'graphql'
+        ? parseBody(GraphqlBody, ctx.body).variables
+        : { owner: ctx.params.owner, repo: ctx.params.repo };
+    const repo = state.repo(named.owner ?? '', named.repo ?? '');
     if (!repo || repo.installationId !== token.installationId) throw notFound();
     return { ...ctx, repo };
   }

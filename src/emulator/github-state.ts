@@ -143,6 +143,8 @@ export class EmulatorState {
   readonly reactions: ReactionRecord[] = [];
   readonly reviews: ReviewRecord[] = [];
   readonly reviewComments: ReviewCommentRecord[] = [];
+  /** Review threads (by their first comment's id) marked resolved. */
+  readonly resolvedThreads = new Set<number>();
   readonly checkSuites: CheckSuiteRecord[] = [];
   readonly checkRuns: CheckRunRecord[] = [];
   /** Logins asked to review, by `repo#number`. */

@@ -163,6 +163,8 @@ export interface GitHubEmulator {
     runId: number,
     result: Omit<CheckRunInput, 'name' | 'status'>,
   ): Promise<DeliveryResult | null>;
+  /** Marks the review thread that starts with comment `rootId` resolved (or unresolved). */
+  resolveThread(owner: string, repo: string, rootId: number, resolved?: boolean): void;
   /**
    * A person pushes a commit with these files to `branch` (a new branch starts at the default branch's
    * head); no webhook. Returns the commit.
@@ -580,6 +582,13 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
         repo,
         state.checkSuites.find((c) => c.id === run.suiteId)!,
       );
+    },
+    resolveThread(owner, repoName, rootId, resolved = true) {
+      const repo = repoOf(owner, repoName);
+      const root = state.reviewComments.find((c) => c.id === rootId && c.repo === repo.fullName);
+      if (!root || root.inReplyTo !== null) throw new Error(`no review thread starts with ${rootId}`);
+      if (resolved) state.resolvedThreads.add(rootId);
+      else state.resolvedThreads.delete(rootId);
     },
     pushFiles(owner, repoName, branch, files, { message, author }) {
       state.user(author);

@@ -28,12 +28,16 @@ export function feedbackText(f: Feedback): string {
     return [`The pull request's checks failed on ${f.head_sha}:`, ...f.runs.map(checkText)].join('\n\n');
   const lines = [`@${f.user} requested changes in a review.`];
   if (f.body.trim()) lines.push(`Review summary:\n${f.body.trim()}`);
-  return [...lines, ...f.comments.map(commentText)].join('\n\n');
+  lines.push(...f.comments.map(commentText));
+  if (f.threads.length > 0)
+    lines.push('Earlier review threads on the pull request:', ...f.threads.map(commentText));
+  return lines.join('\n\n');
 }
 
 function commentText(c: ReviewComment): string {
   const where = c.line === null ? `${c.path} (outdated: the code changed since)` : `${c.path}:${c.line}`;
-  return `Comment by @${c.user} on ${where}:\n\`\`\`diff\n${c.diff_hunk}\n\`\`\`\n${c.body}`;
+  const resolved = c.resolved ? ' (thread resolved: already settled, for context only)' : '';
+  return `Comment by @${c.user} on ${where}${resolved}:\n\`\`\`diff\n${c.diff_hunk}\n\`\`\`\n${c.body}`;
 }
 
 function checkText(r: CheckRun): string {
@@ -45,9 +49,9 @@ function checkText(r: CheckRun): string {
   ].join('\n');
 }
 
-/** The inline review threads a published revision answers (outdated ones are not about its code). */
+/** The inline review threads a published revision answers (outdated or resolved ones are not asks). */
 export function addressedThreads(f: Feedback | null): ReviewComment[] {
-  if (f?.kind === 'review') return f.comments.filter((c) => !c.outdated);
+  if (f?.kind === 'review') return f.comments.filter((c) => !c.outdated && !c.resolved);
   if (f?.kind === 'mention') return [f.comment];
   return [];
 }

@@ -14,6 +14,8 @@ export const REVIEW_COMMENT = z.strictObject({
   body: z.string(),
   user: z.string(),
   outdated: z.boolean(),
+  /** The thread was marked resolved on GitHub when the revision was triggered. */
+  resolved: z.boolean(),
 });
 export type ReviewComment = z.infer<typeof REVIEW_COMMENT>;
 
@@ -37,6 +39,8 @@ export const FEEDBACK = z.discriminatedUnion('kind', [
     review_id: z.number().int(),
     body: z.string(),
     comments: z.array(REVIEW_COMMENT),
+    /** The pull request's other review threads (their first comments), for context. */
+    threads: z.array(REVIEW_COMMENT),
   }),
   // A review comment mentioning the app; `comment.id` is its thread's first comment (where replies go).
   z.strictObject({ kind: z.literal('mention'), user: z.string(), comment: REVIEW_COMMENT }),

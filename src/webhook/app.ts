@@ -75,8 +75,9 @@ const GH_REVIEW_COMMENT = z.object({
 });
 
 /** As a revision keeps it: `id` is the thread's first comment, where a reply goes. */
-const feedbackComment = (c: z.infer<typeof GH_REVIEW_COMMENT>): ReviewComment => ({
+const feedbackComment = (c: z.infer<typeof GH_REVIEW_COMMENT>, resolved: Set<number>): ReviewComment => ({
   id: c.in_reply_to_id ?? c.id,
+  resolved: resolved.has(c.in_reply_to_id ?? c.id),
   path: c.path,
   line: c.line ?? null,
   diff_hunk: c.diff_hunk,
@@ -84,6 +85,44 @@ const feedbackComment = (c: z.infer<typeof GH_REVIEW_COMMENT>): ReviewComment =>
   user: c.user?.login ?? 'ghost',
   outdated: (c.line ?? null) === null,
 });
+
+// Whether a thread is resolved is only in the GraphQL API.
+const THREADS_QUERY = `query ($owner: String!, $repo: String!, $pr: Int!) {
+  repository(owner: $owner, name: $repo) {
+    pullRequest(number: $pr) {
+      reviewThreads(first: 100) { nodes { isResolved comments(first: 1) { nodes { databaseId } } } }
+    }
+  }
+}`;
+const THREADS = z.object({
+  repository: z.object({
+    pullRequest: z
+      .object({
+        reviewThreads: z.object({
+          nodes: z.array(
+            z.object({
+              isResolved: z.boolean(),
+              comments: z.object({ nodes: z.array(z.object({ databaseId: z.number().int().nullable() })) }),
+            }),
+          ),
+        }),
+      })
+      .nullable(),
+  }),
+});
+
+/** First comments of the pull request's resolved review threads; none when GraphQL cannot say. */
+async function resolvedThreads(gh: GitHub, owner: string, repo: string, pr: number): Promise<Set<number>> {
+  try {
+    const data = THREADS.parse(await gh.graphql(THREADS_QUERY, { owner, repo, pr }));
+    const threads = data.repository.pullRequest?.reviewThreads.nodes ?? [];
+    return new Set(
+      threads.filter((t) => t.isResolved).flatMap((t) => t.comments.nodes.map((c) => c.databaseId ?? -1)),
+    );
+  } catch {
+    return new Set();
+  }
+}
 
 const REVIEW_COMMENTED = z.object({
   ...COMMON,
@@ -257,26 +296,34 @@ export function createApp(deps: AppDeps) {
     const owner = r.owner.login;
     if (store.issueForPr(owner, r.name, pr.number) === null) return; // someone else's pull request
     if (!(await canWrite(gh, owner, r.name, sender.login))) return;
-    const comments = await gh.paginate(gh.rest.pulls.listCommentsForReview, {
-      owner,
-      repo: r.name,
-      pull_number: pr.number,
-      review_id: review.id,
-      per_page: 100,
-    });
     await startRevision(id, gh, {
       owner,
       repo: r.name,
       pr: pr.number,
       installationId: installation.id,
       trigger: 'review',
-      feedback: async () => ({
-        kind: 'review',
-        user: sender.login,
-        review_id: review.id,
-        body: review.body ?? '',
-        comments: comments.map((c) => feedbackComment(GH_REVIEW_COMMENT.parse(c))),
-      }),
+      feedback: async () => {
+        const [all, resolved] = await Promise.all([
+          gh.paginate(gh.rest.pulls.listReviewComments, {
+            owner,
+            repo: r.name,
+            pull_number: pr.number,
+            per_page: 100,
+          }),
+          resolvedThreads(gh, owner, r.name, pr.number),
+        ]);
+        const comments = all.map((c) => GH_REVIEW_COMMENT.parse(c));
+        const own = comments.filter((c) => c.pull_request_review_id === review.id);
+        const threads = comments.filter((c) => c.pull_request_review_id !== review.id && !c.in_reply_to_id);
+        return {
+          kind: 'review',
+          user: sender.login,
+          review_id: review.id,
+          body: review.body ?? '',
+          comments: own.map((c) => feedbackComment(c, resolved)),
+          threads: threads.map((c) => feedbackComment(c, resolved)),
+        };
+      },
       reply: async (body) => void (await postComment(gh, { owner, repo: r.name, issue: pr.number }, body)),
     });
   }
@@ -307,7 +354,8 @@ export function createApp(deps: AppDeps) {
           });
           if (review.state === 'CHANGES_REQUESTED') return null;
         }
-        return { kind: 'mention', user: sender.login, comment: feedbackComment(comment) };
+        const resolved = await resolvedThreads(gh, owner, r.name, pr.number);
+        return { kind: 'mention', user: sender.login, comment: feedbackComment(comment, resolved) };
       },
       reply: async (body) => void (await postComment(gh, { owner, repo: r.name, issue: pr.number }, body)),
     });

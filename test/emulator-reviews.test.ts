@@ -78,6 +78,9 @@ describe('GitHub emulator: reviews and checks', () => {
     expect(received.map((d) => d.event)).toEqual(['pull_request_review_comment', 'pull_request_review']);
     expect(received[1]!.body).toMatchObject({ action: 'submitted', review: { state: 'changes_requested' } });
     expect(emu.requestedReviewers(O, R, pr)).toEqual([]); // reviewing answers the request
+    expect(emu.reviews.map((r) => [r.user, r.state, r.pullNumber])).toEqual([
+      ['maint', 'CHANGES_REQUESTED', pr],
+    ]);
 
     const [review] = (await gh.rest.pulls.listReviews({ owner: O, repo: R, pull_number: pr })).data;
     expect(review).toMatchObject({

@@ -248,7 +248,7 @@ describe('revisions of the app’s draft pull request', () => {
     await app.idle();
     const history = botComments(pr.number).at(-1)!.body;
     expect(history).toContain(`Revisions of pull request #${pr.number}:`);
-    expect(history).toContain(`- Revision 1 (\`${r1.id}\`, \`/agenticfix revise\` by @maint`);
+    expect(history).toContain(`- Revision 1 (\`${r1.id}\`, by @maint with \`/agenticfix revise\``);
     expect(history).toContain(`verdict \`verified\`, pushed ${after1}`);
     expect(history).toMatch(/- Revision 2 .*verdict `regression`, nothing pushed/);
     expect(history.indexOf('Revision 1')).toBeLessThan(history.indexOf('Revision 2'));

@@ -14,6 +14,7 @@ import {
   inert,
   prBody,
   prTitle,
+  revisionAsker,
   revisionComment,
   traceComment,
   unverifiedComment,
@@ -425,7 +426,7 @@ export class JobRunner implements QueueHooks {
       parent: head,
       patch: result.patch,
       diffFrom: run.base_commit,
-      message: `Revision ${n} for #${run.issue}\n\nAsked for by @${run.triggered_by} on #${run.pr_number}\nAgenticFix run ${run.id}`,
+      message: `Revision ${n} for #${run.issue}\n\nAsked for by ${revisionAsker(run)} on #${run.pr_number}\nAgenticFix run ${run.id}`,
     });
     if (!made.ok) return notPushed(null, `The revision could not be committed: ${made.error}`);
     status.update({ phase: 'verifying', step: result.requests, tokensUsed: result.tokens.total });

@@ -245,15 +245,19 @@ export function configComment(a: {
   return fitBody(body.join('\n\n'));
 }
 
-/** How a revision was asked for, in words. */
-export function revisionTrigger(run: Pick<RunRecord, 'trigger'>): string {
-  const words: Partial<Record<RunRecord['trigger'], string>> = {
-    review: 'a review',
-    mention: 'a review comment',
-    revise: '`/agenticfix revise`',
-    checks: 'failing checks',
-  };
-  return words[run.trigger] ?? run.trigger;
+/** Who asked for a revision and how, in words (a CI app is named, never @-mentioned). */
+export function revisionAsker(run: Pick<RunRecord, 'trigger' | 'triggered_by'>): string {
+  const who = `@${run.triggered_by}`;
+  switch (run.trigger) {
+    case 'review':
+      return `${who} in a review`;
+    case 'mention':
+      return `${who} in a review comment`;
+    case 'checks':
+      return `failing checks (${run.triggered_by})`;
+    default:
+      return `${who} with \`/agenticfix ${run.trigger}\``;
+  }
 }
 
 /** The evidence of a published revision: headed "Revision N", naming the commit it pushed. */
@@ -264,7 +268,7 @@ export function revisionComment(
   notes: string[] = [],
 ): string {
   const head = [
-    `## Revision ${run.revision}\n\nCommit ${commit} on top of \`${(run.head_commit ?? '').slice(0, 12)}\`, asked for by @${run.triggered_by} in ${revisionTrigger(run)}. The judge verified the pull request's whole change against the base.\n\n<sub>${runLine(run)}</sub>`,
+    `## Revision ${run.revision}\n\nCommit ${commit} on top of \`${(run.head_commit ?? '').slice(0, 12)}\`, asked for by ${revisionAsker(run)}. The judge verified the pull request's whole change against the base.\n\n<sub>${runLine(run)}</sub>`,
     ...notes,
     '',
   ].join('\n\n');

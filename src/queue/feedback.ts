@@ -5,7 +5,7 @@ import { z } from 'zod';
  * works on this snapshot, never on later edits. All of it is untrusted text, like an issue.
  */
 
-export const REVIEW_COMMENT = z.strictObject({
+const REVIEW_COMMENT = z.strictObject({
   id: z.number().int(),
   path: z.string(),
   /** The new-side line on the pull request's head; null when the comment is outdated. */
@@ -19,7 +19,7 @@ export const REVIEW_COMMENT = z.strictObject({
 });
 export type ReviewComment = z.infer<typeof REVIEW_COMMENT>;
 
-export const CHECK_RUN = z.strictObject({
+const CHECK_RUN = z.strictObject({
   id: z.number().int(),
   name: z.string(),
   conclusion: z.string(),

@@ -3,7 +3,7 @@ import type { Probot } from 'probot';
 import { z } from 'zod';
 import type { Config } from '../config/config.js';
 import { postComment, type GitHub, type IssueRef } from '../publish/github.js';
-import { revisionTrigger } from '../publish/render.js';
+import { revisionAsker } from '../publish/render.js';
 import type { RunQueue } from '../queue/queue.js';
 import type { Feedback, ReviewComment } from '../queue/feedback.js';
 import type { NewRun, RunRecord, RunStore } from '../queue/store.js';
@@ -670,7 +670,7 @@ function statusReply(runs: RunRecord[]): string {
   if (revisions.length === 0) return latest;
   const lines = revisions.map(
     (r) =>
-      `- Revision ${r.revision} (\`${r.id}\`, ${revisionTrigger(r)} by @${r.triggered_by}, from \`${(r.head_commit ?? '').slice(0, 12)}\`): state \`${r.state}\`` +
+      `- Revision ${r.revision} (\`${r.id}\`, by ${revisionAsker(r)}, from \`${(r.head_commit ?? '').slice(0, 12)}\`): state \`${r.state}\`` +
       (r.verdict ? `, verdict \`${r.verdict}\`` : '') +
       (r.pushed_commit ? `, pushed ${r.pushed_commit}` : ', nothing pushed'),
   );

@@ -254,34 +254,44 @@ describe('revisions of the app’s draft pull request', () => {
     expect(history.indexOf('Revision 1')).toBeLessThan(history.indexOf('Revision 2'));
   });
 
-  it('a branch that moved while the revision ran is never overwritten: nothing is pushed and the PR is told', async () => {
+  it('a branch that moved while the revision ran: the change is rebased and judged again, or, when it no longer applies, nothing is pushed', async () => {
     const n = emu.createIssue(O, R, { title: 'add() subtracts, busy branch', user: 'alice' });
     await emu.label(O, R, n, 'agenticfix', 'maint');
     await app.idle();
     const pr = emu.pulls.find((p) => p.pull?.head === branchFor(n))!;
-    let release!: () => void;
-    gate = new Promise((r) => (release = r));
-    const calls = deps.calls.length;
-    await emu.comment(O, R, pr.number, '/agenticfix revise add a docstring', 'maint');
-    await waitFor(() => deps.calls.length > calls);
-    const human = emu.pushFiles(
-      O,
-      R,
-      branchFor(n),
-      { 'NOTES.md': 'pushed meanwhile\n' },
-      {
-        message: 'A commit during the revision',
-        author: 'maint',
-      },
+    /** Runs `/agenticfix revise <ask>` while `files` are pushed to the branch by a maintainer. */
+    const reviseWhilePushing = async (ask: string, files: Record<string, string>) => {
+      let release!: () => void;
+      gate = new Promise((r) => (release = r));
+      const calls = deps.calls.length;
+      await emu.comment(O, R, pr.number, `/agenticfix revise ${ask}`, 'maint');
+      await waitFor(() => deps.calls.length > calls);
+      const human = emu.pushFiles(O, R, branchFor(n), files, { message: 'Meanwhile', author: 'maint' });
+      release();
+      gate = undefined;
+      await app.idle();
+      return human;
+    };
+
+    const human = await reviseWhilePushing('add a docstring', { 'NOTES.md': 'pushed meanwhile\n' });
+    const r1 = app.store.forIssue(O, R, n)[0]!;
+    expect(r1).toMatchObject({ revision: 1, verdict: 'verified', state: 'done' });
+    expect(emu.pullCommits(O, R, pr.number).slice(-2)).toEqual([human, r1.pushed_commit]);
+    expect(judged.at(-1)!.patch).toContain('pushed meanwhile'); // judged again, on the new head
+    const evidence = botComments(pr.number).find((c) => c.body.startsWith('## Revision 1\n'))!;
+    expect(evidence.body).toContain(
+      `on top of \`${human.slice(0, 12)}\` (the branch moved during the revision`,
     );
-    release();
-    gate = undefined;
-    await app.idle();
-    const run = app.store.forIssue(O, R, n)[0]!;
-    expect(run).toMatchObject({ revision: 1, verdict: 'verified', state: 'done', pushed_commit: null });
-    expect(emu.branchHead(O, R, branchFor(n))).toBe(human);
-    const said = botComments(pr.number).find((c) => c.body.startsWith('## Revision 1: nothing pushed'))!;
-    expect(said.body).toContain('The branch moved while the revision ran');
+
+    const human2 = await reviseWhilePushing('make the error message name the argument', {
+      'calc.py': 'def add(a, b):\n    return b + a\n',
+    });
+    const r2 = app.store.forIssue(O, R, n)[0]!;
+    expect(r2).toMatchObject({ revision: 2, verdict: 'verified', state: 'done', pushed_commit: null });
+    expect(emu.branchHead(O, R, branchFor(n))).toBe(human2);
+    const said = botComments(pr.number).find((c) => c.body.startsWith('## Revision 2: nothing pushed'))!;
+    expect(said.body).toContain(`The branch moved to ${human2} while the revision ran`);
+    expect(said.body).toContain('the change does not apply there');
   });
 
   it('one active run per pull request: a new trigger supersedes the running revision', async () => {

@@ -419,44 +419,69 @@ export class JobRunner implements QueueHooks {
     if (blocked.length > 0) return notPushed(null, blockedPathsNote(blocked));
     if (rc.ci_entry_points.policy === 'block' && ci.length > 0) return notPushed(null, ciBlockedNote(ci));
 
-    const made = await commitOnto({
-      workspaces: this.workspaces,
-      cloneUrl: a.remote,
-      runId: run.id,
-      parent: head,
-      patch: result.patch,
-      diffFrom: run.base_commit,
-      message: `Revision ${n} for #${run.issue}\n\nAsked for by ${revisionAsker(run)} on #${run.pr_number}\nAgenticFix run ${run.id}`,
-    });
-    if (!made.ok) return notPushed(null, `The revision could not be committed: ${made.error}`);
-    status.update({ phase: 'verifying', step: result.requests, tokensUsed: result.tokens.total });
-    // The judge sees base + the pull request's whole change: the commit's tree, maintainers' commits included.
-    const report = await this.verify(run, result, a.remote, rc, a.dockerfile, a.signal, made.diff);
-    this.o.store.update(run.id, { verdict: report.verdict });
-    if (a.signal.aborted) return {};
-    if (report.verdict !== 'verified') return notPushed(report);
+    const branch = branchFor(run.issue);
+    // Commits the change on `parent` and has the judge verify base + the pull request's whole change
+    // (the commit's tree: maintainers' commits included).
+    const judged = async (parent: string) => {
+      const made = await commitOnto({
+        workspaces: this.workspaces,
+        cloneUrl: a.remote,
+        runId: run.id,
+        parent,
+        patch: result.patch,
+        diffFrom: run.base_commit,
+        message: `Revision ${n} for #${run.issue}\n\nAsked for by ${revisionAsker(run)} on #${run.pr_number}\nAgenticFix run ${run.id}`,
+      });
+      if (!made.ok) return made;
+      status.update({ phase: 'verifying', step: result.requests, tokensUsed: result.tokens.total });
+      const report = await this.verify(run, result, a.remote, rc, a.dockerfile, a.signal, made.diff);
+      this.o.store.update(run.id, { verdict: report.verdict });
+      return { ...made, parent, report };
+    };
+    const push = (commit: string) =>
+      pushCommit({
+        gh,
+        workspaces: this.workspaces,
+        cloneUrl: a.remote,
+        runId: run.id,
+        commit,
+        branch,
+        mode: 'fast-forward',
+      });
 
-    const pushed = await pushCommit({
-      gh,
-      workspaces: this.workspaces,
-      cloneUrl: a.remote,
-      runId: run.id,
-      commit: made.commit,
-      branch: branchFor(run.issue),
-      mode: 'fast-forward',
-    });
-    if (!pushed.ok)
-      return notPushed(
-        report,
-        `The branch moved while the revision ran (someone pushed to it), and the app never overwrites a commit: ${pushed.error} Comment \`/agenticfix revise\` again to revise the new head.`,
-      );
+    let made = await judged(head);
+    if (!made.ok) return notPushed(null, `The revision could not be committed: ${made.error}`);
+    if (a.signal.aborted) return {};
+    if (made.report.verdict !== 'verified') return notPushed(made.report);
+    let pushed = await push(made.commit);
+    if (!pushed.ok) {
+      // The branch moved while the revision ran: the change is replayed on its new head and judged
+      // again, once; a change that no longer applies stops there. Nobody's commit is overwritten.
+      const { data } = await gh.rest.repos.getBranch({ owner: run.owner, repo: run.repo, branch });
+      const moved = data.commit.sha;
+      const why = (detail: string) =>
+        `The branch moved to ${moved} while the revision ran, and the app never overwrites a commit: ${detail} Comment \`/agenticfix revise\` again to revise the new head.`;
+      if (moved === made.parent) return notPushed(made.report, why(pushed.error));
+      const { token } = (await gh.auth({ type: 'installation' })) as { token: string };
+      await this.workspaces.mirror(a.remote, tokenAuth(token));
+      const rebased = await judged(moved);
+      if (!rebased.ok)
+        return notPushed(made.report, why(`the change does not apply there (${rebased.error}).`));
+      if (a.signal.aborted) return {};
+      made = rebased;
+      if (made.report.verdict !== 'verified')
+        return notPushed(made.report, why('on it, the judge did not verify the change.'));
+      pushed = await push(made.commit);
+      if (!pushed.ok) return notPushed(made.report, why(pushed.error));
+    }
+    const report = made.report;
     this.o.store.update(run.id, { pushed_commit: made.commit });
     const evidence = await this.deps.renderEvidence(report);
     await this.comment(
       run,
       gh,
       ref,
-      revisionComment(run, made.commit, evidence, ci.length > 0 ? [ciFlagNote(ci)] : []),
+      revisionComment(run, made.commit, made.parent, evidence, ci.length > 0 ? [ciFlagNote(ci)] : []),
     );
     // Each inline comment the revision addressed gets a short reply in its thread.
     for (const c of addressedThreads(run.feedback))
@@ -469,7 +494,7 @@ export class JobRunner implements QueueHooks {
       });
     await status.final({
       phase: 'done',
-      detail: `Revision ${n}: verdict \`${report.verdict}\`: ${inert(report.reason)}\n\nCommit ${made.commit} pushed to \`${branchFor(run.issue)}\`.`,
+      detail: `Revision ${n}: verdict \`${report.verdict}\`: ${inert(report.reason)}\n\nCommit ${made.commit} pushed to \`${branch}\`.`,
     });
     return { state: 'done' };
   }

@@ -264,11 +264,16 @@ export function revisionAsker(run: Pick<RunRecord, 'trigger' | 'triggered_by'>):
 export function revisionComment(
   run: RunRecord,
   commit: string,
+  parent: string,
   markdown: string,
   notes: string[] = [],
 ): string {
+  const rebased =
+    parent === run.head_commit
+      ? ''
+      : ` (the branch moved during the revision: rebased from \`${(run.head_commit ?? '').slice(0, 12)}\`)`;
   const head = [
-    `## Revision ${run.revision}\n\nCommit ${commit} on top of \`${(run.head_commit ?? '').slice(0, 12)}\`, asked for by ${revisionAsker(run)}. The judge verified the pull request's whole change against the base.\n\n<sub>${runLine(run)}</sub>`,
+    `## Revision ${run.revision}\n\nCommit ${commit} on top of \`${parent.slice(0, 12)}\`${rebased}, asked for by ${revisionAsker(run)}. The judge verified the pull request's whole change against the base.\n\n<sub>${runLine(run)}</sub>`,
     ...notes,
     '',
   ].join('\n\n');

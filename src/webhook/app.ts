@@ -7,6 +7,7 @@ import { revisionAsker } from '../publish/render.js';
 import type { RunQueue } from '../queue/queue.js';
 import type { Feedback, ReviewComment } from '../queue/feedback.js';
 import type { NewRun, RunRecord, RunStore } from '../queue/store.js';
+import { capMiddle } from '../trace/cap.js';
 import { parseCommand, USAGE, type Command } from './commands.js';
 import type { Intake } from './intake.js';
 import { commandRefusal, loadRepoConfig, type RepoConfig } from './repo-config.js';
@@ -142,6 +143,7 @@ const CHECKED = z.object({
 /** Check run conclusions that ask for a fix (neutral, skipped and stale do not). */
 const FAILING = new Set(['failure', 'timed_out', 'cancelled', 'action_required', 'startup_failure']);
 const OUTPUT_TAIL_CHARS = 3000;
+const SUMMARY_KEEP = 1000; // characters kept at each end of a check run's summary
 const MAX_ANNOTATIONS = 50;
 
 const isBot = (u: z.infer<typeof USER>): boolean => u.type === 'Bot' || u.login.endsWith('[bot]');
@@ -396,11 +398,11 @@ export function createApp(deps: AppDeps) {
               id: c.id,
               name: c.name,
               conclusion: c.conclusion ?? 'failure',
-              summary: c.output.summary ?? '',
+              summary: capMiddle(c.output.summary ?? '', SUMMARY_KEEP),
               annotations: notes.data.map((a) => ({
                 path: a.path,
                 line: a.start_line,
-                message: a.message ?? '',
+                message: capMiddle(a.message ?? '', SUMMARY_KEEP / 4),
               })),
               output_tail: (c.output.text ?? '').slice(-OUTPUT_TAIL_CHARS),
             };
@@ -436,10 +438,11 @@ export function createApp(deps: AppDeps) {
     if (!origin) return; // not a pull request the app opened
     const earlier = runs.slice(0, runs.indexOf(origin)); // revisions since that run
     const rc = await loadRepoConfig(gh, a.owner, a.repo, origin.base_commit, config);
-    if (!rc.ok)
-      return void (await a.reply(`${rc.error}
-
-No revision was started.`));
+    if (!rc.ok) {
+      // Said to people who asked; a CI failure on every push would repeat it to nobody in particular.
+      if (a.trigger !== 'checks') await a.reply(`${rc.error}\n\nNo revision was started.`);
+      return;
+    }
     if (a.trigger === 'checks') {
       const ci = rc.config.ci_feedback;
       if (!ci.enabled || earlier.filter((run) => run.trigger === 'checks').length >= ci.max_rounds) return;

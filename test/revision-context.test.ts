@@ -32,9 +32,12 @@ describe('revision context', () => {
         if (summary !== undefined) writeFileSync(path.join(d, 'result.json'), JSON.stringify({ summary }));
         return d;
       };
+      const torn = runDir('torn');
+      writeFileSync(path.join(torn, 'result.json'), '{"summary": "cut sh');
       const runs = [
         { run_dir: runDir('no-result') },
         { run_dir: runDir('blank', '  ') },
+        { run_dir: torn },
         { run_dir: null },
         { run_dir: runDir('first', 'Fixed add.') },
         { run_dir: runDir('older', 'Older.') },

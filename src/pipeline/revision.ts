@@ -14,7 +14,12 @@ export function previousSummary(earlier: RunRecord[]): string | null {
     if (!run.run_dir) continue;
     const file = path.join(run.run_dir, 'result.json');
     if (!existsSync(file)) continue;
-    const summary = (JSON.parse(readFileSync(file, 'utf8')) as { summary?: unknown }).summary;
+    let summary: unknown;
+    try {
+      summary = (JSON.parse(readFileSync(file, 'utf8')) as { summary?: unknown }).summary;
+    } catch {
+      continue; // a record torn by a crash: an older run's summary is next best
+    }
     if (typeof summary === 'string' && summary.trim()) return summary.trim();
   }
   return null;

@@ -47,7 +47,24 @@ describe('parseCommand', () => {
     });
   });
 
+  it('reads revise feedback from the rest of the first line and every line after it', () => {
+    expect(parseCommand('/agenticfix revise make the error message name the argument')).toEqual({
+      type: 'command',
+      command: { kind: 'revise', text: 'make the error message name the argument' },
+    });
+    expect(parseCommand('/AgenticFix  Revise  rename x\r\nand keep y\n\n  indented too  ')).toEqual({
+      type: 'command',
+      command: { kind: 'revise', text: 'rename x\r\nand keep y\n\n  indented too' },
+    });
+    expect(parseCommand('/agenticfix revise\nonly below')).toEqual({
+      type: 'command',
+      command: { kind: 'revise', text: 'only below' },
+    });
+  });
+
   it.each([
+    ['/agenticfix revise', 'needs the change'],
+    ['/agenticfix revise   \n  ', 'needs the change'],
     ['/agenticfix', 'missing command'],
     ['/agenticfix deploy', 'unknown command'],
     ['/agenticfix rerun budget=lots', 'budget'],

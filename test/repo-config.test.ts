@@ -29,6 +29,9 @@ describe('repository config', () => {
     ci_entry_points: { paths: DEFAULT_CI_ENTRY_POINTS, policy: 'flag' },
     publish_unverified: false,
     verify: { rebuild: 'changed' },
+    revise_on: ['command'],
+    max_revisions: 5,
+    ci_feedback: { enabled: false, max_rounds: 2 },
   };
 
   it('gives the defaults when there is no file or an empty one', () => {
@@ -49,6 +52,9 @@ describe('repository config', () => {
         'ci_entry_points: { paths: ["**/conftest.py", ./Makefile], policy: block }',
         'publish_unverified: true',
         'verify: { rebuild: always }',
+        'revise_on: [command, changes_requested, command]',
+        'max_revisions: 2',
+        'ci_feedback: { enabled: true, max_rounds: 3 }',
       ].join('\n'),
       operator,
     );
@@ -64,6 +70,9 @@ describe('repository config', () => {
         ci_entry_points: { paths: ['**/conftest.py', 'Makefile'], policy: 'block' },
         publish_unverified: true,
         verify: { rebuild: 'always' },
+        revise_on: ['command', 'changes_requested'],
+        max_revisions: 2,
+        ci_feedback: { enabled: true, max_rounds: 3 },
       },
     });
   });
@@ -89,6 +98,9 @@ describe('repository config', () => {
     ['publish_unverified: maybe', 'publish_unverified'],
     ['verify: { rebuild: never }', 'verify.rebuild'],
     ['verify: { cache: false }', 'verify'],
+    ['revise_on: [always]', 'revise_on.0'],
+    ['max_revisions: -1', 'max_revisions'],
+    ['ci_feedback: { enabled: true, rounds: 9 }', 'ci_feedback'],
   ])('reports %s as an error naming the field', (text, field) => {
     const r = parseRepoConfig(text, operator);
     expect(r.ok).toBe(false);

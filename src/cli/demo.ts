@@ -10,6 +10,7 @@ const Flags = z.strictObject({
   json: z.boolean().default(false),
   'keep-worktrees': z.boolean().default(false),
   'tools-only': z.boolean().default(false),
+  revise: z.boolean().default(false),
   sandbox: z.enum(['local', 'docker']).optional(),
   model: z.enum(['scripted', 'configured']).optional(),
 });
@@ -29,6 +30,7 @@ export async function demoCommand(argv: string[]): Promise<number> {
       json: { type: 'boolean' },
       'keep-worktrees': { type: 'boolean' },
       'tools-only': { type: 'boolean' },
+      revise: { type: 'boolean' },
       sandbox: { type: 'string' },
       model: { type: 'string' },
     },
@@ -76,7 +78,7 @@ export async function demoCommand(argv: string[]): Promise<number> {
     return 2;
   }
   const model = flags.model ?? (config.model.provider ? 'configured' : 'scripted');
-  const summary = await runAppDemo({ config, model, log });
+  const summary = await runAppDemo({ config, model, revise: flags.revise, log });
   if (flags.json) out(JSON.stringify(summary) + '\n');
   else {
     out(
@@ -86,6 +88,10 @@ export async function demoCommand(argv: string[]): Promise<number> {
         `after edits:   ${fmt(summary.after_tests)}`,
         `clean verify:  ${fmt(summary.verify_tests)}`,
         `pull request:  ${summary.pr ? `#${summary.pr.number} ${summary.pr.draft ? '(draft) ' : ''}${summary.pr.title} ${summary.pr.url}` : 'none'}`,
+        ...summary.revisions.map(
+          (r) =>
+            `revision ${r.number}:    ${r.verdict ?? 'no verdict'}, commit ${r.commit ?? 'none'}, ${r.replied_threads} review thread(s) answered`,
+        ),
         `patch:         ${summary.patch_path ?? 'none'}`,
         `trace:         ${summary.trace_path ?? 'none'}`,
         `result:        ${summary.result}${summary.error ? ` (${summary.error})` : ''}`,

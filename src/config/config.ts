@@ -110,6 +110,11 @@ const ENV_SCHEMA = z.object({
   // App
   AGENTICFIX_CONCURRENCY: int(2, 1),
   AGENTICFIX_LABEL: z.string().min(1).default('agenticfix'),
+  // The handle review comments mention to ask for a revision (`revise_on: [mention]`).
+  AGENTICFIX_MENTION: z
+    .string()
+    .regex(/^@[A-Za-z0-9][A-Za-z0-9-]{0,38}$/, 'an @handle')
+    .default('@agenticfix'),
   AGENTICFIX_DB_PATH: z.string().min(1).optional(),
   // Distributed: the run store in PostgreSQL (instead of SQLite at AGENTICFIX_DB_PATH) ...
   AGENTICFIX_DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/ }).optional(),
@@ -240,6 +245,7 @@ export interface Config {
   app: {
     concurrency: number;
     label: string;
+    mention: string;
     statusEditIntervalMs: number;
     keepFailedWorktrees: boolean;
     /** Worktrees not modified for this long are removed (at start-up and after each run). */
@@ -407,6 +413,7 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
     app: {
       concurrency: e.AGENTICFIX_CONCURRENCY,
       label: e.AGENTICFIX_LABEL,
+      mention: e.AGENTICFIX_MENTION,
       statusEditIntervalMs: e.AGENTICFIX_STATUS_EDIT_INTERVAL_MS,
       keepFailedWorktrees: e.AGENTICFIX_KEEP_FAILED_WORKTREES,
       worktreeMaxAgeMs: e.AGENTICFIX_WORKTREE_MAX_AGE_H * 3600_000,

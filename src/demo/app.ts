@@ -14,6 +14,8 @@ import {
   CALCULATOR_TEST_ARGV,
   calculatorDockerfile,
   calculatorFixCalls,
+  calculatorRevisionCalls,
+  fixedCalculator,
 } from './calculator.js';
 
 type Counts = { passed: number; failed: number };
@@ -31,12 +33,17 @@ export interface AppDemoSummary {
   model: string;
   pr: { number: number; draft: boolean; url: string; title: string; head: string } | null;
   comments: { on: 'issue' | 'pr'; author: string; body: string }[];
+  /** Revisions of the pull request (`--revise`), oldest first. */
+  revisions: { number: number; commit: string | null; verdict: string | null; replied_threads: number }[];
+  /** Commits on the pull request's branch at the end. */
+  pr_commits: number | null;
   error: string | null;
 }
 
 const OWNER = 'octo-demo';
 const REPO = 'calculator';
 const MAINTAINER = 'maintainer-mona';
+const REVIEW_COMMENT = 'Make the error message name the argument.';
 
 /**
  * The whole product on an embedded default: a local GitHub emulator holds the calculator repository
@@ -47,6 +54,8 @@ const MAINTAINER = 'maintainer-mona';
 export async function runAppDemo(opts: {
   config: Config;
   model: 'scripted' | 'configured';
+  /** Then the maintainer reviews the draft asking for a change, and the app revises it. */
+  revise?: boolean;
   log: (line: string) => void;
 }): Promise<AppDemoSummary> {
   const { config, log } = opts;
@@ -70,6 +79,19 @@ export async function runAppDemo(opts: {
               ...calculatorFixCalls(),
             ],
             'subtract now computes a - b, and divide throws a RangeError when dividing by zero; all five tests pass.',
+          ).concat(
+            opts.revise
+              ? scriptFromToolCalls(
+                  [
+                    {
+                      name: 'build_environment',
+                      arguments: { dockerfile: calculatorDockerfile(config.sandbox.baseImage) },
+                    },
+                    ...calculatorRevisionCalls(),
+                  ],
+                  "divide's RangeError now names the divisor b; all five tests pass.",
+                )
+              : [],
           ),
           { model: 'scripted-demo-model' },
         )
@@ -109,6 +131,8 @@ export async function runAppDemo(opts: {
     model: scripted ? 'scripted' : (config.model.name ?? config.model.provider ?? 'configured'),
     pr: null,
     comments: [],
+    revisions: [],
+    pr_commits: null,
     error: null,
   };
   try {
@@ -118,7 +142,8 @@ export async function runAppDemo(opts: {
     mkdirSync(path.join(src, '.github'), { recursive: true });
     writeFileSync(
       path.join(src, '.github/agenticfix.yml'),
-      `test: ${JSON.stringify(CALCULATOR_TEST_ARGV)}\n`,
+      `test: ${JSON.stringify(CALCULATOR_TEST_ARGV)}\n` +
+        (opts.revise ? 'revise_on: [command, changes_requested]\n' : ''),
     );
     emu.createRepo(OWNER, REPO, { fromDir: src });
     emu.setPermission(OWNER, REPO, MAINTAINER, 'write');
@@ -134,8 +159,30 @@ export async function runAppDemo(opts: {
     log(`webhook acknowledged: HTTP ${delivery.status}`);
     await app.idle();
 
-    const [run] = await app.store.forIssue(OWNER, REPO, issue); // newest first
+    const run = (await app.store.forIssue(OWNER, REPO, issue)).find((r) => r.revision === null);
     if (!run) throw new Error('the app started no run');
+    const opened = emu.pulls.find((p) => p.pull);
+    if (opts.revise && opened) {
+      const [, line] = fixedCalculator();
+      log(`${MAINTAINER} reviews #${opened.number}: changes requested on src/calculator.js:${line}`);
+      await emu.review(OWNER, REPO, opened.number, {
+        user: MAINTAINER,
+        state: 'request_changes',
+        body: 'Nearly there.',
+        comments: [{ path: 'src/calculator.js', line, body: REVIEW_COMMENT }],
+      });
+      await app.idle();
+      const replies = emu.reviewComments(opened.number).filter((c) => c.user === emu.botLogin);
+      summary.revisions = (await app.store.forIssue(OWNER, REPO, issue))
+        .filter((r) => r.revision !== null)
+        .reverse()
+        .map((r) => ({
+          number: r.revision!,
+          commit: r.pushed_commit,
+          verdict: r.verdict,
+          replied_threads: replies.filter((c) => r.pushed_commit && c.body.includes(r.pushed_commit)).length,
+        }));
+    }
     summary.run_id = run.id;
     summary.verdict = run.verdict;
     summary.stop_reason = run.stop_reason;
@@ -154,6 +201,7 @@ export async function runAppDemo(opts: {
       summary.verify_tests = counts(cell('patched')?.counts);
     }
     const pr = emu.pulls.find((p) => p.pull);
+    if (pr) summary.pr_commits = emu.pullCommits(OWNER, REPO, pr.number).length;
     if (pr?.pull)
       summary.pr = {
         number: pr.number,
@@ -168,9 +216,12 @@ export async function runAppDemo(opts: {
         ? emu.comments(pr.number).map((c) => ({ on: 'pr' as const, author: c.user, body: c.body }))
         : []),
     ];
-    summary.result = summary.verdict === 'verified' && summary.pr?.draft ? 'success' : 'failure';
+    const revised = !opts.revise || summary.revisions.some((r) => r.verdict === 'verified' && r.commit);
+    summary.result = summary.verdict === 'verified' && summary.pr?.draft && revised ? 'success' : 'failure';
     if (summary.result === 'failure')
-      summary.error = run.error ?? `run ended ${run.state} with verdict ${run.verdict}`;
+      summary.error = !revised
+        ? `the revision was not published: ${JSON.stringify(summary.revisions)}`
+        : (run.error ?? `run ended ${run.state} with verdict ${run.verdict}`);
   } catch (err) {
     summary.error = (err as Error).message;
   } finally {

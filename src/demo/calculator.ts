@@ -41,7 +41,7 @@ export function calculatorFixCalls(): { name: string; arguments: Record<string, 
   const v1 = v0.replace(e1.old_text, e1.new_text);
   const e2 = {
     old_text: '  return a / b;',
-    new_text: "  if (b === 0) throw new RangeError('division by zero');\n  return a / b;",
+    new_text: `${CALCULATOR_REVIEWED_LINE}\n  return a / b;`,
   };
   return [
     { name: 'read_file', arguments: { path: file } },
@@ -49,4 +49,34 @@ export function calculatorFixCalls(): { name: string; arguments: Record<string, 
     { name: 'edit_file', arguments: { path: file, ...e2, version: fileVersion(v1) } },
     { name: 'run_tests', arguments: {} },
   ];
+}
+
+/** The line of the fixed file a maintainer's review comments on: divide's new error. */
+export const CALCULATOR_REVIEWED_LINE = "  if (b === 0) throw new RangeError('division by zero');";
+
+/**
+ * The revision the demo's maintainer asks for on the fixed file (as the fix left it): the error
+ * message names the argument.
+ */
+export function calculatorRevisionCalls(): { name: string; arguments: Record<string, unknown> }[] {
+  const file = 'src/calculator.js';
+  const [fixed] = fixedCalculator();
+  const edit = {
+    old_text: CALCULATOR_REVIEWED_LINE,
+    new_text: "  if (b === 0) throw new RangeError('division by zero: the divisor b is 0');",
+  };
+  return [
+    { name: 'read_file', arguments: { path: file } },
+    { name: 'edit_file', arguments: { path: file, ...edit, version: fileVersion(fixed) } },
+    { name: 'run_tests', arguments: {} },
+  ];
+}
+
+/** src/calculator.js after the fixed repair, and the 1-based line of the reviewed statement in it. */
+export function fixedCalculator(): [string, number] {
+  const v0 = readFileSync(path.join(CALCULATOR_DIR, 'src/calculator.js'), 'utf8');
+  const fixed = v0
+    .replace('  return b - a;', '  return a - b;')
+    .replace('  return a / b;', `${CALCULATOR_REVIEWED_LINE}\n  return a / b;`);
+  return [fixed, fixed.split('\n').indexOf(CALCULATOR_REVIEWED_LINE) + 1];
 }

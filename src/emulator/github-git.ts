@@ -264,3 +264,81 @@ export function serveGitHttp(
     });
   });
 }
+
+/**
+ * GitHub's `diff_hunk` for a review comment on new-side `line` of `file` in `base...head`: the hunk's
+ * header and its lines up to the commented one. Null when the line is not part of the diff.
+ */
+export function diffHunk(
+  gitDir: string,
+  base: string,
+  head: string,
+  file: string,
+  line: number,
+): string | null {
+  const text = gitText(gitDir, ['diff', `${base}...${head}`, '--', file]);
+  if (!text) return null;
+  let hunk: string[] | null = null;
+  let newLine = 0;
+  for (const l of text.split('\n')) {
+    const header = /^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@/.exec(l);
+    if (header) {
+      hunk = [l];
+      newLine = Number(header[1]) - 1;
+      continue;
+    }
+    if (!hunk) continue;
+    hunk.push(l);
+    if (l.startsWith('-')) continue;
+    newLine++;
+    if (newLine === line) return hunk.join('\n');
+  }
+  return null;
+}
+
+/**
+ * Commits `files` on top of `branch` as `author` (a person pushing to the branch); a branch that does
+ * not exist yet starts at `from`. Returns the commit.
+ */
+export function commitFiles(
+  gitDir: string,
+  branch: string,
+  from: string,
+  files: Record<string, string>,
+  message: string,
+  author: string,
+): string {
+  const existing = resolveCommit(gitDir, branch);
+  const parent = existing ?? resolveCommit(gitDir, from);
+  if (!parent) throw new Error(`no branch ${branch} and no ${from} to start it from`);
+  const scratch = mkdtempSync(path.join(tmpdir(), 'emu-commit-'));
+  const env = {
+    ...process.env,
+    ...GIT_ENV,
+    GIT_INDEX_FILE: path.join(scratch, 'index'),
+    GIT_AUTHOR_NAME: author,
+    GIT_AUTHOR_EMAIL: `${author}@users.noreply.example.invalid`,
+  };
+  const run = (args: string[], input?: string) =>
+    execFileSync('git', ['--git-dir', gitDir, ...args], { env, input, stdio: ['pipe', 'pipe', 'pipe'] })
+      .toString('utf8')
+      .trim();
+  try {
+    run(['read-tree', parent]);
+    for (const [file, content] of Object.entries(files)) {
+      const blob = run(['hash-object', '-w', '--stdin'], content);
+      run(['update-index', '--add', '--cacheinfo', `100644,${blob},${file}`]);
+    }
+    const tree = run(['write-tree']);
+    const commit = run(['commit-tree', tree, '-p', parent, '-m', message]);
+    run(['update-ref', `refs/heads/${branch}`, commit, existing ?? '0'.repeat(40)]);
+    return commit;
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+/** Commits on `head` that `base` lacks, oldest first (a pull request's commits). */
+export function commitsBetween(gitDir: string, base: string, head: string): string[] {
+  return (gitText(gitDir, ['rev-list', '--reverse', `${base}..${head}`]) ?? '').split('\n').filter(Boolean);
+}

@@ -8,6 +8,7 @@ import type { AppAuth, Credentials } from './github-auth.js';
 import {
   branchExists,
   commitInfo,
+  commitsBetween,
   diffFiles,
   hasCommitsBetween,
   readBlob,
@@ -64,7 +65,8 @@ interface Route {
   method: string;
   regex: RegExp;
   names: string[];
-  auth: 'app' | 'repo';
+  /** `graphql`: an installation token for the repository named by the query's variables. */
+  auth: 'app' | 'repo' | 'graphql';
   handle: (ctx: Ctx & Partial<RepoCtx>) => Reply;
 }
 
@@ -155,6 +157,16 @@ const PullUpdateBody = z.strictObject({
   base: z.string().min(1).optional(),
   maintainer_can_modify: z.boolean().optional(),
 });
+const ReplyBody = z.strictObject({ body: z.string().min(1) });
+const ReviewersBody = z.strictObject({
+  reviewers: z.array(z.string().min(1)).optional(),
+  team_reviewers: z.array(z.string().min(1)).optional(),
+});
+// GraphQL is served for one query only: a pull request's review threads and whether they are resolved.
+const GraphqlBody = z.object({
+  query: z.string(),
+  variables: z.object({ owner: z.string(), repo: z.string(), pr: z.number().int() }),
+});
 const TokenBody = z
   .strictObject({
     repositories: z.array(z.string()).optional(),
@@ -185,7 +197,20 @@ export function createRouter({
     routes.push({ method, ...compile(pattern), auth: 'repo', handle: handle as Route['handle'] });
   const ok = (body: unknown, status = 200): Reply => ({ status, body });
   const bot = state.botLogin;
-  const permissions = { contents: 'write', issues: 'write', pull_requests: 'write', metadata: 'read' };
+  const permissions = {
+    contents: 'write',
+    issues: 'write',
+    pull_requests: 'write',
+    checks: 'read',
+    metadata: 'read',
+  };
+  const events = [
+    'issues',
+    'issue_comment',
+    'pull_request_review',
+    'pull_request_review_comment',
+    'check_suite',
+  ];
 
   const installationJson = (inst: InstallationRecord): Json => ({
     id: inst.id,
@@ -195,7 +220,7 @@ export function createRouter({
     target_type: state.user(inst.account).type === 'Bot' ? 'Bot' : 'User',
     repository_selection: 'all',
     permissions,
-    events: ['issues', 'issue_comment'],
+    events,
     access_tokens_url: `${baseUrl()}/app/installations/${inst.id}/access_tokens`,
     html_url: `${baseUrl()}/settings/installations/${inst.id}`,
   });
@@ -229,7 +254,7 @@ export function createRouter({
       owner: shapes.user(bot),
       html_url: `${baseUrl()}/apps/${app.slug}`,
       permissions,
-      events: ['issues', 'issue_comment'],
+      events,
       installations_count: state.installations.size,
     }),
   );
@@ -278,6 +303,28 @@ export function createRouter({
       url: `${baseUrl()}/repos/${ctx.repo.fullName}/git/refs/${ref}`,
       object: { sha, type: 'commit', url: `${baseUrl()}/repos/${ctx.repo.fullName}/git/commits/${sha}` },
     });
+  });
+  // --- Checks (before commits/:ref*, which would take the rest of the path) ---
+  onRepo('GET', '/repos/:owner/:repo/commits/:ref/check-runs', (ctx) => {
+    const sha = resolveCommit(ctx.repo.bareDir, ctx.params.ref as string);
+    const runs = state.checkRuns.filter((r) => r.repo === ctx.repo.fullName && r.headSha === sha);
+    return ok({ total_count: runs.length, check_runs: runs.map((r) => shapes.checkRun(ctx.repo, r)) });
+  });
+  onRepo('GET', '/repos/:owner/:repo/check-runs/:id/annotations', (ctx) => {
+    const id = intParam(ctx.params.id);
+    const run =
+      state.checkRuns.find((r) => r.id === id && r.repo === ctx.repo.fullName) ?? throwIt(notFound());
+    return paginate(
+      run.annotations.map((a) => ({
+        ...a,
+        blob_href: '',
+        start_column: null,
+        end_column: null,
+        title: null,
+      })),
+      ctx,
+      baseUrl(),
+    );
   });
   onRepo('GET', '/repos/:owner/:repo/commits/:ref*', (ctx) => {
     const sha = resolveCommit(ctx.repo.bareDir, ctx.params.ref as string);
@@ -545,6 +592,115 @@ export function createRouter({
     return paginate(diffFiles(bareDir, pull.base, pull.head), ctx, baseUrl());
   });
 
+  // --- Reviews, review comments, review requests ---
+  const requestsOf = (repo: RepoRecord, number: number): Set<string> => {
+    const key = `${repo.fullName}#${number}`;
+    let set = state.reviewRequests.get(key);
+    if (!set) state.reviewRequests.set(key, (set = new Set()));
+    return set;
+  };
+  const reviewCommentsOf = (ctx: RepoCtx, number: number) =>
+    state.reviewComments.filter((c) => c.repo === ctx.repo.fullName && c.pullNumber === number);
+  onRepo('GET', '/repos/:owner/:repo/pulls/:number/reviews', (ctx) => {
+    const pull = pullOf(ctx);
+    const list = state.reviews.filter((r) => r.repo === ctx.repo.fullName && r.pullNumber === pull.number);
+    return paginate(
+      list.map((r) => shapes.review(ctx.repo, r)),
+      ctx,
+      baseUrl(),
+    );
+  });
+  const reviewOf = (ctx: RepoCtx, number: number) => {
+    const id = intParam(ctx.params.id);
+    return (
+      state.reviews.find((r) => r.id === id && r.repo === ctx.repo.fullName && r.pullNumber === number) ??
+      throwIt(notFound())
+    );
+  };
+  onRepo('GET', '/repos/:owner/:repo/pulls/:number/reviews/:id', (ctx) =>
+    ok(shapes.review(ctx.repo, reviewOf(ctx, pullOf(ctx).number))),
+  );
+  onRepo('GET', '/repos/:owner/:repo/pulls/:number/reviews/:id/comments', (ctx) => {
+    const pull = pullOf(ctx);
+    const review = reviewOf(ctx, pull.number);
+    const list = reviewCommentsOf(ctx, pull.number).filter((c) => c.reviewId === review.id);
+    return paginate(
+      list.map((c) => shapes.reviewComment(ctx.repo, c)),
+      ctx,
+      baseUrl(),
+    );
+  });
+  onRepo('GET', '/repos/:owner/:repo/pulls/:number/comments', (ctx) =>
+    paginate(
+      reviewCommentsOf(ctx, pullOf(ctx).number).map((c) => shapes.reviewComment(ctx.repo, c)),
+      ctx,
+      baseUrl(),
+    ),
+  );
+  // A reply joins the thread of the top-level comment it answers (GitHub refuses replies to replies).
+  onRepo('POST', '/repos/:owner/:repo/pulls/:number/comments/:id/replies', (ctx) => {
+    const pull = pullOf(ctx);
+    const { body } = parseBody(ReplyBody, ctx.body);
+    checkBodyLength('PullRequestReviewComment', body);
+    const id = intParam(ctx.params.id);
+    const parent = reviewCommentsOf(ctx, pull.number).find((c) => c.id === id) ?? throwIt(notFound());
+    if (parent.inReplyTo !== null)
+      throw validationFailed({ resource: 'PullRequestReviewComment', code: 'invalid', field: 'in_reply_to' });
+    const reply = { ...parent, id: state.newId(), reviewId: null, inReplyTo: parent.id, user: bot, body };
+    reply.createdAt = timestamp();
+    state.reviewComments.push(reply);
+    return ok(shapes.reviewComment(ctx.repo, reply), 201);
+  });
+  onRepo('POST', '/repos/:owner/:repo/pulls/:number/requested_reviewers', (ctx) => {
+    const pull = pullOf(ctx);
+    const input = parseBody(ReviewersBody, ctx.body);
+    for (const login of input.reviewers ?? []) {
+      if (login === pull.user || state.permission(ctx.repo, login) === 'none')
+        throw validationFailed({
+          resource: 'PullRequest',
+          code: 'custom',
+          message: 'Reviews may only be requested from collaborators.',
+        });
+      requestsOf(ctx.repo, pull.number).add(login);
+    }
+    return ok(shapes.pull(ctx.repo, pull), 201);
+  });
+  onRepo('GET', '/repos/:owner/:repo/pulls/:number/requested_reviewers', (ctx) =>
+    ok({ users: [...requestsOf(ctx.repo, pullOf(ctx).number)].map((l) => shapes.user(l)), teams: [] }),
+  );
+  onRepo('GET', '/repos/:owner/:repo/pulls/:number/commits', (ctx) => {
+    const { pull } = pullOf(ctx);
+    const { bareDir } = ctx.repo;
+    if (!pull || !branchExists(bareDir, pull.head)) return paginate([], ctx, baseUrl());
+    return paginate(
+      commitsBetween(bareDir, pull.base, pull.head).map((sha) => commitJson(ctx.repo, sha)),
+      ctx,
+      baseUrl(),
+    );
+  });
+
+  routes.push({
+    method: 'POST',
+    ...compile('/graphql'),
+    auth: 'graphql',
+    handle: (ctx) => {
+      const { query, variables } = parseBody(GraphqlBody, ctx.body);
+      if (!/reviewThreads/.test(query))
+        return ok({ errors: [{ message: 'the emulator answers only reviewThreads queries' }] });
+      const pull = state.issue(ctx.repo!, variables.pr);
+      if (!pull?.pull) return ok({ data: { repository: { pullRequest: null } } });
+      const roots = state.reviewComments.filter(
+        (c) => c.repo === ctx.repo!.fullName && c.pullNumber === pull.number && c.inReplyTo === null,
+      );
+      const nodes = roots.map((c) => ({
+        isResolved: state.resolvedThreads.has(c.id),
+        isOutdated: shapes.reviewComment(ctx.repo!, c).line === null,
+        comments: { nodes: [{ databaseId: c.id }] },
+      }));
+      return ok({ data: { repository: { pullRequest: { reviewThreads: { nodes } } } } });
+    },
+  });
+
   return (input: RequestInput): Reply => {
     for (const route of routes) {
       if (route.method !== input.method) continue;
@@ -575,7 +731,11 @@ export function createRouter({
     }
     const token = auth.installationToken(ctx.creds);
     if (!token) throw badCredentials();
-    const repo = state.repo(ctx.params.owner ?? '', ctx.params.repo ?? '');
+    const named =
+      route.auth === 'graphql'
+        ? parseBody(GraphqlBody, ctx.body).variables
+        : { owner: ctx.params.owner, repo: ctx.params.repo };
+    const repo = state.repo(named.owner ?? '', named.repo ?? '');
     if (!repo || repo.installationId !== token.installationId) throw notFound();
     return { ...ctx, repo };
   }

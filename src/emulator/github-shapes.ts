@@ -2,13 +2,17 @@
  * GitHub's JSON shapes for the emulator's records, shared by the REST routes and webhook payloads.
  * Only the fields clients commonly read are rendered, with GitHub's names and types.
  */
-import { branchExists, resolveCommit } from './github-git.js';
+import { branchExists, diffHunk, resolveCommit } from './github-git.js';
 import type {
+  CheckRunRecord,
+  CheckSuiteRecord,
   CommentRecord,
   EmulatorState,
   IssueRecord,
   ReactionRecord,
   RepoRecord,
+  ReviewCommentRecord,
+  ReviewRecord,
 } from './github-state.js';
 
 export type Json = Record<string, unknown>;
@@ -163,6 +167,9 @@ export class Shapes {
       closed_at: null,
       created_at: issue.createdAt,
       updated_at: issue.updatedAt,
+      requested_reviewers: [...(this.state.reviewRequests.get(`${repo.fullName}#${issue.number}`) ?? [])].map(
+        (l) => this.user(l),
+      ),
       head: side(pull.head),
       base: side(pull.base),
       author_association: this.authorAssociation(repo, issue.user),
@@ -171,6 +178,101 @@ export class Shapes {
       diff_url: `${html}.diff`,
       patch_url: `${html}.patch`,
       issue_url: this.api(`/repos/${repo.fullName}/issues/${issue.number}`),
+    };
+  }
+
+  review(repo: RepoRecord, review: ReviewRecord): Json {
+    return {
+      id: review.id,
+      node_id: `PRR_${review.id}`,
+      user: this.user(review.user),
+      body: review.body,
+      state: review.state,
+      commit_id: review.commitId,
+      submitted_at: review.submittedAt,
+      author_association: this.authorAssociation(repo, review.user),
+      html_url: this.api(`/${repo.fullName}/pull/${review.pullNumber}#pullrequestreview-${review.id}`),
+      pull_request_url: this.api(`/repos/${repo.fullName}/pulls/${review.pullNumber}`),
+    };
+  }
+
+  /**
+   * A review comment as GitHub renders it: `line` is null once the commented hunk changed on the
+   * pull request's head (GitHub's "outdated"); `original_line` keeps where it was made.
+   */
+  reviewComment(repo: RepoRecord, c: ReviewCommentRecord): Json {
+    const pull = this.state.issue(repo, c.pullNumber)?.pull;
+    const head =
+      pull && branchExists(repo.bareDir, pull.head) ? resolveCommit(repo.bareDir, pull.head) : null;
+    const current =
+      pull && head && c.line !== null ? diffHunk(repo.bareDir, pull.base, head, c.path, c.line) : null;
+    const line = current === c.diffHunk ? c.line : null;
+    return {
+      id: c.id,
+      node_id: `PRRC_${c.id}`,
+      pull_request_review_id: c.reviewId,
+      in_reply_to_id: c.inReplyTo ?? undefined,
+      user: this.user(c.user),
+      body: c.body,
+      path: c.path,
+      line,
+      original_line: c.originalLine,
+      side: 'RIGHT',
+      position: line,
+      original_position: c.originalLine,
+      diff_hunk: c.diffHunk,
+      commit_id: head ?? c.commitId,
+      original_commit_id: c.commitId,
+      author_association: this.authorAssociation(repo, c.user),
+      created_at: c.createdAt,
+      updated_at: c.createdAt,
+      url: this.api(`/repos/${repo.fullName}/pulls/comments/${c.id}`),
+      html_url: this.api(`/${repo.fullName}/pull/${c.pullNumber}#discussion_r${c.id}`),
+      pull_request_url: this.api(`/repos/${repo.fullName}/pulls/${c.pullNumber}`),
+    };
+  }
+
+  /** A suite's status and conclusion come from its runs, as on GitHub. */
+  checkSuite(repo: RepoRecord, suite: CheckSuiteRecord): Json {
+    const runs = this.state.checkRuns.filter((r) => r.suiteId === suite.id);
+    const done = runs.every((r) => r.status === 'completed');
+    const failing = ['failure', 'timed_out', 'cancelled', 'action_required', 'startup_failure'];
+    const conclusion = !done
+      ? null
+      : (failing.find((c) => runs.some((r) => r.conclusion === c)) ?? (runs.length ? 'success' : 'neutral'));
+    const pulls = this.state.issues.filter(
+      (i) => i.repo === repo.fullName && i.state === 'open' && i.pull?.head === suite.headBranch,
+    );
+    return {
+      id: suite.id,
+      node_id: `CS_${suite.id}`,
+      head_branch: suite.headBranch,
+      head_sha: suite.headSha,
+      status: done ? 'completed' : runs.some((r) => r.status === 'in_progress') ? 'in_progress' : 'queued',
+      conclusion,
+      app: { id: 1, slug: suite.app, name: suite.app },
+      pull_requests: pulls.map((i) => ({
+        number: i.number,
+        url: this.api(`/repos/${repo.fullName}/pulls/${i.number}`),
+        head: { ref: i.pull!.head, sha: suite.headSha },
+        base: { ref: i.pull!.base },
+      })),
+      url: this.api(`/repos/${repo.fullName}/check-suites/${suite.id}`),
+    };
+  }
+
+  checkRun(repo: RepoRecord, run: CheckRunRecord): Json {
+    return {
+      id: run.id,
+      node_id: `CR_${run.id}`,
+      name: run.name,
+      head_sha: run.headSha,
+      status: run.status,
+      conclusion: run.conclusion,
+      output: { ...run.output, annotations_count: run.annotations.length },
+      check_suite: { id: run.suiteId },
+      url: this.api(`/repos/${repo.fullName}/check-runs/${run.id}`),
+      html_url: this.api(`/${repo.fullName}/runs/${run.id}`),
     };
   }
 }

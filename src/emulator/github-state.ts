@@ -66,6 +66,66 @@ export interface ReactionRecord {
   createdAt: string;
 }
 
+export type ReviewState = 'APPROVED' | 'CHANGES_REQUESTED' | 'COMMENTED';
+
+export interface ReviewRecord {
+  id: number;
+  repo: string;
+  pullNumber: number;
+  user: string;
+  state: ReviewState;
+  body: string;
+  commitId: string;
+  submittedAt: string;
+}
+
+/** An inline comment on a pull request's diff; a reply shares its thread's path, line and hunk. */
+export interface ReviewCommentRecord {
+  id: number;
+  repo: string;
+  pullNumber: number;
+  reviewId: number | null;
+  inReplyTo: number | null;
+  user: string;
+  body: string;
+  path: string;
+  /** The new-side line at the commit it was made on; null once the line left the diff (outdated). */
+  line: number | null;
+  originalLine: number;
+  diffHunk: string;
+  commitId: string;
+  createdAt: string;
+}
+
+export interface CheckAnnotation {
+  path: string;
+  start_line: number;
+  end_line: number;
+  annotation_level: 'notice' | 'warning' | 'failure';
+  message: string;
+}
+
+/** A check run of a suite on a commit, as a CI app reports it. */
+export interface CheckRunRecord {
+  id: number;
+  suiteId: number;
+  repo: string;
+  name: string;
+  headSha: string;
+  status: 'queued' | 'in_progress' | 'completed';
+  conclusion: string | null;
+  output: { title: string; summary: string; text: string };
+  annotations: CheckAnnotation[];
+}
+
+export interface CheckSuiteRecord {
+  id: number;
+  repo: string;
+  app: string;
+  headBranch: string;
+  headSha: string;
+}
+
 export interface InstallationRecord {
   id: number;
   account: string;
@@ -81,6 +141,14 @@ export class EmulatorState {
   readonly issues: IssueRecord[] = [];
   readonly comments: CommentRecord[] = [];
   readonly reactions: ReactionRecord[] = [];
+  readonly reviews: ReviewRecord[] = [];
+  readonly reviewComments: ReviewCommentRecord[] = [];
+  /** Review threads (by their first comment's id) marked resolved. */
+  readonly resolvedThreads = new Set<number>();
+  readonly checkSuites: CheckSuiteRecord[] = [];
+  readonly checkRuns: CheckRunRecord[] = [];
+  /** Logins asked to review, by `repo#number`. */
+  readonly reviewRequests = new Map<string, Set<string>>();
   readonly labelIds = new Map<string, number>();
   private nextId = 1000;
 

@@ -12,7 +12,15 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { AppAuth, parseAuthorization } from './github-auth.js';
-import { branchExists, createBareRepo, resolveCommit, serveGitHttp } from './github-git.js';
+import {
+  branchExists,
+  commitFiles,
+  commitsBetween,
+  createBareRepo,
+  diffHunk,
+  resolveCommit,
+  serveGitHttp,
+} from './github-git.js';
 import { createRouter, type Reply } from './github-routes.js';
 import { Shapes } from './github-shapes.js';
 import {
@@ -23,10 +31,21 @@ import {
   type Permission,
   type ReactionRecord,
   type RepoRecord,
+  type CheckRunRecord,
+  type CheckSuiteRecord,
+  type ReviewCommentRecord,
+  type ReviewRecord,
 } from './github-state.js';
 import { WebhookSender, type DeliveryResult, type StoredDelivery } from './github-webhooks.js';
 
-export type { Permission, IssueRecord, CommentRecord, ReactionRecord } from './github-state.js';
+export type {
+  Permission,
+  IssueRecord,
+  CommentRecord,
+  ReactionRecord,
+  ReviewRecord,
+  ReviewCommentRecord,
+} from './github-state.js';
 export type { DeliveryResult, StoredDelivery } from './github-webhooks.js';
 export { signBody } from './github-webhooks.js';
 
@@ -103,6 +122,66 @@ export interface GitHubEmulator {
     user: string,
     opts?: { isBot?: boolean },
   ): Promise<DeliveryResult>;
+  /**
+   * Submits a review of a pull request's head with inline comments (new-side lines of the diff) and
+   * delivers `pull_request_review.submitted`.
+   */
+  review(
+    owner: string,
+    repo: string,
+    pull: number,
+    review: {
+      user: string;
+      state: 'approve' | 'request_changes' | 'comment';
+      body?: string;
+      comments?: { path: string; line: number; body: string }[];
+    },
+  ): Promise<DeliveryResult>;
+  /**
+   * A single inline comment on a pull request's diff (in a review of its own, as on GitHub), or a reply
+   * in the thread of `inReplyTo`; delivers `pull_request_review_comment.created`.
+   */
+  reviewComment(
+    owner: string,
+    repo: string,
+    pull: number,
+    comment: { user: string; body: string } & ({ path: string; line: number } | { inReplyTo: number }),
+  ): Promise<DeliveryResult>;
+  /**
+   * A CI app reports a check suite with these runs on the head of `branch`; when every run is
+   * completed, `check_suite.completed` is delivered (`delivery`, else null).
+   */
+  checkSuite(
+    owner: string,
+    repo: string,
+    suite: { branch: string; app?: string; runs: CheckRunInput[] },
+  ): Promise<{ id: number; runs: number[]; delivery: DeliveryResult | null }>;
+  /** Completes a check run; delivers `check_suite.completed` when it was its suite's last one. */
+  completeCheckRun(
+    owner: string,
+    repo: string,
+    runId: number,
+    result: Omit<CheckRunInput, 'name' | 'status'>,
+  ): Promise<DeliveryResult | null>;
+  /** Marks the review thread that starts with comment `rootId` resolved (or unresolved). */
+  resolveThread(owner: string, repo: string, rootId: number, resolved?: boolean): void;
+  /**
+   * A person pushes a commit with these files to `branch` (a new branch starts at the default branch's
+   * head); no webhook. Returns the commit.
+   */
+  pushFiles(
+    owner: string,
+    repo: string,
+    branch: string,
+    files: Record<string, string>,
+    opts: { message: string; author: string },
+  ): string;
+  /** A pull request's commits, oldest first. */
+  pullCommits(owner: string, repo: string, pull: number): string[];
+  reviewComments(pull: number, repoFullName?: string): ReviewCommentRecord[];
+  readonly reviews: ReviewRecord[];
+  /** Logins whose review was requested on the pull request. */
+  requestedReviewers(owner: string, repo: string, pull: number): string[];
   deliver(event: string, payload: unknown, opts?: { signature?: string }): Promise<DeliveryResult>;
   /** GitHub's "redeliver": the same body under the same delivery id. */
   redeliver(deliveryId: string): Promise<DeliveryResult>;
@@ -125,6 +204,14 @@ export interface GitHubEmulator {
   readonly requests: RecordedRequest[];
   readonly deliveries: StoredDelivery[];
   close(): Promise<void>;
+}
+
+export interface CheckRunInput {
+  name: string;
+  status?: 'queued' | 'in_progress' | 'completed'; // completed by default
+  conclusion?: string;
+  output?: { title?: string; summary?: string; text?: string };
+  annotations?: { path: string; line: number; message: string }[];
 }
 
 const APP = { slug: 'agenticfix', name: 'AgenticFix' };
@@ -266,6 +353,91 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
     sender: shapes.user(sender),
     installation: { id: repo.installationId, node_id: `MDIz_${repo.installationId}` },
   });
+  const newReview = (
+    repo: RepoRecord,
+    number: number,
+    user: string,
+    kind: 'approve' | 'request_changes' | 'comment',
+    body: string,
+  ) => {
+    const issue = issueOf(repo, number);
+    if (!issue.pull) throw new Error(`#${number} is not a pull request`);
+    const head = resolveCommit(repo.bareDir, issue.pull.head);
+    if (!head) throw new Error(`the head branch ${issue.pull.head} of #${number} is gone`);
+    state.user(user);
+    const states = {
+      approve: 'APPROVED',
+      request_changes: 'CHANGES_REQUESTED',
+      comment: 'COMMENTED',
+    } as const;
+    const review: ReviewRecord = {
+      id: state.newId(),
+      repo: repo.fullName,
+      pullNumber: number,
+      user,
+      state: states[kind],
+      body,
+      commitId: head,
+      submittedAt: timestamp(),
+    };
+    return { issue, review };
+  };
+  /** A new inline comment on new-side `line` of `path` at the review's commit. */
+  const inlineComment = (
+    repo: RepoRecord,
+    issue: IssueRecord,
+    review: ReviewRecord,
+    c: { path: string; line: number; body: string },
+  ): ReviewCommentRecord => {
+    const hunk = diffHunk(repo.bareDir, issue.pull!.base, review.commitId, c.path, c.line);
+    if (hunk === null) throw new Error(`${c.path}:${c.line} is not part of the diff of #${issue.number}`);
+    return {
+      id: state.newId(),
+      repo: repo.fullName,
+      pullNumber: issue.number,
+      reviewId: review.id,
+      inReplyTo: null,
+      user: review.user,
+      body: c.body,
+      path: c.path,
+      line: c.line,
+      originalLine: c.line,
+      diffHunk: hunk,
+      commitId: review.commitId,
+      createdAt: review.submittedAt,
+    };
+  };
+  const deliverReviewComment = (repo: RepoRecord, issue: IssueRecord, c: ReviewCommentRecord) =>
+    webhooks.deliver('pull_request_review_comment', {
+      action: 'created',
+      comment: shapes.reviewComment(repo, c),
+      pull_request: shapes.pull(repo, issue),
+      ...envelope(repo, c.user),
+    });
+  const finishRun = (run: CheckRunRecord, r: Omit<CheckRunInput, 'name' | 'status'>) => {
+    run.conclusion = r.conclusion ?? 'success';
+    run.output = {
+      title: r.output?.title ?? '',
+      summary: r.output?.summary ?? '',
+      text: r.output?.text ?? '',
+    };
+    run.annotations = (r.annotations ?? []).map((a) => ({
+      path: a.path,
+      start_line: a.line,
+      end_line: a.line,
+      annotation_level: 'failure' as const,
+      message: a.message,
+    }));
+  };
+  /** GitHub sends `check_suite.completed` once every run of the suite is completed. */
+  const deliverIfComplete = async (repo: RepoRecord, suite: CheckSuiteRecord) => {
+    if (state.checkRuns.some((r) => r.suiteId === suite.id && r.status !== 'completed')) return null;
+    return webhooks.deliver('check_suite', {
+      action: 'completed',
+      check_suite: shapes.checkSuite(repo, suite),
+      ...envelope(repo, `${suite.app}[bot]`),
+    });
+  };
   const installationId = (owner: string): number => {
     const inst = [...state.installations.values()].find(
       (i) => i.account.toLowerCase() === owner.toLowerCase(),
@@ -331,6 +503,117 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
         comment: shapes.comment(repo, comment),
         ...envelope(repo, user),
       });
+    },
+    async review(owner, repoName, number, input) {
+      const repo = repoOf(owner, repoName);
+      const { issue, review } = newReview(repo, number, input.user, input.state, input.body ?? '');
+      const comments = (input.comments ?? []).map((c) => inlineComment(repo, issue, review, c));
+      state.reviews.push(review);
+      state.reviewComments.push(...comments);
+      state.reviewRequests.get(`${repo.fullName}#${number}`)?.delete(input.user);
+      // As on GitHub: one delivery per inline comment, then the review's.
+      for (const c of comments) await deliverReviewComment(repo, issue, c);
+      return webhooks.deliver('pull_request_review', {
+        action: 'submitted',
+        // The webhook spells the state in lower case, unlike the REST API.
+        review: { ...shapes.review(repo, review), state: review.state.toLowerCase() },
+        pull_request: shapes.pull(repo, issue),
+        ...envelope(repo, input.user),
+      });
+    },
+    reviewComment(owner, repoName, number, input) {
+      const repo = repoOf(owner, repoName);
+      const { issue, review } = newReview(repo, number, input.user, 'comment', '');
+      let comment: ReviewCommentRecord;
+      if ('inReplyTo' in input) {
+        const parent = state.reviewComments.find((c) => c.id === input.inReplyTo && c.repo === repo.fullName);
+        if (!parent) throw new Error(`no review comment ${input.inReplyTo} in ${repo.fullName}`);
+        comment = {
+          ...parent,
+          id: state.newId(),
+          reviewId: review.id,
+          inReplyTo: parent.inReplyTo ?? parent.id,
+          user: input.user,
+          body: input.body,
+          createdAt: review.submittedAt,
+        };
+      } else comment = inlineComment(repo, issue, review, input);
+      state.reviews.push(review);
+      state.reviewComments.push(comment);
+      return deliverReviewComment(repo, issue, comment);
+    },
+    checkSuite(owner, repoName, input) {
+      const repo = repoOf(owner, repoName);
+      const headSha = resolveCommit(repo.bareDir, input.branch);
+      if (!headSha) throw new Error(`no branch ${input.branch}`);
+      const suite: CheckSuiteRecord = {
+        id: state.newId(),
+        repo: repo.fullName,
+        app: input.app ?? 'github-actions',
+        headBranch: input.branch,
+        headSha,
+      };
+      state.checkSuites.push(suite);
+      const runs = input.runs.map((r) => {
+        const run: CheckRunRecord = {
+          id: state.newId(),
+          suiteId: suite.id,
+          repo: repo.fullName,
+          name: r.name,
+          headSha,
+          status: r.status ?? 'completed',
+          conclusion: null,
+          output: { title: '', summary: '', text: '' },
+          annotations: [],
+        };
+        if (run.status === 'completed') finishRun(run, r);
+        state.checkRuns.push(run);
+        return run.id;
+      });
+      return deliverIfComplete(repo, suite).then((delivery) => ({ id: suite.id, runs, delivery }));
+    },
+    completeCheckRun(owner, repoName, runId, result) {
+      const repo = repoOf(owner, repoName);
+      const run = state.checkRuns.find((r) => r.id === runId && r.repo === repo.fullName);
+      if (!run) throw new Error(`no check run ${runId} in ${repo.fullName}`);
+      run.status = 'completed';
+      finishRun(run, result);
+      return deliverIfComplete(
+        repo,
+        state.checkSuites.find((c) => c.id === run.suiteId)!,
+      );
+    },
+    resolveThread(owner, repoName, rootId, resolved = true) {
+      const repo = repoOf(owner, repoName);
+      const root = state.reviewComments.find((c) => c.id === rootId && c.repo === repo.fullName);
+      if (!root || root.inReplyTo !== null) throw new Error(`no review thread starts with ${rootId}`);
+      if (resolved) state.resolvedThreads.add(rootId);
+      else state.resolvedThreads.delete(rootId);
+    },
+    pushFiles(owner, repoName, branch, files, { message, author }) {
+      state.user(author);
+      const repo = repoOf(owner, repoName);
+      return commitFiles(repo.bareDir, branch, repo.defaultBranch, files, message, author);
+    },
+    pullCommits(owner, repoName, number) {
+      const repo = repoOf(owner, repoName);
+      const pull = issueOf(repo, number).pull;
+      if (!pull) throw new Error(`#${number} is not a pull request`);
+      return commitsBetween(repo.bareDir, pull.base, pull.head);
+    },
+    reviewComments(number, repoFullName) {
+      return structuredClone(
+        state.reviewComments.filter(
+          (c) => c.pullNumber === number && (!repoFullName || c.repo === repoFullName),
+        ),
+      );
+    },
+    get reviews() {
+      return structuredClone(state.reviews);
+    },
+    requestedReviewers(owner, repoName, number) {
+      const repo = repoOf(owner, repoName);
+      return [...(state.reviewRequests.get(`${repo.fullName}#${number}`) ?? [])];
     },
     deliver: (event, payload, deliverOpts) => webhooks.deliver(event, payload, deliverOpts),
     redeliver: (id) => webhooks.redeliver(id),

@@ -3,7 +3,7 @@ import type { Logger } from 'probot';
 import type { Config } from '../config/config.js';
 import { patchFiles } from '../patch/patch.js';
 import { editComment, postComment, type GitHub, type IssueRef } from '../publish/github.js';
-import { branchFor, pushPatch, tokenAuth, upsertDraftPr } from '../publish/pr.js';
+import { branchFor, commitOnto, pushCommit, pushPatch, tokenAuth, upsertDraftPr } from '../publish/pr.js';
 import {
   blockedPathsNote,
   ciBlockedNote,
@@ -14,6 +14,8 @@ import {
   inert,
   prBody,
   prTitle,
+  revisionAsker,
+  revisionComment,
   traceComment,
   unverifiedComment,
 } from '../publish/render.js';
@@ -25,7 +27,8 @@ import { fetchFile, loadRepoConfig, REPO_CONFIG_PATH, type RepoConfig } from '..
 import { matchingPattern } from '../tools/path-patterns.js';
 import { capMiddle } from '../trace/cap.js';
 import { GitWorkspaceManager } from '../workspace/manager.js';
-import type { ModelSpec, RepairOptions, RepairResult } from './types.js';
+import { addressedThreads, previousSummary, revisionContext } from './revision.js';
+import type { IssueText, ModelSpec, RepairOptions, RepairResult } from './types.js';
 
 /** The app's run job: repository config → runRepair → judge → publish, reporting progress on the issue. */
 
@@ -151,7 +154,7 @@ export class JobRunner implements QueueHooks {
       const error = 'this run has no snapshot of the issue (recorded by an older version of the app).';
       return this.failWith(run, gh, error, 'cannot run');
     }
-    const issue = { title: run.issue_title, body: run.issue_body, number: run.issue };
+    const issue: IssueText = { title: run.issue_title, body: run.issue_body, number: run.issue };
     const repo = await gh.rest.repos.get({ owner: run.owner, repo: run.repo });
     const loaded = await loadRepoConfig(gh, run.owner, run.repo, run.base_commit, config);
     if (!loaded.ok) return this.failWith(run, gh, loaded.error, 'configuration error');
@@ -185,12 +188,26 @@ export class JobRunner implements QueueHooks {
     // Fetched once with the installation token (private repositories), unless the pinned commit is
     // already there; every later stage finds it in the cache and needs no credentials.
     const { token } = (await gh.auth({ type: 'installation' })) as { token: string };
-    await this.workspaces.mirror(remote, tokenAuth(token), run.base_commit);
+    // A revision starts from the pull request's head and is told what it changed and what to change.
+    const start = run.head_commit ?? run.base_commit;
+    await this.workspaces.mirror(remote, tokenAuth(token), start);
+    if (run.revision !== null && run.pr_number !== null && run.feedback !== null) {
+      const earlier = (await store.forPr(run.owner, run.repo, run.pr_number)).filter(
+        (r) => r.created_at < run.created_at,
+      );
+      issue.revision = revisionContext({
+        revision: run.revision,
+        pr: run.pr_number,
+        summary: previousSummary(earlier),
+        diff: await this.workspaces.diff(remote, run.base_commit, start),
+        feedback: run.feedback,
+      });
+    }
 
     const result = await this.deps.repair({
       config: runConfig,
       remote,
-      baseCommit: run.base_commit,
+      baseCommit: start,
       issue,
       testArgv: rc.test,
       protectedPaths: [...NEVER_PUSHED, ...rc.protected_paths],
@@ -220,6 +237,8 @@ export class JobRunner implements QueueHooks {
       run_dir: result.run_dir,
     });
     if (signal.aborted) return {};
+    if (run.revision !== null)
+      return this.revise({ run, gh, ref, status, result, rc, remote, dockerfile, signal });
 
     status.update({
       phase: 'verifying',
@@ -268,14 +287,15 @@ export class JobRunner implements QueueHooks {
     rc: RepoConfig,
     maintainerDockerfile: string | undefined,
     signal: AbortSignal,
+    cumulative?: string,
   ): Promise<VerificationReport> {
     // The judge itself answers empty_patch, and build_failed when there is no usable Dockerfile.
     const dockerfile = result.dockerfile ?? maintainerDockerfile ?? '';
     return this.deps.judge({
       config: this.o.config,
       remote,
-      baseCommit: result.base_commit,
-      patch: result.patch,
+      baseCommit: run.base_commit,
+      patch: cumulative ?? result.patch,
       dockerfile,
       testArgv: rc.test,
       rebuild: rc.verify.rebuild,
@@ -339,7 +359,17 @@ export class JobRunner implements QueueHooks {
       title: prTitle({ number: run.issue, title: a.issueTitle }),
       body: prBody({ issue: run.issue, run, result, report }),
     });
-    await this.o.store.update(run.id, { pr_number: pr.number });
+    await this.o.store.update(run.id, { pr_number: pr.number, pushed_commit: pushed.commit });
+    // The maintainer who started the run is asked to review the draft it opened.
+    if (pr.created)
+      await gh.rest.pulls
+        .requestReviewers({
+          owner: run.owner,
+          repo: run.repo,
+          pull_number: pr.number,
+          reviewers: [run.triggered_by],
+        })
+        .catch((e: unknown) => this.o.log?.warn({ err: e, run: run.id }, 'could not request a review'));
     const prRef = { ...ref, issue: pr.number };
     const events = existsSync(result.trace_path) ? readFileSync(result.trace_path, 'utf8') : '';
     await this.comment(run, gh, prRef, evidenceComment(run, evidence, ci.length > 0 ? [ciFlagNote(ci)] : []));
@@ -369,6 +399,119 @@ export class JobRunner implements QueueHooks {
       links: [{ label: `Pull request #${pr.number}`, url: pr.url }],
     });
     return { state: 'done', pr_number: pr.number };
+  }
+
+  /**
+   * A revision: its change is committed on the pull request's head, the judge verifies the pull
+   * request's whole change against the original base, and only a verified revision is pushed, as a
+   * fast-forward (a branch that moved meanwhile is never overwritten: the revision stops and says so).
+   */
+  private async revise(a: {
+    run: RunRecord;
+    gh: GitHub;
+    ref: IssueRef;
+    status: StatusComment;
+    result: RepairResult;
+    rc: RepoConfig;
+    remote: string;
+    dockerfile: string | undefined;
+    signal: AbortSignal;
+  }): Promise<RunUpdate> {
+    const { run, gh, ref, status, result, rc } = a;
+    const head = run.head_commit!;
+    const n = run.revision!;
+    const notPushed = async (report: VerificationReport | null, why?: string) => {
+      const evidence = report ? await this.deps.renderEvidence(report) : '';
+      await this.comment(run, gh, ref, unverifiedComment({ run, result, report, evidence, why }));
+      const said = why ?? `Verdict \`${report?.verdict}\`: ${report?.reason}`;
+      await status.final({ phase: 'done', detail: `Revision ${n}: ${inert(said)} Nothing was pushed.` });
+      return { state: 'done' } satisfies RunUpdate;
+    };
+    if (!result.patch.trim()) return notPushed(null, 'The revision changed nothing.');
+    const files = patchFiles(result.patch);
+    const blocked = files.filter((f) => matchingPattern(f, [...NEVER_PUSHED, ...rc.protected_paths]));
+    const ci = files.filter((f) => matchingPattern(f, rc.ci_entry_points.paths));
+    if (blocked.length > 0) return notPushed(null, blockedPathsNote(blocked));
+    if (rc.ci_entry_points.policy === 'block' && ci.length > 0) return notPushed(null, ciBlockedNote(ci));
+
+    const branch = branchFor(run.issue);
+    // Commits the change on `parent` and has the judge verify base + the pull request's whole change
+    // (the commit's tree: maintainers' commits included).
+    const judged = async (parent: string) => {
+      const made = await commitOnto({
+        workspaces: this.workspaces,
+        cloneUrl: a.remote,
+        runId: run.id,
+        parent,
+        patch: result.patch,
+        diffFrom: run.base_commit,
+        message: `Revision ${n} for #${run.issue}\n\nAsked for by ${revisionAsker(run)} on #${run.pr_number}\nAgenticFix run ${run.id}`,
+      });
+      if (!made.ok) return made;
+      status.update({ phase: 'verifying', step: result.requests, tokensUsed: result.tokens.total });
+      const report = await this.verify(run, result, a.remote, rc, a.dockerfile, a.signal, made.diff);
+      await this.o.store.update(run.id, { verdict: report.verdict });
+      return { ...made, parent, report };
+    };
+    const push = (commit: string) =>
+      pushCommit({
+        gh,
+        workspaces: this.workspaces,
+        cloneUrl: a.remote,
+        runId: run.id,
+        commit,
+        branch,
+        mode: 'fast-forward',
+      });
+
+    let made = await judged(head);
+    if (!made.ok) return notPushed(null, `The revision could not be committed: ${made.error}`);
+    if (a.signal.aborted) return {};
+    if (made.report.verdict !== 'verified') return notPushed(made.report);
+    let pushed = await push(made.commit);
+    if (!pushed.ok) {
+      // The branch moved while the revision ran: the change is replayed on its new head and judged
+      // again, once; a change that no longer applies stops there. Nobody's commit is overwritten.
+      const { data } = await gh.rest.repos.getBranch({ owner: run.owner, repo: run.repo, branch });
+      const moved = data.commit.sha;
+      const why = (detail: string) =>
+        `The branch moved to ${moved} while the revision ran, and the app never overwrites a commit: ${detail} Comment \`/agenticfix revise\` again to revise the new head.`;
+      if (moved === made.parent) return notPushed(made.report, why(pushed.error));
+      const { token } = (await gh.auth({ type: 'installation' })) as { token: string };
+      await this.workspaces.mirror(a.remote, tokenAuth(token));
+      const rebased = await judged(moved);
+      if (!rebased.ok)
+        return notPushed(made.report, why(`the change does not apply there (${rebased.error}).`));
+      if (a.signal.aborted) return {};
+      made = rebased;
+      if (made.report.verdict !== 'verified')
+        return notPushed(made.report, why('on it, the judge did not verify the change.'));
+      pushed = await push(made.commit);
+      if (!pushed.ok) return notPushed(made.report, why(pushed.error));
+    }
+    const report = made.report;
+    await this.o.store.update(run.id, { pushed_commit: made.commit });
+    const evidence = await this.deps.renderEvidence(report);
+    await this.comment(
+      run,
+      gh,
+      ref,
+      revisionComment(run, made.commit, made.parent, evidence, ci.length > 0 ? [ciFlagNote(ci)] : []),
+    );
+    // Each inline comment the revision addressed gets a short reply in its thread.
+    for (const c of addressedThreads(run.feedback))
+      await gh.rest.pulls.createReplyForReviewComment({
+        owner: run.owner,
+        repo: run.repo,
+        pull_number: run.pr_number!,
+        comment_id: c.id,
+        body: `Addressed in ${made.commit} (revision ${n}).`,
+      });
+    await status.final({
+      phase: 'done',
+      detail: `Revision ${n}: verdict \`${report.verdict}\`: ${inert(report.reason)}\n\nCommit ${made.commit} pushed to \`${branch}\`.`,
+    });
+    return { state: 'done' };
   }
 
   /** The issue is told why; the status comment's final edit (onFinished) shows the error too. */
@@ -414,7 +557,12 @@ export class JobRunner implements QueueHooks {
   }
 }
 
-const refOf = (run: RunRecord): IssueRef => ({ owner: run.owner, repo: run.repo, issue: run.issue });
+/** Where a run reports: its issue, or for a revision the pull request it revises. */
+const refOf = (run: RunRecord): IssueRef => ({
+  owner: run.owner,
+  repo: run.repo,
+  issue: run.revision !== null && run.pr_number !== null ? run.pr_number : run.issue,
+});
 
 function endingFor(run: RunRecord): StatusState | null {
   switch (run.state) {

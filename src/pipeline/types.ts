@@ -13,6 +13,8 @@ export interface IssueText {
   title: string;
   body: string;
   number?: number;
+  /** A revision of the app's pull request: what it already changed and what maintainers asked for. */
+  revision?: string;
 }
 
 export interface RepairOptions {

@@ -11,42 +11,77 @@ export const branchFor = (issue: number): string => `agenticfix/issue-${issue}`;
 
 export type PushResult = { ok: true; commit: string } | { ok: false; error: string };
 
-export interface PushOptions {
-  gh: GitHub;
+interface Where {
   workspaces: GitWorkspaceManager;
   cloneUrl: string;
+  runId: string;
+}
+
+export interface PushOptions extends Where {
+  gh: GitHub;
   baseCommit: string;
   patch: string;
   branch: string;
   message: string;
-  runId: string;
 }
 
 /**
- * Commits the patch on the base commit in a fresh worktree and pushes it with --force-with-lease
- * against the branch head seen just before. The installation token reaches git only as a per-call
- * `http.extraHeader` in the environment of the two network calls: nothing is written to any config
- * file, and it never appears in the process list.
+ * Commits the patch on the base commit and pushes it with --force-with-lease against the branch head
+ * seen just before (a rerun replaces the branch the app made).
  */
 export async function pushPatch(o: PushOptions): Promise<PushResult> {
-  const wt = await o.workspaces.create(o.cloneUrl, o.baseCommit, `${o.runId}-publish`);
+  const made = await commitOnto({ ...o, parent: o.baseCommit, diffFrom: o.baseCommit });
+  if (!made.ok) return made;
+  return pushCommit({ ...o, commit: made.commit, mode: 'lease' });
+}
+
+export type Commit = { ok: true; commit: string; diff: string } | { ok: false; error: string };
+
+/**
+ * Commits `patch` on `parent` in a scratch worktree and returns the commit with its diff from
+ * `diffFrom` (a revision's cumulative change against the original base). The commit object stays in
+ * the mirror, so pushCommit can push it later.
+ */
+export async function commitOnto(
+  o: Where & { parent: string; patch: string; message: string; diffFrom: string },
+): Promise<Commit> {
+  const wt = await o.workspaces.create(o.cloneUrl, o.parent, `${o.runId}-commit`);
   try {
     const applied = await applyPatch(wt, o.patch);
     if (!applied.ok) return { ok: false, error: `the patch does not apply: ${applied.error}` };
     await worktreeGit(wt, ['add', '-A']);
     await worktreeGit(wt, ['commit', '-q', '--no-verify', '-m', o.message]);
     const commit = (await worktreeGit(wt, ['rev-parse', 'HEAD'])).stdout.trim();
+    const diff = (await worktreeGit(wt, ['diff', '--binary', o.diffFrom, commit])).stdout;
+    return { ok: true, commit, diff };
+  } finally {
+    await o.workspaces.remove(wt).catch(() => undefined);
+  }
+}
+
+/**
+ * Pushes `commit` to the branch. `lease`: --force-with-lease against the head seen just before;
+ * `fast-forward`: a plain push, which git refuses unless the branch head is an ancestor of the commit,
+ * so nobody's commit is ever dropped. The installation token reaches git only as a per-call
+ * `http.extraHeader` in the environment of the network calls: nothing is written to any config file,
+ * and it never appears in the process list.
+ */
+export async function pushCommit(
+  o: Where & { gh: GitHub; commit: string; branch: string; mode: 'lease' | 'fast-forward' },
+): Promise<PushResult> {
+  const wt = await o.workspaces.create(o.cloneUrl, o.commit, `${o.runId}-publish`);
+  try {
     const { token } = (await o.gh.auth({ type: 'installation' })) as { token: string };
     const ref = `refs/heads/${o.branch}`;
-    const seen = await authGit(['ls-remote', '--refs', o.cloneUrl, ref], wt, token);
-    if (!seen.ok) return seen;
-    const lease = seen.stdout.split('\t')[0]?.trim() ?? ''; // '' = the branch must not exist yet
-    const pushed = await authGit(
-      ['push', '--porcelain', `--force-with-lease=${ref}:${lease}`, o.cloneUrl, `${commit}:${ref}`],
-      wt,
-      token,
-    );
-    return pushed.ok ? { ok: true, commit } : pushed;
+    let args = ['push', '--porcelain', o.cloneUrl, `${o.commit}:${ref}`];
+    if (o.mode === 'lease') {
+      const seen = await authGit(['ls-remote', '--refs', o.cloneUrl, ref], wt, token);
+      if (!seen.ok) return seen;
+      const lease = seen.stdout.split('\t')[0]?.trim() ?? ''; // '' = the branch must not exist yet
+      args = ['push', '--porcelain', `--force-with-lease=${ref}:${lease}`, o.cloneUrl, `${o.commit}:${ref}`];
+    }
+    const pushed = await authGit(args, wt, token);
+    return pushed.ok ? { ok: true, commit: o.commit } : pushed;
   } finally {
     await o.workspaces.remove(wt).catch(() => undefined);
   }

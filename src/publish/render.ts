@@ -263,18 +263,59 @@ export function configComment(a: {
   return fitBody(body.join('\n\n'));
 }
 
+/** Who asked for a revision and how, in words (a CI app is named, never @-mentioned). */
+export function revisionAsker(run: Pick<RunRecord, 'trigger' | 'triggered_by'>): string {
+  const who = `@${run.triggered_by}`;
+  switch (run.trigger) {
+    case 'review':
+      return `${who} in a review`;
+    case 'mention':
+      return `${who} in a review comment`;
+    case 'checks':
+      return `failing checks (${run.triggered_by})`;
+    default:
+      return `${who} with \`/agenticfix ${run.trigger}\``;
+  }
+}
+
+/** The evidence of a published revision: headed "Revision N", naming the commit it pushed. */
+export function revisionComment(
+  run: RunRecord,
+  commit: string,
+  parent: string,
+  markdown: string,
+  notes: string[] = [],
+): string {
+  const rebased =
+    parent === run.head_commit
+      ? ''
+      : ` (the branch moved during the revision: rebased from \`${(run.head_commit ?? '').slice(0, 12)}\`)`;
+  const head = [
+    `## Revision ${run.revision}\n\nCommit ${commit} on top of \`${parent.slice(0, 12)}\`${rebased}, asked for by ${revisionAsker(run)}. The judge verified the pull request's whole change against the base.\n\n<sub>${runLine(run)}</sub>`,
+    ...notes,
+    '',
+  ].join('\n\n');
+  return head + cutMiddle(inert(markdown, { keepHtml: true }), GITHUB_BODY_LIMIT - head.length - MARGIN).text;
+}
+
 /** The issue comment for any result that is not published as a pull request. */
 export function unverifiedComment(a: {
   run: RunRecord;
   result: RepairResult;
-  report: VerificationReport;
+  /** Null when the patch never reached the judge (a revision stopped before it). */
+  report: VerificationReport | null;
   evidence: string;
   why?: string;
 }): string {
   const head = [
-    `## AgenticFix: no pull request`,
-    `**Verdict: \`${a.report.verdict}\`**: ${inert(a.report.reason)}`,
-    a.why ?? 'Only verified patches are published as pull requests.',
+    a.run.revision === null
+      ? `## AgenticFix: no pull request`
+      : `## Revision ${a.run.revision}: nothing pushed`,
+    a.report ? `**Verdict: \`${a.report.verdict}\`**: ${inert(a.report.reason)}` : '**Not verified.**',
+    a.why ??
+      (a.run.revision === null
+        ? 'Only verified patches are published as pull requests.'
+        : 'Only a verified revision is pushed; the branch is unchanged.'),
     `<sub>${runLine(a.run)}; stop reason \`${a.result.stop_reason}\`.</sub>`,
   ].join('\n\n');
   const room = GITHUB_BODY_LIMIT - head.length - 2 * MARGIN;
@@ -282,7 +323,7 @@ export function unverifiedComment(a: {
   const patch = a.result.patch
     ? collapsed('Candidate patch', a.result.patch, room - evidence.length, 'diff')
     : '_The run produced no patch._';
-  return fitBody(`${head}\n\n### Evidence\n\n${evidence}\n\n${patch}`);
+  return fitBody(a.report ? `${head}\n\n### Evidence\n\n${evidence}\n\n${patch}` : `${head}\n\n${patch}`);
 }
 
 const fileList = (files: string[]): string => files.map((f) => `\`${f}\``).join(', ');

@@ -123,9 +123,11 @@ export class PostgresRunStore implements RunStore {
              ON CONFLICT DO NOTHING`,
           [d.id, at, d.event, d.body, d.sha256],
         );
-        const seen =
-          res.rowCount === 1 ? null : await c.query('SELECT 1 FROM deliveries WHERE id = $1', [d.id]);
-        claims.push(!seen ? 'new' : seen.rowCount ? 'seen' : 'replay');
+        if (res.rowCount === 1) claims.push('new');
+        else {
+          const seen = await c.query('SELECT 1 FROM deliveries WHERE id = $1', [d.id]);
+          claims.push(seen.rowCount === 1 ? 'seen' : 'replay');
+        }
       }
       return claims;
     });
@@ -159,8 +161,9 @@ export class PostgresRunStore implements RunStore {
     const { rows } = await this.pool.query(
       `INSERT INTO runs (id, owner, repo, issue, installation_id, trigger, triggered_by, delivery_id,
            model, token_budget, base_commit, state, created_at, issue_title, issue_body, issue_updated_at,
-           instance_id)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'queued', $12, $13, $14, $15, $16)
+           instance_id, pr_number, revision, head_commit, feedback, status_comment_id)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'queued', $12, $13, $14, $15, $16,
+           $17, $18, $19, $20, $21)
          RETURNING *`,
       [
         newRunId(),
@@ -179,6 +182,11 @@ export class PostgresRunStore implements RunStore {
         input.issue_body ?? null,
         input.issue_updated_at ?? null,
         this.instance?.owner ?? null,
+        input.pr_number ?? null,
+        input.revision ?? null,
+        input.head_commit ?? null,
+        input.feedback ? JSON.stringify(input.feedback) : null,
+        input.status_comment_id ?? null,
       ],
     );
     return RUN_ROW.parse(rows[0]);
@@ -214,6 +222,15 @@ export class PostgresRunStore implements RunStore {
       `SELECT * FROM runs WHERE owner = $1 AND repo = $2 AND issue = $3
          ORDER BY created_at DESC, id DESC`,
       [owner, repo, issue],
+    );
+    return rows.map((r) => RUN_ROW.parse(r));
+  }
+
+  async forPr(owner: string, repo: string, pr: number): Promise<RunRecord[]> {
+    const { rows } = await this.pool.query(
+      `SELECT * FROM runs WHERE owner = $1 AND repo = $2 AND pr_number = $3
+         ORDER BY created_at DESC, id DESC`,
+      [owner, repo, pr],
     );
     return rows.map((r) => RUN_ROW.parse(r));
   }

@@ -95,17 +95,23 @@ export class SqliteRunStore implements RunStore {
     this.statement(
       `INSERT INTO runs (id, owner, repo, issue, installation_id, trigger, triggered_by, delivery_id,
            model, token_budget, base_commit, state, created_at, issue_title, issue_body, issue_updated_at,
-           instance_id)
+           instance_id, pr_number, revision, head_commit, feedback, status_comment_id)
          VALUES (@id, @owner, @repo, @issue, @installation_id, @trigger, @triggered_by, @delivery_id,
            @model, @token_budget, @base_commit, 'queued', @created_at, @issue_title, @issue_body,
-           @issue_updated_at, @instance_id)`,
+           @issue_updated_at, @instance_id, @pr_number, @revision, @head_commit, @feedback,
+           @status_comment_id)`,
     ).run({
       model: null,
       token_budget: null,
       issue_title: null,
       issue_body: null,
       issue_updated_at: null,
+      pr_number: null,
+      revision: null,
+      head_commit: null,
+      status_comment_id: null,
       ...input,
+      feedback: input.feedback ? JSON.stringify(input.feedback) : null,
       id,
       created_at: now(),
       instance_id: this.instance?.owner ?? null,
@@ -151,6 +157,14 @@ export class SqliteRunStore implements RunStore {
       'SELECT * FROM runs WHERE owner = ? AND repo = ? AND issue = ? ORDER BY created_at DESC, id DESC',
     )
       .all(owner, repo, issue)
+      .map((r) => RUN_ROW.parse(r));
+  }
+
+  async forPr(owner: string, repo: string, pr: number): Promise<RunRecord[]> {
+    return this.statement(
+      'SELECT * FROM runs WHERE owner = ? AND repo = ? AND pr_number = ? ORDER BY created_at DESC, id DESC',
+    )
+      .all(owner, repo, pr)
       .map((r) => RUN_ROW.parse(r));
   }
 

@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { z } from 'zod';
 import { capMiddle } from '../trace/cap.js';
+import { FEEDBACK } from './feedback.js';
 
 /**
  * Persistent record of every run and webhook delivery. Runs are never deleted. One interface, two
@@ -12,6 +13,9 @@ import { capMiddle } from '../trace/cap.js';
 const RUN_STATES = ['queued', 'running', 'done', 'cancelled', 'superseded', 'interrupted', 'failed'] as const;
 export type RunState = (typeof RUN_STATES)[number];
 
+/** A run on the issue (label, rerun) or a revision of its pull request (command, review, mention, checks). */
+export const TRIGGERS = ['label', 'rerun', 'revise', 'review', 'mention', 'checks'] as const;
+
 // Built once: building a zod schema costs far more than parsing with it (it was built per row read).
 const COMMENT_IDS = z.array(z.number().int());
 
@@ -21,7 +25,7 @@ export const RUN_ROW = z.strictObject({
   repo: z.string(),
   issue: z.number().int(),
   installation_id: z.number().int(),
-  trigger: z.enum(['label', 'rerun']),
+  trigger: z.enum(TRIGGERS),
   triggered_by: z.string(),
   delivery_id: z.string(),
   model: z.string().nullable(), // comment override
@@ -46,6 +50,14 @@ export const RUN_ROW = z.strictObject({
   issue_body: z.string().nullable(),
   issue_updated_at: z.string().nullable(),
   instance_id: z.string().nullable(), // the app instance that created the run
+  // Revisions: the number on its pull request, the PR head it starts from, and the feedback as given.
+  revision: z.number().int().nullable(),
+  head_commit: z.string().nullable(),
+  feedback: z
+    .string()
+    .nullable()
+    .transform((s) => (s === null ? null : FEEDBACK.parse(JSON.parse(s)))),
+  pushed_commit: z.string().nullable(), // the commit the run pushed to its branch
   worker: z.string().nullable(), // the worker that ran it (`host:pid` or AGENTICFIX_WORKER_ID); its run_dir is there
 });
 
@@ -55,7 +67,21 @@ export type NewRun = Pick<
   RunRecord,
   'owner' | 'repo' | 'issue' | 'installation_id' | 'trigger' | 'triggered_by' | 'delivery_id' | 'base_commit'
 > &
-  Partial<Pick<RunRecord, 'model' | 'token_budget' | 'issue_title' | 'issue_body' | 'issue_updated_at'>>;
+  Partial<
+    Pick<
+      RunRecord,
+      | 'model'
+      | 'token_budget'
+      | 'issue_title'
+      | 'issue_body'
+      | 'issue_updated_at'
+      | 'pr_number'
+      | 'revision'
+      | 'head_commit'
+      | 'feedback'
+      | 'status_comment_id'
+    >
+  >;
 
 const FIXED_COLUMNS = [
   'id',
@@ -67,6 +93,7 @@ const FIXED_COLUMNS = [
   'created_at',
   'comment_ids',
   'instance_id',
+  'feedback',
 ] as const;
 
 export type RunUpdate = Partial<Omit<RunRecord, (typeof FIXED_COLUMNS)[number]>>;
@@ -131,6 +158,8 @@ export interface RunStore {
   addComment(id: string, commentId: number): Promise<void>;
   /** Runs of one issue, newest first. */
   forIssue(owner: string, repo: string, issue: number): Promise<RunRecord[]>;
+  /** Runs that worked on pull request `pr` (the ones that opened or updated it, and its revisions), newest first. */
+  forPr(owner: string, repo: string, pr: number): Promise<RunRecord[]>;
   /** The issue whose run opened pull request `pr`, or null when the app did not open it. */
   issueForPr(owner: string, repo: string, pr: number): Promise<number | null>;
   /** All runs, or those in one state, oldest first. */
@@ -197,6 +226,11 @@ export const MIGRATIONS = [
      owner TEXT NOT NULL, repo TEXT NOT NULL, issue INTEGER NOT NULL, replied_at TEXT NOT NULL,
      PRIMARY KEY (owner, repo, issue)
    );`,
+  // Revisions of the app's pull requests.
+  `ALTER TABLE runs ADD COLUMN revision INTEGER;
+   ALTER TABLE runs ADD COLUMN head_commit TEXT;
+   ALTER TABLE runs ADD COLUMN feedback TEXT;
+   ALTER TABLE runs ADD COLUMN pushed_commit TEXT;`,
   // Workers on many machines: which one ran a run (its run directory stays on that machine).
   `ALTER TABLE runs ADD COLUMN worker TEXT;`,
 ];

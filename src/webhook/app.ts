@@ -2,11 +2,14 @@ import type { Probot } from 'probot';
 import { z } from 'zod';
 import type { Config } from '../config/config.js';
 import { postComment, type GitHub, type IssueRef } from '../publish/github.js';
+import { revisionAsker } from '../publish/render.js';
 import type { RunQueue } from '../queue/queue.js';
+import type { Feedback, ReviewComment } from '../queue/feedback.js';
 import type { NewRun, RunRecord, RunStore } from '../queue/store.js';
+import { capMiddle } from '../trace/cap.js';
 import { parseCommand, USAGE, type Command } from './commands.js';
 import type { Intake } from './intake.js';
-import { commandRefusal, loadRepoConfig } from './repo-config.js';
+import { commandRefusal, loadRepoConfig, type RepoConfig } from './repo-config.js';
 
 /**
  * Webhook handlers. The server records each delivery the app may act on (once: a redelivered or
@@ -53,12 +56,113 @@ const COMMENTED = z.object({
   issue: z.object({ number: z.number().int(), pull_request: z.unknown().optional() }),
 });
 
+const REVIEWED = z.object({
+  ...COMMON,
+  review: z.object({ id: z.number().int(), state: z.string(), body: z.string().nullish(), user: USER }),
+  pull_request: z.object({ number: z.number().int() }),
+});
+
+/** A review comment as the REST API and webhooks render it. */
+const GH_REVIEW_COMMENT = z.object({
+  id: z.number().int(),
+  body: z.string(),
+  user: z.object({ login: z.string() }).nullable(),
+  path: z.string(),
+  line: z.number().int().nullish(), // null: outdated
+  diff_hunk: z.string(),
+  in_reply_to_id: z.number().int().nullish(),
+  pull_request_review_id: z.number().int().nullish(),
+});
+
+/** As a revision keeps it: `id` is the thread's first comment, where a reply goes. */
+const feedbackComment = (c: z.infer<typeof GH_REVIEW_COMMENT>, resolved: Set<number>): ReviewComment => ({
+  id: c.in_reply_to_id ?? c.id,
+  resolved: resolved.has(c.in_reply_to_id ?? c.id),
+  path: c.path,
+  line: c.line ?? null,
+  diff_hunk: c.diff_hunk,
+  body: c.body,
+  user: c.user?.login ?? 'ghost',
+  outdated: (c.line ?? null) === null,
+});
+
+// Whether a thread is resolved is only in the GraphQL API.
+const THREADS_QUERY = `query ($owner: String!, $repo: String!, $pr: Int!) {
+  repository(owner: $owner, name: $repo) {
+    pullRequest(number: $pr) {
+      reviewThreads(first: 100) { nodes { isResolved comments(first: 1) { nodes { databaseId } } } }
+    }
+  }
+}`;
+const THREADS = z.object({
+  repository: z.object({
+    pullRequest: z
+      .object({
+        reviewThreads: z.object({
+          nodes: z.array(
+            z.object({
+              isResolved: z.boolean(),
+              comments: z.object({ nodes: z.array(z.object({ databaseId: z.number().int().nullable() })) }),
+            }),
+          ),
+        }),
+      })
+      .nullable(),
+  }),
+});
+
+/** First comments of the pull request's resolved review threads; none when GraphQL cannot say. */
+async function resolvedThreads(gh: GitHub, owner: string, repo: string, pr: number): Promise<Set<number>> {
+  try {
+    const data = THREADS.parse(await gh.graphql(THREADS_QUERY, { owner, repo, pr }));
+    const threads = data.repository.pullRequest?.reviewThreads.nodes ?? [];
+    return new Set(
+      threads.filter((t) => t.isResolved).flatMap((t) => t.comments.nodes.map((c) => c.databaseId ?? -1)),
+    );
+  } catch {
+    return new Set();
+  }
+}
+
+const REVIEW_COMMENTED = z.object({
+  ...COMMON,
+  comment: GH_REVIEW_COMMENT,
+  pull_request: z.object({ number: z.number().int() }),
+});
+
+const CHECKED = z.object({
+  ...COMMON,
+  check_suite: z.object({
+    head_sha: z.string(),
+    app: z.object({ slug: z.string() }).nullish(),
+    pull_requests: z.array(z.object({ number: z.number().int() })),
+  }),
+});
+
+/** Check run conclusions that ask for a fix (neutral, skipped and stale do not). */
+const FAILING = new Set(['failure', 'timed_out', 'cancelled', 'action_required', 'startup_failure']);
+const OUTPUT_TAIL_CHARS = 3000;
+const SUMMARY_KEEP = 1000; // characters kept at each end of a check run's summary
+const MAX_ANNOTATIONS = 50;
+
 const isBot = (u: z.infer<typeof USER>): boolean => u.type === 'Bot' || u.login.endsWith('[bot]');
+
+/** Whether `body` mentions `handle` (`@agenticfix`) as a whole word, not inside another handle or an address. */
+export function mentions(body: string, handle: string): boolean {
+  const escaped = handle.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return new RegExp(`(^|[^\\w@.-])${escaped}(?![\\w-])`, 'i').test(body);
+}
 
 const WRITE_ROLES = new Set(['admin', 'maintain', 'write']);
 
 /** The events (and their one action) the app acts on; every other delivery is answered and dropped. */
-const HANDLED: Record<string, string> = { issues: 'labeled', issue_comment: 'created' };
+const HANDLED: Record<string, string> = {
+  issues: 'labeled',
+  issue_comment: 'created',
+  pull_request_review: 'submitted',
+  pull_request_review_comment: 'created',
+  check_suite: 'completed',
+};
 
 /**
  * Whether a delivery is one the app may act on, read from its raw body. GitHub puts `action` first, so
@@ -185,15 +289,237 @@ export function createApp(deps: AppDeps) {
       comment_id: comment.id,
       content: 'eyes',
     });
+    if (parsed.command.kind === 'revise') {
+      if (!issue.pull_request)
+        return void (await reply(
+          '`/agenticfix revise` works on the pull request AgenticFix opened, not on the issue.',
+        ));
+      if (!(await canWrite(gh, owner, r.name, sender.login)))
+        return void (await reply(politeNo(sender.login, 'revise this pull request')));
+      const { text } = parsed.command;
+      await startRevision(id, gh, {
+        owner,
+        repo: r.name,
+        pr: issue.number,
+        installationId: installation.id,
+        trigger: 'revise',
+        feedback: async () => ({ kind: 'command', user: sender.login, text }),
+        reply,
+      });
+      return;
+    }
     const ref = { owner, repo: r.name, issue: issueNumber };
     await runCommand(id, gh, parsed.command, ref, sender.login, installation.id, r.default_branch, reply);
+  }
+
+  /** A review asking for changes on the app's pull request, from a writer, revises it when the repository allows. */
+  async function onReview(id: string, gh: GitHub, d: z.infer<typeof REVIEWED>): Promise<void> {
+    const { repository: r, sender, review, pull_request: pr, installation } = d;
+    const owner = r.owner.login;
+    if ((await store.issueForPr(owner, r.name, pr.number)) === null) return; // someone else's pull request
+    if (!(await canWrite(gh, owner, r.name, sender.login))) return;
+    await startRevision(id, gh, {
+      owner,
+      repo: r.name,
+      pr: pr.number,
+      installationId: installation.id,
+      trigger: 'review',
+      feedback: async () => {
+        const [all, resolved] = await Promise.all([
+          gh.paginate(gh.rest.pulls.listReviewComments, {
+            owner,
+            repo: r.name,
+            pull_number: pr.number,
+            per_page: 100,
+          }),
+          resolvedThreads(gh, owner, r.name, pr.number),
+        ]);
+        const comments = all.map((c) => GH_REVIEW_COMMENT.parse(c));
+        const own = comments.filter((c) => c.pull_request_review_id === review.id);
+        const threads = comments.filter((c) => c.pull_request_review_id !== review.id && !c.in_reply_to_id);
+        return {
+          kind: 'review',
+          user: sender.login,
+          review_id: review.id,
+          body: review.body ?? '',
+          comments: own.map((c) => feedbackComment(c, resolved)),
+          threads: threads.map((c) => feedbackComment(c, resolved)),
+        };
+      },
+      reply: async (body) => void (await postComment(gh, { owner, repo: r.name, issue: pr.number }, body)),
+    });
+  }
+
+  /**
+   * A review comment mentioning the app on its pull request, from a writer, revises it when the
+   * repository allows. A comment in a review that requests changes is left to that review's event
+   * when reviews start revisions too.
+   */
+  async function onMention(id: string, gh: GitHub, d: z.infer<typeof REVIEW_COMMENTED>): Promise<void> {
+    const { repository: r, sender, comment, pull_request: pr, installation } = d;
+    const owner = r.owner.login;
+    if ((await store.issueForPr(owner, r.name, pr.number)) === null) return;
+    if (!(await canWrite(gh, owner, r.name, sender.login))) return;
+    await startRevision(id, gh, {
+      owner,
+      repo: r.name,
+      pr: pr.number,
+      installationId: installation.id,
+      trigger: 'mention',
+      feedback: async (_head, rc) => {
+        if (comment.pull_request_review_id && rc.revise_on.includes('changes_requested')) {
+          const { data: review } = await gh.rest.pulls.getReview({
+            owner,
+            repo: r.name,
+            pull_number: pr.number,
+            review_id: comment.pull_request_review_id,
+          });
+          if (review.state === 'CHANGES_REQUESTED') return null;
+        }
+        const resolved = await resolvedThreads(gh, owner, r.name, pr.number);
+        return { kind: 'mention', user: sender.login, comment: feedbackComment(comment, resolved) };
+      },
+      reply: async (body) => void (await postComment(gh, { owner, repo: r.name, issue: pr.number }, body)),
+    });
+  }
+
+  /**
+   * A completed check suite on the app's pull request (`ci_feedback.enabled`): once no check run on the
+   * PR's head is still running, failing runs start a revision; all passing ends the CI feedback.
+   */
+  async function onChecks(id: string, gh: GitHub, d: z.infer<typeof CHECKED>): Promise<void> {
+    const { repository: r, check_suite: suite, installation } = d;
+    const owner = r.owner.login;
+    let pr: (typeof suite.pull_requests)[number] | undefined;
+    for (const p of suite.pull_requests)
+      if ((await store.issueForPr(owner, r.name, p.number)) !== null) {
+        pr = p;
+        break;
+      }
+    if (!pr) return;
+    await startRevision(id, gh, {
+      owner,
+      repo: r.name,
+      pr: pr.number,
+      installationId: installation.id,
+      trigger: 'checks',
+      feedback: async (head) => {
+        if (suite.head_sha !== head) return null; // checks of an older commit
+        const seen = await store.forPr(owner, r.name, pr!.number);
+        if (seen.some((run) => run.trigger === 'checks' && run.head_commit === head)) return null;
+        const { data } = await gh.rest.checks.listForRef({ owner, repo: r.name, ref: head, per_page: 100 });
+        if (data.check_runs.some((c) => c.status !== 'completed')) return null; // the last one comes back here
+        const failing = data.check_runs.filter((c) => FAILING.has(c.conclusion ?? ''));
+        if (failing.length === 0) return null;
+        const runs = await Promise.all(
+          failing.map(async (c) => {
+            const notes = await gh.rest.checks.listAnnotations({
+              owner,
+              repo: r.name,
+              check_run_id: c.id,
+              per_page: MAX_ANNOTATIONS,
+            });
+            return {
+              id: c.id,
+              name: c.name,
+              conclusion: c.conclusion ?? 'failure',
+              summary: capMiddle(c.output.summary ?? '', SUMMARY_KEEP),
+              annotations: notes.data.map((a) => ({
+                path: a.path,
+                line: a.start_line,
+                message: capMiddle(a.message ?? '', SUMMARY_KEEP / 4),
+              })),
+              output_tail: (c.output.text ?? '').slice(-OUTPUT_TAIL_CHARS),
+            };
+          }),
+        );
+        return { kind: 'checks', user: suite.app?.slug ?? 'checks', head_sha: head, runs };
+      },
+      reply: async (body) => void (await postComment(gh, { owner, repo: r.name, issue: pr.number }, body)),
+    });
+  }
+
+  /**
+   * Starts revision N of the app's pull request `pr`: pinned to the PR's head (maintainers' commits
+   * included), judged against the base of the run that opened it, within the repository's
+   * `revise_on` and `max_revisions`. A newer trigger supersedes an active run of the same issue.
+   */
+  async function startRevision(
+    deliveryId: string,
+    gh: GitHub,
+    a: {
+      owner: string;
+      repo: string;
+      pr: number;
+      installationId: number;
+      trigger: 'revise' | 'review' | 'mention' | 'checks';
+      /** Read once the revision may start, at the pull request's head; null: nothing to revise. */
+      feedback: (head: string, rc: RepoConfig) => Promise<Feedback | null>;
+      reply: (body: string) => Promise<unknown>;
+    },
+  ): Promise<void> {
+    const runs = await store.forPr(a.owner, a.repo, a.pr); // newest first
+    const origin = runs.find((run) => run.revision === null);
+    if (!origin) return; // not a pull request the app opened
+    const earlier = runs.slice(0, runs.indexOf(origin)); // revisions since that run
+    const rc = await loadRepoConfig(gh, a.owner, a.repo, origin.base_commit, config);
+    if (!rc.ok) {
+      // Said to people who asked; a CI failure on every push would repeat it to nobody in particular.
+      if (a.trigger !== 'checks') await a.reply(`${rc.error}\n\nNo revision was started.`);
+      return;
+    }
+    if (a.trigger === 'checks') {
+      const ci = rc.config.ci_feedback;
+      if (!ci.enabled || earlier.filter((run) => run.trigger === 'checks').length >= ci.max_rounds) return;
+    } else {
+      const kind = ({ revise: 'command', review: 'changes_requested', mention: 'mention' } as const)[
+        a.trigger
+      ];
+      if (!rc.config.revise_on.includes(kind)) {
+        if (a.trigger === 'revise')
+          await a.reply(
+            `Revising on request is not enabled here: \`revise_on\` in \`.github/agenticfix.yml\` does not include \`command\`. Nothing was started.`,
+          );
+        return;
+      }
+    }
+    if (earlier.length >= rc.config.max_revisions)
+      return void (await a.reply(
+        `This pull request has had ${earlier.length} revisions, the limit (\`max_revisions: ${rc.config.max_revisions}\`). Nothing was started; \`/agenticfix rerun\` on the issue starts over.`,
+      ));
+    const { data: pull } = await gh.rest.pulls.get({ owner: a.owner, repo: a.repo, pull_number: a.pr });
+    if (pull.state !== 'open')
+      return void (await a.reply('This pull request is closed; nothing was started.'));
+    const feedback = await a.feedback(pull.head.sha, rc.config);
+    if (!feedback) return;
+    start(
+      {
+        owner: a.owner,
+        repo: a.repo,
+        issue: origin.issue,
+        installation_id: a.installationId,
+        trigger: a.trigger,
+        triggered_by: feedback.user,
+        base_commit: origin.base_commit,
+        issue_title: origin.issue_title,
+        issue_body: origin.issue_body,
+        issue_updated_at: origin.issue_updated_at,
+        pr_number: a.pr,
+        revision: earlier.length + 1,
+        head_commit: pull.head.sha,
+        feedback,
+        // One status comment on the pull request, edited in place revision after revision.
+        status_comment_id: earlier.find((run) => run.status_comment_id !== null)?.status_comment_id ?? null,
+      },
+      deliveryId,
+    );
   }
 
   /**
    * Validates a recorded delivery and hands it to the intake; one that asks nothing of the app (a bot, a
    * comment without a command, a payload of another shape) is marked done at once.
    */
-  function receive(
+  async function receive(
     id: string,
     event: string,
     payload: unknown,
@@ -204,7 +530,25 @@ export function createApp(deps: AppDeps) {
       if (why) log.warn({ err: why, delivery: id, event }, 'unexpected payload');
       await store.finishDelivery(id);
     };
-    if (event === 'issues') {
+    if (event === 'pull_request_review') {
+      const p = REVIEWED.safeParse(payload);
+      if (!p.success) return ignore(p.error);
+      const { sender, review } = p.data;
+      if (isBot(sender) || review.state.toLowerCase() !== 'changes_requested') return ignore();
+      return intake.run(id, async () => onReview(id, await auth(p.data.installation.id), p.data));
+    } else if (event === 'pull_request_review_comment') {
+      const p = REVIEW_COMMENTED.safeParse(payload);
+      if (!p.success) return ignore(p.error);
+      const { sender, comment } = p.data;
+      if (isBot(sender) || !mentions(comment.body, config.app.mention)) return ignore();
+      return intake.run(id, async () => onMention(id, await auth(p.data.installation.id), p.data));
+    } else if (event === 'check_suite') {
+      // CI apps are bots: here the sender is not a person asking, the repository's checks are.
+      const p = CHECKED.safeParse(payload);
+      if (!p.success) return ignore(p.error);
+      if (p.data.check_suite.pull_requests.length === 0) return ignore();
+      return intake.run(id, async () => onChecks(id, await auth(p.data.installation.id), p.data));
+    } else if (event === 'issues') {
       const p = LABELED.safeParse(payload);
       if (!p.success) return ignore(p.error);
       if (isBot(p.data.sender)) return ignore();
@@ -252,7 +596,7 @@ export function createApp(deps: AppDeps) {
         await reply(USAGE);
         return;
       case 'status':
-        await reply(statusReply((await store.forIssue(ref.owner, ref.repo, ref.issue))[0] ?? null));
+        await reply(statusReply(await store.forIssue(ref.owner, ref.repo, ref.issue)));
         return;
       case 'cancel': {
         if (!(await canWrite(gh, ref.owner, ref.repo, login)))
@@ -292,8 +636,24 @@ export function createApp(deps: AppDeps) {
   }
 }
 
-function statusReply(run: RunRecord | null): string {
+/** The latest run, then the revisions of the pull request the latest run on the issue opened. */
+function statusReply(runs: RunRecord[]): string {
+  const [run] = runs; // newest first
   if (!run) return 'AgenticFix has not run on this issue yet.';
+  const origin = runs.findIndex((r) => r.revision === null);
+  const revisions = runs.slice(0, origin < 0 ? runs.length : origin).reverse();
+  const latest = latestLine(origin < 0 ? run : runs[origin]!);
+  if (revisions.length === 0) return latest;
+  const lines = revisions.map(
+    (r) =>
+      `- Revision ${r.revision} (\`${r.id}\`, by ${revisionAsker(r)}, from \`${(r.head_commit ?? '').slice(0, 12)}\`): state \`${r.state}\`` +
+      (r.verdict ? `, verdict \`${r.verdict}\`` : '') +
+      (r.pushed_commit ? `, pushed ${r.pushed_commit}` : ', nothing pushed'),
+  );
+  return `${latest}\n\nRevisions of pull request #${revisions[0]!.pr_number}:\n${lines.join('\n')}`;
+}
+
+function latestLine(run: RunRecord): string {
   const facts = [
     `state \`${run.state}\``,
     run.verdict && `verdict \`${run.verdict}\``,

@@ -7,6 +7,7 @@ import { z } from 'zod';
 
 export type Command =
   | { kind: 'rerun'; model?: string; budget?: number }
+  | { kind: 'revise'; text: string }
   | { kind: 'cancel' }
   | { kind: 'status' }
   | { kind: 'help' };
@@ -21,6 +22,7 @@ const PREFIX = '/agenticfix';
 export const USAGE = [
   'Usage (first line of a comment):',
   '- `/agenticfix rerun [model=<name>] [budget=<tokens>]`: start a new run for this issue',
+  "- `/agenticfix revise <what to change>` (on the app's pull request): revise the pull request; the lines after the first are part of the feedback",
   '- `/agenticfix cancel`: stop the active run',
   '- `/agenticfix status`: show the state of the latest run',
   '- `/agenticfix help`: show this message',
@@ -47,6 +49,16 @@ export function parseCommand(body: string): ParsedComment {
       return { type: 'command', command: { kind: verb.toLowerCase() as 'cancel' | 'status' | 'help' } };
     case 'rerun':
       return parseRerun(args);
+    case 'revise': {
+      // The feedback is the rest of the first line and every line after it.
+      const text = body.replace(/^\s*\S+\s+\S+[ \t]*/, '').trim();
+      if (!text)
+        return {
+          type: 'invalid',
+          reason: '`revise` needs the change you want, e.g. `/agenticfix revise rename x to y`',
+        };
+      return { type: 'command', command: { kind: 'revise', text } };
+    }
     case '':
       return { type: 'invalid', reason: 'missing command' };
     default:

@@ -109,6 +109,19 @@ const REPO_CONFIG_SCHEMA = z.strictObject({
   ci_entry_points: CI_ENTRY_POINTS,
   publish_unverified: z.boolean().default(false),
   verify: z.strictObject({ rebuild: RebuildPolicySchema.default('changed') }).default({ rebuild: 'changed' }),
+  // What starts a revision of the app's draft pull request (from people with write access).
+  revise_on: z
+    .array(z.enum(['command', 'changes_requested', 'mention']))
+    .default(['command'])
+    .transform((l) => [...new Set(l)]),
+  max_revisions: z.number().int().min(0).max(100).default(5), // per pull request
+  // Failing checks on the head of the app's branch start a revision, at most `max_rounds` times per PR.
+  ci_feedback: z
+    .strictObject({
+      enabled: z.boolean().default(false),
+      max_rounds: z.number().int().min(1).max(10).default(2),
+    })
+    .default({ enabled: false, max_rounds: 2 }),
 });
 
 export type RepoConfig = z.infer<typeof REPO_CONFIG_SCHEMA>;

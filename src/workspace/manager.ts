@@ -96,6 +96,13 @@ export class GitWorkspaceManager implements WorkspaceManager {
     return res.stdout.trim();
   }
 
+  /** `git diff --binary from to` between two commits already in the mirror. */
+  async diff(remote: string, from: string, to: string): Promise<string> {
+    FullSha.parse(from);
+    FullSha.parse(to);
+    return (await git(['diff', '--binary', from, to], { cwd: this.mirrorPath(remote) })).stdout;
+  }
+
   async create(remote: string, baseCommit: string, runId: string): Promise<Worktree> {
     Remote.parse(remote);
     FullSha.parse(baseCommit);

@@ -1,0 +1,55 @@
+import { z } from 'zod';
+
+/**
+ * What a maintainer asked a revision to change, as it was when the revision was triggered: the run
+ * works on this snapshot, never on later edits. All of it is untrusted text, like an issue.
+ */
+
+const REVIEW_COMMENT = z.strictObject({
+  id: z.number().int(),
+  path: z.string(),
+  /** The new-side line on the pull request's head; null when the comment is outdated. */
+  line: z.number().int().nullable(),
+  diff_hunk: z.string(),
+  body: z.string(),
+  user: z.string(),
+  outdated: z.boolean(),
+  /** The thread was marked resolved on GitHub when the revision was triggered. */
+  resolved: z.boolean(),
+});
+export type ReviewComment = z.infer<typeof REVIEW_COMMENT>;
+
+const CHECK_RUN = z.strictObject({
+  id: z.number().int(),
+  name: z.string(),
+  conclusion: z.string(),
+  summary: z.string(),
+  annotations: z.array(z.strictObject({ path: z.string(), line: z.number().int(), message: z.string() })),
+  output_tail: z.string(),
+});
+export type CheckRun = z.infer<typeof CHECK_RUN>;
+
+export const FEEDBACK = z.discriminatedUnion('kind', [
+  // `/agenticfix revise <text>`: the rest of the first line and the lines after it.
+  z.strictObject({ kind: z.literal('command'), user: z.string(), text: z.string() }),
+  // A submitted review asking for changes, with its inline comments.
+  z.strictObject({
+    kind: z.literal('review'),
+    user: z.string(),
+    review_id: z.number().int(),
+    body: z.string(),
+    comments: z.array(REVIEW_COMMENT),
+    /** The pull request's other review threads (their first comments), for context. */
+    threads: z.array(REVIEW_COMMENT),
+  }),
+  // A review comment mentioning the app; `comment.id` is its thread's first comment (where replies go).
+  z.strictObject({ kind: z.literal('mention'), user: z.string(), comment: REVIEW_COMMENT }),
+  // The failing check runs on the pull request's head (`user`: the CI app).
+  z.strictObject({
+    kind: z.literal('checks'),
+    user: z.string(),
+    head_sha: z.string(),
+    runs: z.array(CHECK_RUN),
+  }),
+]);
+export type Feedback = z.infer<typeof FEEDBACK>;

@@ -217,6 +217,41 @@ function maxOverlap(runs: RunRecord[]): number {
       expect(maxOverlap(runs.filter((r) => r.worker === id))).toBeLessThanOrEqual(CONCURRENCY);
   }, 900_000);
 
+  it('a redelivered webhook starts nothing; /agenticfix cancel stops the container on the worker holding the run', async () => {
+    if (!ready) return;
+    const n = emu.createIssue(O, 'slow', { title: 'slow: cancel me', user: 'rae' });
+    const label = await emu.label(O, 'slow', n, 'agenticfix', 'maint');
+    expect(label.status).toBe(200);
+    let run: RunRecord | undefined;
+    const testing = async (id: string) =>
+      (await new Docker().listContainers({ filters: { label: [`${RUN_LABEL}=${id}`] } })).filter(
+        (c) => !c.Labels[LEASE_LABEL],
+      );
+    await until('the run to test on a worker', async () => {
+      run = (await app.store.forIssue(O, 'slow', n))[0];
+      return run?.state === 'running' && (await testing(run.id)).length > 0;
+    });
+    expect((await emu.redeliver(label.id)).status).toBe(200);
+    // Not app.idle(): distributed, that waits for the running run to end.
+    await until(
+      'the redelivery to be taken in',
+      async () => (await app.store.pendingDeliveries()).length === 0,
+    );
+    expect(await app.store.forIssue(O, 'slow', n)).toHaveLength(1);
+
+    const t0 = Date.now();
+    await emu.comment(O, 'slow', n, '/agenticfix cancel', 'maint');
+    await until(
+      'the run to be cancelled',
+      async () => (await app.store.get(run!.id))!.state === 'cancelled',
+      30_000,
+    );
+    await until('its test container to be gone', async () => (await testing(run!.id)).length === 0, 30_000);
+    expect(Date.now() - t0).toBeLessThan(30_000);
+    await until('the issue to be told', () => bot('slow', n).some((b) => b.includes('Cancelled')), 30_000);
+    expect(emu.branchHead(O, 'slow', branchFor(n))).toBeNull();
+  }, 300_000);
+
   it('a worker killed mid-run leaves its run interrupted, and its issue is told', async () => {
     if (!ready) return;
     const n = emu.createIssue(O, 'slow', { title: 'slow: subtract is wrong', user: 'rae' });

@@ -4,6 +4,7 @@ import { PostgresRunStore } from '../queue/postgres-store.js';
 import type { QueueHooks } from '../queue/queue.js';
 import type { RunRecord } from '../queue/store.js';
 import type { BenchOptions } from './options.js';
+import { benchScaleDemo } from './scale-demo.js';
 import { pct, round } from './stats.js';
 
 const WORKERS = 2;
@@ -14,9 +15,10 @@ const WORK_MS = 20;
 const serviceUrl = (app: string, test: string): string | undefined => process.env[app] ?? process.env[test];
 
 /**
- * The distributed queue without Docker: RUNS runs of WORK_MS each through BullMQ on Redis and the
- * PostgreSQL store, WORKERS workers of CONCURRENCY; then CANCELS running runs cancelled. Reports
- * throughput, enqueue-to-start and cancel-to-abort latencies, and the most runs a worker ran at once.
+ * The distributed queue alone, without Docker: RUNS runs of WORK_MS each through BullMQ on Redis and the
+ * PostgreSQL store, WORKERS workers of CONCURRENCY, then CANCELS running runs cancelled (throughput,
+ * enqueue-to-start and cancel-to-abort latencies, the most runs a worker ran at once); then the same
+ * batch of demo runs with one worker process and with two (scale-demo.ts).
  */
 export async function benchScale(o: BenchOptions): Promise<Record<string, number | string>> {
   const RUNS = o.smoke ? 10 : 200;
@@ -103,19 +105,21 @@ export async function benchScale(o: BenchOptions): Promise<Record<string, number
       await queue.cancel(r.owner, r.repo, r.issue, 'bench');
     }
     await queue.idle();
-    return {
-      runs: RUNS,
-      workers: WORKERS,
-      concurrency_per_worker: CONCURRENCY,
-      work_ms: WORK_MS,
-      throughput_runs_per_s: round((RUNS / elapsed) * 1000),
-      start_latency_p50_ms: round(pct(startLatency.slice(0, RUNS), 50)),
-      start_latency_p99_ms: round(pct(startLatency.slice(0, RUNS), 99)),
-      cancel_to_abort_p50_ms: round(pct(cancelLatency, 50)),
-      cancel_to_abort_p99_ms: round(pct(cancelLatency, 99)),
-      cancelled_running: cancelLatency.length,
-      most_running_on_one_worker: Math.max(...mostRunning),
+    const queueFigures = {
+      queue_runs: RUNS,
+      queue_workers: WORKERS,
+      queue_concurrency_per_worker: CONCURRENCY,
+      queue_work_ms: WORK_MS,
+      queue_throughput_runs_per_s: round((RUNS / elapsed) * 1000),
+      queue_start_latency_p50_ms: round(pct(startLatency.slice(0, RUNS), 50)),
+      queue_start_latency_p99_ms: round(pct(startLatency.slice(0, RUNS), 99)),
+      queue_cancel_to_abort_p50_ms: round(pct(cancelLatency, 50)),
+      queue_cancel_to_abort_p99_ms: round(pct(cancelLatency, 99)),
+      queue_cancelled_running: cancelLatency.length,
+      queue_most_running_on_one_worker: Math.max(...mostRunning),
     };
+    // The issue's figures: the same batch of demo runs with one worker and with two.
+    return { ...(await benchScaleDemo(o.smoke ? 2 : 6, redisUrl, databaseUrl)), ...queueFigures };
   } finally {
     await Promise.all(workers.map((w) => w.close(0)));
     await queue.close();

@@ -16,6 +16,7 @@ import { LEASE_LABEL } from '../src/environment/leases.js';
 import { sweepContainers } from '../src/environment/startup.js';
 import { branchFor } from '../src/publish/pr.js';
 import type { RunRecord } from '../src/queue/store.js';
+import { maxOverlap } from '../src/bench/stats.js';
 import { startApp, type RunningApp } from '../src/cli/compose.js';
 import { APP_ID, PRIVATE_KEY, quietLog, SECRET, startEmulator, tempDir, testConfig } from './app-support.js';
 import { dockerReady } from './support/docker.js';
@@ -48,19 +49,6 @@ function calculatorSource(dir: string, test: string[]): string {
   mkdirSync(path.join(src, '.github'));
   writeFileSync(path.join(src, '.github/agenticfix.yml'), `test: ${JSON.stringify(test)}\n`);
   return src;
-}
-
-/** The most runs of one worker that overlapped in time, from what the store recorded. */
-function maxOverlap(runs: RunRecord[]): number {
-  const edges = runs.flatMap((r) => [
-    [Date.parse(r.started_at!), 1],
-    [Date.parse(r.finished_at!), -1],
-  ]);
-  edges.sort((a, b) => a[0]! - b[0]! || a[1]! - b[1]!); // an end before a start at the same instant
-  let now = 0;
-  let most = 0;
-  for (const [, d] of edges) most = Math.max(most, (now += d!));
-  return most;
 }
 
 (redis && database ? describe : describe.skip)('serve + two workers (BullMQ, PostgreSQL)', () => {

@@ -14,25 +14,12 @@ import { startGitHubEmulator } from '../emulator/github.js';
 import { scriptFromToolCalls, startScriptedModelServer } from '../emulator/scripted-model.js';
 import { DockerEnvironmentBuilder } from '../environment/builder.js';
 import type { RunRecord } from '../queue/store.js';
-import { pct, round } from './stats.js';
+import { maxOverlap, pct, round } from './stats.js';
 
 const CLI = fileURLToPath(new URL('../cli/index.js', import.meta.url));
 const CONCURRENCY = 2;
 const OWNER = 'bench';
 const REPO = 'calc';
-
-/** The most runs that overlapped in time, from what the store recorded. */
-function maxOverlap(runs: RunRecord[]): number {
-  const edges = runs.flatMap((r) => [
-    [Date.parse(r.started_at!), 1] as const,
-    [Date.parse(r.finished_at!), -1] as const,
-  ]);
-  edges.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
-  let now = 0;
-  let most = 0;
-  for (const [, d] of edges) most = Math.max(most, (now += d));
-  return most;
-}
 
 /**
  * The same batch of demo runs (calculator issues, scripted model, Docker sandbox, judge, draft PRs)

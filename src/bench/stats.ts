@@ -1,3 +1,5 @@
+import type { RunRecord } from '../queue/store.js';
+
 /** The p-th percentile (nearest rank) of `xs`. */
 export const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -6,3 +8,16 @@ export const pct = (xs: number[], p: number) => {
 
 /** One decimal. */
 export const round = (x: number) => Math.round(x * 10) / 10;
+
+/** The most runs that overlapped in time, from what the store recorded. */
+export function maxOverlap(runs: RunRecord[]): number {
+  const edges = runs.flatMap((r) => [
+    [Date.parse(r.started_at!), 1] as const,
+    [Date.parse(r.finished_at!), -1] as const,
+  ]);
+  edges.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  let now = 0;
+  let most = 0;
+  for (const [, d] of edges) most = Math.max(most, (now += d));
+  return most;
+}

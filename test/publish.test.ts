@@ -2,7 +2,13 @@ import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { GitHubEmulator } from '../src/emulator/github.js';
 import type { RepairResult } from '../src/pipeline/types.js';
-import { editComment, postComment } from '../src/publish/github.js';
+import {
+  editComment,
+  githubSpacingWaitMs,
+  NOTIFYING_BURST,
+  pacer,
+  postComment,
+} from '../src/publish/github.js';
 import { branchFor, pushPatch, upsertDraftPr } from '../src/publish/pr.js';
 import {
   collapsed,
@@ -220,6 +226,19 @@ describe('rendering', () => {
   });
 });
 
+describe('pacing of GitHub writes', () => {
+  it('lets a burst pass at once, then spaces calls; an idle spell refills the burst', () => {
+    const pace = pacer(1000, 3);
+    expect([0, 0, 0, 0, 0].map((t) => pace(t))).toEqual([0, 0, 0, 1000, 2000]);
+    // The fifth call went out at 2000 and is owed until 5000: three more pass at 5000 at once.
+    expect([5000, 5000, 5000, 5000].map((t) => pace(t))).toEqual([0, 0, 0, 1000]);
+    expect(pace(20_000)).toBe(0);
+    // A burst of one is plain spacing.
+    const spaced = pacer(300, 1);
+    expect([0, 100, 1000].map((t) => spaced(t))).toEqual([0, 200, 0]);
+  });
+});
+
 describe('GitHub calls against the emulator', () => {
   let emu: GitHubEmulator;
   let home: string;
@@ -254,6 +273,30 @@ describe('GitHub calls against the emulator', () => {
       .filter((r) => r.path.endsWith(`/issues/${n}/comments`))
       .map((r) => r.status);
     expect(statuses).toEqual([502, 403, 422, 201]);
+  });
+
+  it('paces notifying writes beyond the burst through the client the app uses', async () => {
+    const every = 200; // notifying writes: 3 x the write interval
+    const gh = await installationClient(
+      emu,
+      testConfig(home, { AGENTICFIX_GITHUB_WRITE_INTERVAL_MS: String(every) }),
+      'acme',
+    );
+    const n = emu.createIssue('acme', 'calc', { title: 'paced', user: 'alice' });
+    const ref = { owner: 'acme', repo: 'calc', issue: n };
+    const waited0 = githubSpacingWaitMs();
+    const sent: number[] = [];
+    for (let i = 0; i < NOTIFYING_BURST; i++) {
+      sent.push(Date.now());
+      await postComment(gh, ref, `burst ${i}`);
+    }
+    expect(githubSpacingWaitMs() - waited0).toBe(0);
+    const t0 = sent[0]!;
+    for (let i = 0; i < 2; i++) await postComment(gh, ref, `paced ${i}`);
+    // The burst is spent: the two after it go out one and two spacings after the first.
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(2 * 3 * every);
+    expect(githubSpacingWaitMs() - waited0).toBeGreaterThan(0);
+    expect(emu.comments(n)).toHaveLength(NOTIFYING_BURST + 2);
   });
 
   it('status comment: one comment, edits rate-limited, the last state always lands', async () => {

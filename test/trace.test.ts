@@ -1,8 +1,10 @@
+import { jest } from '@jest/globals';
 import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Redactor, REDACTED } from '../src/trace/redact.js';
 import { RunTrace, TraceError, sha256 } from '../src/trace/trace.js';
+import { PhaseClock, stopwatch } from '../src/trace/phases.js';
 
 const tmp = () => mkdtempSync(path.join(tmpdir(), 'trace-'));
 
@@ -57,5 +59,20 @@ describe('RunTrace', () => {
 
   it('leaves short strings alone so ordinary words are not redacted', () => {
     expect(new Redactor(['abc', undefined]).text('abc def')).toBe('abc def');
+  });
+});
+
+describe('durations', () => {
+  afterEach(() => jest.useRealTimers());
+
+  it('come from the monotonic clock: a wall clock stepped mid-run changes neither a stopwatch nor a phase', () => {
+    jest.useFakeTimers({ doNotFake: ['performance'], now: Date.now() });
+    const elapsed = stopwatch();
+    const phases = new PhaseClock();
+    phases.start('agent');
+    jest.setSystemTime(Date.now() + 3_600_000); // the system clock steps an hour forward
+    phases.stop();
+    expect(elapsed()).toBeLessThan(1000);
+    expect(phases.snapshot().agent).toBeLessThan(1000);
   });
 });

@@ -8,6 +8,7 @@ import type { ModelSpec } from '../pipeline/types.js';
 import { newRunId } from '../verify/judge.js';
 import { gradeInstance, loadTasks, summarize, taskArgv, type RunSummary } from '../verify/task.js';
 import type { VerificationReport } from '../verify/types.js';
+import { stopwatch } from '../trace/phases.js';
 
 const USAGE = `usage: agenticfix eval <tasks.jsonl> [--model <name> | --model scripted:<file>] [--runs K]
                        [--instance <id>]... [--out <dir>] [--json]
@@ -120,7 +121,7 @@ export async function evalCommand(argv: string[]): Promise<number> {
   for (let k = 1; k <= runs; k++) {
     const reports: VerificationReport[] = [];
     for (const task of tasks) {
-      const started = Date.now();
+      const elapsed = stopwatch();
       const repair = await runRepair({
         config,
         remote: task.repo,
@@ -142,7 +143,7 @@ export async function evalCommand(argv: string[]): Promise<number> {
         resolved: report.task?.resolved === true,
         verdict: report.verdict,
         tokens: repair.tokens.total,
-        duration_ms: Date.now() - started,
+        duration_ms: elapsed(),
       });
       if (!values.json)
         process.stderr.write(

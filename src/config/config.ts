@@ -138,7 +138,7 @@ const ENV_SCHEMA = z.object({
   AGENTICFIX_STATUS_EDIT_INTERVAL_MS: int(5000, 0),
   AGENTICFIX_KEEP_FAILED_WORKTREES: bool(true),
   AGENTICFIX_WORKTREE_MAX_AGE_H: int(72, 1),
-  AGENTICFIX_GITHUB_WRITE_INTERVAL_MS: int(1000, 0), // GitHub asks for >= 1 s between writes (3 s for notifying ones)
+  AGENTICFIX_GITHUB_WRITE_INTERVAL_MS: int(1000, 0), // pace of writes beyond a burst (3x for notifying ones)
   AGENTICFIX_GITHUB_RETRY_BASE_MS: int(1000, 0), // unit of Retry-After and of the 5xx back-off
   AGENTICFIX_WEBHOOK_MAX_BYTES: int(25 * MiB, 1024), // GitHub caps payloads at 25 MB
   AGENTICFIX_OUTSIDER_REPLY_INTERVAL_S: int(3600, 0),

@@ -37,6 +37,8 @@ export interface AppDemoSummary {
   revisions: { number: number; commit: string | null; verdict: string | null; replied_threads: number }[];
   /** Commits on the pull request's branch at the end. */
   pr_commits: number | null;
+  /** From the label to the end of its run: the draft PR open, its comments posted. */
+  label_to_pr_ms: number | null;
   error: string | null;
 }
 
@@ -106,7 +108,6 @@ export async function runAppDemo(opts: {
       dbPath: path.join(work, 'runs.sqlite'),
       databaseUrl: null,
       distributed: null,
-      app: { ...config.app, statusEditIntervalMs: 0 },
     },
     appId: emu.appId,
     privateKey: keys.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
@@ -133,6 +134,7 @@ export async function runAppDemo(opts: {
     comments: [],
     revisions: [],
     pr_commits: null,
+    label_to_pr_ms: null,
     error: null,
   };
   try {
@@ -155,9 +157,11 @@ export async function runAppDemo(opts: {
     });
     log(`GitHub emulator ${emu.url}: ${OWNER}/${REPO} issue #${issue}`);
     log(`${MAINTAINER} labels #${issue} '${config.app.label}' → signed webhook to ${app.url}`);
+    const labelled = performance.now();
     const delivery = await emu.label(OWNER, REPO, issue, config.app.label, MAINTAINER);
     log(`webhook acknowledged: HTTP ${delivery.status}`);
     await app.idle();
+    summary.label_to_pr_ms = Math.round(performance.now() - labelled);
 
     const run = (await app.store.forIssue(OWNER, REPO, issue)).find((r) => r.revision === null);
     if (!run) throw new Error('the app started no run');

@@ -16,6 +16,7 @@ import { DockerSandbox, LABEL, RUN_LABEL } from './docker.js';
 import { buildNetworkMode, ensureBuildNetwork, proxyBuildArgs } from './network.js';
 import { ImageLeases } from './leases.js';
 import type { BuildLog, BuildResult, EnvironmentBuilder } from './types.js';
+import { stopwatch } from '../trace/phases.js';
 
 /** Repository of every environment image; the tag is a prefix of the environment's content key. */
 export const ENV_REPO = 'agenticfix-env';
@@ -147,7 +148,7 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
   }
 
   async build(opts: BuildOptions): Promise<BuildResult> {
-    const started = Date.now();
+    const elapsed = stopwatch();
     const settings = this.cfg.buildNetwork;
     const network = { proxy: settings.proxy !== undefined, ca: settings.caFile !== undefined };
     const failed = (error: string, log: BuildLog): BuildResult => ({
@@ -155,7 +156,7 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
       image_id: null,
       image_tag: null,
       cache_hit: false,
-      duration_ms: Date.now() - started,
+      duration_ms: elapsed(),
       network,
       log,
       error,
@@ -200,7 +201,7 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
           image_id: cached.Id,
           image_tag: tag,
           cache_hit: true,
-          duration_ms: Date.now() - started,
+          duration_ms: elapsed(),
           network,
           log,
           error: null,
@@ -247,7 +248,7 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
       image_id: image.Id,
       image_tag: tag,
       cache_hit: false,
-      duration_ms: Date.now() - started,
+      duration_ms: elapsed(),
       network,
       log: run.log.result('ok'),
       error: null,

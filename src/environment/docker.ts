@@ -7,6 +7,7 @@ import { OutputCapture } from './capture.js';
 import { processOwner, worktreeUser } from './lending.js';
 import { parseTestSummary, statusFromExit } from './summary.js';
 import type { RunOutcome, RunRequest, Sandbox } from './types.js';
+import { stopwatch } from '../trace/phases.js';
 
 /** Where the worktree appears inside every test container. */
 export const CONTAINER_WORKTREE = '/workspace';
@@ -112,7 +113,7 @@ export class DockerSandbox implements Sandbox {
   }
 
   async run(req: RunRequest): Promise<RunOutcome> {
-    const started = Date.now();
+    const elapsed = stopwatch();
     const outcome = (status: RunOutcome['status'], detail?: string): RunOutcome => ({
       exit_code: null,
       stdout: '',
@@ -120,7 +121,7 @@ export class DockerSandbox implements Sandbox {
       stdout_truncated: false,
       stderr_truncated: false,
       timed_out: false,
-      duration_ms: Date.now() - started,
+      duration_ms: elapsed(),
       status,
       summary: null,
       ...(detail ? { detail } : {}),
@@ -140,7 +141,7 @@ export class DockerSandbox implements Sandbox {
     }
     let result: RunOutcome;
     try {
-      result = await this.runAs(owner.user, cmd, args, req, started, outcome, link);
+      result = await this.runAs(owner.user, cmd, args, req, elapsed, outcome, link);
     } finally {
       await owner.release();
     }
@@ -152,7 +153,7 @@ export class DockerSandbox implements Sandbox {
     cmd: string,
     args: string[],
     req: RunRequest,
-    started: number,
+    elapsed: () => number,
     outcome: (status: RunOutcome['status'], detail?: string) => RunOutcome,
     link: GitLinkSnapshot,
   ): Promise<RunOutcome> {
@@ -277,7 +278,7 @@ export class DockerSandbox implements Sandbox {
         stdout_truncated: o.truncated,
         stderr_truncated: e.truncated,
         timed_out: timedOut,
-        duration_ms: Date.now() - started,
+        duration_ms: elapsed(),
         status: cancelled ? 'cancelled' : oom ? 'error' : statusFromExit(exitCode, timedOut),
         summary: parseTestSummary(o.text, e.text),
         ...(oom ? { detail: 'killed: out of memory' } : {}),

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { captureStream } from './capture.js';
 import { parseTestSummary, statusFromExit } from './summary.js';
 import type { RunOutcome, RunRequest, Sandbox } from './types.js';
+import { stopwatch } from '../trace/phases.js';
 
 const PIPE_GRACE_MS = 2000;
 
@@ -29,7 +30,7 @@ export class LocalSandbox implements Sandbox {
   }
 
   async run(req: RunRequest): Promise<RunOutcome> {
-    const started = Date.now();
+    const elapsed = stopwatch();
     const base = {
       stdout: '',
       stderr: '',
@@ -101,7 +102,7 @@ export class LocalSandbox implements Sandbox {
         stdout_truncated: out.truncated,
         stderr_truncated: err.truncated,
         timed_out: timedOut,
-        duration_ms: Date.now() - started,
+        duration_ms: elapsed(),
         status: exit.error ? 'error' : cancelled ? 'cancelled' : statusFromExit(exitCode, timedOut),
         summary: exit.error ? null : parseTestSummary(out.text, err.text),
         ...(exit.error ? { detail: `could not start ${cmd}: ${exit.error.message}` } : {}),

@@ -23,7 +23,7 @@ import { diskUsage } from '../workspace/usage.js';
 import type { Worktree } from '../workspace/types.js';
 import { removeOldWorktrees } from './startup.js';
 import type { RepairOptions, RepairProgress, RepairResult, StopReason } from './types.js';
-import { PhaseClock } from '../trace/phases.js';
+import { PhaseClock, stopwatch } from '../trace/phases.js';
 
 /** Time-sortable (UTC timestamp to the millisecond) and unique (random suffix). */
 export const newRunId = (now = new Date()): string =>
@@ -41,6 +41,7 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
   const budgets = { ...config.budgets, ...opts.budgets };
   const prompts = loadPrompts();
   const startedAt = new Date();
+  const elapsed = stopwatch();
   const specKey = opts.model.kind === 'url' ? opts.model.apiKey : undefined;
   // Secrets may come from the environment or from .env (as `serve` reads them): redact both.
   const hostEnv = loadEnv();
@@ -214,7 +215,7 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
     tokens: { ...budget.tokens },
     requests: budget.requests,
     tool_calls: budget.toolCalls,
-    duration_ms: Date.now() - startedAt.getTime(),
+    duration_ms: elapsed(),
     phases_ms: phases.snapshot(),
     model_name: outcome.model_name,
     prompt_hash: prompts.hash,

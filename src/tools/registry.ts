@@ -15,6 +15,7 @@ import {
   type ToolSchema,
 } from './types.js';
 import { createFile, deleteFile, editFile } from './write-tools.js';
+import { stopwatch } from '../trace/phases.js';
 
 /** Thrown (or reported as error_code `isolation_lost`) when a sandbox can no longer be trusted: the run stops. */
 export class IsolationError extends Error {}
@@ -63,7 +64,7 @@ export function createRegistry(ctx: ToolContext, tools: ToolDefinition[] = DEFAU
   let lastTest: TestRecord | null = null;
 
   async function invoke(name: string, args: unknown): Promise<ToolResult> {
-    const started = Date.now();
+    const elapsed = stopwatch();
     try {
       ctx.trace.event('tool_start', { name, args });
     } catch (err) {
@@ -80,7 +81,7 @@ export function createRegistry(ctx: ToolContext, tools: ToolDefinition[] = DEFAU
         name,
         args,
         result,
-        duration_ms: Date.now() - started,
+        duration_ms: elapsed(),
         error: result.error_code,
       });
     } catch (err) {

@@ -5,6 +5,7 @@ import { readBelow } from '../workspace/safe-read.js';
 import { collectResults, crossCheck, instrumentArgv, REPORT_DIR } from './reports/runner.js';
 import type { ParsedResults, TestResult } from './reports/types.js';
 import type { Cell } from './types.js';
+import { stopwatch } from '../trace/phases.js';
 
 export interface CellContext {
   sandbox: Sandbox;
@@ -94,7 +95,7 @@ export async function runCell(
   ctx: CellContext,
 ): Promise<Cell> {
   const cmd = instrumentArgv(ctx.argv);
-  const started = Date.now();
+  const elapsed = stopwatch();
   const first = await runOnce(ctx, cmd.argv, cmd.reportFile, cmd.runner);
   const runs = [first];
   const anyFailure =
@@ -119,7 +120,7 @@ export async function runCell(
     exit_code: o.exit_code,
     status: o.status,
     runs: runs.length,
-    duration_ms: Date.now() - started,
+    duration_ms: elapsed(),
     runner: cmd.runner,
     per_test: first.parsed.per_test,
     report_source: first.parsed.source,

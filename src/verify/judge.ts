@@ -16,6 +16,7 @@ import { formatFlag, scanPatch, staticTestModifications } from './scan.js';
 import { classifyPatch, joinPatch, splitPatch } from './split.js';
 import type { Cell, CellName, JudgeOptions, RebuildPolicy, VerificationReport, Verdict } from './types.js';
 import { VerificationReportSchema } from './types.js';
+import { stopwatch } from '../trace/phases.js';
 
 const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
 const firstLines = (s: string, n = 3) => s.trim().split('\n').slice(0, n).join(' / ');
@@ -58,15 +59,19 @@ export function newReport(a: {
     duration_ms: 0,
     started_at: new Date().toISOString(),
   };
+  clocks.set(report, stopwatch());
   return report;
 }
+
+/** Each report's stopwatch, started with it (durations on the monotonic clock, not from started_at). */
+const clocks = new WeakMap<VerificationReport, () => number>();
 
 /** Sets the verdict and validates the whole report against its schema. */
 export function finish(report: VerificationReport, verdict: Verdict, reason: string): VerificationReport {
   report.verdict = verdict;
   report.reason = reason;
   report.per_test = report.cells.length > 0 && report.cells.every((c) => c.per_test);
-  report.duration_ms = Date.now() - Date.parse(report.started_at);
+  report.duration_ms = clocks.get(report)?.() ?? 0;
   return VerificationReportSchema.parse(report);
 }
 
@@ -240,7 +245,7 @@ async function decide(opts: JudgeOptions, runId: string): Promise<VerificationRe
     const base = await worktrees.manager.resolve(opts.remote, opts.baseCommit);
     report.base_commit = base;
     const paths = {} as Record<CellName, string>;
-    let since = Date.now();
+    let lap = stopwatch();
     for (const cell of [...CELLS].reverse()) {
       const wt = await worktrees.create(opts.remote, base, `${runId}-${cell.name}`);
       paths[cell.name] = wt.path;
@@ -256,11 +261,11 @@ async function decide(opts: JudgeOptions, runId: string): Promise<VerificationRe
         );
     }
 
-    phases.worktrees_ms = Date.now() - since;
-    since = Date.now();
+    phases.worktrees_ms = lap();
+    lap = stopwatch();
     const { sandbox, ...env } = await buildEnvironment(report, { ...opts, worktree: paths.patched, runId });
     dispose = env.dispose;
-    phases.build_ms = Date.now() - since;
+    phases.build_ms = lap();
     if (!sandbox)
       return finish(
         report,
@@ -286,9 +291,9 @@ async function decide(opts: JudgeOptions, runId: string): Promise<VerificationRe
         },
       );
     };
-    since = Date.now();
+    lap = stopwatch();
     await inPool(CELLS, cellConcurrency(opts.config), runOne);
-    phases.cells_ms = Date.now() - since;
+    phases.cells_ms = lap();
     if (opts.signal?.aborted) return finish(report, 'infra_error', 'The judge was cancelled.');
     for (const cell of CELLS) {
       report.cells.push(cells[cell.name]);

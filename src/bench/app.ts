@@ -17,7 +17,7 @@ import { startApp } from '../cli/compose.js';
 import { githubSpacingWaitMs } from '../publish/github.js';
 import { VerificationReportSchema } from '../verify/types.js';
 import type { BenchOptions } from './options.js';
-import { pct, round } from './stats.js';
+import { pct, round, share } from './stats.js';
 
 /**
  * Acknowledgement latency of 200 concurrent signed label deliveries to the real app endpoint. The
@@ -199,12 +199,11 @@ async function demoWallTime(): Promise<Record<string, number | string>> {
       const run = runFigures(s.trace_path!, path.join(config.runsDir, `${s.run_id}-verify`, 'report.json'));
       out[`demo_${phase}_label_to_pr_s`] = round(wall / 1000);
       out[`demo_${phase}_test_runs_s`] = round(run.testMs / 1000);
-      out[`demo_${phase}_share_outside_tests`] = round((1 - run.testMs / wall) * 100) / 100;
-      out[`demo_${phase}_judge_share`] = round((run.judgeMs / wall) * 100) / 100;
+      out[`demo_${phase}_share_outside_tests`] = share(wall - run.testMs, wall);
+      out[`demo_${phase}_judge_share`] = share(run.judgeMs, wall);
       // Writes held back for GitHub's pacing (the demo's emulator is paced like GitHub), summed per
       // write: some of them (status edits) run beside the job rather than holding it up.
-      out[`demo_${phase}_github_spacing_share`] =
-        round(((githubSpacingWaitMs() - spacing0) / wall) * 100) / 100;
+      out[`demo_${phase}_github_spacing_share`] = share(githubSpacingWaitMs() - spacing0, wall);
       // The warm run is a rerun of the same issue with an unchanged environment.
       out[`demo_${phase}_image_builds`] = run.builds;
     }

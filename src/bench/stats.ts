@@ -8,6 +8,8 @@ export const pct = (xs: number[], p: number) => {
 
 /** One decimal. */
 export const round = (x: number) => Math.round(x * 10) / 10;
+/** A share of a whole, to two places. */
+export const share = (part: number, whole: number) => Math.round((part / whole) * 100) / 100;
 
 /** The most runs that overlapped in time, from what the store recorded. */
 export function maxOverlap(runs: RunRecord[]): number {

@@ -155,8 +155,10 @@ export class JobRunner implements QueueHooks {
       return this.failWith(run, gh, error, 'cannot run');
     }
     const issue: IssueText = { title: run.issue_title, body: run.issue_body, number: run.issue };
-    const repo = await gh.rest.repos.get({ owner: run.owner, repo: run.repo });
-    const loaded = await loadRepoConfig(gh, run.owner, run.repo, run.base_commit, config);
+    const [repo, loaded] = await Promise.all([
+      gh.rest.repos.get({ owner: run.owner, repo: run.repo }),
+      loadRepoConfig(gh, run.owner, run.repo, run.base_commit, config),
+    ]);
     if (!loaded.ok) return this.failWith(run, gh, loaded.error, 'configuration error');
     const rc = loaded.config;
     let dockerfile: string | undefined;

@@ -9,7 +9,7 @@ import {
   pacer,
   postComment,
 } from '../src/publish/github.js';
-import { branchFor, pushPatch, upsertDraftPr } from '../src/publish/pr.js';
+import { branchFor, pushPatch, upsertDraftPr, withSection } from '../src/publish/pr.js';
 import {
   collapsed,
   cutMiddle,
@@ -223,6 +223,17 @@ describe('rendering', () => {
     const fitted = fitBody(body);
     expect(fitted.length).toBeLessThanOrEqual(GITHUB_BODY_LIMIT);
     expect(fitted).toMatch(/\n```\n\n> \[!NOTE\]\n> \d+ characters were cut from the end/);
+  });
+});
+
+describe("the app's section of a pull request description", () => {
+  it('is appended once, then replaced in place, leaving what others wrote around it', () => {
+    const first = withSection('Summary\n', 'rev 1');
+    expect(first).toBe('Summary\n\n<!-- agenticfix:revisions -->\nrev 1\n<!-- /agenticfix:revisions -->');
+    const edited = `${first}\n\nA maintainer's note.`;
+    const second = withSection(edited, 'rev 1\nrev 2');
+    expect(second).toBe(edited.replace('rev 1', 'rev 1\nrev 2'));
+    expect(second.match(/agenticfix:revisions -->/g)).toHaveLength(2);
   });
 });
 

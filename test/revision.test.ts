@@ -126,6 +126,8 @@ describe('revisions of the app’s draft pull request', () => {
         author: 'maint',
       },
     );
+    // … and a line of their own in the description.
+    await emu.editIssue(O, R, pr.number, { body: `${pr.body}\n\nShip after 1.2.` }, 'maint');
     // An earlier thread, settled before the review.
     await emu.reviewComment(O, R, pr.number, {
       user: 'maint',
@@ -188,6 +190,13 @@ describe('revisions of the app’s draft pull request', () => {
     for (const r of replies) expect(r.body).toBe(`Addressed in ${head} (revision 1).`);
     const status = comments.find((c) => c.id === revision.status_comment_id)!;
     expect(status.body).toContain('Revision 1');
+
+    // The description now lists the revision; what the maintainer wrote there stays.
+    const body = emu.pulls.find((p) => p.number === pr.number)!.body!;
+    expect(body).toContain(`Fixes #${n}`);
+    expect(body).toContain('Ship after 1.2.');
+    expect(body).toMatch(/### Revisions[\s\S]*\| 1 \| `[0-9a-f]{12}` \| @maint in a review \| `verified` \|/);
+    expect(body).toContain(head.slice(0, 12));
   });
 
   it('`/agenticfix revise` from a maintainer revises; from an outsider it only gets a reply; a regression pushes nothing; the limit holds', async () => {

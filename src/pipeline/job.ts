@@ -3,7 +3,15 @@ import type { Logger } from 'probot';
 import type { Config } from '../config/config.js';
 import { patchFiles } from '../patch/patch.js';
 import { editComment, postComment, type GitHub, type IssueRef } from '../publish/github.js';
-import { branchFor, commitOnto, pushCommit, pushPatch, tokenAuth, upsertDraftPr } from '../publish/pr.js';
+import {
+  branchFor,
+  commitOnto,
+  pushCommit,
+  pushPatch,
+  tokenAuth,
+  updatePrSection,
+  upsertDraftPr,
+} from '../publish/pr.js';
 import {
   blockedPathsNote,
   ciBlockedNote,
@@ -16,6 +24,7 @@ import {
   prTitle,
   revisionAsker,
   revisionComment,
+  revisionsSection,
   traceComment,
   unverifiedComment,
 } from '../publish/render.js';
@@ -509,6 +518,18 @@ export class JobRunner implements QueueHooks {
         comment_id: c.id,
         body: `Addressed in ${made.commit} (revision ${n}).`,
       });
+    // The description lists the revisions, so it says what the branch now holds.
+    const revisions = (await this.o.store.forPr(run.owner, run.repo, run.pr_number!))
+      .filter((r) => r.revision !== null && r.pushed_commit !== null)
+      .reverse();
+    await updatePrSection(gh, {
+      owner: run.owner,
+      repo: run.repo,
+      pull_number: run.pr_number!,
+      section: revisionsSection(revisions),
+    }).catch((e: unknown) =>
+      this.o.log?.warn({ err: e, run: run.id }, 'could not update the PR description'),
+    );
     await status.final({
       phase: 'done',
       detail: `Revision ${n}: verdict \`${report.verdict}\`: ${inert(report.reason)}\n\nCommit ${made.commit} pushed to \`${branch}\`.`,

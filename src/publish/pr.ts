@@ -4,6 +4,7 @@ import type { WorktreeGit } from '../workspace/types.js';
 import { applyPatch } from '../patch/patch.js';
 import { Redactor } from '../trace/redact.js';
 import type { GitHub } from './github.js';
+import { fitBody } from './render.js';
 
 /** Pushing a verified patch to `agenticfix/issue-<n>` and opening or updating its draft pull request. */
 
@@ -145,4 +146,33 @@ export async function upsertDraftPr(
     draft: true,
   });
   return { number: res.data.number, url: res.data.html_url, created: true };
+}
+
+const SECTION_OPEN = '<!-- agenticfix:revisions -->';
+const SECTION_CLOSE = '<!-- /agenticfix:revisions -->';
+
+/**
+ * `body` with `section` between the app's markers: the marked part is replaced, or appended when there is
+ * none, so whatever else a maintainer wrote in the description stays as it is.
+ */
+export function withSection(body: string, section: string): string {
+  const marked = `${SECTION_OPEN}\n${section}\n${SECTION_CLOSE}`;
+  const open = body.indexOf(SECTION_OPEN);
+  const close = body.indexOf(SECTION_CLOSE, open);
+  if (open >= 0 && close >= 0) return body.slice(0, open) + marked + body.slice(close + SECTION_CLOSE.length);
+  return `${body.trimEnd()}\n\n${marked}`;
+}
+
+/** Rewrites the app's section of a pull request's description, reading the description just before. */
+export async function updatePrSection(
+  gh: GitHub,
+  a: { owner: string; repo: string; pull_number: number; section: string },
+): Promise<void> {
+  const { data } = await gh.rest.pulls.get({ owner: a.owner, repo: a.repo, pull_number: a.pull_number });
+  await gh.rest.pulls.update({
+    owner: a.owner,
+    repo: a.repo,
+    pull_number: a.pull_number,
+    body: fitBody(withSection(data.body ?? '', a.section)),
+  });
 }

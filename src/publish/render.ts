@@ -298,6 +298,24 @@ export function revisionComment(
   return head + cutMiddle(inert(markdown, { keepHtml: true }), GITHUB_BODY_LIMIT - head.length - MARGIN).text;
 }
 
+/**
+ * The pull request description's list of pushed revisions, oldest first, so the description says what
+ * the branch holds now (each revision's evidence is in its comment).
+ */
+export function revisionsSection(
+  revisions: Pick<RunRecord, 'revision' | 'pushed_commit' | 'trigger' | 'triggered_by' | 'verdict' | 'id'>[],
+): string {
+  const rows = revisions.map(
+    (r) =>
+      `| ${r.revision} | \`${(r.pushed_commit ?? '').slice(0, 12)}\` | ${cell(revisionAsker(r))} | \`${r.verdict ?? '?'}\` | \`${r.id}\` |`,
+  );
+  return [
+    '### Revisions',
+    'The branch has been revised since this description was written; the judge verified the whole change against the base after each revision (evidence in each revision comment).',
+    ['| # | commit | asked for by | verdict | run |', '|---|---|---|---|---|', ...rows].join('\n'),
+  ].join('\n\n');
+}
+
 /** The issue comment for any result that is not published as a pull request. */
 export function unverifiedComment(a: {
   run: RunRecord;

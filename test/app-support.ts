@@ -5,6 +5,7 @@ import path from 'node:path';
 import { execa } from 'execa';
 import { Probot } from 'probot';
 import pino from 'pino';
+import { startApp, type RunningApp, type StartAppOptions } from '../src/cli/compose.js';
 import { loadConfig, type Config } from '../src/config/config.js';
 import { startGitHubEmulator, type GitHubEmulator } from '../src/emulator/github.js';
 import type { JobDeps } from '../src/pipeline/job.js';
@@ -43,6 +44,22 @@ export function testConfig(home: string, env: Record<string, string> = {}): Conf
 
 export async function startEmulator(): Promise<GitHubEmulator> {
   return startGitHubEmulator({ webhookSecret: SECRET, appId: APP_ID, publicKeyPem: PUBLIC_KEY });
+}
+
+/** startApp as the app of `emu` (this file's id, key and secret), on a free port, quiet. */
+export function startEmulatedApp(
+  emu: GitHubEmulator,
+  o: Omit<StartAppOptions, 'appId' | 'privateKey' | 'webhookSecret' | 'baseUrl' | 'port' | 'log'>,
+): Promise<RunningApp> {
+  return startApp({
+    appId: APP_ID,
+    privateKey: PRIVATE_KEY,
+    webhookSecret: SECRET,
+    baseUrl: emu.url,
+    port: 0,
+    log: quietLog,
+    ...o,
+  });
 }
 
 /** An installation client for `owner`, built exactly as the app builds its own. */

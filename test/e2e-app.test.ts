@@ -1,16 +1,21 @@
-import { execa, type ResultPromise } from 'execa';
+import { execa } from 'execa';
 import { createHash } from 'node:crypto';
-import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import Docker from 'dockerode';
 import type { Config } from '../src/config/config.js';
-import { CALCULATOR_DIR, calculatorDockerfile, calculatorFixCalls } from '../src/demo/calculator.js';
+import {
+  CALCULATOR_DIR,
+  CALCULATOR_TEST_ARGV,
+  calculatorFixCalls,
+  calculatorScript,
+  repoSource,
+} from '../src/demo/calculator.js';
 import type { GitHubEmulator } from '../src/emulator/github.js';
 import {
-  scriptFromToolCalls,
   startScriptedModelServer,
   type ScriptedModelServer,
   type ScriptStep,
@@ -20,10 +25,11 @@ import { LEASE_LABEL } from '../src/environment/leases.js';
 import { PARKED } from '../src/bench/app.js';
 import { branchFor } from '../src/publish/pr.js';
 import { SqliteRunStore } from '../src/queue/sqlite-store.js';
-import { startApp, type RunningApp } from '../src/cli/compose.js';
+import type { RunningApp } from '../src/cli/compose.js';
 import { git } from '../src/workspace/git.js';
-import { APP_ID, PRIVATE_KEY, quietLog, SECRET, startEmulator, tempDir, testConfig } from './app-support.js';
+import { SECRET, startEmulatedApp, startEmulator, tempDir, testConfig } from './app-support.js';
 import { dockerReady } from './support/docker.js';
+import { startChild, startDockerApp, until } from './support/e2e.js';
 
 /**
  * The product end to end: signed webhooks from the GitHub emulator into the real Probot app, the real
@@ -35,19 +41,8 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const FILE = 'src/calculator.js';
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 const docker = new Docker();
-
-/** A fix trajectory: build the environment, then `calls`, then finish. */
-const trajectory = (config: Config, calls: { name: string; arguments: Record<string, unknown> }[]) =>
-  scriptFromToolCalls(
-    [
-      {
-        name: 'build_environment',
-        arguments: { dockerfile: calculatorDockerfile(config.sandbox.baseImage) },
-      },
-      ...calls,
-    ],
-    'done',
-  );
+const WAIT_MS = 120_000;
+const NEVER_ENDS = ['node', '-e', 'setTimeout(() => {}, 600000)'];
 
 /** Edits of src/calculator.js applied one after another, each with the version it will find. */
 function edits(pairs: [string, string][]) {
@@ -67,22 +62,6 @@ const agentContainers = async () =>
   docker
     .listContainers({ all: true, filters: { label: [`${LABEL}=1`] } })
     .then((l) => l.filter((c) => !c.Labels[LEASE_LABEL]).length);
-
-async function until(what: string, check: () => boolean | Promise<boolean>, ms = 120_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-function calculatorSource(dir: string, test: string[]): string {
-  const src = path.join(dir, `src-${Math.random().toString(36).slice(2)}`);
-  cpSync(CALCULATOR_DIR, src, { recursive: true });
-  mkdirSync(path.join(src, '.github'));
-  writeFileSync(path.join(src, '.github/agenticfix.yml'), `test: ${JSON.stringify(test)}\n`);
-  return src;
-}
 
 let ready = false;
 let emu: GitHubEmulator;
@@ -116,41 +95,28 @@ describe('label → verified draft PR, rerun, cancel, outsiders, redelivery, unv
     // One scripted model serves the runs of this block in order.
     const script: ScriptStep[] = [
       // 1. the fix
-      ...trajectory(config, calculatorFixCalls()),
+      ...calculatorScript(config.sandbox.baseImage, calculatorFixCalls()),
       // 2. the rerun: another correct fix, so the branch really moves
-      ...trajectory(
-        config,
+      ...calculatorScript(
+        config.sandbox.baseImage,
         edits([
           ['  return b - a;', '  return -(b - a);'],
           ['  return a / b;', "  if (b === 0) throw new RangeError('no division by zero');\n  return a / b;"],
         ]),
       ),
       // 3. a "fix" that breaks add: the judge finds a regression
-      ...trajectory(config, edits([['  return a + b;', '  return a + b + 1;']])),
+      ...calculatorScript(config.sandbox.baseImage, edits([['  return a + b;', '  return a + b + 1;']])),
       // 4. a run whose tests hang until cancelled
-      ...trajectory(config, [{ name: 'run_tests', arguments: {} }]),
+      ...calculatorScript(config.sandbox.baseImage, [{ name: 'run_tests', arguments: {} }]),
     ];
     model = await startScriptedModelServer(script, { model: 'scripted-e2e' });
-    emu.createRepo(O, R, { fromDir: calculatorSource(home, ['node', '--test']), private: true });
-    emu.createRepo(O, 'slow', {
-      fromDir: calculatorSource(home, ['node', '-e', 'setTimeout(() => {}, 600000)']),
-    });
+    emu.createRepo(O, R, { fromDir: repoSource(home, CALCULATOR_TEST_ARGV), private: true });
+    emu.createRepo(O, 'slow', { fromDir: repoSource(home, NEVER_ENDS) });
     for (const repo of [R, 'slow']) {
       emu.setPermission(O, repo, 'maint', 'write');
       emu.setPermission(O, repo, 'visitor', 'read');
     }
-    app = await startApp({
-      config,
-      appId: APP_ID,
-      privateKey: PRIVATE_KEY,
-      webhookSecret: SECRET,
-      baseUrl: emu.url,
-      port: 0,
-      model: { kind: 'url', baseUrl: model.url, name: 'scripted-e2e' },
-      sandbox: 'docker',
-      log: quietLog,
-    });
-    emu.setWebhookUrl(app.url);
+    app = await startDockerApp(emu, config, model.url, 'scripted-e2e');
   });
   afterAll(async () => {
     await app?.close();
@@ -253,7 +219,7 @@ describe('label → verified draft PR, rerun, cancel, outsiders, redelivery, unv
     if (!ready) return;
     const n = emu.createIssue(O, 'slow', { title: 'slow tests', user: 'rae' });
     await emu.label(O, 'slow', n, 'agenticfix', 'maint');
-    await until('the test container to run', async () => (await agentContainers()) > 0);
+    await until('the test container to run', async () => (await agentContainers()) > 0, WAIT_MS);
     const t0 = Date.now();
     await emu.comment(O, 'slow', n, '/agenticfix cancel', 'maint');
     await app.idle();
@@ -273,17 +239,17 @@ describe('a crash mid-run (the served app killed with SIGKILL) is reported after
     const config = testConfig(crashHome);
     // The model answers the first steps, then keeps the run waiting: the crash lands mid-run.
     const model = await startScriptedModelServer([
-      ...trajectory(config, []).slice(0, 1),
+      ...calculatorScript(config.sandbox.baseImage, []).slice(0, 1),
       { tool_calls: [{ name: 'read_file', arguments: { path: FILE } }] },
       { content: 'thinking', delay_ms: 120_000 },
     ]);
-    emu.createRepo(O, 'crashy', { fromDir: calculatorSource(home, ['node', '--test']) });
+    emu.createRepo(O, 'crashy', { fromDir: repoSource(home, CALCULATOR_TEST_ARGV) });
     emu.setPermission(O, 'crashy', 'maint', 'write');
     const child = await serveInChild(crashHome, model.url);
     try {
       const n = emu.createIssue(O, 'crashy', { title: 'crash me', user: 'rae' });
       expect((await emu.label(O, 'crashy', n, 'agenticfix', 'maint')).status).toBe(200);
-      await until('the run to be mid-way', () => model.requests.length >= 3);
+      await until('the run to be mid-way', () => model.requests.length >= 3, WAIT_MS);
       child.kill('SIGKILL');
       await child.exited;
 
@@ -291,15 +257,7 @@ describe('a crash mid-run (the served app killed with SIGKILL) is reported after
       expect((await left.forIssue(O, 'crashy', n))[0]).toMatchObject({ state: 'running' });
       await left.close();
 
-      const restarted = await startApp({
-        config,
-        appId: APP_ID,
-        privateKey: PRIVATE_KEY,
-        webhookSecret: SECRET,
-        baseUrl: emu.url,
-        port: 0,
-        log: quietLog,
-      });
+      const restarted = await startEmulatedApp(emu, { config });
       await restarted.idle();
       expect((await restarted.store.forIssue(O, 'crashy', n))[0]).toMatchObject({ state: 'interrupted' });
       const said = emu
@@ -319,7 +277,7 @@ describe('a crash mid-run (the served app killed with SIGKILL) is reported after
     if (!ready) return;
     const burstHome = path.join(home, 'burst');
     const config = testConfig(burstHome);
-    emu.createRepo(O, 'bursty', { fromDir: calculatorSource(home, ['node', '--test']) });
+    emu.createRepo(O, 'bursty', { fromDir: repoSource(home, CALCULATOR_TEST_ARGV) });
     emu.setPermission(O, 'bursty', 'maint', 'write');
     const issues = Array.from({ length: 40 }, (_, i) =>
       emu.createIssue(O, 'bursty', { title: `burst ${i}`, user: 'rae' }),
@@ -340,20 +298,12 @@ describe('a crash mid-run (the served app killed with SIGKILL) is reported after
       expect(recorded.n).toBe(issues.length);
 
       // After the restart each issue gets its one run (the repair parked: this test is about intake).
-      const restarted = await startApp({
-        config,
-        appId: APP_ID,
-        privateKey: PRIVATE_KEY,
-        webhookSecret: SECRET,
-        baseUrl: emu.url,
-        port: 0,
-        log: quietLog,
-        deps: PARKED,
-      });
+      const restarted = await startEmulatedApp(emu, { config, deps: PARKED });
       try {
         await until(
           'every delivery to be taken in',
           async () => (await restarted.store.pendingDeliveries()).length === 0,
+          WAIT_MS,
         );
         for (const n of issues) expect(await restarted.store.forIssue(O, 'bursty', n)).toHaveLength(1);
       } finally {
@@ -368,35 +318,9 @@ describe('a crash mid-run (the served app killed with SIGKILL) is reported after
 /** `agenticfix serve` from dist/ in its own process (so it can be SIGKILLed), receiving the emulator's webhooks. */
 async function serveInChild(dir: string, modelUrl: string) {
   const port = await freePort();
-  mkdirSync(dir, { recursive: true });
   await execa('npm', ['run', 'build'], { cwd: ROOT });
-  const child: ResultPromise = execa('node', [path.join(ROOT, 'dist/cli/index.js'), 'serve'], {
-    cwd: dir,
-    extendEnv: false,
-    reject: false,
-    env: {
-      PATH: process.env.PATH ?? '/usr/bin:/bin',
-      HOME: process.env.HOME ?? '/tmp',
-      AGENTICFIX_HOME: dir,
-      AGENTICFIX_RUNS_DIR: path.join(dir, 'runs'),
-      AGENTICFIX_GITHUB_WRITE_INTERVAL_MS: '0',
-      AGENTICFIX_STATUS_EDIT_INTERVAL_MS: '0',
-      APP_ID: String(APP_ID),
-      PRIVATE_KEY,
-      WEBHOOK_SECRET: SECRET,
-      GHE_HOST: new URL(emu.url).host,
-      GHE_PROTOCOL: 'http',
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      LOG_LEVEL: 'warn',
-      AGENTICFIX_MODEL_PROVIDER: 'custom',
-      AGENTICFIX_MODEL_BASE_URL: modelUrl,
-      AGENTICFIX_MODEL_NAME: 'scripted',
-    },
-  });
-  let out = '';
-  child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
-  await until('the served app to listen', () => out.includes('listening'), 30_000);
+  const { child, out } = startChild(emu, { role: 'serve', webhookSecret: SECRET, port }, dir, modelUrl);
+  await until('the served app to listen', () => out().includes('listening'), 30_000);
   emu.setWebhookUrl(`http://127.0.0.1:${port}/api/github/webhooks`);
   return { kill: (signal: NodeJS.Signals) => child.kill(signal), exited: child.then(() => undefined) };
 }

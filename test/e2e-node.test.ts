@@ -1,14 +1,16 @@
 import { createHash } from 'node:crypto';
-import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../src/config/config.js';
+import { repoSource } from '../src/demo/calculator.js';
 import type { GitHubEmulator } from '../src/emulator/github.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../src/emulator/scripted-model.js';
 import { branchFor } from '../src/publish/pr.js';
-import { startApp, type RunningApp } from '../src/cli/compose.js';
-import { APP_ID, PRIVATE_KEY, quietLog, SECRET, startEmulator, tempDir, testConfig } from './app-support.js';
+import type { RunningApp } from '../src/cli/compose.js';
+import { startEmulator, tempDir, testConfig } from './app-support.js';
 import { machineCa } from './support/ca.js';
 import { dockerReady } from './support/docker.js';
+import { startDockerApp } from './support/e2e.js';
 import { NODE_FIXTURE, nodeDockerfile, RUNNER_ARGV } from './support/node.js';
 
 /**
@@ -57,24 +59,9 @@ beforeAll(async () => {
     ].map((c) => ({ tool_calls: [c] })),
     { model: 'scripted-node' },
   );
-  const repoDir = path.join(home, 'src');
-  cpSync(NODE_FIXTURE, repoDir, { recursive: true });
-  mkdirSync(path.join(repoDir, '.github'));
-  writeFileSync(path.join(repoDir, '.github/agenticfix.yml'), `test: ${JSON.stringify(RUNNER_ARGV.jest)}\n`);
-  emu.createRepo(O, R, { fromDir: repoDir });
+  emu.createRepo(O, R, { fromDir: repoSource(home, RUNNER_ARGV.jest, { fixture: NODE_FIXTURE }) });
   emu.setPermission(O, R, 'maint', 'write');
-  app = await startApp({
-    config,
-    appId: APP_ID,
-    privateKey: PRIVATE_KEY,
-    webhookSecret: SECRET,
-    baseUrl: emu.url,
-    port: 0,
-    model: { kind: 'url', baseUrl: model.url, name: 'scripted-node' },
-    sandbox: 'docker',
-    log: quietLog,
-  });
-  emu.setWebhookUrl(app.url);
+  app = await startDockerApp(emu, config, model.url, 'scripted-node');
 });
 afterAll(async () => {
   await app?.close();

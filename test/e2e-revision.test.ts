@@ -1,25 +1,22 @@
-import { cpSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import path from 'node:path';
-import type { Config } from '../src/config/config.js';
 import {
-  CALCULATOR_DIR,
-  calculatorDockerfile,
+  CALCULATOR_TEST_ARGV,
   calculatorFixCalls,
   calculatorRevisionCalls,
+  calculatorScript,
   fixedCalculator,
+  repoSource,
 } from '../src/demo/calculator.js';
 import type { GitHubEmulator } from '../src/emulator/github.js';
-import {
-  scriptFromToolCalls,
-  startScriptedModelServer,
-  type ScriptedModelServer,
-} from '../src/emulator/scripted-model.js';
+import { startScriptedModelServer, type ScriptedModelServer } from '../src/emulator/scripted-model.js';
 import { branchFor } from '../src/publish/pr.js';
 import { fileVersion } from '../src/tools/files.js';
-import { startApp, type RunningApp } from '../src/cli/compose.js';
+import type { RunningApp } from '../src/cli/compose.js';
 import { git } from '../src/workspace/git.js';
-import { APP_ID, PRIVATE_KEY, quietLog, SECRET, startEmulator, tempDir, testConfig } from './app-support.js';
+import { startEmulator, tempDir, testConfig } from './app-support.js';
 import { dockerReady } from './support/docker.js';
+import { startDockerApp } from './support/e2e.js';
 
 /**
  * Revisions end to end: signed webhooks from the GitHub emulator into the real app, the real agent
@@ -29,18 +26,6 @@ import { dockerReady } from './support/docker.js';
 const O = 'octo';
 const R = 'calculator';
 const FILE = 'src/calculator.js';
-
-const trajectory = (config: Config, calls: { name: string; arguments: Record<string, unknown> }[]) =>
-  scriptFromToolCalls(
-    [
-      {
-        name: 'build_environment',
-        arguments: { dockerfile: calculatorDockerfile(config.sandbox.baseImage) },
-      },
-      ...calls,
-    ],
-    'done',
-  );
 
 /** src/calculator.js after the fix and revision 1 (the error message names the divisor). */
 function revisedCalculator(): string {
@@ -64,23 +49,17 @@ describe('revisions through the real pipeline', () => {
     emu = await startEmulator();
     home = tempDir('e2e-revision-');
     const config = testConfig(path.join(home, 'app'));
-    const src = path.join(home, 'src');
-    cpSync(CALCULATOR_DIR, src, { recursive: true });
-    mkdirSync(path.join(src, '.github'));
-    writeFileSync(
-      path.join(src, '.github/agenticfix.yml'),
-      'test: [node, --test]\nrevise_on: [command]\nci_feedback: { enabled: true, max_rounds: 1 }\n',
-    );
-    emu.createRepo(O, R, { fromDir: src });
+    const more = 'revise_on: [command]\nci_feedback: { enabled: true, max_rounds: 1 }\n';
+    emu.createRepo(O, R, { fromDir: repoSource(home, CALCULATOR_TEST_ARGV, { more }) });
     emu.setPermission(O, R, 'maint', 'write');
     emu.setPermission(O, R, 'visitor', 'read');
     // One scripted model serves the runs in order: the fix, revision 1, then a revision that breaks add.
     const revised = revisedCalculator();
     model = await startScriptedModelServer(
       [
-        ...trajectory(config, calculatorFixCalls()),
-        ...trajectory(config, calculatorRevisionCalls()),
-        ...trajectory(config, [
+        ...calculatorScript(config.sandbox.baseImage, calculatorFixCalls()),
+        ...calculatorScript(config.sandbox.baseImage, calculatorRevisionCalls()),
+        ...calculatorScript(config.sandbox.baseImage, [
           {
             name: 'edit_file',
             arguments: {
@@ -94,18 +73,7 @@ describe('revisions through the real pipeline', () => {
       ],
       { model: 'scripted-e2e' },
     );
-    app = await startApp({
-      config,
-      appId: APP_ID,
-      privateKey: PRIVATE_KEY,
-      webhookSecret: SECRET,
-      baseUrl: emu.url,
-      port: 0,
-      model: { kind: 'url', baseUrl: model.url, name: 'scripted-e2e' },
-      sandbox: 'docker',
-      log: quietLog,
-    });
-    emu.setWebhookUrl(app.url);
+    app = await startDockerApp(emu, config, model.url, 'scripted-e2e');
   });
   afterAll(async () => {
     await app?.close();

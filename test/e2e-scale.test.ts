@@ -1,25 +1,22 @@
 import { execa, type ResultPromise } from 'execa';
-import { cpSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Docker from 'dockerode';
 import pg from 'pg';
-import { CALCULATOR_DIR, calculatorDockerfile, calculatorFixCalls } from '../src/demo/calculator.js';
+import { calculatorScript, CALCULATOR_TEST_ARGV, repoSource } from '../src/demo/calculator.js';
 import type { GitHubEmulator } from '../src/emulator/github.js';
-import {
-  scriptFromToolCalls,
-  startScriptedModelServer,
-  type ScriptedModelServer,
-} from '../src/emulator/scripted-model.js';
+import { startScriptedModelServer, type ScriptedModelServer } from '../src/emulator/scripted-model.js';
 import { RUN_LABEL } from '../src/environment/docker.js';
 import { LEASE_LABEL } from '../src/environment/leases.js';
 import { sweepContainers } from '../src/environment/startup.js';
 import { branchFor } from '../src/publish/pr.js';
 import type { RunRecord } from '../src/queue/store.js';
 import { maxOverlap } from '../src/bench/stats.js';
-import { startApp, type RunningApp } from '../src/cli/compose.js';
-import { APP_ID, PRIVATE_KEY, quietLog, SECRET, startEmulator, tempDir, testConfig } from './app-support.js';
+import type { RunningApp } from '../src/cli/compose.js';
+import { startEmulatedApp, startEmulator, tempDir, testConfig } from './app-support.js';
 import { dockerReady } from './support/docker.js';
+import { startChild, until } from './support/e2e.js';
 import { serviceUrl } from './support/services.js';
 
 /**
@@ -34,22 +31,7 @@ const REPOS = ['alpha', 'beta', 'gamma'];
 const CONCURRENCY = 2;
 const redis = serviceUrl('AGENTICFIX_TEST_REDIS_URL');
 const database = serviceUrl('AGENTICFIX_TEST_DATABASE_URL');
-
-async function until(what: string, check: () => boolean | Promise<boolean>, ms = 240_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
-function calculatorSource(dir: string, test: string[]): string {
-  const src = path.join(dir, `src-${Math.random().toString(36).slice(2)}`);
-  cpSync(CALCULATOR_DIR, src, { recursive: true });
-  mkdirSync(path.join(src, '.github'));
-  writeFileSync(path.join(src, '.github/agenticfix.yml'), `test: ${JSON.stringify(test)}\n`);
-  return src;
-}
+const WAIT_MS = 240_000;
 
 (redis && database ? describe : describe.skip)('serve + two workers (BullMQ, PostgreSQL)', () => {
   let ready = false;
@@ -76,36 +58,8 @@ function calculatorSource(dir: string, test: string[]): string {
   };
 
   function startWorker(id: string): void {
-    const workerHome = path.join(home, id);
-    mkdirSync(workerHome, { recursive: true });
-    const child = execa('node', [path.join(ROOT, 'dist/cli/index.js'), 'worker'], {
-      cwd: workerHome,
-      extendEnv: false,
-      reject: false,
-      env: {
-        PATH: process.env.PATH ?? '/usr/bin:/bin',
-        HOME: process.env.HOME ?? '/tmp',
-        AGENTICFIX_HOME: workerHome,
-        AGENTICFIX_RUNS_DIR: path.join(workerHome, 'runs'),
-        AGENTICFIX_GITHUB_WRITE_INTERVAL_MS: '0',
-        AGENTICFIX_STATUS_EDIT_INTERVAL_MS: '0',
-        AGENTICFIX_CONCURRENCY: String(CONCURRENCY),
-        AGENTICFIX_WORKER_ID: id,
-        ...distributedEnv,
-        APP_ID: String(APP_ID),
-        PRIVATE_KEY,
-        GHE_HOST: new URL(emu.url).host,
-        GHE_PROTOCOL: 'http',
-        LOG_LEVEL: 'warn',
-        AGENTICFIX_MODEL_PROVIDER: 'custom',
-        AGENTICFIX_MODEL_BASE_URL: model.url,
-        AGENTICFIX_MODEL_NAME: 'scripted',
-      },
-    });
-    let out = '';
-    child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
-    workers.set(id, { child, out: () => out });
+    const role = { role: 'worker', workerId: id, concurrency: CONCURRENCY } as const;
+    workers.set(id, startChild(emu, role, path.join(home, id), model.url, distributedEnv));
   }
 
   beforeAll(async () => {
@@ -115,37 +69,18 @@ function calculatorSource(dir: string, test: string[]): string {
     home = tempDir('e2e-scale-');
     const config = testConfig(path.join(home, 'serve'), distributedEnv);
     // Every run (each its own conversation) gets the whole fix.
-    model = await startScriptedModelServer(
-      scriptFromToolCalls(
-        [
-          {
-            name: 'build_environment',
-            arguments: { dockerfile: calculatorDockerfile(config.sandbox.baseImage) },
-          },
-          ...calculatorFixCalls(),
-        ],
-        'done',
-      ),
-      { model: 'scripted', perConversation: true },
-    );
+    model = await startScriptedModelServer(calculatorScript(config.sandbox.baseImage), {
+      model: 'scripted',
+      perConversation: true,
+    });
     for (const repo of REPOS) {
-      emu.createRepo(O, repo, { fromDir: calculatorSource(home, ['node', '--test']) });
+      emu.createRepo(O, repo, { fromDir: repoSource(home, CALCULATOR_TEST_ARGV) });
       emu.setPermission(O, repo, 'maint', 'write');
     }
-    emu.createRepo(O, 'slow', {
-      fromDir: calculatorSource(home, ['node', '-e', 'setTimeout(() => {}, 600000)']),
-    });
+    emu.createRepo(O, 'slow', { fromDir: repoSource(home, ['node', '-e', 'setTimeout(() => {}, 600000)']) });
     emu.setPermission(O, 'slow', 'maint', 'write');
     await execa('npm', ['run', 'build'], { cwd: ROOT });
-    app = await startApp({
-      config,
-      appId: APP_ID,
-      privateKey: PRIVATE_KEY,
-      webhookSecret: SECRET,
-      baseUrl: emu.url,
-      port: 0,
-      log: quietLog,
-    });
+    app = await startEmulatedApp(emu, { config });
     emu.setWebhookUrl(app.url);
     for (const id of ['w1', 'w2']) startWorker(id);
     for (const [id, w] of workers)
@@ -215,15 +150,20 @@ function calculatorSource(dir: string, test: string[]): string {
       (await new Docker().listContainers({ filters: { label: [`${RUN_LABEL}=${id}`] } })).filter(
         (c) => !c.Labels[LEASE_LABEL],
       );
-    await until('the run to test on a worker', async () => {
-      run = (await app.store.forIssue(O, 'slow', n))[0];
-      return run?.state === 'running' && (await testing(run.id)).length > 0;
-    });
+    await until(
+      'the run to test on a worker',
+      async () => {
+        run = (await app.store.forIssue(O, 'slow', n))[0];
+        return run?.state === 'running' && (await testing(run.id)).length > 0;
+      },
+      WAIT_MS,
+    );
     expect((await emu.redeliver(label.id)).status).toBe(200);
     // Not app.idle(): distributed, that waits for the running run to end.
     await until(
       'the redelivery to be taken in',
       async () => (await app.store.pendingDeliveries()).length === 0,
+      WAIT_MS,
     );
     expect(await app.store.forIssue(O, 'slow', n)).toHaveLength(1);
 
@@ -246,12 +186,16 @@ function calculatorSource(dir: string, test: string[]): string {
     expect((await emu.label(O, 'slow', n, 'agenticfix', 'maint')).status).toBe(200);
     // The repository's tests never end: the run is mid-run once its test container runs.
     let run: RunRecord | undefined;
-    await until('the run to test', async () => {
-      run = (await app.store.forIssue(O, 'slow', n))[0];
-      if (run?.state !== 'running') return false;
-      const testing = await new Docker().listContainers({ filters: { label: [`${RUN_LABEL}=${run.id}`] } });
-      return testing.some((c) => !c.Labels[LEASE_LABEL]);
-    });
+    await until(
+      'the run to test',
+      async () => {
+        run = (await app.store.forIssue(O, 'slow', n))[0];
+        if (run?.state !== 'running') return false;
+        const testing = await new Docker().listContainers({ filters: { label: [`${RUN_LABEL}=${run.id}`] } });
+        return testing.some((c) => !c.Labels[LEASE_LABEL]);
+      },
+      WAIT_MS,
+    );
     const victim = workers.get(run!.worker!)!;
     victim.child.kill('SIGKILL');
     await victim.child;

@@ -1,5 +1,5 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -7,11 +7,12 @@ import Docker from 'dockerode';
 import { execa, type ResultPromise } from 'execa';
 import pg from 'pg';
 import pino from 'pino';
+import { childAppEnv } from '../cli/app-env.js';
 import { startApp } from '../cli/compose.js';
 import { loadConfig } from '../config/config.js';
-import { CALCULATOR_DIR, calculatorDockerfile, calculatorFixCalls } from '../demo/calculator.js';
+import { calculatorScript, CALCULATOR_TEST_ARGV, repoSource } from '../demo/calculator.js';
 import { startGitHubEmulator } from '../emulator/github.js';
-import { scriptFromToolCalls, startScriptedModelServer } from '../emulator/scripted-model.js';
+import { startScriptedModelServer } from '../emulator/scripted-model.js';
 import { DockerEnvironmentBuilder } from '../environment/builder.js';
 import type { RunRecord } from '../queue/store.js';
 import { maxOverlap, pct, round } from './stats.js';
@@ -36,20 +37,20 @@ export async function benchScaleDemo(
   const privateKey = keys.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
   const secret = randomBytes(16).toString('hex');
   const tag = `bench_demo_${process.pid}_${Date.now().toString(36)}`;
-  const env = {
+  const queue = {
     AGENTICFIX_DATABASE_URL: databaseUrl,
     AGENTICFIX_DATABASE_SCHEMA: tag,
     AGENTICFIX_REDIS_URL: redisUrl,
     AGENTICFIX_QUEUE_NAME: tag,
-    // The emulator has no rate limits; GitHub's write spacing would only measure itself here.
-    AGENTICFIX_GITHUB_WRITE_INTERVAL_MS: '0',
-    AGENTICFIX_STATUS_EDIT_INTERVAL_MS: '0',
   };
   const config = loadConfig(
     {
-      ...env,
+      ...queue,
       AGENTICFIX_HOME: path.join(home, 'serve'),
       AGENTICFIX_RUNS_DIR: path.join(home, 'serve', 'runs'),
+      // The emulator has no rate limits; GitHub's write spacing would only measure itself here.
+      AGENTICFIX_GITHUB_WRITE_INTERVAL_MS: '0',
+      AGENTICFIX_STATUS_EDIT_INTERVAL_MS: '0',
     },
     home,
   );
@@ -57,24 +58,11 @@ export async function benchScaleDemo(
     webhookSecret: secret,
     publicKeyPem: keys.publicKey.export({ type: 'spki', format: 'pem' }).toString(),
   });
-  const model = await startScriptedModelServer(
-    scriptFromToolCalls(
-      [
-        {
-          name: 'build_environment',
-          arguments: { dockerfile: calculatorDockerfile(config.sandbox.baseImage) },
-        },
-        ...calculatorFixCalls(),
-      ],
-      'done',
-    ),
-    { model: 'scripted', perConversation: true },
-  );
-  const src = path.join(home, 'src');
-  cpSync(CALCULATOR_DIR, src, { recursive: true });
-  mkdirSync(path.join(src, '.github'), { recursive: true });
-  writeFileSync(path.join(src, '.github/agenticfix.yml'), 'test: ["node", "--test"]\n');
-  emu.createRepo(OWNER, REPO, { fromDir: src });
+  const model = await startScriptedModelServer(calculatorScript(config.sandbox.baseImage), {
+    model: 'scripted',
+    perConversation: true,
+  });
+  emu.createRepo(OWNER, REPO, { fromDir: repoSource(home, CALCULATOR_TEST_ARGV) });
   emu.setPermission(OWNER, REPO, 'maint', 'write');
   const app = await startApp({
     config,
@@ -95,23 +83,19 @@ export async function benchScaleDemo(
       cwd: workerHome,
       extendEnv: false,
       reject: false,
-      env: {
-        PATH: process.env.PATH ?? '/usr/bin:/bin',
-        HOME: process.env.HOME ?? '/tmp',
-        ...env,
-        AGENTICFIX_HOME: workerHome,
-        AGENTICFIX_RUNS_DIR: path.join(workerHome, 'runs'),
-        AGENTICFIX_CONCURRENCY: String(CONCURRENCY),
-        AGENTICFIX_WORKER_ID: id,
-        APP_ID: String(emu.appId),
-        PRIVATE_KEY: privateKey,
-        GHE_HOST: new URL(emu.url).host,
-        GHE_PROTOCOL: 'http',
-        LOG_LEVEL: 'warn',
-        AGENTICFIX_MODEL_PROVIDER: 'custom',
-        AGENTICFIX_MODEL_BASE_URL: model.url,
-        AGENTICFIX_MODEL_NAME: 'scripted',
-      },
+      env: childAppEnv(
+        {
+          role: 'worker',
+          workerId: id,
+          concurrency: CONCURRENCY,
+          home: workerHome,
+          githubUrl: emu.url,
+          appId: emu.appId,
+          privateKey,
+          modelUrl: model.url,
+        },
+        queue,
+      ),
     });
     let out = '';
     child.stdout?.on('data', (d: Buffer) => (out += d.toString()));

@@ -1,21 +1,21 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import type { Config } from '../config/config.js';
 import { startGitHubEmulator } from '../emulator/github.js';
-import { scriptFromToolCalls, startScriptedModelServer } from '../emulator/scripted-model.js';
+import { startScriptedModelServer } from '../emulator/scripted-model.js';
 import type { ModelSpec } from '../pipeline/types.js';
 import { startApp } from '../cli/compose.js';
 import {
-  CALCULATOR_DIR,
   CALCULATOR_ISSUE,
   CALCULATOR_TEST_ARGV,
-  calculatorDockerfile,
   calculatorFixCalls,
   calculatorRevisionCalls,
+  calculatorScript,
   fixedCalculator,
+  repoSource,
 } from './calculator.js';
 
 type Counts = { passed: number; failed: number };
@@ -72,25 +72,15 @@ export async function runAppDemo(opts: {
   const scripted =
     opts.model === 'scripted'
       ? await startScriptedModelServer(
-          scriptFromToolCalls(
-            [
-              {
-                name: 'build_environment',
-                arguments: { dockerfile: calculatorDockerfile(config.sandbox.baseImage) },
-              },
-              ...calculatorFixCalls(),
-            ],
+          calculatorScript(
+            config.sandbox.baseImage,
+            calculatorFixCalls(),
             'subtract now computes a - b, and divide throws a RangeError when dividing by zero; all five tests pass.',
           ).concat(
             opts.revise
-              ? scriptFromToolCalls(
-                  [
-                    {
-                      name: 'build_environment',
-                      arguments: { dockerfile: calculatorDockerfile(config.sandbox.baseImage) },
-                    },
-                    ...calculatorRevisionCalls(),
-                  ],
+              ? calculatorScript(
+                  config.sandbox.baseImage,
+                  calculatorRevisionCalls(),
                   "divide's RangeError now names the divisor b; all five tests pass.",
                 )
               : [],
@@ -139,15 +129,8 @@ export async function runAppDemo(opts: {
   };
   try {
     emu.setWebhookUrl(app.url);
-    const src = path.join(work, 'calculator');
-    cpSync(CALCULATOR_DIR, src, { recursive: true });
-    mkdirSync(path.join(src, '.github'), { recursive: true });
-    writeFileSync(
-      path.join(src, '.github/agenticfix.yml'),
-      `test: ${JSON.stringify(CALCULATOR_TEST_ARGV)}\n` +
-        (opts.revise ? 'revise_on: [command, changes_requested]\n' : ''),
-    );
-    emu.createRepo(OWNER, REPO, { fromDir: src });
+    const more = opts.revise ? 'revise_on: [command, changes_requested]\n' : '';
+    emu.createRepo(OWNER, REPO, { fromDir: repoSource(work, CALCULATOR_TEST_ARGV, { more }) });
     emu.setPermission(OWNER, REPO, MAINTAINER, 'write');
     const [title, ...body] = CALCULATOR_ISSUE.replace(/^# /, '').split('\n');
     const issue = emu.createIssue(OWNER, REPO, {

@@ -1,7 +1,8 @@
-import { cpSync, mkdtempSync, readFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { scriptFromToolCalls, type ScriptStep } from '../emulator/scripted-model.js';
 import { fileVersion } from '../tools/files.js';
 import { git } from '../workspace/git.js';
 
@@ -21,6 +22,22 @@ export async function createCalculatorRepo(parent = tmpdir()): Promise<{ repo: s
   return { repo, baseCommit };
 }
 
+/**
+ * A fresh directory under `parent` holding `fixture` (the calculator unless given) with a
+ * .github/agenticfix.yml that runs `test`, then `more` lines: a repository for the GitHub emulator.
+ */
+export function repoSource(
+  parent: string,
+  test: readonly string[],
+  o: { fixture?: string; more?: string } = {},
+): string {
+  const dir = mkdtempSync(path.join(parent, 'src-'));
+  cpSync(o.fixture ?? CALCULATOR_DIR, dir, { recursive: true });
+  mkdirSync(path.join(dir, '.github'), { recursive: true });
+  writeFileSync(path.join(dir, '.github/agenticfix.yml'), `test: ${JSON.stringify(test)}\n${o.more ?? ''}`);
+  return dir;
+}
+
 /** The Dockerfile the demo's model writes for the calculator (node from Debian's packages). */
 export const calculatorDockerfile = (baseImage: string) =>
   [
@@ -29,6 +46,17 @@ export const calculatorDockerfile = (baseImage: string) =>
     'WORKDIR /workspace',
     '',
   ].join('\n');
+
+/** A scripted calculator run: build the environment from calculatorDockerfile, make `calls`, finish. */
+export const calculatorScript = (
+  baseImage: string,
+  calls: { name: string; arguments: Record<string, unknown> }[] = calculatorFixCalls(),
+  summary = 'done',
+): ScriptStep[] =>
+  scriptFromToolCalls(
+    [{ name: 'build_environment', arguments: { dockerfile: calculatorDockerfile(baseImage) } }, ...calls],
+    summary,
+  );
 
 /**
  * The fixed repair: read the source, fix subtract, make divide throw on zero, run the tests.

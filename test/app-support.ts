@@ -67,12 +67,13 @@ export async function installationClient(
   emu: GitHubEmulator,
   config: Config,
   owner: string,
+  Octokit = appOctokit(config),
 ): Promise<GitHub> {
   const probot = new Probot({
     appId: APP_ID,
     privateKey: PRIVATE_KEY,
     baseUrl: emu.url,
-    Octokit: appOctokit(config),
+    Octokit,
     log: quietLog,
   });
   return (await probot.auth(emu.installationId(owner))) as GitHub;

@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { GitHubEmulator } from '../src/emulator/github.js';
 import type { RepairResult } from '../src/pipeline/types.js';
 import {
+  appOctokit,
   editComment,
   githubSpacingWaitMs,
   NOTIFYING_BURST,
@@ -256,6 +257,7 @@ describe('GitHub calls against the emulator', () => {
   beforeAll(async () => {
     emu = await startEmulator();
     emu.createRepo('acme', 'calc', { files: CALC_FILES });
+    emu.createRepo('beta', 'calc', { files: CALC_FILES });
     home = tempDir('publish-');
   });
   afterAll(async () => {
@@ -286,13 +288,34 @@ describe('GitHub calls against the emulator', () => {
     expect(statuses).toEqual([502, 403, 422, 201]);
   });
 
-  it('paces notifying writes beyond the burst through the client the app uses', async () => {
+  it('waits out a primary rate limit until its reset, and does not retry what a retry cannot change', async () => {
+    const gh = await installationClient(emu, testConfig(home), 'acme');
+    const n = emu.createIssue('acme', 'calc', { title: 'limits', user: 'alice' });
+    const ref = { owner: 'acme', repo: 'calc', issue: n };
+    emu.failNext({ method: 'POST', path: /\/issues\/\d+\/comments$/ }, [
+      {
+        status: 403,
+        headers: { 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(Math.floor(Date.now() / 1000)) },
+        body: { message: 'API rate limit exceeded' },
+      },
+    ]);
+    await postComment(gh, ref, 'after the reset');
+    emu.failNext({ method: 'POST', path: /\/issues\/\d+\/comments$/ }, [
+      { status: 403, body: { message: 'Resource not accessible by integration' } },
+    ]);
+    await expect(postComment(gh, ref, 'refused')).rejects.toMatchObject({ status: 403 });
+    const statuses = emu.requests
+      .filter((r) => r.path.endsWith(`/issues/${n}/comments`))
+      .map((r) => r.status);
+    expect(statuses).toEqual([403, 201, 403]);
+    expect(emu.comments(n).map((c) => c.body)).toEqual(['after the reset']);
+  });
+
+  it('paces notifying writes beyond the burst, per installation, through the client the app uses', async () => {
     const every = 200; // notifying writes: 3 x the write interval
-    const gh = await installationClient(
-      emu,
-      testConfig(home, { AGENTICFIX_GITHUB_WRITE_INTERVAL_MS: String(every) }),
-      'acme',
-    );
+    const config = testConfig(home, { AGENTICFIX_GITHUB_WRITE_INTERVAL_MS: String(every) });
+    const Octokit = appOctokit(config);
+    const gh = await installationClient(emu, config, 'acme', Octokit);
     const n = emu.createIssue('acme', 'calc', { title: 'paced', user: 'alice' });
     const ref = { owner: 'acme', repo: 'calc', issue: n };
     const waited0 = githubSpacingWaitMs();
@@ -301,6 +324,11 @@ describe('GitHub calls against the emulator', () => {
       sent.push(Date.now());
       await postComment(gh, ref, `burst ${i}`);
     }
+    expect(githubSpacingWaitMs() - waited0).toBe(0);
+    // Another installation has a burst of its own.
+    const other = await installationClient(emu, config, 'beta', Octokit);
+    const m = emu.createIssue('beta', 'calc', { title: 'not paced', user: 'bob' });
+    await postComment(other, { owner: 'beta', repo: 'calc', issue: m }, 'at once');
     expect(githubSpacingWaitMs() - waited0).toBe(0);
     const t0 = sent[0]!;
     for (let i = 0; i < 2; i++) await postComment(gh, ref, `paced ${i}`);

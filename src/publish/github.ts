@@ -1,3 +1,4 @@
+import { throttling } from '@octokit/plugin-throttling';
 import { ProbotOctokit } from 'probot';
 import type { Config } from '../config/config.js';
 import { fitBody, GITHUB_BODY_LIMIT } from './render.js';
@@ -12,28 +13,22 @@ export interface IssueRef {
 }
 
 /**
- * Probot's client with its retry (5xx) and throttling plugins tuned: secondary rate limits are
- * retried after Retry-After (Probot's default only logs them), writes are paced as GitHub asks (1 s
- * apart, 3 s for writes that notify people) once more than a few come together, and both the pacing
- * and the back-off unit are configurable so tests against the emulator stay fast.
+ * Probot's client with GitHub's limits kept by one request hook of ours instead of Probot's retry and
+ * throttling plugins: each of their Bottleneck limiters yields through several timers, ~4.5 ms a hop and
+ * three hops a request (15 ms against 1 ms for the request itself, measured against the emulator).
+ * Writes are paced per installation as GitHub asks once more than a few come together, 5xx answers are
+ * retried with back-off, secondary rate limits after Retry-After and primary ones after the reset; the
+ * pacing and the back-off unit are configurable so tests against the emulator stay fast.
  */
 export function appOctokit(config: Config): typeof ProbotOctokit {
-  const base = config.app.githubRetryBaseMs;
-  const interval = config.app.githubWriteIntervalMs;
-  return ProbotOctokit.defaults((options: Record<string, unknown>) => ({
+  const paced = githubLimits({
+    baseMs: config.app.githubRetryBaseMs,
+    intervalMs: config.app.githubWriteIntervalMs,
+  });
+  return ProbotOctokit.plugin(paced).defaults((options: Record<string, unknown>) => ({
     ...options,
-    retry: { ...(options.retry as object), retryAfterBaseValue: base },
-    throttle: {
-      ...(options.throttle as object),
-      // In place of the plugin's groups, which space every write 1 s and every notifying write (comments,
-      // PRs) 3 s apart even when a run makes only a handful.
-      write: pacedGroup(interval, WRITE_BURST),
-      notifications: pacedGroup(3 * interval, NOTIFYING_BURST),
-      retryAfterBaseValue: base,
-      onSecondaryRateLimit: (_after: number, _opts: unknown, _o: unknown, retryCount: number) =>
-        retryCount < 3,
-      onRateLimit: (_after: number, _opts: unknown, _o: unknown, retryCount: number) => retryCount < 2,
-    },
+    retry: { enabled: false },
+    throttle: { ...(options.throttle as object), enabled: false },
   }));
 }
 
@@ -41,10 +36,13 @@ export function appOctokit(config: Config): typeof ProbotOctokit {
  * GitHub's spacing advice is for integrations making many writes; its hard limit is 80 content-creating
  * requests a minute. A run publishes a handful (status comment, PR, review request, evidence, trace,
  * configuration), so that many pass at once and only a longer stream is spaced: at most
- * NOTIFYING_BURST + 20 notifying writes in any minute.
+ * NOTIFYING_BURST + 20 notifying writes in any minute per installation.
  */
 export const WRITE_BURST = 10;
 export const NOTIFYING_BURST = 6;
+/** Statuses a retry cannot change (the retry plugin's list); 403 and 429 are retried only as rate limits. */
+const FINAL_STATUSES = [400, 401, 403, 404, 410, 422, 451];
+const RETRIES = { server: 3, secondary: 3, primary: 2 };
 
 /** Time this process spent holding writes back for GitHub's pacing (the benchmark reports it). */
 let spacingWaitMs = 0;
@@ -65,24 +63,90 @@ export function pacer(everyMs: number, burst: number): (now: number) => number {
   };
 }
 
-/** A Bottleneck-Group-shaped limiter (what plugin-throttling calls) that paces jobs with `pacer`. */
-function pacedGroup(everyMs: number, burst: number) {
-  const pace = pacer(everyMs, burst);
-  const limiter = {
-    async schedule<A extends unknown[], R>(
-      _opts: unknown,
-      fn: (...args: A) => Promise<R>,
-      ...args: A
-    ): Promise<R> {
-      const wait = pace(Date.now());
-      if (wait > 0) {
-        spacingWaitMs += wait;
-        await new Promise((r) => setTimeout(r, wait));
-      }
-      return fn(...args);
-    },
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface RequestOptions {
+  method: string;
+  url: string;
+}
+interface FailedRequest {
+  status?: number;
+  message?: string;
+  response?: { headers?: Record<string, string | undefined> };
+}
+interface HookedOctokit {
+  hook: {
+    wrap(
+      name: 'request',
+      fn: (request: (o: RequestOptions) => Promise<unknown>, o: RequestOptions) => Promise<unknown>,
+    ): void;
   };
-  return { key: () => limiter };
+  log: { warn(msg: string): void };
+}
+
+/** How long to wait before retrying `err` (the `attempt`th retry), or null when it is not retried. */
+function retryAfter(err: FailedRequest, attempt: number, baseMs: number): number | null {
+  const status = err.status ?? 0;
+  const headers = err.response?.headers ?? {};
+  if (status === 403 || status === 429) {
+    if (/\bsecondary rate\b/i.test(err.message ?? ''))
+      return attempt < RETRIES.secondary ? (Number(headers['retry-after']) || 60) * baseMs : null;
+    if (headers['x-ratelimit-remaining'] === '0' && attempt < RETRIES.primary) {
+      const reset = Number(headers['x-ratelimit-reset']) * 1000;
+      return Math.max(Math.ceil((reset - Date.now()) / 1000) + 1, 0) * baseMs;
+    }
+    return null;
+  }
+  if (status >= 400 && !FINAL_STATUSES.includes(status) && attempt < RETRIES.server)
+    return (attempt + 1) ** 2 * baseMs;
+  return null;
+}
+
+/** The request hook: pacing per installation, then the request with its retries. */
+function githubLimits(o: { baseMs: number; intervalMs: number }) {
+  const pacers = new Map<string, { write: (now: number) => number; notify: (now: number) => number }>();
+  return (octokit: unknown, options: { auth?: { installationId?: number | string } }) => {
+    const gh = octokit as HookedOctokit;
+    const key = String(options.auth?.installationId ?? 'app');
+    gh.hook.wrap('request', async (request, req) => {
+      const path = new URL(req.url, 'http://github.test').pathname;
+      const write = req.method !== 'GET' && req.method !== 'HEAD' && !isTokenRequest(req.method, path);
+      if (write) {
+        let p = pacers.get(key);
+        if (!p)
+          pacers.set(
+            key,
+            (p = {
+              write: pacer(o.intervalMs, WRITE_BURST),
+              notify: pacer(3 * o.intervalMs, NOTIFYING_BURST),
+            }),
+          );
+        const now = Date.now();
+        const wait = Math.max(p.write(now), throttling.triggersNotification(path) ? p.notify(now) : 0);
+        if (wait > 0) {
+          spacingWaitMs += wait;
+          await sleep(wait);
+        }
+      }
+      for (let attempt = 0; ; attempt++) {
+        try {
+          return await request(req);
+        } catch (e) {
+          const wait = retryAfter(e as FailedRequest, attempt, o.baseMs);
+          if (wait === null) throw e;
+          gh.log.warn(
+            `GitHub answered ${(e as FailedRequest).status} to ${req.method} ${path}; retrying in ${wait} ms`,
+          );
+          await sleep(wait);
+        }
+      }
+    });
+  };
+}
+
+/** Requests for tokens are the client's own authentication, not writes to pace. */
+function isTokenRequest(method: string, path: string): boolean {
+  return method === 'POST' && /^\/app\/installations\/[^/]+\/access_tokens$/.test(path);
 }
 
 /** True for GitHub's 422 "body is too long" (the limit is counted differently from JS string length). */

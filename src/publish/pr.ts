@@ -1,6 +1,5 @@
-import { capStderr, worktreeGit, type GitConfig } from '../workspace/git.js';
+import { capStderr, git, worktreeGit, type GitConfig } from '../workspace/git.js';
 import type { GitWorkspaceManager } from '../workspace/manager.js';
-import type { WorktreeGit } from '../workspace/types.js';
 import { applyPatch } from '../patch/patch.js';
 import { Redactor } from '../trace/redact.js';
 import type { GitHub } from './github.js';
@@ -70,22 +69,20 @@ export async function commitOnto(
 export async function pushCommit(
   o: Where & { gh: GitHub; commit: string; branch: string; mode: 'lease' | 'fast-forward' },
 ): Promise<PushResult> {
-  const wt = await o.workspaces.create(o.cloneUrl, o.commit, `${o.runId}-publish`);
-  try {
-    const { token } = (await o.gh.auth({ type: 'installation' })) as { token: string };
-    const ref = `refs/heads/${o.branch}`;
-    let args = ['push', '--porcelain', o.cloneUrl, `${o.commit}:${ref}`];
-    if (o.mode === 'lease') {
-      const seen = await authGit(['ls-remote', '--refs', o.cloneUrl, ref], wt, token);
-      if (!seen.ok) return seen;
-      const lease = seen.stdout.split('\t')[0]?.trim() ?? ''; // '' = the branch must not exist yet
-      args = ['push', '--porcelain', `--force-with-lease=${ref}:${lease}`, o.cloneUrl, `${o.commit}:${ref}`];
-    }
-    const pushed = await authGit(args, wt, token);
-    return pushed.ok ? { ok: true, commit: o.commit } : pushed;
-  } finally {
-    await o.workspaces.remove(wt).catch(() => undefined);
+  // The commit is already in the mirror (commitOnto made it there): git pushes from the mirror itself,
+  // with no worktree to check out.
+  const mirror = o.workspaces.mirrorPath(o.cloneUrl);
+  const { token } = (await o.gh.auth({ type: 'installation' })) as { token: string };
+  const ref = `refs/heads/${o.branch}`;
+  let args = ['push', '--porcelain', o.cloneUrl, `${o.commit}:${ref}`];
+  if (o.mode === 'lease') {
+    const seen = await authGit(['ls-remote', '--refs', o.cloneUrl, ref], mirror, token);
+    if (!seen.ok) return seen;
+    const lease = seen.stdout.split('\t')[0]?.trim() ?? ''; // '' = the branch must not exist yet
+    args = ['push', '--porcelain', `--force-with-lease=${ref}:${lease}`, o.cloneUrl, `${o.commit}:${ref}`];
   }
+  const pushed = await authGit(args, mirror, token);
+  return pushed.ok ? { ok: true, commit: o.commit } : pushed;
 }
 
 /** Per-call git config that authenticates HTTPS git with an installation token. */
@@ -94,16 +91,16 @@ export function tokenAuth(token: string): GitConfig {
   return [['http.extraHeader', `Authorization: Basic ${basic}`]];
 }
 
-/** Runs a network git command with the token as a per-call header; errors never carry the token. */
+/** Runs a network git command in the mirror with the token as a per-call header; errors never carry the token. */
 async function authGit(
   args: string[],
-  wt: WorktreeGit,
+  mirror: string,
   token: string,
 ): Promise<{ ok: true; stdout: string } | { ok: false; error: string }> {
   const auth = tokenAuth(token);
   const redactor = new Redactor([token, ...auth.map(([, v]) => v.replace('Authorization: Basic ', ''))]);
   try {
-    const res = await worktreeGit(wt, args, { allowFail: true, config: auth });
+    const res = await git(args, { cwd: mirror, env: { GIT_DIR: mirror }, allowFail: true, config: auth });
     if (res.exitCode === 0) return { ok: true, stdout: res.stdout };
     return {
       ok: false,

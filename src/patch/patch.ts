@@ -2,7 +2,7 @@ import { lstat, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
-import { capStderr, worktreeGit } from '../workspace/git.js';
+import { capStderr, git, worktreeGit } from '../workspace/git.js';
 import type { WorktreeGit } from '../workspace/types.js';
 import { ALWAYS_EXCLUDED, type ApplyResult, type ExportedPatch, type SkippedFile } from './types.js';
 
@@ -172,16 +172,28 @@ export async function workspaceRevision(
   );
 }
 
-/** Applies a `git diff --binary` patch to the files (not the index); all or nothing. */
-export async function applyPatch(wt: WorktreeGit, patch: string): Promise<ApplyResult> {
+/** Where a patch is applied: a worktree's files, or an index file of a bare repository (`--cached`). */
+export type ApplyTarget = WorktreeGit | { gitDir: string; indexFile: string };
+
+/**
+ * Applies a `git diff --binary` patch; all or nothing (git apply checks every section before it
+ * writes any, so no separate `--check` pass).
+ */
+export async function applyPatch(target: ApplyTarget, patch: string): Promise<ApplyResult> {
   if (patch.trim() === '') return { ok: true, error: null };
   const input = patch.endsWith('\n') ? patch : `${patch}\n`;
   const args = ['apply', '--binary', '--whitespace=nowarn'];
-  for (const extra of [['--check'], []]) {
-    const res = await worktreeGit(wt, [...args, ...extra, '-'], { input, allowFail: true });
-    if (res.exitCode !== 0)
-      return { ok: false, error: capStderr(res.stderr) || `git apply exited ${res.exitCode}` };
-  }
+  const res =
+    'indexFile' in target
+      ? await git([...args, '--cached', '-'], {
+          cwd: target.gitDir,
+          env: { GIT_DIR: target.gitDir, GIT_INDEX_FILE: target.indexFile },
+          input,
+          allowFail: true,
+        })
+      : await worktreeGit(target, [...args, '-'], { input, allowFail: true });
+  if (res.exitCode !== 0)
+    return { ok: false, error: capStderr(res.stderr) || `git apply exited ${res.exitCode}` };
   return { ok: true, error: null };
 }
 

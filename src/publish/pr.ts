@@ -1,4 +1,7 @@
-import { capStderr, git, worktreeGit, type GitConfig } from '../workspace/git.js';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { capStderr, git, type GitConfig } from '../workspace/git.js';
 import type { GitWorkspaceManager } from '../workspace/manager.js';
 import { applyPatch } from '../patch/patch.js';
 import { Redactor } from '../trace/redact.js';
@@ -38,24 +41,30 @@ export async function pushPatch(o: PushOptions): Promise<PushResult> {
 export type Commit = { ok: true; commit: string; diff: string } | { ok: false; error: string };
 
 /**
- * Commits `patch` on `parent` in a scratch worktree and returns the commit with its diff from
- * `diffFrom` (a revision's cumulative change against the original base). The commit object stays in
- * the mirror, so pushCommit can push it later.
+ * Commits `patch` on `parent` and returns the commit with its diff from `diffFrom` (a revision's
+ * cumulative change against the original base). Made in the mirror through a scratch index, with no
+ * checkout: the commit object stays there, so pushCommit can push it later.
  */
 export async function commitOnto(
   o: Where & { parent: string; patch: string; message: string; diffFrom: string },
 ): Promise<Commit> {
-  const wt = await o.workspaces.create(o.cloneUrl, o.parent, `${o.runId}-commit`);
+  const mirror = await o.workspaces.mirror(o.cloneUrl, [], o.parent); // fetches only when `parent` is missing
+  const scratch = await mkdtemp(path.join(tmpdir(), 'agenticfix-commit-'));
+  const indexFile = path.join(scratch, 'index');
+  const inMirror = async (args: string[]) =>
+    (await git(args, { cwd: mirror, env: { GIT_DIR: mirror, GIT_INDEX_FILE: indexFile } })).stdout.trim();
   try {
-    const applied = await applyPatch(wt, o.patch);
+    await inMirror(['read-tree', o.parent]);
+    const applied = await applyPatch({ gitDir: mirror, indexFile }, o.patch);
     if (!applied.ok) return { ok: false, error: `the patch does not apply: ${applied.error}` };
-    await worktreeGit(wt, ['add', '-A']);
-    await worktreeGit(wt, ['commit', '-q', '--no-verify', '-m', o.message]);
-    const commit = (await worktreeGit(wt, ['rev-parse', 'HEAD'])).stdout.trim();
-    const diff = (await worktreeGit(wt, ['diff', '--binary', o.diffFrom, commit])).stdout;
+    const tree = await inMirror(['write-tree']);
+    const commit = await inMirror(['commit-tree', tree, '-p', o.parent, '-m', o.message]);
+    const diff = (
+      await git(['diff', '--binary', o.diffFrom, commit], { cwd: mirror, env: { GIT_DIR: mirror } })
+    ).stdout;
     return { ok: true, commit, diff };
   } finally {
-    await o.workspaces.remove(wt).catch(() => undefined);
+    await rm(scratch, { recursive: true, force: true });
   }
 }
 

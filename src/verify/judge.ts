@@ -91,12 +91,15 @@ export class Worktrees {
     this.manager = new GitWorkspaceManager({ cacheDir: config.cacheDir, worktreeDir: config.worktreeDir });
   }
   async create(remote: string, sha: string, runId: string): Promise<Worktree> {
-    const wt = await this.manager.create(remote, sha, runId);
-    this.created.push(wt);
-    return wt;
+    return (await this.createMany(remote, sha, [runId]))[0]!;
+  }
+  async createMany(remote: string, sha: string, runIds: string[]): Promise<Worktree[]> {
+    const wts = await this.manager.createMany(remote, sha, runIds);
+    this.created.push(...wts);
+    return wts;
   }
   async removeAll(): Promise<void> {
-    for (const wt of this.created.splice(0)) await this.manager.remove(wt).catch(() => undefined);
+    await this.manager.removeMany(this.created.splice(0)).catch(() => undefined);
   }
 }
 
@@ -246,20 +249,29 @@ async function decide(opts: JudgeOptions, runId: string): Promise<VerificationRe
     report.base_commit = base;
     const paths = {} as Record<CellName, string>;
     let lap = stopwatch();
-    for (const cell of [...CELLS].reverse()) {
-      const wt = await worktrees.create(opts.remote, base, `${runId}-${cell.name}`);
-      paths[cell.name] = wt.path;
-      report.commands.push(`git worktree add --detach ${wt.path} ${base}`);
-      if (!patches[cell.name]) continue;
-      report.commands.push(`git apply --binary (${cell.label}) in ${wt.path}`);
-      const applied = await applyPatch(wt, patches[cell.name]);
-      if (!applied.ok)
-        return finish(
-          report,
-          'patch_does_not_apply',
-          `The ${cell.label} does not apply to ${base.slice(0, 12)}: ${firstLines(applied.error ?? '')}`,
-        );
-    }
+    const order = [...CELLS].reverse(); // the full patch's failure to apply is the one reported
+    const wts = await worktrees.createMany(
+      opts.remote,
+      base,
+      order.map((cell) => `${runId}-${cell.name}`),
+    );
+    const applied = await Promise.all(
+      order.map((cell, i) => {
+        const wt = wts[i]!;
+        paths[cell.name] = wt.path;
+        report.commands.push(`git worktree add --detach ${wt.path} ${base}`);
+        if (!patches[cell.name]) return null;
+        report.commands.push(`git apply --binary (${cell.label}) in ${wt.path}`);
+        return applyPatch(wt, patches[cell.name]);
+      }),
+    );
+    const refused = applied.findIndex((a) => a?.ok === false);
+    if (refused >= 0)
+      return finish(
+        report,
+        'patch_does_not_apply',
+        `The ${order[refused]!.label} does not apply to ${base.slice(0, 12)}: ${firstLines(applied[refused]!.error ?? '')}`,
+      );
 
     phases.worktrees_ms = lap();
     lap = stopwatch();
@@ -306,7 +318,6 @@ async function decide(opts: JudgeOptions, runId: string): Promise<VerificationRe
   } catch (err) {
     return finish(report, 'infra_error', infraReason(err));
   } finally {
-    await dispose();
-    await worktrees.removeAll();
+    await Promise.all([dispose(), worktrees.removeAll()]);
   }
 }

@@ -104,34 +104,64 @@ export class GitWorkspaceManager implements WorkspaceManager {
   }
 
   async create(remote: string, baseCommit: string, runId: string): Promise<Worktree> {
+    return (await this.createMany(remote, baseCommit, [runId]))[0]!;
+  }
+
+  /** Several worktrees at one commit under one hold of the mirror's lock (a judge's cells). */
+  async createMany(remote: string, baseCommit: string, runIds: readonly string[]): Promise<Worktree[]> {
     Remote.parse(remote);
     FullSha.parse(baseCommit);
-    RunId.parse(runId);
+    for (const id of runIds) RunId.parse(id);
     const mirror = this.mirrorPath(remote);
-    const wtPath = path.join(this.worktreeDir, runId);
     await mkdir(this.worktreeDir, { recursive: true });
-    const gitDir = await this.locked(mirror, async () => {
+    return this.locked(mirror, async () => {
       // Fetch only when the pinned commit is not there yet: an existing mirror stays as is.
       if (!existsSync(mirror) || !(await hasCommit(mirror, baseCommit)))
         await this.cloneOrFetch(remote, mirror);
       if (!(await hasCommit(mirror, baseCommit))) {
         throw new WorkspaceError(`commit ${baseCommit} not found in ${stripUserinfo(remote)}`);
       }
-      if (existsSync(wtPath)) throw new WorkspaceError(`worktree path already exists: ${wtPath}`);
-      await git(['worktree', 'add', '--detach', wtPath, baseCommit], { cwd: mirror });
-      return adminDir(mirror, wtPath);
+      const made: Worktree[] = [];
+      for (const runId of runIds) {
+        const wtPath = path.join(this.worktreeDir, runId);
+        if (existsSync(wtPath)) throw new WorkspaceError(`worktree path already exists: ${wtPath}`);
+        await git(['worktree', 'add', '--detach', wtPath, baseCommit], { cwd: mirror });
+        made.push({
+          runId,
+          path: wtPath,
+          gitDir: await adminDir(mirror, wtPath),
+          baseCommit,
+          remote,
+          mirror,
+        });
+      }
+      return made;
     });
-    return { runId, path: wtPath, gitDir, baseCommit, remote, mirror };
   }
 
   async remove(wt: Pick<Worktree, 'path' | 'mirror'>): Promise<void> {
-    await this.locked(wt.mirror, async () => {
-      const res = await git(['worktree', 'remove', '--force', wt.path], { cwd: wt.mirror, allowFail: true });
-      // Not registered any more (or admin files damaged): delete the directory we created, then prune.
-      if (res.exitCode !== 0 && isInside(this.worktreeDir, wt.path))
-        await rm(wt.path, { recursive: true, force: true });
-      await git(['worktree', 'prune'], { cwd: wt.mirror });
-    });
+    await this.removeMany([wt]);
+  }
+
+  /**
+   * Removes worktrees of one mirror: the directories this manager made are deleted and their admin
+   * entries pruned in one git call; any other path goes through `git worktree remove`.
+   */
+  async removeMany(wts: readonly Pick<Worktree, 'path' | 'mirror'>[]): Promise<void> {
+    const mirrors = new Set(wts.map((wt) => wt.mirror));
+    for (const mirror of mirrors)
+      await this.locked(mirror, async () => {
+        await Promise.all(
+          wts
+            .filter((wt) => wt.mirror === mirror)
+            .map((wt) =>
+              isInside(this.worktreeDir, wt.path)
+                ? rm(wt.path, { recursive: true, force: true })
+                : git(['worktree', 'remove', '--force', wt.path], { cwd: mirror }),
+            ),
+        );
+        await git(['worktree', 'prune'], { cwd: mirror });
+      });
   }
 
   /**

@@ -228,6 +228,45 @@ const queueName = () => `test-${process.pid}-${Math.random().toString(36).slice(
     await store.close();
   });
 
+  it("does not hold the intake on a run's announcement; its job is added once the announcement settled", async () => {
+    const store = new SqliteRunStore(':memory:');
+    const name = queueName();
+    const jobs = new Jobs();
+    const announced = new Map<string, (ok: boolean) => void>();
+    const errors: string[] = [];
+    const queue = new BullRunQueue(
+      store,
+      {
+        // GitHub's pacing holding a status comment back: settles when the test says so.
+        onQueued: (run) =>
+          new Promise<void>((resolve, reject) =>
+            announced.set(run.id, (ok) => (ok ? resolve() : reject(new Error('GitHub said no')))),
+          ),
+        onError: (run) => errors.push(run.id),
+      },
+      { redisUrl, name },
+    );
+    const worker = new RunWorker(store, jobs, { redisUrl, name, concurrency: 2, lockMs: 2000 });
+    await Promise.all([queue.ready(), worker.start()]);
+    const [a, b] = [await store.createRun(newRun(1)), await store.createRun(newRun(2))];
+    await queue.enqueue(a); // resolves with the announcement still pending
+    await queue.enqueue(b);
+    expect([...announced.keys()]).toEqual([a.id, b.id]);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(jobs.started).toEqual([]); // no job before its announcement
+    announced.get(a.id)!(true);
+    await until('a started', () => jobs.started.includes(a.id));
+    announced.get(b.id)!(false); // a failed announcement is reported, and the run still runs
+    await until('b started', () => jobs.started.includes(b.id));
+    expect(errors).toEqual([b.id]);
+    jobs.finish(a.id);
+    jobs.finish(b.id);
+    await queue.idle();
+    await worker.close(0);
+    await queue.close();
+    await store.close();
+  });
+
   describe('a worker killed mid-run', () => {
     const dist = path.join(fileURLToPath(new URL('..', import.meta.url)), 'dist/queue');
     let dir: string;

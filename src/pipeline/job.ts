@@ -100,7 +100,7 @@ export class JobRunner implements QueueHooks {
   }
 
   onError(run: RunRecord, err: unknown): void {
-    this.o.log?.error({ err, run: run.id }, 'could not record the end of a run');
+    this.o.log?.error({ err, run: run.id }, 'the queue could not record or hand on a run');
   }
 
   onFinished(run: RunRecord): void {

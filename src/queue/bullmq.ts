@@ -94,7 +94,7 @@ const isActive = (r: RunRecord) => r.state === 'queued' || r.state === 'running'
 
 /** Hooks serve gives the distributed queue; the work itself is the workers'. */
 export type BullQueueHooks = Pick<QueueHooks, 'onFinished' | 'onError'> & {
-  /** A run enters the queue; the job is added once this has resolved (e.g. the status comment is recorded). */
+  /** A run enters the queue; its job is added once this has settled (e.g. the status comment is recorded). */
   onQueued?(run: RunRecord): void | Promise<void>;
   /** A run whose worker died: recorded `interrupted`; its issue should be told. */
   onInterrupted?(run: RunRecord): void;
@@ -109,6 +109,7 @@ export class BullRunQueue implements RunQueue {
   private readonly keys: ReturnType<typeof keys>;
 
   private readonly retry: RetryOptions;
+  private closed = false;
 
   constructor(
     private readonly store: RunStore,
@@ -152,8 +153,23 @@ export class BullRunQueue implements RunQueue {
       return finishRun(this.store, this.hooks, run, stoppedFields({ kind: 'superseded', by: newer.id }));
     for (const older of runs.slice(at + 1).filter(isActive))
       await this.stop(older, { kind: 'superseded', by: run.id });
-    await this.hooks.onQueued?.(run);
-    await this.add(run);
+    void this.admit(run);
+  }
+
+  /**
+   * Announces the recorded run (its status comment, which GitHub's pacing can hold back for seconds in
+   * a burst of labels), then adds its job, so the worker edits that comment rather than posting its
+   * own. The intake does not wait for it: the run is recorded, and one not yet added when serve stops
+   * is added by the next serve's `ready`. A stop meanwhile is read by the worker that takes the job.
+   */
+  private async admit(run: RunRecord): Promise<void> {
+    try {
+      await this.hooks.onQueued?.(run);
+    } catch (err) {
+      this.hooks.onError?.(run, err); // the worker posts the status comment itself
+    }
+    if (this.closed) return;
+    await this.add(run).catch((err: unknown) => this.hooks.onError?.(run, err));
   }
 
   private async add(run: RunRecord): Promise<void> {
@@ -182,6 +198,7 @@ export class BullRunQueue implements RunQueue {
 
   /** Stops watching; runs go on on their workers. */
   async close(): Promise<void> {
+    this.closed = true;
     await this.events.close();
     await this.queue.close();
     this.connections.close();

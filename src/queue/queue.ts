@@ -16,7 +16,10 @@ export interface QueueHooks {
   onQueued?(run: RunRecord): void;
   /** Called when a run ends in any state, including ones dropped before they started. */
   onFinished?(run: RunRecord): void;
-  /** Called when recording a run's end failed (e.g. the store is unwritable); the queue goes on. */
+  /**
+   * Called when the queue's own bookkeeping of a run failed (recording its end: the store is unwritable;
+   * distributed, announcing it or adding its job); the queue goes on.
+   */
   onError?(run: RunRecord, err: unknown): void;
 }
 

@@ -14,5 +14,9 @@ const emu = await startGitHubEmulator({ webhookSecret: secret, publicKeyPem });
 emu.createRepo('bench', 'repo', { files: { 'README.md': '# bench\n' } });
 emu.setPermission('bench', 'repo', 'maintainer', 'write');
 for (let i = 0; i < issues; i++) emu.createIssue('bench', 'repo', { title: `issue ${i}`, user: 'someone' });
-parentPort!.once('message', () => void emu.close());
+parentPort!.on('message', (m: 'close' | { latencyMs: number }) => {
+  if (m === 'close')
+    void emu.close().then(() => parentPort!.close()); // a listening port keeps the thread alive
+  else emu.setLatency(m.latencyMs);
+});
 parentPort!.postMessage({ url: emu.url, appId: emu.appId, installationId: emu.installationId('bench') });

@@ -196,6 +196,8 @@ export interface GitHubEmulator {
   revokeTokens(): void;
   /** The next matching requests get these responses, one each, instead of the real handler. */
   failNext(match: FaultMatch, responses: FaultResponse[]): void;
+  /** Every REST answer from now on waits `ms` first: GitHub's own latency, for benchmarks. */
+  setLatency(ms: number): void;
   branchHead(owner: string, repo: string, branch: string): string | null;
   readonly issues: IssueRecord[];
   comments(issueNumber: number, repoFullName?: string): CommentRecord[];
@@ -231,6 +233,7 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
   const webhooks = new WebhookSender(opts.webhookSecret, opts.webhookUrl);
   const requests: RecordedRequest[] = [];
   const faults: { match: FaultMatch; responses: FaultResponse[] }[] = [];
+  let latencyMs = 0;
 
   const takeFault = (method: string, pathname: string): FaultResponse | undefined => {
     const rule = faults.find(
@@ -325,7 +328,8 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
     const gitMatch = GIT_PATH.exec(url.pathname);
     const work = gitMatch
       ? handleGit(req, res, url, gitMatch).then((status) => record(status, undefined))
-      : handleRest(req, url).then(({ reply, body }) => {
+      : handleRest(req, url).then(async ({ reply, body }) => {
+          if (latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, latencyMs));
           send(res, reply);
           record(reply.status, body);
         });
@@ -626,6 +630,9 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
     revokeTokens: () => auth.revokeAll(),
     failNext(match, responses) {
       faults.push({ match, responses: [...responses] });
+    },
+    setLatency(ms) {
+      latencyMs = ms;
     },
     branchHead(owner, repoName, branch) {
       const { bareDir } = repoOf(owner, repoName);

@@ -4,7 +4,9 @@ import { performance } from 'node:perf_hooks';
  * Routes answered deliveries to the handlers after the answers, at lower priority than answering: while
  * requests keep arriving routing holds back (a burst is answered first), but never longer than `maxHoldMs`
  * for the oldest delivery, and at most `concurrency` route at once, so no answer waits behind a pile of
- * handler work on the one event loop.
+ * handler work on the one event loop. A delivery's intake mostly waits on GitHub (three reads of
+ * ~100 ms): with 2 at once a burst of 200 labels took 38 s to become runs against an emulator
+ * answering in 100 ms, with 16 about 9 s, and the burst's acknowledgements stayed as fast.
  */
 export class RoutingBacklog {
   private readonly waiting: { route: () => Promise<void>; since: number }[] = [];
@@ -16,7 +18,7 @@ export class RoutingBacklog {
   constructor(
     private readonly quietMs = 5,
     private readonly maxHoldMs = 250,
-    private readonly concurrency = 2,
+    private readonly concurrency = 16,
   ) {}
 
   /** A request is arriving at the endpoint. */

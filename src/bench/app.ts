@@ -111,13 +111,20 @@ export async function benchWebhook({ smoke }: BenchOptions): Promise<Record<stri
     await attacker;
     // The burst starts on a quiet app: the runs of the deliveries above recorded and their work parked,
     // so that what is measured is answering a burst, not the leftovers of the earlier phases.
-    await until(async () => (await app.store.list()).length >= single.length + underAttack.length);
+    await until(
+      'the earlier runs recorded',
+      async () => (await app.store.list()).length >= single.length + underAttack.length,
+    );
     await quiet();
     const t0 = performance.now();
     const latencies = await send(Array.from({ length: n }, (_, i) => i + 1));
     // The intake (permission, base commit, enqueue) goes on after the acknowledgements.
     const recorded = n + single.length + underAttack.length;
-    await until(async () => (await app.store.list()).length >= recorded, 120_000);
+    await until(
+      `${recorded} runs recorded`,
+      async () => (await app.store.list()).length >= recorded,
+      120_000,
+    );
     const allRecordedMs = performance.now() - t0;
     // The same burst again with GitHub's latency (each REST answer 100 ms): how long until every run
     // is recorded, which the intake's routing concurrency decides.
@@ -125,7 +132,11 @@ export async function benchWebhook({ smoke }: BenchOptions): Promise<Record<stri
     await quiet();
     const t1 = performance.now();
     await send(Array.from({ length: n }, (_, i) => n + 41 + i));
-    await until(async () => (await app.store.list()).length >= recorded + n, 120_000);
+    await until(
+      `${recorded + n} runs recorded`,
+      async () => (await app.store.list()).length >= recorded + n,
+      120_000,
+    );
     const recordedWithLatencyMs = performance.now() - t1;
     return {
       webhook_single_ack_p50_ms: round(pct(single, 50)),
@@ -148,17 +159,17 @@ export async function benchWebhook({ smoke }: BenchOptions): Promise<Record<stri
   }
 }
 
-async function until(ok: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+async function until(what: string, ok: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
   const t0 = performance.now();
   while (!(await ok())) {
-    if (performance.now() - t0 > timeoutMs) throw new Error('the app did not get there in time');
+    if (performance.now() - t0 > timeoutMs) throw new Error(`not reached in ${timeoutMs} ms: ${what}`);
     await new Promise((r) => setTimeout(r, 20));
   }
 }
 
 /** Resolves once this thread's event loop was busy less than 5 % of a 100 ms window. */
 async function quiet(): Promise<void> {
-  await until(async () => {
+  await until('a quiet event loop', async () => {
     const start = performance.eventLoopUtilization();
     await new Promise((r) => setTimeout(r, 100));
     return performance.eventLoopUtilization(start).utilization < 0.05;

@@ -144,8 +144,8 @@ export class GitWorkspaceManager implements WorkspaceManager {
   }
 
   /**
-   * Removes worktrees of one mirror: the directories this manager made are deleted and their admin
-   * entries pruned in one git call; any other path goes through `git worktree remove`.
+   * Removes worktrees, one hold of the lock per mirror: the directories this manager made are deleted
+   * and their admin entries pruned in one git call; any other path goes through `git worktree remove`.
    */
   async removeMany(wts: readonly Pick<Worktree, 'path' | 'mirror'>[]): Promise<void> {
     const mirrors = new Set(wts.map((wt) => wt.mirror));

@@ -3,7 +3,9 @@ import { rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { Readable, Writable } from 'node:stream';
 import pino from 'pino';
+import { connect, postBytes } from '../src/bench/raw-http.js';
 import type { GitHubEmulator } from '../src/emulator/github.js';
+import { signBody } from '../src/emulator/github-webhooks.js';
 import {
   startScriptedModelServer,
   type ScriptedModelServer,
@@ -373,6 +375,54 @@ describe('AgenticFix app through the GitHub emulator', () => {
       emu.setWebhookUrl(app.url);
       await other.close();
       rmSync(bigHome, { recursive: true, force: true });
+    }
+  });
+
+  it('a connection kept alive after a refused body carries the next delivery to its answer', async () => {
+    // As the webhook benchmark met it: a client sent a whole oversized body, took its 413 and reused the
+    // kept-alive connection; the refusal's linger (1 s) then closed the connection under the next request.
+    const home = tempDir('app-linger-');
+    const other = await startApp({
+      config: testConfig(home, { AGENTICFIX_WEBHOOK_MAX_BYTES: String(64 * 1024) }),
+      appId: APP_ID,
+      privateKey: PRIVATE_KEY,
+      webhookSecret: SECRET,
+      baseUrl: emu.url,
+      port: 0,
+      deps,
+      sandbox: 'local',
+      log: quietLog,
+    });
+    const url = new URL(other.url);
+    const c = await connect(url);
+    try {
+      const headers = { 'content-type': 'application/json', 'x-github-event': 'ping' };
+      const big = postBytes(url, {
+        body: 'x'.repeat(100 * 1024),
+        headers: {
+          ...headers,
+          'x-github-delivery': 'too-big',
+          'x-hub-signature-256': 'sha256=' + '0'.repeat(64),
+        },
+      });
+      expect(await c.send(big)).toBe(413);
+      const ping = JSON.stringify({ zen: 'kept alive' });
+      const next = postBytes(url, {
+        body: ping,
+        headers: {
+          ...headers,
+          'x-github-delivery': 'next-one',
+          'x-hub-signature-256': signBody(SECRET, ping),
+        },
+      });
+      // The next request's start now, its rest once the linger is over.
+      c.socket.write(next.subarray(0, 100));
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(await c.send(next.subarray(100))).toBe(200);
+    } finally {
+      c.socket.destroy();
+      await other.close();
+      rmSync(home, { recursive: true, force: true });
     }
   });
 

@@ -103,12 +103,18 @@ export async function benchWebhook({ smoke }: BenchOptions): Promise<Record<stri
     const underAttack: number[] = [];
     const refusals: number[] = [];
     let attacking = true;
-    const attacker = (async () => {
+    const attacker = async () => {
       while (attacking) refusals.push(await postHuge(app.url, huge));
-    })();
-    for (let i = 0; i < 20; i++) underAttack.push(await deliver(n + 21 + i));
-    attacking = false;
-    await attacker;
+    };
+    const delivering = async () => {
+      try {
+        for (let i = 0; i < 20; i++) underAttack.push(await deliver(n + 21 + i));
+      } finally {
+        attacking = false;
+      }
+    };
+    // Awaited together: a failed attack ends the benchmark with its error, not as an unhandled rejection.
+    await Promise.all([attacker(), delivering()]);
     // The burst starts on a quiet app: the runs of the deliveries above recorded and their work parked,
     // so that what is measured is answering a burst, not the leftovers of the earlier phases.
     await until(

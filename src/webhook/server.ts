@@ -149,11 +149,13 @@ const LINGER_MS = 1000;
 /**
  * Answers a body that is not read to its end. Closing the connection at once, with the client still
  * sending, resets it, and the client can lose the answer; so the rest is read and dropped (Node does
- * that after a response) for LINGER_MS, and then the connection is closed whatever is left.
+ * that after a response) for LINGER_MS, and then the connection is closed if the body is still coming.
+ * A body that ended meanwhile leaves a kept-alive connection that may already carry the next request.
  */
 function tooLarge(req: IncomingMessage, res: ServerResponse, maxBytes: number): void {
   refuse(res, 413, `body over ${maxBytes} bytes`);
-  setTimeout(() => req.socket.destroy(), LINGER_MS).unref();
+  const socket = req.socket;
+  setTimeout(() => req.complete || socket.destroy(), LINGER_MS).unref();
 }
 
 /** GitHub's delivery ids are GUIDs; anything else of that size is accepted, nothing longer. */

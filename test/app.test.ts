@@ -91,7 +91,7 @@ describe('AgenticFix app through the GitHub emulator', () => {
     },
   });
 
-  const start = (cfg: Config) =>
+  const start = (cfg: Config, log = quietLog) =>
     startApp({
       config: cfg,
       appId: APP_ID,
@@ -101,7 +101,7 @@ describe('AgenticFix app through the GitHub emulator', () => {
       port: 0,
       deps,
       sandbox: 'local',
-      log: quietLog,
+      log,
     });
 
   beforeAll(async () => {
@@ -302,17 +302,7 @@ describe('AgenticFix app through the GitHub emulator', () => {
       },
     });
     const bigHome = tempDir('app-big-body-');
-    const other = await startApp({
-      config: testConfig(bigHome),
-      appId: APP_ID,
-      privateKey: PRIVATE_KEY,
-      webhookSecret: SECRET,
-      baseUrl: emu.url,
-      port: 0,
-      deps,
-      sandbox: 'local',
-      log: pino({ level: 'debug' }, sink),
-    });
+    const other = await start(testConfig(bigHome), pino({ level: 'debug' }, sink));
     emu.setWebhookUrl(other.url);
     try {
       const n = emu.createIssue(O, R, { title: 'unrelated', user: 'alice' });
@@ -382,17 +372,7 @@ describe('AgenticFix app through the GitHub emulator', () => {
     // As the webhook benchmark met it: a client sent a whole oversized body, took its 413 and reused the
     // kept-alive connection; the refusal's linger (1 s) then closed the connection under the next request.
     const home = tempDir('app-linger-');
-    const other = await startApp({
-      config: testConfig(home, { AGENTICFIX_WEBHOOK_MAX_BYTES: String(64 * 1024) }),
-      appId: APP_ID,
-      privateKey: PRIVATE_KEY,
-      webhookSecret: SECRET,
-      baseUrl: emu.url,
-      port: 0,
-      deps,
-      sandbox: 'local',
-      log: quietLog,
-    });
+    const other = await start(testConfig(home, { AGENTICFIX_WEBHOOK_MAX_BYTES: String(64 * 1024) }));
     const url = new URL(other.url);
     const c = await connect(url);
     try {

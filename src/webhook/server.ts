@@ -155,7 +155,9 @@ const LINGER_MS = 1000;
 function tooLarge(req: IncomingMessage, res: ServerResponse, maxBytes: number): void {
   refuse(res, 413, `body over ${maxBytes} bytes`);
   const socket = req.socket;
-  setTimeout(() => req.complete || socket.destroy(), LINGER_MS).unref();
+  setTimeout(() => {
+    if (!req.complete) socket.destroy();
+  }, LINGER_MS).unref();
 }
 
 /** GitHub's delivery ids are GUIDs; anything else of that size is accepted, nothing longer. */

@@ -87,6 +87,8 @@ export async function benchWebhook({ smoke }: BenchOptions): Promise<Record<stri
         sender.postMessage({ url, issues });
       });
     const deliver = async (issue: number) => (await send([issue]))[0]!;
+    const runsRecorded = (count: number) =>
+      until(`${count} runs recorded`, async () => (await app.store.list()).length >= count, 120_000);
     // The sender alone: the same burst to a server that answers at once, before the app works.
     const echo = createServer((req, res) => req.resume().on('end', () => res.end()));
     await new Promise<void>((resolve) => echo.listen(0, '127.0.0.1', resolve));
@@ -117,20 +119,13 @@ export async function benchWebhook({ smoke }: BenchOptions): Promise<Record<stri
     await Promise.all([attacker(), delivering()]);
     // The burst starts on a quiet app: the runs of the deliveries above recorded and their work parked,
     // so that what is measured is answering a burst, not the leftovers of the earlier phases.
-    await until(
-      'the earlier runs recorded',
-      async () => (await app.store.list()).length >= single.length + underAttack.length,
-    );
+    await runsRecorded(single.length + underAttack.length);
     await quiet();
     const t0 = performance.now();
     const latencies = await send(Array.from({ length: n }, (_, i) => i + 1));
     // The intake (permission, base commit, enqueue) goes on after the acknowledgements.
     const recorded = n + single.length + underAttack.length;
-    await until(
-      `${recorded} runs recorded`,
-      async () => (await app.store.list()).length >= recorded,
-      120_000,
-    );
+    await runsRecorded(recorded);
     const allRecordedMs = performance.now() - t0;
     // The same burst again with GitHub's latency (each REST answer 100 ms): how long until every run
     // is recorded, which the intake's routing concurrency decides.
@@ -138,11 +133,7 @@ export async function benchWebhook({ smoke }: BenchOptions): Promise<Record<stri
     await quiet();
     const t1 = performance.now();
     await send(Array.from({ length: n }, (_, i) => n + 41 + i));
-    await until(
-      `${recorded + n} runs recorded`,
-      async () => (await app.store.list()).length >= recorded + n,
-      120_000,
-    );
+    await runsRecorded(recorded + n);
     const recordedWithLatencyMs = performance.now() - t1;
     return {
       webhook_single_ack_p50_ms: round(pct(single, 50)),

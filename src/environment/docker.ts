@@ -8,6 +8,7 @@ import { processOwner, worktreeUser } from './lending.js';
 import { parseTestSummary, statusFromExit } from './summary.js';
 import type { RunOutcome, RunRequest, Sandbox } from './types.js';
 import { stopwatch } from '../trace/phases.js';
+import { markLent } from '../workspace/stage.js';
 
 /** Where the worktree appears inside every test container. */
 export const CONTAINER_WORKTREE = '/workspace';
@@ -135,6 +136,7 @@ export class DockerSandbox implements Sandbox {
     try {
       link = await snapshotGitLink(req.worktree);
       if (link.dotGit.kind === 'other') return outcome('error', "the worktree's .git is not a file");
+      await markLent(req.worktree); // from now on host git works on its stage only
       owner = await worktreeUser(req.worktree);
     } catch (err) {
       return outcome('error', `worktree not accessible: ${message(err)}`);

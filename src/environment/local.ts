@@ -6,6 +6,7 @@ import { captureStream } from './capture.js';
 import { parseTestSummary, statusFromExit } from './summary.js';
 import type { RunOutcome, RunRequest, Sandbox } from './types.js';
 import { stopwatch } from '../trace/phases.js';
+import { markLent } from '../workspace/stage.js';
 
 const PIPE_GRACE_MS = 2000;
 
@@ -43,6 +44,7 @@ export class LocalSandbox implements Sandbox {
     if (!cmd) return { ...base, exit_code: null, duration_ms: 0, status: 'error', detail: 'empty argv' };
     if (req.signal?.aborted) return { ...base, exit_code: null, duration_ms: 0, status: 'cancelled' };
 
+    await markLent(req.worktree); // the same rule as for containers: host git works on the stage only
     const home = mkdtempSync(path.join(tmpdir(), 'agenticfix-home-'));
     try {
       const child = spawn(cmd, args, {

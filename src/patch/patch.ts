@@ -1,8 +1,9 @@
-import { lstat, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
-import { capStderr, git, worktreeGit } from '../workspace/git.js';
+import { capStderr, git, worktreeGit, type GitOptions } from '../workspace/git.js';
+import { blobId, syncStage } from '../workspace/stage.js';
 import type { WorktreeGit } from '../workspace/types.js';
 import { ALWAYS_EXCLUDED, type ApplyResult, type ExportedPatch, type SkippedFile } from './types.js';
 
@@ -43,9 +44,10 @@ interface Staged {
 
 /**
  * Stages the worktree's current content (minus ignored, always-excluded and oversized paths) into a
- * temporary index based on `baseCommit` and runs `fn` with it. Nothing is written to the repository:
- * not its index, and not its object store (new objects go to a temporary object directory, the
- * mirror's objects are only read, as alternates), so whatever a test wrote never enters the mirror.
+ * temporary index based on `baseCommit` and runs `fn` with it. Git reads the worktree only through its
+ * host-owned copy (`syncStage`, the sandbox boundary): never the tree a container wrote. Nothing is
+ * written to the repository: not its index, and not its object store (new objects go to a temporary
+ * object directory, the mirror's objects are only read, as alternates).
  */
 async function withTempIndex<T>(
   wt: WorktreeGit,
@@ -54,7 +56,7 @@ async function withTempIndex<T>(
   fn: (staged: Staged) => Promise<T>,
 ): Promise<T> {
   Rev.parse(baseCommit);
-  const common = (await worktreeGit(wt, ['rev-parse', '--path-format=absolute', '--git-common-dir'])).stdout;
+  const common = (await mirrorGit(wt, ['rev-parse', '--path-format=absolute', '--git-common-dir'])).stdout;
   const scratchDir = await mkdtemp(path.join(os.tmpdir(), 'agenticfix-index-'));
   const env = {
     GIT_INDEX_FILE: path.join(scratchDir, 'index'),
@@ -63,13 +65,23 @@ async function withTempIndex<T>(
   };
   try {
     await mkdir(env.GIT_OBJECT_DIRECTORY);
-    await worktreeGit(wt, ['read-tree', baseCommit], { env });
-    const { excluded, skipped } = await leftOut(wt, baseCommit, env, opts.maxFileBytes);
-    // Pathspecs through stdin: any number of excluded paths, whatever characters they hold.
-    const pathspecs = ['.', ...EXCLUDE_PATHSPECS, ...excluded.map((p) => `:(exclude,literal)${p}`)];
-    await worktreeGit(wt, ['add', '-A', '--pathspec-from-file=-', '--pathspec-file-nul'], {
+    await mirrorGit(wt, ['read-tree', baseCommit], { env });
+    const gitlinks = await baseGitlinks(wt, env);
+    const copy = await syncStage(wt.path, {
+      maxFileBytes: opts.maxFileBytes,
+      gitlinks,
+      excludedNames: EXCLUDED_NAMES,
+    });
+    const skipped = [...copy.skipped];
+    for (const f of copy.large)
+      if (!(await sameAsBase(wt, baseCommit, env, f)))
+        skipped.push({ path: f.path, bytes: f.bytes, reason: 'too_large' });
+    // What the stage does not hold keeps its base entry. Pathspecs through stdin: any number, any characters.
+    const kept = [...gitlinks, ...copy.excluded].map((p) => `:(exclude,literal)${p}`);
+    const stage = { path: copy.stage, gitDir: wt.gitDir };
+    await worktreeGit(stage, ['add', '-A', '--pathspec-from-file=-', '--pathspec-file-nul'], {
       env,
-      input: pathspecs.join('\0'),
+      input: ['.', ...EXCLUDE_PATHSPECS, ...kept].join('\0'),
     });
     return await fn({ env, scratchDir, skipped });
   } finally {
@@ -77,62 +89,35 @@ async function withTempIndex<T>(
   }
 }
 
-/** How many lstat calls run at once when sizing the worktree's files. */
-const STAT_BATCH = 256;
+const EXCLUDED_NAMES: ReadonlySet<string> = new Set(ALWAYS_EXCLUDED);
 
-/**
- * What `git add -A` must not stage. Files larger than `maxBytes`: those that differ from the base (new,
- * or changed content) are reported as skipped; an unchanged large file of the base is recognised by
- * hashing it without writing anything. Repositories nested in the worktree (a test's `git init`): git
- * would stage them as commit links that no patch can carry, and fails on one without a commit.
- */
-async function leftOut(
-  wt: WorktreeGit,
-  baseCommit: string,
-  env: Record<string, string>,
-  maxBytes: number,
-): Promise<{ excluded: string[]; skipped: SkippedFile[] }> {
-  const listing = await worktreeGit(
-    wt,
-    ['ls-files', '-z', '--cached', '--others', '--exclude-standard', '--', '.', ...EXCLUDE_PATHSPECS],
-    { env },
-  );
-  const listed = [...new Set(listing.stdout.split('\0').filter(Boolean))];
-  // ls-files names a nested repository as a directory, with a trailing slash.
-  const nested = listed.filter((p) => p.endsWith('/'));
-  const paths = listed.filter((p) => !p.endsWith('/'));
-  const large: SkippedFile[] = [];
-  for (let i = 0; i < paths.length; i += STAT_BATCH) {
-    const batch = paths.slice(i, i + STAT_BATCH);
-    const sizes = await Promise.all(
-      batch.map((p) =>
-        lstat(path.join(wt.path, p)).then(
-          (st) => (st.isFile() ? st.size : 0),
-          () => 0,
-        ),
-      ),
-    );
-    batch.forEach((p, j) => {
-      if (sizes[j]! > maxBytes) large.push({ path: p, bytes: sizes[j]!, reason: 'too_large' });
-    });
-  }
-  const skipped: SkippedFile[] = nested.map((p) => ({ path: p, bytes: 0, reason: 'repository' }));
-  for (const f of large) if (!(await sameAsBase(wt, baseCommit, env, f))) skipped.push(f);
-  return { excluded: [...nested, ...large.map((f) => f.path)], skipped };
+/** Git on the repository alone (the mirror's objects and config, the temporary index): no work tree. */
+const mirrorGit = (wt: WorktreeGit, args: string[], opts: Omit<GitOptions, 'cwd'> = {}) =>
+  git(args, { ...opts, cwd: wt.gitDir, env: { ...opts.env, GIT_DIR: wt.gitDir } });
+
+/** Submodule paths of the base (gitlinks, mode 160000), read from the temporary index. */
+async function baseGitlinks(wt: WorktreeGit, env: Record<string, string>): Promise<Set<string>> {
+  const out = (await mirrorGit(wt, ['ls-files', '-s', '-z'], { env })).stdout;
+  const links = new Set<string>();
+  for (const line of out.split('\0')) if (line.startsWith('160000 ')) links.add(line.slice(line.indexOf('\t') + 1));
+  return links;
 }
 
-/** Whether a large file is the base's, unchanged: sizes first, then a hash that writes nothing. */
+/**
+ * Whether a large file is the base's, unchanged: sizes first, then its blob id, hashed here from a
+ * descriptor that follows no link (git never reads the worktree).
+ */
 async function sameAsBase(
   wt: WorktreeGit,
   baseCommit: string,
   env: Record<string, string>,
-  f: SkippedFile,
+  f: { path: string; abs: string; bytes: number },
 ): Promise<boolean> {
   const spec = `${baseCommit}:${f.path}`;
-  const size = await worktreeGit(wt, ['cat-file', '-s', spec], { env, allowFail: true });
+  const size = await mirrorGit(wt, ['cat-file', '-s', spec], { env, allowFail: true });
   if (size.exitCode !== 0 || Number(size.stdout.trim()) !== f.bytes) return false;
-  const blob = (await worktreeGit(wt, ['rev-parse', spec], { env })).stdout.trim();
-  return (await worktreeGit(wt, ['hash-object', '--', f.path], { env })).stdout.trim() === blob;
+  const blob = (await mirrorGit(wt, ['rev-parse', spec], { env })).stdout.trim();
+  return (await blobId(f.abs, blob.length === 64 ? 'sha256' : 'sha1')) === blob;
 }
 
 /**
@@ -141,12 +126,12 @@ async function sameAsBase(
  */
 async function stagedDiff(wt: WorktreeGit, baseCommit: string, staged: Staged): Promise<string> {
   const { env, scratchDir } = staged;
-  const text = (await worktreeGit(wt, [...DIFF_ARGS, baseCommit], { env })).stdout;
+  const text = (await mirrorGit(wt, [...DIFF_ARGS, baseCommit], { env })).stdout;
   if (!text.includes('\uFFFD')) return text;
   const attrs = path.join(scratchDir, 'attributes');
   await writeFile(attrs, '* -diff\n');
   const args = ['-c', `core.attributesFile=${attrs}`, ...DIFF_ARGS, baseCommit];
-  return (await worktreeGit(wt, args, { env })).stdout;
+  return (await mirrorGit(wt, args, { env })).stdout;
 }
 
 export async function exportPatch(
@@ -156,7 +141,7 @@ export async function exportPatch(
 ): Promise<ExportedPatch> {
   return withTempIndex(wt, baseCommit, opts, async (staged) => {
     const patch = await stagedDiff(wt, baseCommit, staged);
-    const tree = (await worktreeGit(wt, ['write-tree'], { env: staged.env })).stdout.trim();
+    const tree = (await mirrorGit(wt, ['write-tree'], { env: staged.env })).stdout.trim();
     return { patch, files: patchFiles(patch), tree, skipped: staged.skipped };
   });
 }
@@ -168,7 +153,7 @@ export async function workspaceRevision(
   opts: ExportOptions,
 ): Promise<string> {
   return withTempIndex(wt, baseCommit, opts, async ({ env }) =>
-    (await worktreeGit(wt, ['write-tree'], { env })).stdout.trim(),
+    (await mirrorGit(wt, ['write-tree'], { env })).stdout.trim(),
   );
 }
 

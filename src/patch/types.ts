@@ -1,3 +1,7 @@
+import type { SkippedFile } from '../workspace/stage.js';
+
+export type { SkippedFile };
+
 /**
  * Patch export and application. Export never touches the worktree's own index (temporary GIT_INDEX_FILE)
  * nor the mirror's object store (temporary GIT_OBJECT_DIRECTORY).
@@ -13,12 +17,6 @@ export interface ExportedPatch {
   skipped: SkippedFile[];
 }
 
-export interface SkippedFile {
-  path: string;
-  bytes: number;
-  /** too_large: a new or changed file over the size limit; repository: a repository nested in the worktree. */
-  reason: 'too_large' | 'repository';
-}
 
 export interface ApplyResult {
   ok: boolean;

@@ -1,5 +1,6 @@
 import { execa } from 'execa';
 import { capMiddle } from '../trace/cap.js';
+import { wasLent } from './stage.js';
 import type { WorktreeGit } from './types.js';
 
 /** The one git runner of the project: no shell, no prompts, no ambient configuration or credentials. */
@@ -106,12 +107,15 @@ export async function git(args: string[], opts: GitOptions): Promise<GitResult> 
 
 /**
  * Runs git on a worktree with the repository given explicitly (GIT_DIR = its admin dir in the mirror,
- * GIT_WORK_TREE = the worktree), so git never discovers one from the worktree: a `.git` that the code
- * under test planted or rewrote (pointing to a repository whose config defines filters, hooks or an
- * fsmonitor) is never read. Filters and drivers are only defined by config, and the config git reads
- * is the mirror's, which nothing in a container can reach.
+ * GIT_WORK_TREE = the worktree), so git never discovers one from the worktree. Refused on a worktree that
+ * was lent to a container: after untrusted code ran, host git works only on its host-owned copy (the
+ * stage, ./stage.ts), never on the tree the code wrote.
  */
 export function worktreeGit(wt: WorktreeGit, args: string[], opts: Omit<GitOptions, 'cwd'> = {}) {
+  if (wasLent(wt.path))
+    return Promise.reject(
+      new GitError(args, -1, `refused: ${wt.path} was lent to a container; git works on its stage only`),
+    );
   return git(args, {
     ...opts,
     cwd: wt.path,

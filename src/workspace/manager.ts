@@ -4,6 +4,7 @@ import { lstat, mkdir, readdir, readFile, realpath, rename, rm } from 'node:fs/p
 import path from 'node:path';
 import lockfile from 'proper-lockfile';
 import { z } from 'zod';
+import { removeStage, wasLent } from './stage.js';
 import { git, stripUserinfo, type GitConfig } from './git.js';
 import type { Worktree, WorkspaceManager } from './types.js';
 
@@ -144,8 +145,9 @@ export class GitWorkspaceManager implements WorkspaceManager {
   }
 
   /**
-   * Removes worktrees, one hold of the lock per mirror: the directories this manager made are deleted
-   * and their admin entries pruned in one git call; any other path goes through `git worktree remove`.
+   * Removes worktrees, one hold of the lock per mirror: the directories this manager made (and any that
+   * was lent to a container: git must not read it) are deleted and their admin entries pruned in one git
+   * call; any other path goes through `git worktree remove`. Their stages go with them.
    */
   async removeMany(wts: readonly Pick<Worktree, 'path' | 'mirror'>[]): Promise<void> {
     const mirrors = new Set(wts.map((wt) => wt.mirror));
@@ -154,11 +156,12 @@ export class GitWorkspaceManager implements WorkspaceManager {
         await Promise.all(
           wts
             .filter((wt) => wt.mirror === mirror)
-            .map((wt) =>
-              isInside(this.worktreeDir, wt.path)
+            .map(async (wt) => {
+              await (isInside(this.worktreeDir, wt.path) || wasLent(wt.path)
                 ? rm(wt.path, { recursive: true, force: true })
-                : git(['worktree', 'remove', '--force', wt.path], { cwd: mirror }),
-            ),
+                : git(['worktree', 'remove', '--force', wt.path], { cwd: mirror }));
+              await removeStage(wt.path);
+            }),
         );
         await git(['worktree', 'prune'], { cwd: mirror });
       });

@@ -99,7 +99,8 @@ const mirrorGit = (wt: WorktreeGit, args: string[], opts: Omit<GitOptions, 'cwd'
 async function baseGitlinks(wt: WorktreeGit, env: Record<string, string>): Promise<Set<string>> {
   const out = (await mirrorGit(wt, ['ls-files', '-s', '-z'], { env })).stdout;
   const links = new Set<string>();
-  for (const line of out.split('\0')) if (line.startsWith('160000 ')) links.add(line.slice(line.indexOf('\t') + 1));
+  for (const line of out.split('\0'))
+    if (line.startsWith('160000 ')) links.add(line.slice(line.indexOf('\t') + 1));
   return links;
 }
 

@@ -146,7 +146,8 @@ async function sync(worktree: string, stage: string, opts: StageOptions): Promis
         else if (st.size > BigInt(opts.maxFileBytes)) {
           out.excluded.push(childRel);
           out.large.push({ path: childRel, abs, bytes: Number(st.size) });
-        } else if (!(await copyFile(abs, st, stage, childRel, old, seen))) leaveOut(childRel, 0, 'unreadable');
+        } else if (!(await copyFile(abs, st, stage, childRel, old, seen)))
+          leaveOut(childRel, 0, 'unreadable');
       }
     }
     await removeStale(stage, old, seen);
@@ -163,7 +164,8 @@ const typeOf = (sig: string | undefined) => sig?.[0];
 /** Removes the stage's entry at `rel` when it is not of the kind about to be written there. */
 async function clearIfOther(stage: string, rel: string, kind: string, old: Map<string, string>) {
   const was = old.get(rel);
-  if (was !== undefined && typeOf(was) !== kind) await rm(path.join(stage, rel), { recursive: true, force: true });
+  if (was !== undefined && typeOf(was) !== kind)
+    await rm(path.join(stage, rel), { recursive: true, force: true });
 }
 
 async function ensureDir(stage: string, rel: string, old: Map<string, string>, seen: Map<string, string>) {
@@ -237,7 +239,8 @@ async function removeStale(stage: string, old: Map<string, string>, seen: Map<st
     if (seen.has(rel)) continue;
     const parts = rel.split('/');
     let underDirs = true;
-    for (let i = 1; i < parts.length && underDirs; i++) underDirs = seen.get(parts.slice(0, i).join('/')) === 'd';
+    for (let i = 1; i < parts.length && underDirs; i++)
+      underDirs = seen.get(parts.slice(0, i).join('/')) === 'd';
     if (underDirs) await rm(path.join(stage, rel), { recursive: true, force: true });
   }
 }

@@ -42,6 +42,9 @@ const ENV_SCHEMA = z.object({
   AGENTICFIX_SANDBOX_CPUS: z.coerce.number().positive().default(1),
   AGENTICFIX_SANDBOX_PIDS: int(256, 8),
   AGENTICFIX_SANDBOX_TMPFS_MB: int(256, 1),
+  // The OCI runtime of test and judge containers: `runc` leaves it to the engine's default, `runsc` is gVisor
+  // (registered with dockerd; builds cannot use it: the classic builder's API has no runtime option).
+  AGENTICFIX_RUNTIME: z.enum(['runc', 'runsc']).default('runc'),
   AGENTICFIX_BUILD_TIMEOUT_S: int(900, 1),
   AGENTICFIX_BUILD_MAX_OUTPUT_MB: int(64, 1),
   AGENTICFIX_BUILD_CONTEXT_MAX_MB: int(256, 1),
@@ -186,6 +189,8 @@ export interface Config {
     nanoCpus: number;
     pidsLimit: number;
     tmpfsBytes: number;
+    /** `runsc`: test and judge containers run under gVisor; `runc`: the engine's default runtime. */
+    runtime: 'runc' | 'runsc';
     buildTimeoutMs: number;
     /** Build output (the engine's progress stream) past which a build is stopped. */
     buildMaxOutputBytes: number;
@@ -358,6 +363,7 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       nanoCpus: Math.round(e.AGENTICFIX_SANDBOX_CPUS * 1e9),
       pidsLimit: e.AGENTICFIX_SANDBOX_PIDS,
       tmpfsBytes: e.AGENTICFIX_SANDBOX_TMPFS_MB * MiB,
+      runtime: e.AGENTICFIX_RUNTIME,
       buildTimeoutMs: e.AGENTICFIX_BUILD_TIMEOUT_S * 1000,
       buildMaxOutputBytes: e.AGENTICFIX_BUILD_MAX_OUTPUT_MB * MiB,
       buildContextMaxBytes: e.AGENTICFIX_BUILD_CONTEXT_MAX_MB * MiB,

@@ -96,6 +96,7 @@ export class DockerSandbox implements Sandbox {
       kind: this.kind,
       image: this.imageId,
       network: 'none',
+      runtime: this.limits.runtime,
       memory_bytes: this.limits.memoryBytes,
       nano_cpus: this.limits.nanoCpus,
       pids_limit: this.limits.pidsLimit,
@@ -209,6 +210,8 @@ export class DockerSandbox implements Sandbox {
           SecurityOpt: ['no-new-privileges'],
           Privileged: false,
           AutoRemove: false,
+          // gVisor: the container's system calls go to a kernel in user space, not the host's.
+          ...(this.limits.runtime === 'runsc' ? { Runtime: 'runsc' } : {}),
         },
       });
     } catch (err) {

@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type Docker from 'dockerode';
-import type { Config } from '../config/config.js';
+import { z } from 'zod';
+import { ConfigError, type Config } from '../config/config.js';
 import { DEADLINE_LABEL, DockerSandbox, LABEL, OWNER_LABEL, RUN_LABEL } from './docker.js';
 import { ownerState } from './lending.js';
 
@@ -45,6 +46,28 @@ export async function sweepContainers(
   return removed;
 }
 
+/** The part of `docker info` read here; the engine sends many more fields, which are dropped. */
+const EngineInfo = z.object({ Runtimes: z.record(z.string(), z.unknown()).default({}) });
+
+/** The OCI runtimes the engine has registered (`docker info`, Runtimes). */
+export async function engineRuntimes(docker: Docker): Promise<string[]> {
+  return Object.keys(EngineInfo.parse(await docker.info()).Runtimes);
+}
+
+/**
+ * AGENTICFIX_RUNTIME=runsc on an engine that does not know runsc would fail every test container:
+ * the start-up stops instead, with one line saying what to do.
+ */
+export async function checkRuntime(docker: Docker, config: Config): Promise<void> {
+  const wanted = config.sandbox.runtime;
+  if (wanted === 'runc') return;
+  const names = await engineRuntimes(docker);
+  if (names.includes(wanted)) return;
+  throw new ConfigError(
+    `AGENTICFIX_RUNTIME=${wanted} but the Docker engine has no "${wanted}" runtime (it has: ${names.join(', ') || 'none'}): install runsc and register it with dockerd in /etc/docker/daemon.json (README, "gVisor"), or unset AGENTICFIX_RUNTIME`,
+  );
+}
+
 export class MountCheckError extends Error {
   override name = 'MountCheckError';
 }
@@ -81,6 +104,12 @@ export async function checkBindMounts(docker: Docker, config: Config): Promise<v
         '(docker run -v /srv/agenticfix:/srv/agenticfix -e AGENTICFIX_HOME=/srv/agenticfix …), or set',
         'AGENTICFIX_HOST_HOME to the host directory mounted at AGENTICFIX_HOME; keep AGENTICFIX_WORKTREE_DIR',
         `inside AGENTICFIX_HOME. The base image must exist too (scripts/base-image.sh).`,
+        ...(config.sandbox.runtime === 'runsc'
+          ? [
+              `Under AGENTICFIX_RUNTIME=runsc gVisor itself may refuse to start: try`,
+              `docker run --rm --runtime=runsc --network=none ${config.sandbox.baseImage} true`,
+            ]
+          : []),
       ].join('\n'),
     );
   } finally {

@@ -2,7 +2,7 @@ import Docker from 'dockerode';
 import { ConfigError, type Config } from '../config/config.js';
 import { dockerAvailable } from '../environment/docker.js';
 import { isLent, restoreLentWorktrees } from '../environment/lending.js';
-import { checkBindMounts, MountCheckError, sweepContainers } from '../environment/startup.js';
+import { checkBindMounts, checkRuntime, MountCheckError, sweepContainers } from '../environment/startup.js';
 import { GitWorkspaceManager } from '../workspace/manager.js';
 
 /** What every entry point (serve, demo, run, verify, eval) does before its first run. */
@@ -24,13 +24,15 @@ export interface PrepareHostOptions {
 }
 
 /**
- * Tidies what dead runs left (their containers, worktrees still lent to nobody), applies the worktree
- * age policy and, when asked, runs the mount self-check, which throws a ConfigError saying what to mount.
+ * Checks that the engine has the configured runtime, tidies what dead runs left (their containers,
+ * worktrees still lent to nobody), applies the worktree age policy and, when asked, runs the mount
+ * self-check; a failed check throws a ConfigError saying what to do.
  */
 export async function prepareHost(o: PrepareHostOptions): Promise<HostCleanup> {
   const { config } = o;
   const docker = new Docker();
   const engine = o.docker && (await dockerAvailable(docker));
+  if (engine) await checkRuntime(docker, config);
   // Containers first: a worktree is handed back only once nothing can write to it any more.
   const containers = engine ? await sweepContainers(docker, { isFinished: o.isFinished }) : [];
   const restored = await restoreLentWorktrees(config.worktreeDir);

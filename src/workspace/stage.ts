@@ -88,6 +88,9 @@ const syncing = new Map<string, Promise<unknown>>();
 const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 const WRITE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW;
 
+/** Files copied at once (each holds two descriptors while it is copied). */
+const COPY_BATCH = 32;
+
 const isGitName = (name: string) => name.toLowerCase() === '.git';
 
 /** Brings the stage of `worktree` up to date with it, copying only what changed since the last sync. */
@@ -132,23 +135,38 @@ async function sync(worktree: string, stage: string, opts: StageOptions): Promis
         continue;
       }
       if (rel !== '') await ensureDir(stage, rel, old, seen);
-      for (const name of names) {
-        const childRel = rel === '' ? name : `${rel}/${name}`;
-        if (isGitName(name) || opts.excludedNames.has(name) || opts.gitlinks.has(childRel)) continue;
-        if (++entries > STAGE_MAX_ENTRIES)
-          throw new StageError(`the worktree holds more than ${STAGE_MAX_ENTRIES} entries`);
+      const children = names
+        .map((name) => (rel === '' ? name : `${rel}/${name}`))
+        .filter((childRel, i) => {
+          const name = names[i]!;
+          return !isGitName(name) && !opts.excludedNames.has(name) && !opts.gitlinks.has(childRel);
+        });
+      entries += children.length;
+      if (entries > STAGE_MAX_ENTRIES)
+        throw new StageError(`the worktree holds more than ${STAGE_MAX_ENTRIES} entries`);
+      // One directory's entries are looked at together: most syncs copy nothing, and their cost is these calls.
+      const stats = await Promise.all(
+        children.map((childRel) => lstat(path.join(worktree, childRel), { bigint: true }).catch(() => null)),
+      );
+      const copies: (() => Promise<void>)[] = [];
+      for (const [i, childRel] of children.entries()) {
         const abs = path.join(worktree, childRel);
-        const st = await lstat(abs, { bigint: true }).catch(() => null);
+        const st = stats[i];
         if (!st) leaveOut(childRel, 0, 'unreadable');
         else if (st.isDirectory()) dirs.push(childRel);
-        else if (st.isSymbolicLink()) await copyLink(abs, stage, childRel, old, seen);
+        else if (st.isSymbolicLink()) copies.push(() => copyLink(abs, stage, childRel, old, seen));
         else if (!st.isFile()) leaveOut(childRel, 0, 'special');
         else if (st.size > BigInt(opts.maxFileBytes)) {
           out.excluded.push(childRel);
           out.large.push({ path: childRel, abs, bytes: Number(st.size) });
-        } else if (!(await copyFile(abs, st, stage, childRel, old, seen)))
-          leaveOut(childRel, 0, 'unreadable');
+        } else
+          copies.push(async () => {
+            if (!(await copyFile(abs, st, stage, childRel, old, seen))) leaveOut(childRel, 0, 'unreadable');
+          });
       }
+      // Distinct paths in one directory: copied a batch at a time, within the descriptor limit.
+      for (let i = 0; i < copies.length; i += COPY_BATCH)
+        await Promise.all(copies.slice(i, i + COPY_BATCH).map((copy) => copy()));
     }
     await removeStale(stage, old, seen);
   } catch (err) {

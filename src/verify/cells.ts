@@ -104,10 +104,14 @@ export async function runCell(
   if (anyFailure && first.outcome.status !== 'timeout') {
     for (let i = 0; i < ctx.reruns; i++) runs.push(await runOnce(ctx, cmd.argv, cmd.reportFile, cmd.runner));
   }
-  const flaky = first.parsed.per_test ? flakyIds(runs.map((r) => r.parsed.results)) : [];
+  // A run that timed out or reported nothing has no results: that is its problem, never a flip of every test.
+  const compared = runs.filter((r) => r.outcome.status !== 'timeout' && r.parsed.results.length > 0);
+  const flaky =
+    first.parsed.per_test && compared.length > 1 ? flakyIds(compared.map((r) => r.parsed.results)) : [];
   const exitCodes = [...new Set(runs.map((r) => r.outcome.exit_code))];
+  const failed = runs.findIndex((r) => r.problem !== null);
   const problem =
-    runs.find((r) => r.problem !== null)?.problem ??
+    (failed < 0 ? null : `${failed > 0 ? `re-run ${failed}: ` : ''}${runs[failed]!.problem}`) ??
     (!first.parsed.per_test && exitCodes.length > 1
       ? `the suite's exit code changed across re-runs (${exitCodes.join(', ')})`
       : null);

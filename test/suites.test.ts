@@ -1,0 +1,108 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { RunOutcome, RunRequest, Sandbox } from '../src/environment/types.js';
+import { runCell, type CellContext } from '../src/verify/cells.js';
+import { REPORT_DIR } from '../src/verify/reports/runner.js';
+import { CONTAINER_ROOT } from '../src/verify/reports/types.js';
+
+const dir = mkdtempSync(path.join(tmpdir(), 'agenticfix-suites-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** One scripted run: what the runner writes into the worktree (path → content) and how it ends. */
+interface Step {
+  files?: Record<string, string>;
+  outcome: Partial<RunOutcome>;
+}
+
+/** A sandbox that plays `steps` in order, writing each step's files where the container would. */
+function scripted(steps: Step[]): Sandbox & { requests: RunRequest[] } {
+  const requests: RunRequest[] = [];
+  return {
+    kind: 'local',
+    requests,
+    describe: () => ({}),
+    available: async () => true,
+    run: async (req) => {
+      requests.push(req);
+      const step = steps[requests.length - 1];
+      if (!step) throw new Error(`unscripted run ${requests.length}`);
+      for (const [file, content] of Object.entries(step.files ?? {})) {
+        mkdirSync(path.dirname(path.join(req.worktree, file)), { recursive: true });
+        writeFileSync(path.join(req.worktree, file), content);
+      }
+      return {
+        exit_code: 0,
+        stdout: '',
+        stderr: '',
+        stdout_truncated: false,
+        stderr_truncated: false,
+        timed_out: false,
+        duration_ms: 1,
+        status: 'passed',
+        summary: null,
+        ...step.outcome,
+      };
+    },
+  };
+}
+
+/** A jest --json report of `tests` (name → passed?) in one file. */
+const jestReport = (tests: Record<string, boolean>) =>
+  JSON.stringify({
+    testResults: [
+      {
+        name: `${CONTAINER_ROOT}/test/a.test.js`,
+        status: Object.values(tests).every(Boolean) ? 'passed' : 'failed',
+        assertionResults: Object.entries(tests).map(([title, ok]) => ({
+          ancestorTitles: [],
+          title,
+          status: ok ? 'passed' : 'failed',
+        })),
+      },
+    ],
+  });
+
+const context = (sandbox: Sandbox, argv: string[], over: Partial<CellContext> = {}): CellContext => ({
+  sandbox,
+  worktree: mkdtempSync(path.join(dir, 'wt-')),
+  argv,
+  timeoutMs: 60_000,
+  maxOutputBytes: 1 << 20,
+  maxReportBytes: 1 << 20,
+  reruns: 1,
+  allowEmpty: false,
+  ...over,
+});
+const spec = { name: 'base', source: 'base', tests: 'base' } as const;
+
+describe('a cell with no results', () => {
+  it('is "no results" when a re-run times out, never a flip of every test', async () => {
+    const tests = Object.fromEntries(Array.from({ length: 263 }, (_, i) => [`t${i}`, i !== 0]));
+    const sandbox = scripted([
+      {
+        files: { [`${REPORT_DIR}/jest.json`]: jestReport(tests) },
+        outcome: { exit_code: 1, status: 'failed' },
+      },
+      { outcome: { exit_code: null, status: 'timeout', timed_out: true } },
+    ]);
+    const cell = await runCell(spec, context(sandbox, ['npx', 'jest']));
+    expect(cell.runs).toBe(2);
+    expect(cell.flaky).toEqual([]);
+    expect(cell.counts).toMatchObject({ passed: 262, failed: 1 });
+    expect(cell.problem).toBe('re-run 1: timed out after 60 s');
+  });
+
+  it('still lists the tests that really changed between runs that reported', async () => {
+    const sandbox = scripted([
+      {
+        files: { [`${REPORT_DIR}/jest.json`]: jestReport({ a: false, b: true }) },
+        outcome: { exit_code: 1, status: 'failed' },
+      },
+      { files: { [`${REPORT_DIR}/jest.json`]: jestReport({ a: true, b: true }) }, outcome: { exit_code: 0 } },
+    ]);
+    const cell = await runCell(spec, context(sandbox, ['npx', 'jest']));
+    expect(cell.flaky).toEqual(['test/a.test.js > a']);
+    expect(cell.problem).toBeNull();
+  });
+});

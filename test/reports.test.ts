@@ -179,6 +179,93 @@ describe('runner detection, argv instrumentation and the exit-code cross-check',
     });
   });
 
+  test.each([
+    [
+      ['npx', 'jest', '--ci', '--json', '--outputFile=/tmp/row.json', 'test/a.test.js'],
+      [
+        'npx',
+        'jest',
+        '--ci',
+        'test/a.test.js',
+        '--json',
+        '--outputFile=/workspace/.agenticfix-report/jest.json',
+      ],
+    ],
+    [
+      ['jest', '--json', '--outputFile', 'row.json'],
+      ['jest', '--json', '--outputFile=/workspace/.agenticfix-report/jest.json'],
+    ],
+    [
+      ['vitest', 'run', '--reporter=verbose', '--reporter=json', '--outputFile=row.json'],
+      [
+        'vitest',
+        'run',
+        '--reporter=verbose',
+        '--reporter=json',
+        '--outputFile=/workspace/.agenticfix-report/vitest.json',
+      ],
+    ],
+    [
+      ['vitest', 'run', '--reporter', 'json', '--outputFile.json', 'row.json'],
+      ['vitest', 'run', '--reporter=json', '--outputFile=/workspace/.agenticfix-report/vitest.json'],
+    ],
+    [
+      ['mocha', '-R', 'spec', '--reporter-option', 'output=row.json', 'test/'],
+      [
+        'mocha',
+        'test/',
+        '--reporter',
+        'json',
+        '--reporter-option',
+        'output=/workspace/.agenticfix-report/mocha.json',
+      ],
+    ],
+    [
+      ['pytest', '--junitxml', 'row.xml', '--json-report', '--json-report-file=/row.json', 'tests'],
+      [
+        'pytest',
+        'tests',
+        '--junitxml=/workspace/.agenticfix-report/pytest.xml',
+        '-o',
+        'junit_family=xunit1',
+        '-rA',
+      ],
+    ],
+    [
+      [
+        'node',
+        '--test',
+        '--test-reporter=spec',
+        '--test-reporter',
+        'junit',
+        '--test-reporter-destination=row.xml',
+        't/',
+      ],
+      [
+        'node',
+        '--test',
+        '--test-reporter=tap',
+        '--test-reporter-destination=/workspace/.agenticfix-report/node.tap',
+        't/',
+      ],
+    ],
+    [
+      ['pytest', 'tests', '--', '--junitxml=literal'],
+      [
+        'pytest',
+        'tests',
+        '--junitxml=/workspace/.agenticfix-report/pytest.xml',
+        '-o',
+        'junit_family=xunit1',
+        '-rA',
+        '--',
+        '--junitxml=literal',
+      ],
+    ],
+  ])("the command's own report flags %j are replaced, not doubled", (argv, expected) => {
+    expect(instrumentArgv(argv).argv).toEqual(expected);
+  });
+
   test('pytest falls back from a missing junit file to -rA lines; a missing jest report collects nothing', () => {
     const fromStdout = collectResults(
       'pytest',

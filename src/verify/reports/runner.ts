@@ -28,12 +28,76 @@ export interface InstrumentedCommand {
   reportFile: string | null;
 }
 
+/** A runner's own report flag: its names, whether it takes a value (`--f=v` or `--f v`), which values count. */
+interface ReportFlag {
+  names: readonly string[];
+  value: boolean;
+  /** Only these values are the runner's report (vitest keeps its other reporters: they print to stdout). */
+  only?: RegExp;
+  /** vitest's `--outputFile.json=…`: a dotted suffix names the same flag. */
+  dotted?: boolean;
+}
+
 /**
- * Adds reporter flags to the maintainer's argv so per-test results land in a file inside the
- * worktree (the container's root is read-only). pytest: `--junitxml=… -o junit_family=xunit1 -rA`
- * appended (xunit1 records the file, giving real node ids; -rA is the fallback when no XML is
- * written); jest: `--json --outputFile=…` appended; vitest: `--reporter=json --outputFile=…`; mocha: `--reporter json --reporter-option
- * output=…` appended; node: `--test-reporter=tap --test-reporter-destination=…` inserted right
+ * The report flags a command may already carry (SWE-bench-style rows do). They are replaced, not
+ * doubled: jest crashes after the run on two `--outputFile` (an array), vitest refuses to start, mocha
+ * takes one reporter, node pairs reporters with destinations by position, and a path of the row's
+ * own may lie on the read-only root. pytest-json-report's flags go too: the judge reads its JUnit XML.
+ */
+const OWN_REPORT_FLAGS: Record<Runner, readonly ReportFlag[]> = {
+  pytest: [
+    { names: ['--junitxml', '--junit-xml', '--json-report-file'], value: true },
+    { names: ['--json-report'], value: false },
+  ],
+  jest: [
+    { names: ['--json'], value: false },
+    { names: ['--outputFile'], value: true },
+  ],
+  vitest: [
+    { names: ['--reporter'], value: true, only: /^json$/ },
+    { names: ['--outputFile'], value: true, dotted: true },
+  ],
+  mocha: [
+    { names: ['--reporter', '-R'], value: true },
+    { names: ['--reporter-option', '--reporter-options', '-O'], value: true },
+  ],
+  'node-test': [{ names: ['--test-reporter', '--test-reporter-destination'], value: true }],
+  go: [{ names: ['-json', '--json'], value: false }],
+  generic: [],
+};
+
+/** `argv` without the runner's own report flags (up to a `--`, after which words are arguments). */
+export function withoutReportFlags(runner: Runner, argv: readonly string[]): string[] {
+  const flags = OWN_REPORT_FLAGS[runner];
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const tok = argv[i]!;
+    if (tok === '--') return [...out, ...argv.slice(i)];
+    const flag = flags.find((f) =>
+      f.names.some((n) => tok === n || tok.startsWith(`${n}=`) || (f.dotted && tok.startsWith(`${n}.`))),
+    );
+    if (!flag) {
+      out.push(tok);
+      continue;
+    }
+    const eq = tok.indexOf('=');
+    const inline = eq >= 0;
+    const value = !flag.value ? '' : inline ? tok.slice(eq + 1) : (argv[i + 1] ?? '');
+    if (flag.only && !flag.only.test(value)) {
+      out.push(tok);
+      continue;
+    }
+    if (flag.value && !inline) i++;
+  }
+  return out;
+}
+
+/**
+ * Replaces the command's own report flags (see OWN_REPORT_FLAGS) with the judge's, so per-test results
+ * land in a file inside the worktree (the container's root is read-only). pytest: `--junitxml=… -o junit_family=xunit1 -rA`
+ * appended (before a `--`, like every appended flag; xunit1 records the file, giving real node ids;
+ * -rA is the fallback when no XML is written); jest: `--json --outputFile=…`; vitest:
+ * `--reporter=json --outputFile=…`; mocha: `--reporter json --reporter-option output=…`; node: `--test-reporter=tap --test-reporter-destination=…` inserted right
  * after `--test` (node options must precede file arguments); go: `-json` inserted after `test`.
  */
 export function instrumentArgv(argv: readonly string[]): InstrumentedCommand {
@@ -41,20 +105,23 @@ export function instrumentArgv(argv: readonly string[]): InstrumentedCommand {
   const file = REPORT_FILE[runner];
   const reportFile = file ? `${REPORT_DIR}/${file}` : null;
   const inContainer = reportFile ? `${CONTAINER_ROOT}/${reportFile}` : '';
-  const out = [...argv];
+  const out = withoutReportFlags(runner, argv);
+  // Options go before a `--`: after it they would be file arguments.
+  const end = out.includes('--') ? out.indexOf('--') : out.length;
+  const add = (...flags: string[]) => out.splice(end, 0, ...flags);
   switch (runner) {
     case 'pytest':
-      out.push(`--junitxml=${inContainer}`, '-o', 'junit_family=xunit1', '-rA');
+      add(`--junitxml=${inContainer}`, '-o', 'junit_family=xunit1', '-rA');
       break;
     case 'jest':
-      out.push('--json', `--outputFile=${inContainer}`);
+      add('--json', `--outputFile=${inContainer}`);
       break;
     case 'vitest':
       // vitest's json reporter writes jest's --json layout.
-      out.push('--reporter=json', `--outputFile=${inContainer}`);
+      add('--reporter=json', `--outputFile=${inContainer}`);
       break;
     case 'mocha':
-      out.push('--reporter', 'json', '--reporter-option', `output=${inContainer}`);
+      add('--reporter', 'json', '--reporter-option', `output=${inContainer}`);
       break;
     case 'node-test':
       out.splice(

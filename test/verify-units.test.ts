@@ -341,7 +341,7 @@ describe('markdown evidence report', () => {
       dockerfile_sha256: 'c'.repeat(64),
     },
     build_error: null,
-    phases: { worktrees_ms: 300, build_ms: 41000, cells_ms: 5000 },
+    phases: { worktrees_ms: 300, build_ms: 41000, cells_ms: 5000, cells_at_once: 2 },
     cells: [mkCell('base', { a: 'passed' })],
     evidence: {
       reproduced: [],
@@ -396,11 +396,33 @@ describe('concurrent cells', () => {
   });
   const GiB = 2 ** 30;
 
+  const make = ['make', 'test'];
   test('as many cells at once as the host holds at the sandbox limits, between 1 and 4', () => {
-    expect(cellConcurrency(sandbox(1, 1024), { cpus: 2, memory: 24 * GiB })).toBe(2);
-    expect(cellConcurrency(sandbox(1, 1024), { cpus: 16, memory: 24 * GiB })).toBe(4);
-    expect(cellConcurrency(sandbox(0.5, 8192), { cpus: 2, memory: 24 * GiB })).toBe(3);
-    expect(cellConcurrency(sandbox(4, 1024), { cpus: 2, memory: 24 * GiB })).toBe(1);
+    expect(cellConcurrency(sandbox(1, 1024), make, { cpus: 2, memory: 24 * GiB })).toBe(2);
+    expect(cellConcurrency(sandbox(1, 1024), make, { cpus: 16, memory: 24 * GiB })).toBe(4);
+    expect(cellConcurrency(sandbox(0.5, 8192), make, { cpus: 2, memory: 24 * GiB })).toBe(3);
+    expect(cellConcurrency(sandbox(4, 1024), make, { cpus: 2, memory: 24 * GiB })).toBe(1);
+  });
+
+  test.each([
+    // A serial runner keeps one CPU busy whatever the sandbox allows: two cells share a 2-CPU host.
+    [['pytest', 'tests'], 2, 2, 2],
+    [['pytest', '-n', 'auto'], 2, 2, 1],
+    [['pytest', '-n4'], 4, 8, 2],
+    [['npx', 'jest', '--maxWorkers=2'], 4, 4, 2],
+    [['npx', 'jest', '--maxWorkers=4'], 4, 4, 1],
+    [['npx', 'jest', '-w', '50%'], 4, 4, 2],
+    [['npx', 'jest', '--runInBand'], 4, 4, 4],
+    [['npx', 'jest'], 4, 4, 1],
+    [['vitest', 'run', '--no-file-parallelism'], 2, 2, 2],
+    [['mocha', 'test/'], 2, 2, 2],
+    [['mocha', '--parallel', '--jobs', '2'], 4, 4, 2],
+    [['node', '--test', '--test-concurrency=1'], 2, 2, 2],
+    [['go', 'test', '-p', '1', './...'], 2, 2, 2],
+  ])('%j in a %d-CPU sandbox on a %d-CPU host: %d cells at once', (argv, sandboxCpus, hostCpus, expected) => {
+    expect(cellConcurrency(sandbox(sandboxCpus, 1024), argv, { cpus: hostCpus, memory: 24 * GiB })).toBe(
+      expected,
+    );
   });
 
   test('the pool never exceeds its limit and keeps going until every item ran', async () => {

@@ -5,6 +5,7 @@ import path from 'node:path';
 import Docker from 'dockerode';
 import type { Config } from '../config/config.js';
 import { DockerEnvironmentBuilder } from '../environment/builder.js';
+import { runCpus } from '../environment/runners.js';
 import type { BuildResult, Sandbox } from '../environment/types.js';
 import { applyPatch, patchFiles } from '../patch/patch.js';
 import { GitWorkspaceManager } from '../workspace/manager.js';
@@ -169,14 +170,17 @@ const CELLS: ReadonlyArray<{
 ];
 
 /**
- * How many cells run at once: as many sandboxes as the host's CPUs and memory hold at the sandbox
- * limits (each container is capped by them), at least one.
+ * How many cells run at once: as many as the host's CPUs hold at the CPUs one cell really keeps busy
+ * (the sandbox's limit, or fewer when the runner's own worker count says so: see runCpus) and its
+ * memory at the sandbox limit, at least one. More would not be faster: the cells would share CPUs
+ * and each would run into its time limit.
  */
 export function cellConcurrency(
   config: Pick<Config, 'sandbox'>,
+  argv: readonly string[],
   host = { cpus: availableParallelism(), memory: totalmem() },
 ): number {
-  const byCpu = Math.floor((host.cpus * 1e9) / config.sandbox.nanoCpus);
+  const byCpu = Math.floor(host.cpus / runCpus(argv, config.sandbox.nanoCpus / 1e9));
   const byMemory = Math.floor(host.memory / config.sandbox.memoryBytes);
   return Math.max(1, Math.min(CELLS.length, byCpu, byMemory));
 }
@@ -229,7 +233,7 @@ async function decide(opts: JudgeOptions, runId: string): Promise<VerificationRe
     patch: opts.patch,
     testGlobs: opts.testGlobs,
   });
-  const phases = { worktrees_ms: 0, build_ms: 0, cells_ms: 0 };
+  const phases = { worktrees_ms: 0, build_ms: 0, cells_ms: 0, cells_at_once: 1 };
   report.phases = phases;
   const sections = splitPatch(opts.patch);
   if (opts.patch.trim() === '') return finish(report, 'empty_patch', 'The candidate patch changes nothing.');
@@ -304,7 +308,8 @@ async function decide(opts: JudgeOptions, runId: string): Promise<VerificationRe
       );
     };
     lap = stopwatch();
-    await inPool(CELLS, cellConcurrency(opts.config), runOne);
+    phases.cells_at_once = cellConcurrency(opts.config, opts.testArgv);
+    await inPool(CELLS, phases.cells_at_once, runOne);
     phases.cells_ms = lap();
     if (opts.signal?.aborted) return finish(report, 'infra_error', 'The judge was cancelled.');
     for (const cell of CELLS) {

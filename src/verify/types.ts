@@ -131,7 +131,15 @@ export const VerificationReportSchema = z.strictObject({
   evidence: EvidenceSchema,
   task: TaskGradeSchema.nullable(),
   /** Live mode: wall time of each phase (cells run concurrently, so `cells_ms` is less than their sum). */
-  phases: z.strictObject({ worktrees_ms: z.number(), build_ms: z.number(), cells_ms: z.number() }).nullable(),
+  phases: z
+    .strictObject({
+      worktrees_ms: z.number(),
+      build_ms: z.number(),
+      cells_ms: z.number(),
+      /** How many cells ran at once (see cellConcurrency). */
+      cells_at_once: z.number().int().positive(),
+    })
+    .nullable(),
   /** What the judge ran, in order (git, docker, test argv). */
   commands: z.array(z.string()),
   duration_ms: z.number(),

@@ -174,6 +174,7 @@ export function fakeDeps(o: FakeOptions): JobDeps & { calls: RepairOptions[] } {
           duration_ms: Date.now() - started,
           phases_ms: { agent: Date.now() - started },
           model_name: opts.model.kind === 'url' ? opts.model.name : (opts.config.model.name ?? 'fake-model'),
+          suite_ms: null,
           prompt_hash: 'p1234',
           last_test: null,
           worktree_path: null,

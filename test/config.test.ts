@@ -9,7 +9,8 @@ describe('config', () => {
     expect(c.limits).toEqual({
       maxFileBytes: 1024 * 1024,
       maxReadLines: 400,
-      maxTestTimeoutMs: 60_000,
+      maxTestTimeoutMs: 1_800_000,
+      minTestTimeoutMs: 60_000,
       maxOutputBytes: 1024 * 1024,
       maxListEntries: 2000,
       maxScannedEntries: 20000,

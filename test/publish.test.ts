@@ -55,6 +55,7 @@ const result = (over: Partial<RepairResult> = {}): RepairResult => ({
   duration_ms: 1000,
   phases_ms: { workspace: 200, environment: 300, agent: 4500, patch_and_cleanup: 50 },
   model_name: 'm',
+  suite_ms: null,
   prompt_hash: 'h',
   last_test: null,
   worktree_path: null,

@@ -1,10 +1,14 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { limitsNote } from '../src/agent/prompts.js';
+import { loadConfig } from '../src/config/config.js';
+import { testLimitMs } from '../src/environment/time-limits.js';
 import type { RunOutcome, RunRequest, Sandbox } from '../src/environment/types.js';
 import { runCell, type CellContext } from '../src/verify/cells.js';
 import { REPORT_DIR } from '../src/verify/reports/runner.js';
 import { CONTAINER_ROOT } from '../src/verify/reports/types.js';
+import { parseRepoConfig, repoLimits } from '../src/webhook/repo-config.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'agenticfix-suites-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -104,5 +108,40 @@ describe('a cell with no results', () => {
     const cell = await runCell(spec, context(sandbox, ['npx', 'jest']));
     expect(cell.flaky).toEqual(['test/a.test.js > a']);
     expect(cell.problem).toBeNull();
+  });
+});
+
+describe('time limits from the project', () => {
+  const limits = loadConfig({}).limits;
+
+  it('the ceiling until the suite is measured, then 5 × its time within floor and ceiling', () => {
+    expect(limits).toMatchObject({ maxTestTimeoutMs: 1_800_000, minTestTimeoutMs: 60_000 });
+    expect(testLimitMs(limits, null)).toBe(1_800_000);
+    expect(testLimitMs(limits, 20_400)).toBe(102_000); // a 1,200-test jest suite alone
+    expect(testLimitMs(limits, 2_000)).toBe(60_000);
+    expect(testLimitMs(limits, 1_000_000)).toBe(1_800_000);
+    // A floor above the ceiling is the ceiling.
+    expect(testLimitMs({ maxTestTimeoutMs: 30_000, minTestTimeoutMs: 60_000 }, 1_000)).toBe(30_000);
+  });
+
+  it("a repository's test_timeout_s lowers the operator's ceiling, never raises it", () => {
+    const parse = (text: string) => {
+      const r = parseRepoConfig(text, { ceilings: loadConfig({}).ceilings, model: { allowlist: [] } });
+      if (!r.ok) throw new Error(r.error);
+      return repoLimits(limits, r.config).maxTestTimeoutMs;
+    };
+    expect(parse('test_timeout_s: 600')).toBe(600_000);
+    expect(parse('test_timeout_s: 7200')).toBe(1_800_000);
+    expect(parse('label: fix')).toBe(1_800_000);
+  });
+
+  it('the task text states the limits and budgets', () => {
+    expect(limitsNote(limits, { toolCalls: 60, timeMs: 1_800_000 })).toBe(
+      'A test run may take up to 1800 s. Your first full `run_tests` (all of the default target) measures the ' +
+        'suite; later runs, and the judge that checks your fix, get 5 × its time (at least 60 s, at most 1800 s), ' +
+        'so make that first run a full one. You have 60 tool calls and 30 minutes in all, building the test ' +
+        'environment included.',
+    );
+    expect(readFileSync(new URL('../prompts/task.md', import.meta.url), 'utf8')).toContain('{{limits}}');
   });
 });

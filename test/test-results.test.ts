@@ -1,6 +1,8 @@
 import path from 'node:path';
 import { omitPassLines, parseFailures } from '../src/environment/failures.js';
+import { loadConfig } from '../src/config/config.js';
 import { runTests } from '../src/tools/run-tests.js';
+import { argsSchema } from '../src/tools/types.js';
 import { selectTests } from '../src/tools/test-selection.js';
 import { makeSourceRepo, tempDir } from './support/git-fixtures.js';
 
@@ -193,6 +195,8 @@ describe('test selection', () => {
     expect(!r.ok && r.error).toMatch(/not a runner whose tests can be selected/);
   });
 
+  const args = argsSchema(runTests, loadConfig({}).limits);
+
   it.each([
     ['-x'],
     ['--co'],
@@ -205,15 +209,14 @@ describe('test selection', () => {
     ['a>b'],
     ["a'b"],
   ])('rejects the selector %j', (bad) => {
-    expect(runTests.args.safeParse({ tests: [bad] }).success).toBe(false);
+    expect(args.safeParse({ tests: [bad] }).success).toBe(false);
   });
 
   it('accepts ids, paths and names; the arguments stay strict', () => {
     expect(
-      runTests.args.safeParse({ tests: ['tests/test_a.py::TestC::test_p[2-x]', './pkg/...', 'adds'] })
-        .success,
+      args.safeParse({ tests: ['tests/test_a.py::TestC::test_p[2-x]', './pkg/...', 'adds'] }).success,
     ).toBe(true);
-    expect(runTests.args.safeParse({ tests: [] }).success).toBe(false);
-    expect(runTests.args.safeParse({ tests: ['a'], shell: 'x' }).success).toBe(false);
+    expect(args.safeParse({ tests: [] }).success).toBe(false);
+    expect(args.safeParse({ tests: ['a'], shell: 'x' }).success).toBe(false);
   });
 });

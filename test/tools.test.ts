@@ -597,7 +597,7 @@ describe('registry', () => {
     expectFail(await call('list_files', { max_depth: 11 }), 'invalid_arguments');
     expectFail(await call('list_files', { max_depth: 1.5 }), 'invalid_arguments');
     expectFail(await call('read_file', {}), 'invalid_arguments');
-    expectFail(await call('run_tests', { timeout: 61 }), 'invalid_arguments'); // default max: 60 s
+    expectFail(await call('run_tests', { timeout: 1801 }), 'invalid_arguments'); // default ceiling: 1800 s
     expect((await call('git_diff', null)).success).toBe(true);
     expect(readFileSync(path.join(wt, 'a.txt'), 'utf8')).toBe('a\n');
   });
@@ -771,6 +771,32 @@ describe('run_tests, git_diff and test staleness', () => {
     const none = await call('run_tests', {});
     expectFail(none, 'no_environment');
     expect(none.error).toBe('No test environment yet: call build_environment with a Dockerfile first.');
+  });
+
+  it('states the real maximum timeout, and derives later limits from the first full run', async () => {
+    const limits = { maxTestTimeoutMs: 300_000, minTestTimeoutMs: 2_000 };
+    const { call, ctx, reg } = await setup(files, limits);
+    for (const tool of ['run_tests', 'run_command']) {
+      const schema = reg.schemas().find((s) => s.function.name === tool)!.function.parameters as {
+        properties: { timeout: { maximum: number; description: string } };
+      };
+      // It said 86,400 and refused anything above 60 with "between 1 and 60".
+      expect(schema.properties.timeout.maximum).toBe(300);
+      expect(schema.properties.timeout.description).toMatch(/at most 300\b.*5 × its time \(at least 2 s\)/);
+    }
+    const over = await call('run_tests', { timeout: 301 });
+    expectFail(over, 'invalid_arguments');
+    expect(over.error).toMatch(/300/);
+    // A run that timed out, or one of another target, measures nothing: the limit stays the ceiling.
+    expectFail(await call('run_tests', { target: 'slow', timeout: 1 }), 'timeout');
+    expect(ctx.suiteMs).toBeUndefined();
+    const first = await call('run_tests', {});
+    expect(first.data.time_limit_s).toBe(300);
+    expect(ctx.suiteMs).toBe(first.data.duration_ms);
+    const second = await call('run_tests', {});
+    const derived = Math.max(2, Math.ceil((first.data.duration_ms * 5) / 1000));
+    expect(second.data.time_limit_s).toBe(Math.min(300, derived));
+    expect(ctx.suiteMs).toBe(first.data.duration_ms); // the first full run is the measure
   });
 
   it('bounds the diff preview', async () => {

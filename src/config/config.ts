@@ -29,7 +29,9 @@ const ENV_SCHEMA = z.object({
   // Tool limits
   AGENTICFIX_MAX_FILE_BYTES: int(MiB, 1),
   AGENTICFIX_MAX_READ_LINES: int(400, 1),
-  AGENTICFIX_MAX_TEST_TIMEOUT_S: int(60, 1),
+  // A test run's limit is derived from the measured suite (see src/environment/time-limits.ts) within these.
+  AGENTICFIX_MAX_TEST_TIMEOUT_S: int(1800, 1),
+  AGENTICFIX_MIN_TEST_TIMEOUT_S: int(60, 1),
   AGENTICFIX_MAX_OUTPUT_BYTES: int(MiB, 1024),
   AGENTICFIX_MAX_LIST_ENTRIES: int(2000, 1),
   AGENTICFIX_MAX_SCANNED_ENTRIES: int(20000, 1),
@@ -172,7 +174,10 @@ export interface Config {
   limits: {
     maxFileBytes: number;
     maxReadLines: number;
+    /** The operator's ceiling for one test run (tools and judge cells). */
     maxTestTimeoutMs: number;
+    /** The floor of a limit derived from the measured suite. */
+    minTestTimeoutMs: number;
     maxOutputBytes: number;
     maxListEntries: number;
     maxScannedEntries: number;
@@ -350,6 +355,7 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       maxFileBytes: e.AGENTICFIX_MAX_FILE_BYTES,
       maxReadLines: e.AGENTICFIX_MAX_READ_LINES,
       maxTestTimeoutMs: e.AGENTICFIX_MAX_TEST_TIMEOUT_S * 1000,
+      minTestTimeoutMs: Math.min(e.AGENTICFIX_MIN_TEST_TIMEOUT_S, e.AGENTICFIX_MAX_TEST_TIMEOUT_S) * 1000,
       maxOutputBytes: e.AGENTICFIX_MAX_OUTPUT_BYTES,
       maxListEntries: e.AGENTICFIX_MAX_LIST_ENTRIES,
       maxScannedEntries: e.AGENTICFIX_MAX_SCANNED_ENTRIES,

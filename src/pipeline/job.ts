@@ -32,7 +32,13 @@ import { renderStatus, StatusComment, type StatusState } from '../publish/status
 import type { QueueHooks } from '../queue/queue.js';
 import type { RunRecord, RunStore, RunUpdate } from '../queue/store.js';
 import type { JudgeOptions, VerificationReport } from '../verify/types.js';
-import { fetchFile, loadRepoConfig, REPO_CONFIG_PATH, type RepoConfig } from '../webhook/repo-config.js';
+import {
+  fetchFile,
+  loadRepoConfig,
+  REPO_CONFIG_PATH,
+  repoLimits,
+  type RepoConfig,
+} from '../webhook/repo-config.js';
 import { matchingPattern } from '../tools/path-patterns.js';
 import { capMiddle } from '../trace/cap.js';
 import { GitWorkspaceManager } from '../workspace/manager.js';
@@ -194,7 +200,8 @@ export class JobRunner implements QueueHooks {
       toolCalls: rc.budgets.tool_calls ?? config.budgets.toolCalls,
       timeMs: rc.budgets.time_s !== undefined ? rc.budgets.time_s * 1000 : config.budgets.timeMs,
     };
-    const { spec, runConfig } = this.modelFor(modelName);
+    const { spec, runConfig: modelConfig } = this.modelFor(modelName);
+    const runConfig = { ...modelConfig, limits: repoLimits(modelConfig.limits, rc) };
     const remote = repo.data.clone_url;
     // Fetched once with the installation token (private repositories), unless the pinned commit is
     // already there; every later stage finds it in the cache and needs no credentials.
@@ -303,7 +310,8 @@ export class JobRunner implements QueueHooks {
     // The judge itself answers empty_patch, and build_failed when there is no usable Dockerfile.
     const dockerfile = result.dockerfile ?? maintainerDockerfile ?? '';
     return this.deps.judge({
-      config: this.o.config,
+      config: { ...this.o.config, limits: repoLimits(this.o.config.limits, rc) },
+      suiteMs: result.suite_ms,
       remote,
       baseCommit: run.base_commit,
       patch: cumulative ?? result.patch,

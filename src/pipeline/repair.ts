@@ -4,7 +4,7 @@ import { Budget } from '../agent/budget.js';
 import { ContextManager } from '../agent/context.js';
 import { createModelClient, type ModelHandle } from '../agent/factory.js';
 import { runAgentLoop, type LoopOutcome } from '../agent/loop.js';
-import { loadPrompts, renderTask } from '../agent/prompts.js';
+import { limitsNote, loadPrompts, renderTask } from '../agent/prompts.js';
 import { loadEnv, SECRET_ENV_NAMES } from '../config/config.js';
 import { DockerEnvironmentBuilder } from '../environment/builder.js';
 import { CONTAINER_WORKTREE } from '../environment/docker.js';
@@ -128,6 +128,7 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
     };
     const registry = withTestCapture(createRegistry(ctx, env.tools), (o) => (lastTest = o));
     const task = renderTask(prompts.task, {
+      limits: limitsNote(config.limits, budgets),
       issue: opts.issue,
       baseCommit,
       testArgv: opts.testArgv,
@@ -218,6 +219,7 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
     duration_ms: elapsed(),
     phases_ms: phases.snapshot(),
     model_name: outcome.model_name,
+    suite_ms: ctx?.suiteMs ?? null,
     prompt_hash: prompts.hash,
     last_test: lastTest,
     worktree_path: worktreePath,

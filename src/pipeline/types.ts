@@ -78,6 +78,8 @@ export interface RepairResult {
   /** Wall time per phase (model_setup, workspace, environment, agent, patch_and_cleanup). */
   phases_ms: Record<string, number>;
   model_name: string | null; // as reported by the service
+  /** Wall time of the first full run of the test command (null if none completed): the judge's limits derive from it. */
+  suite_ms: number | null;
   prompt_hash: string;
   last_test: RunOutcome | null;
   worktree_path: string | null; // kept worktree (failed run or keepWorktree), else null

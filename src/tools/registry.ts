@@ -7,6 +7,7 @@ import { listFiles, readFile, searchCode } from './read-tools.js';
 import { runCommand } from './run-command.js';
 import { runTests } from './run-tests.js';
 import {
+  argsSchema,
   fail,
   type ToolContext,
   type ToolDefinition,
@@ -92,7 +93,7 @@ export function createRegistry(ctx: ToolContext, tools: ToolDefinition[] = DEFAU
 
   async function execute(tool: ToolDefinition, args: unknown): Promise<ToolResult> {
     // Models send nothing (or null) for tools without arguments.
-    const parsed = tool.args.safeParse(args ?? {});
+    const parsed = argsSchema(tool, ctx.limits).safeParse(args ?? {});
     if (!parsed.success) {
       return fail(
         'invalid_arguments',
@@ -137,7 +138,7 @@ export function createRegistry(ctx: ToolContext, tools: ToolDefinition[] = DEFAU
   return {
     context: ctx,
     names: () => [...byName.keys()],
-    schemas: () => tools.map(toSchema),
+    schemas: () => tools.map((t) => toSchema(t, ctx.limits)),
     call(name, args) {
       const run = queue.then(() => invoke(name, args));
       queue = run.catch(() => undefined);
@@ -148,8 +149,11 @@ export function createRegistry(ctx: ToolContext, tools: ToolDefinition[] = DEFAU
   };
 }
 
-function toSchema(tool: ToolDefinition): ToolSchema {
-  const { $schema: _, ...parameters } = z.toJSONSchema(tool.args, { io: 'input' }) as Record<string, unknown>;
+function toSchema(tool: ToolDefinition, limits: ToolContext['limits']): ToolSchema {
+  const { $schema: _, ...parameters } = z.toJSONSchema(argsSchema(tool, limits), { io: 'input' }) as Record<
+    string,
+    unknown
+  >;
   return { type: 'function', function: { name: tool.name, description: tool.description, parameters } };
 }
 

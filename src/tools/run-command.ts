@@ -1,34 +1,52 @@
 import { z } from 'zod';
+import type { Config } from '../config/config.js';
+import { SUITE_FACTOR, testLimitMs } from '../environment/time-limits.js';
 import type { RunOutcome } from '../environment/types.js';
 import { diskUsage } from '../workspace/usage.js';
 import { fail, ok, type ToolContext, type ToolDefinition, type ToolResult } from './types.js';
 
 const MAX_SCRIPT_CHARS = 8000;
 
-const RunCommandArgs = z
-  .strictObject({
-    argv: z
-      .array(z.string().max(4000))
-      .min(1)
-      .max(100)
-      .optional()
-      .describe('The command as an argv, run without a shell, e.g. ["python3", "repro.py"]'),
-    script: z
-      .string()
-      .min(1)
-      .max(MAX_SCRIPT_CHARS)
-      .optional()
-      .describe('A short shell script, run as /bin/sh -c <script>'),
-    timeout: z
-      .int()
-      .min(1)
-      .max(24 * 3600)
-      .optional()
-      .describe(
-        'Seconds before the command is killed; at most the configured maximum, which is also the default',
-      ),
-  })
-  .refine((a) => (a.argv === undefined) !== (a.script === undefined), 'give exactly one of argv or script');
+/**
+ * A run's `timeout` argument. Its maximum is the real one: the operator's ceiling (a repository's lower
+ * one); the default is the current limit, derived from the measured suite (see testLimitMs).
+ */
+export function timeoutArg(limits: Config['limits'], what: string) {
+  const max = Math.floor(limits.maxTestTimeoutMs / 1000);
+  const floor = Math.floor(Math.min(limits.minTestTimeoutMs, limits.maxTestTimeoutMs) / 1000);
+  return z
+    .int()
+    .min(1)
+    .max(max)
+    .optional()
+    .describe(
+      `Seconds before the ${what} is killed, at most ${max}. Default: the current limit, ${max} s until a full ` +
+        `run of the default test target has measured the suite, then ${SUITE_FACTOR} × its time (at least ${floor} s); ` +
+        'each run_tests and run_command result says the limit it ran with (`time_limit_s`)',
+    );
+}
+
+/** The limit of a run whose call names none. */
+export const currentLimitS = (ctx: ToolContext) => Math.floor(testLimitMs(ctx.limits, ctx.suiteMs) / 1000);
+
+const RunCommandArgs = (limits: Config['limits']) =>
+  z
+    .strictObject({
+      argv: z
+        .array(z.string().max(4000))
+        .min(1)
+        .max(100)
+        .optional()
+        .describe('The command as an argv, run without a shell, e.g. ["python3", "repro.py"]'),
+      script: z
+        .string()
+        .min(1)
+        .max(MAX_SCRIPT_CHARS)
+        .optional()
+        .describe('A short shell script, run as /bin/sh -c <script>'),
+      timeout: timeoutArg(limits, 'command'),
+    })
+    .refine((a) => (a.argv === undefined) !== (a.script === undefined), 'give exactly one of argv or script');
 
 /**
  * The result of one sandbox run (run_tests, run_command) as a tool result: expected outcomes are
@@ -128,7 +146,7 @@ function refusal(ctx: ToolContext): ToolResult | null {
   return null;
 }
 
-export const runCommand: ToolDefinition<typeof RunCommandArgs> = {
+export const runCommand: ToolDefinition<ReturnType<typeof RunCommandArgs>> = {
   name: 'run_command',
   description:
     'Run a command (argv) or a short /bin/sh script in the test environment: the same container as ' +
@@ -138,15 +156,12 @@ export const runCommand: ToolDefinition<typeof RunCommandArgs> = {
   args: RunCommandArgs,
   mutates: false,
   async run(ctx, args) {
-    const maxSeconds = Math.floor(ctx.limits.maxTestTimeoutMs / 1000);
-    if (args.timeout !== undefined && args.timeout > maxSeconds)
-      return fail('invalid_arguments', `timeout must be between 1 and ${maxSeconds} seconds`);
     const refused = refusal(ctx);
     if (refused) return refused;
     const ready = await ensureSandbox(ctx);
     if (!ready.ok) return ready.result;
     const argv = args.argv ?? ['/bin/sh', '-c', args.script!];
-    const timeoutS = args.timeout ?? maxSeconds;
+    const timeoutS = args.timeout ?? currentLimitS(ctx);
     const o = await ctx.sandbox!.run({
       argv,
       worktree: ctx.worktree,
@@ -160,6 +175,7 @@ export const runCommand: ToolDefinition<typeof RunCommandArgs> = {
       status: o.status,
       exit_code: o.exit_code,
       duration_ms: o.duration_ms,
+      time_limit_s: timeoutS,
       stdout: o.stdout,
       stderr: o.stderr,
       ...(o.detail ? { detail: o.detail } : {}),

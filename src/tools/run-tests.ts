@@ -1,35 +1,32 @@
 import { z } from 'zod';
 import { omitPassLines, parseFailures } from '../environment/failures.js';
 import { workspaceRevision } from '../patch/patch.js';
-import { ensureSandbox, sandboxResult } from './run-command.js';
+import type { Config } from '../config/config.js';
+import { currentLimitS, ensureSandbox, sandboxResult, timeoutArg } from './run-command.js';
 import { selectTests, TestSelector } from './test-selection.js';
 import { fail, type ToolDefinition } from './types.js';
 
-const RunTestsArgs = z.strictObject({
-  target: z
-    .string()
-    .min(1)
-    .max(100)
-    .default('default')
-    .describe('Named test target (see the task description)'),
-  timeout: z
-    .int()
-    .min(1)
-    .max(24 * 3600)
-    .optional()
-    .describe('Seconds before the run is killed; at most the configured maximum, which is also the default'),
-  tests: z
-    .array(TestSelector)
-    .min(1)
-    .max(50)
-    .optional()
-    .describe(
-      'Run only these tests: test ids (tests/test_a.py::test_x), files or directories, or test names ' +
-        '(pytest -k, jest/vitest -t, mocha --grep, node --test-name-pattern, go test -run). Default: all.',
-    ),
-});
+const RunTestsArgs = (limits: Config['limits']) =>
+  z.strictObject({
+    target: z
+      .string()
+      .min(1)
+      .max(100)
+      .default('default')
+      .describe('Named test target (see the task description)'),
+    timeout: timeoutArg(limits, 'run'),
+    tests: z
+      .array(TestSelector)
+      .min(1)
+      .max(50)
+      .optional()
+      .describe(
+        'Run only these tests: test ids (tests/test_a.py::test_x), files or directories, or test names ' +
+          '(pytest -k, jest/vitest -t, mocha --grep, node --test-name-pattern, go test -run). Default: all.',
+      ),
+  });
 
-export const runTests: ToolDefinition<typeof RunTestsArgs> = {
+export const runTests: ToolDefinition<ReturnType<typeof RunTestsArgs>> = {
   name: 'run_tests',
   description:
     "Run the repository's tests (a fixed command per target, optionally narrowed to `tests`) in the test " +
@@ -48,10 +45,6 @@ export const runTests: ToolDefinition<typeof RunTestsArgs> = {
     const selection = args.tests ? selectTests(command, args.tests, ctx.worktree) : null;
     if (selection && !selection.ok) return fail('invalid_arguments', selection.error);
     const argv = selection?.argv ?? command;
-    const maxSeconds = Math.floor(ctx.limits.maxTestTimeoutMs / 1000);
-    if (args.timeout !== undefined && args.timeout > maxSeconds) {
-      return fail('invalid_arguments', `timeout must be between 1 and ${maxSeconds} seconds`);
-    }
     if (!ctx.sandbox) {
       return fail(
         'no_environment',
@@ -65,7 +58,7 @@ export const runTests: ToolDefinition<typeof RunTestsArgs> = {
     const revision = await workspaceRevision(wt, ctx.baseCommit, {
       maxFileBytes: ctx.limits.maxPatchFileBytes,
     });
-    const timeoutS = args.timeout ?? maxSeconds;
+    const timeoutS = args.timeout ?? currentLimitS(ctx);
     const o = await ctx.sandbox!.run({
       argv,
       worktree: ctx.worktree,
@@ -73,6 +66,9 @@ export const runTests: ToolDefinition<typeof RunTestsArgs> = {
       maxOutputBytes: ctx.limits.maxOutputBytes,
       signal: ctx.signal,
     });
+    // The first complete run of the whole default target measures the suite: later limits derive from it.
+    const full = !selection && args.target === 'default' && (o.status === 'passed' || o.status === 'failed');
+    if (full && ctx.suiteMs == null) ctx.suiteMs = o.duration_ms;
     // What the model needs first leads: verdict, counts, failures; the raw output follows without pass lines.
     const stdout = omitPassLines(o.stdout);
     const stderr = omitPassLines(o.stderr);
@@ -87,6 +83,7 @@ export const runTests: ToolDefinition<typeof RunTestsArgs> = {
       failures: o.status === 'passed' ? [] : parseFailures(o.stdout, o.stderr),
       revision,
       duration_ms: o.duration_ms,
+      time_limit_s: timeoutS,
       stdout: stdout.text,
       stderr: stderr.text,
       ...(o.detail ? { detail: o.detail } : {}),

@@ -78,12 +78,19 @@ export interface ToolContext {
   readonly builder: EnvironmentBuilder | null;
   readonly trace: RunTrace;
   readonly signal?: AbortSignal;
+  /** Wall time of the first full run of the default test target (null until then): later limits derive from it. */
+  suiteMs?: number | null;
 }
+
+/** A tool's arguments schema for a run with these limits. */
+export const argsSchema = (tool: ToolDefinition, limits: Config['limits']): z.ZodType =>
+  typeof tool.args === 'function' ? tool.args(limits) : tool.args;
 
 export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
   name: string;
   description: string;
-  args: S;
+  /** The arguments' schema; a function of the run's limits where a bound comes from them (a timeout's maximum). */
+  args: S | ((limits: Config['limits']) => S);
   /** true if the tool may change files in the worktree (used for stale test results and no-edit detection). */
   mutates: boolean;
   run(ctx: ToolContext, args: z.infer<S>): Promise<ToolResult>;

@@ -6,6 +6,7 @@ import Docker from 'dockerode';
 import type { Config } from '../config/config.js';
 import { DockerEnvironmentBuilder } from '../environment/builder.js';
 import { runCpus } from '../environment/runners.js';
+import { testLimitMs } from '../environment/time-limits.js';
 import type { BuildResult, Sandbox } from '../environment/types.js';
 import { applyPatch, patchFiles } from '../patch/patch.js';
 import { GitWorkspaceManager } from '../workspace/manager.js';
@@ -298,7 +299,7 @@ async function decide(opts: JudgeOptions, runId: string): Promise<VerificationRe
           sandbox,
           worktree: paths[cell.name],
           argv: opts.testArgv,
-          timeoutMs: opts.config.limits.maxTestTimeoutMs,
+          timeoutMs: testLimitMs(opts.config.limits, opts.suiteMs),
           maxOutputBytes: opts.config.limits.maxOutputBytes,
           maxReportBytes: opts.config.verify.maxReportBytes,
           reruns: opts.config.verify.flakyReruns,

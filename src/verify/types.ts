@@ -37,6 +37,8 @@ export interface JudgeOptions {
   testGlobs?: string[];
   /** Default `changed`. */
   rebuild?: RebuildPolicy;
+  /** The agent's measured full suite: the cells' limit derives from it (see testLimitMs); unknown: the ceiling. */
+  suiteMs?: number | null;
 }
 
 /** The four cells of live mode: which source and which tests each one runs. */

@@ -109,6 +109,8 @@ const REPO_CONFIG_SCHEMA = z.strictObject({
   ci_entry_points: CI_ENTRY_POINTS,
   publish_unverified: z.boolean().default(false),
   verify: z.strictObject({ rebuild: RebuildPolicySchema.default('changed') }).default({ rebuild: 'changed' }),
+  // The longest a test run may take here, within the operator's ceiling (AGENTICFIX_MAX_TEST_TIMEOUT_S).
+  test_timeout_s: z.number().int().positive().optional(),
   // What starts a revision of the app's draft pull request (from people with write access).
   revise_on: z
     .array(z.enum(['command', 'changes_requested', 'mention']))
@@ -127,6 +129,15 @@ const REPO_CONFIG_SCHEMA = z.strictObject({
 export type RepoConfig = z.infer<typeof REPO_CONFIG_SCHEMA>;
 
 export type RepoConfigResult = { ok: true; config: RepoConfig } | { ok: false; error: string };
+
+/** The run's limits with the repository's `test_timeout_s` as the ceiling, where it is lower than the operator's. */
+export function repoLimits(
+  limits: Config['limits'],
+  rc: Pick<RepoConfig, 'test_timeout_s'>,
+): Config['limits'] {
+  if (rc.test_timeout_s === undefined) return limits;
+  return { ...limits, maxTestTimeoutMs: Math.min(limits.maxTestTimeoutMs, rc.test_timeout_s * 1000) };
+}
 
 /** What the operator allows a repository or a command to choose. */
 export type OperatorLimits = Pick<Config, 'ceilings'> & { model: Pick<Config['model'], 'allowlist'> };

@@ -25,18 +25,18 @@ describe('Node projects: the setup the model is told', () => {
       'RUN apt-get update && apt-get install -y --no-install-recommends nodejs npm && rm -rf /var/lib/apt/lists/*',
       'WORKDIR /deps',
       'COPY package.json package-lock.json ./',
-      'RUN npm ci && ln -s /deps/node_modules /node_modules',
+      'RUN npm pkg delete scripts && npm ci && ln -s /deps/node_modules /node_modules && ln -s /tmp /deps/node_modules/.vite-temp',
       'ENV PATH=/deps/node_modules/.bin:$PATH',
       'WORKDIR /workspace',
     ]);
     expect(nodeSetupSteps(project(['package.json', 'pnpm-lock.yaml']))).toContain(
-      'RUN npm install -g pnpm && pnpm install --frozen-lockfile && ln -s /deps/node_modules /node_modules',
+      'RUN npm pkg delete scripts && npm install -g pnpm && pnpm install --frozen-lockfile && ln -s /deps/node_modules /node_modules && ln -s /tmp /deps/node_modules/.vite-temp',
     );
     expect(nodeSetupSteps(project(['package.json', 'yarn.lock']))).toContain(
       'COPY package.json yarn.lock ./',
     );
     expect(nodeSetupSteps(project(['package.json']))).toContain(
-      'RUN npm install && ln -s /deps/node_modules /node_modules',
+      'RUN npm pkg delete scripts && npm install && ln -s /deps/node_modules /node_modules && ln -s /tmp /deps/node_modules/.vite-temp',
     );
     expect(nodeSetupNote(project(['setup.py']))).toBeNull();
     // A link planted as package.json is not followed (the worktree is untrusted).

@@ -5,6 +5,7 @@ import { limitsNote } from '../src/agent/prompts.js';
 import { loadConfig } from '../src/config/config.js';
 import { testLimitMs } from '../src/environment/time-limits.js';
 import type { RunOutcome, RunRequest, Sandbox } from '../src/environment/types.js';
+import { readOnlyNote } from '../src/tools/run-command.js';
 import { runCell, type CellContext } from '../src/verify/cells.js';
 import { REPORT_DIR } from '../src/verify/reports/runner.js';
 import { CONTAINER_ROOT } from '../src/verify/reports/types.js';
@@ -143,5 +144,19 @@ describe('time limits from the project', () => {
         'environment included.',
     );
     expect(readFileSync(new URL('../prompts/task.md', import.meta.url), 'utf8')).toContain('{{limits}}');
+  });
+});
+
+describe('the read-only root says so', () => {
+  it.each([
+    ["Error: ENOENT: no such file or directory, mkdir '/node_modules/.vite-temp'", true],
+    ["EROFS: read-only file system, open '/deps/x'", true],
+    ['OSError: [Errno 30] Read-only file system', true],
+    ["ENOENT: no such file or directory, mkdir '/workspace/out/a'", false],
+    ["ENOENT: no such file or directory, open '/tmp/x'", false],
+  ])('%s', (stderr, readOnly) => {
+    const note = readOnlyNote({ stdout: '', stderr });
+    if (readOnly) expect(note?.note).toMatch(/read-only root.*\/workspace.*\/tmp \(HOME=\/tmp, TMPDIR=\/tmp/);
+    else expect(note).toBeNull();
   });
 });

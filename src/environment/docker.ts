@@ -12,6 +12,11 @@ import { markLent } from '../workspace/stage.js';
 
 /** Where the worktree appears inside every test container. */
 export const CONTAINER_WORKTREE = '/workspace';
+/**
+ * The root is read-only and tests run unprivileged: every place a runner or a tool caches or writes
+ * temporary files by default points into the /tmp tmpfs.
+ */
+export const WRITABLE_ENV = ['HOME=/tmp', 'TMPDIR=/tmp', 'XDG_CACHE_HOME=/tmp/.cache'];
 export { FALLBACK_USER } from './lending.js';
 /** Label on everything AgenticFix creates in the engine, so leftovers can be found. */
 export const LABEL = 'agenticfix';
@@ -185,7 +190,7 @@ export class DockerSandbox implements Sandbox {
         Cmd: args,
         WorkingDir: CONTAINER_WORKTREE,
         User: user,
-        Env: ['HOME=/tmp', 'LANG=C.UTF-8', 'CI=1'],
+        Env: [...WRITABLE_ENV, 'LANG=C.UTF-8', 'CI=1'],
         Labels: {
           [LABEL]: '1',
           [RUN_LABEL]: this.runId,

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { Config } from '../config/config.js';
 import { SUITE_FACTOR, testLimitMs } from '../environment/time-limits.js';
+import { WRITABLE_ENV } from '../environment/docker.js';
 import type { RunOutcome } from '../environment/types.js';
 import { diskUsage } from '../workspace/usage.js';
 import { fail, ok, type ToolContext, type ToolDefinition, type ToolResult } from './types.js';
@@ -24,6 +25,19 @@ export function timeoutArg(limits: Config['limits'], what: string) {
         `run of the default test target has measured the suite, then ${SUITE_FACTOR} × its time (at least ${floor} s); ` +
         'each run_tests and run_command result says the limit it ran with (`time_limit_s`)',
     );
+}
+
+/** Output of a write to the read-only root (Node's recursive mkdir reports ENOENT there, not EROFS). */
+const READ_ONLY = /\bEROFS\b|read-only file system|ENOENT[^\n]*mkdir '\/(?!workspace\/|tmp\/)/i;
+
+/** Says so when a run failed writing outside the writable places, or null. */
+export function readOnlyNote(o: Pick<RunOutcome, 'stdout' | 'stderr'>): { note: string } | null {
+  if (!READ_ONLY.test(`${o.stdout}\n${o.stderr}`)) return null;
+  return {
+    note:
+      "Something wrote to the container's read-only root: at test time only /workspace (the repository) and " +
+      `/tmp (${WRITABLE_ENV.join(', ')}) are writable; create what must exist elsewhere in the image (Dockerfile).`,
+  };
 }
 
 /** The limit of a run whose call names none. */
@@ -176,6 +190,7 @@ export const runCommand: ToolDefinition<ReturnType<typeof RunCommandArgs>> = {
       exit_code: o.exit_code,
       duration_ms: o.duration_ms,
       time_limit_s: timeoutS,
+      ...readOnlyNote(o),
       stdout: o.stdout,
       stderr: o.stderr,
       ...(o.detail ? { detail: o.detail } : {}),

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { omitPassLines, parseFailures } from '../environment/failures.js';
 import { workspaceRevision } from '../patch/patch.js';
 import type { Config } from '../config/config.js';
-import { currentLimitS, ensureSandbox, sandboxResult, timeoutArg } from './run-command.js';
+import { currentLimitS, ensureSandbox, readOnlyNote, sandboxResult, timeoutArg } from './run-command.js';
 import { selectTests, TestSelector } from './test-selection.js';
 import { fail, type ToolDefinition } from './types.js';
 
@@ -84,6 +84,7 @@ export const runTests: ToolDefinition<ReturnType<typeof RunTestsArgs>> = {
       revision,
       duration_ms: o.duration_ms,
       time_limit_s: timeoutS,
+      ...readOnlyNote(o),
       stdout: stdout.text,
       stderr: stderr.text,
       ...(o.detail ? { detail: o.detail } : {}),

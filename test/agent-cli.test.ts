@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseIssueMarkdown, runCommand } from '../src/cli/run.js';
+import { parseIssueMarkdown, progressLine, runCommand } from '../src/cli/run.js';
 import { scriptFromToolCalls } from '../src/emulator/scripted-model.js';
 import type { RepairResult } from '../src/pipeline/types.js';
 import { splitArgv } from '../src/verify/argv.js';
@@ -33,6 +33,45 @@ describe('agenticfix run', () => {
     } finally {
       err.mockRestore();
     }
+  });
+
+  it('a run that fails in the workspace step prints its phases with times and its reason on stderr', async () => {
+    const tmp = await tempDir('agenticfix-cli-fatal-');
+    const script = path.join(tmp.dir, 'script.json');
+    writeFileSync(script, JSON.stringify({ model: 'cli-scripted', steps: [] }));
+    writeFileSync(path.join(tmp.dir, 'ISSUE.md'), '# t\n\nb\n');
+    const saved = { ...process.env };
+    process.env.AGENTICFIX_HOME = path.join(tmp.dir, 'home');
+    process.env.AGENTICFIX_RUNS_DIR = path.join(tmp.dir, 'runs');
+    const err: string[] = [];
+    const stdout = jest.spyOn(process.stdout, 'write').mockImplementation(() => true);
+    const stderr = jest.spyOn(process.stderr, 'write').mockImplementation((s) => (err.push(String(s)), true));
+    try {
+      const code = await runCommand([
+        ...['--repo', path.join(tmp.dir, 'no-such-repo'), '--base', 'main'],
+        ...['--issue', path.join(tmp.dir, 'ISSUE.md'), '--test', 'node --test'],
+        ...['--model', `scripted:${script}`, '--sandbox', 'local', '--json'],
+      ]);
+      expect(code).toBe(1);
+      const text = err.join('');
+      // It printed "[preparing_workspace]" and "[done]" and nothing else.
+      expect(text).toMatch(/^\[preparing_workspace, \d+ s\]$/m);
+      expect(text).toMatch(/^run failed: .*no-such-repo/m);
+    } finally {
+      stdout.mockRestore();
+      stderr.mockRestore();
+      process.env = saved;
+      await tmp.cleanup();
+    }
+  });
+
+  it('build progress: each step with the time since the build and since the run started', () => {
+    const p = { phase: 'working', step: 3, tokens_used: 0, token_budget: 1, last_test: null } as const;
+    expect(progressLine(p, 1000)).toBeNull();
+    expect(progressLine({ ...p, phase: 'building_environment' }, 2400)).toBe('[building_environment, 2 s]');
+    expect(
+      progressLine({ ...p, build: { step: 'Step 3/7 : RUN npm ci', elapsed_ms: 95_000 } }, 400_000),
+    ).toBe('[build 95 s, run 400 s] Step 3/7 : RUN npm ci');
   });
 
   it('runs one repair with --model scripted:<file> --sandbox local --json and prints the RepairResult', async () => {

@@ -110,7 +110,20 @@ d('Docker environment builder and sandbox (real engine)', () => {
     expect(first.image_tag).toMatch(new RegExp(`^${ENV_REPO}:[0-9a-f]{20}$`));
     const hit = await builder.build({ dockerfile: trivial, worktree: repo, runId });
     expect(hit).toMatchObject({ success: true, cache_hit: true, image_id: first.image_id });
-    const forced = await builder.build({ dockerfile: trivial, worktree: repo, runId, noCache: true });
+    const steps: string[] = [];
+    const forced = await builder.build({
+      dockerfile: trivial,
+      worktree: repo,
+      runId,
+      noCache: true,
+      onStep: (s) => steps.push(s),
+    });
+    // Progress names the model's own steps, as it numbered them (steps the builder adds stay hidden).
+    expect(steps).toEqual([
+      `Step 1/3 : FROM ${BASE_IMAGE}`,
+      'Step 2/3 : COPY pyproject.toml /opt/',
+      'Step 3/3 : RUN echo built > /built',
+    ]);
     expect(forced).toMatchObject({ success: true, cache_hit: false });
     expect([...forced.log.head, ...forced.log.tail].join('\n')).not.toMatch(/Using cache/);
     // The forced rebuild has a tag of its own; the shared one still names the image other runs use.

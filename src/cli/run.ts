@@ -4,7 +4,8 @@ import { z } from 'zod';
 import { loadConfig } from '../config/config.js';
 import { runRepair } from '../pipeline/repair.js';
 import { prepareHost } from '../pipeline/startup.js';
-import type { IssueText, ModelSpec, RepairResult } from '../pipeline/types.js';
+import type { IssueText, ModelSpec, RepairProgress, RepairResult } from '../pipeline/types.js';
+import { stopwatch } from '../trace/phases.js';
 import { splitArgv } from '../verify/argv.js';
 
 const USAGE = `usage: agenticfix run --repo <path or URL> --base <rev> --issue <markdown file> --test "<argv>"
@@ -65,6 +66,16 @@ export function formatResult(r: RepairResult): string {
     .join('\n');
 }
 
+/**
+ * A progress line for stderr: each phase but the model's steps, and each build step with the time
+ * since the build and since the run started. Null when there is nothing new to say.
+ */
+export function progressLine(p: RepairProgress, runMs: number): string | null {
+  const at = `${Math.round(runMs / 1000)} s`;
+  if (p.build) return `[build ${Math.round(p.build.elapsed_ms / 1000)} s, run ${at}] ${p.build.step}`;
+  return p.phase === 'working' ? null : `[${p.phase}, ${at}]`;
+}
+
 /** `agenticfix run`: one repair; prints the result (text, or the RepairResult as JSON). Exit 0 when completed. */
 export async function runCommand(argv: string[]): Promise<number> {
   let flags: z.infer<typeof Flags>;
@@ -106,6 +117,7 @@ export async function runCommand(argv: string[]): Promise<number> {
   const onSignal = () => controller.abort();
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
+  const started = stopwatch();
   try {
     const config = loadConfig();
     await prepareHost({ config, docker: flags.sandbox === 'docker', checkMounts: true });
@@ -121,10 +133,14 @@ export async function runCommand(argv: string[]): Promise<number> {
       keepWorktree: flags['keep-worktree'],
       signal: controller.signal,
       onProgress: (p) => {
-        if (p.phase !== 'working') process.stderr.write(`[${p.phase}]\n`);
+        const line = progressLine(p, started());
+        if (line) process.stderr.write(`${line}\n`);
       },
     });
     process.stdout.write(flags.json ? `${JSON.stringify(result, null, 2)}\n` : `${formatResult(result)}\n`);
+    // A run that could not work says why where a person looks, also with --json.
+    if (result.stop_reason === 'fatal')
+      process.stderr.write(`run failed: ${result.error ?? 'no reason recorded'}\n`);
     return result.stop_reason === 'completed' ? 0 : 1;
   } finally {
     process.off('SIGINT', onSignal);

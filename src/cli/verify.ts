@@ -12,7 +12,9 @@ const USAGE = `usage: agenticfix verify --repo <path|URL> --base <rev> --patch <
                          [--test-glob <glob>]... [--json]
        agenticfix verify --task <tasks.jsonl> --instance <id> --patch <file> [--dockerfile <file>] [--json]
 
-Judges a candidate patch in fresh worktrees and a container rebuilt without cache.
+Judges a candidate patch in fresh worktrees, in containers of the Dockerfile's image: an image
+already built from the same content (Dockerfile, context, base image) is reused, as the report's
+image.reused says; anything else is built.
 Prints the evidence report as Markdown (or JSON with --json). Exit code 0 when verified
 (task mode: resolved), 1 for any other verdict, 2 for a usage error.
 `;

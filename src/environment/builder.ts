@@ -128,6 +128,8 @@ export interface BuildOptions {
   runId: string;
   noCache?: boolean;
   signal?: AbortSignal;
+  /** Each Dockerfile step as the engine starts it (`Step 3/7 : RUN npm ci`, numbered as the model wrote them). */
+  onStep?: (step: string) => void;
 }
 
 /**
@@ -395,16 +397,23 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
     let error: string | null = null;
     // The classic builder keeps each finished step as an image; after a failure the last one is dangling and unlabelled.
     let lastLayer: string | null = null;
+    const labels = {
+      [LABEL]: '1',
+      [RUN_LABEL]: opts.runId,
+      [KEY_LABEL]: key,
+      [BUILT_LABEL]: String(Date.now()),
+    };
+    // The engine adds one LABEL step per label after the model's steps: progress leaves them out.
+    const onStep = (line: string) => {
+      const m = /^Step (\d+)\/(\d+) : (.*)$/.exec(line);
+      const total = Number(m?.[2]) - Object.keys(labels).length;
+      if (m && Number(m[1]) <= total) opts.onStep?.(`Step ${m[1]}/${total} : ${m[3]!.slice(0, 200)}`);
+    };
     try {
       const stream = (await this.docker.buildImage(packContext(build.context, build.dockerfile), {
         t: tag,
         dockerfile: CONTEXT_DOCKERFILE,
-        labels: {
-          [LABEL]: '1',
-          [RUN_LABEL]: opts.runId,
-          [KEY_LABEL]: key,
-          [BUILT_LABEL]: String(Date.now()),
-        },
+        labels,
         nocache: opts.noCache === true,
         // Builds reach the internet (or the proxy) but not the host or internal networks: see network.ts.
         networkmode: buildNetworkMode(this.cfg.buildNetwork),
@@ -415,7 +424,9 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
       })) as Readable;
       await readProgress(stream, this.cfg.buildMaxOutputBytes, (ev) => {
         if (ev.stream) {
-          log.write(steps.write(ev.stream));
+          const text = steps.write(ev.stream);
+          log.write(text);
+          for (const m of text.matchAll(/^Step \d+\/\d+ : .*$/gm)) onStep(m[0]);
           for (const m of ev.stream.matchAll(/^ ---> ([0-9a-f]{12,64})\s*$/gm)) lastLayer = m[1] ?? null;
         } else if (ev.status) log.write(`${ev.status}\n`);
         const e = ev.error ?? ev.errorDetail?.message;

@@ -79,6 +79,7 @@ export interface EnvironmentBuilder {
     runId: string;
     noCache?: boolean;
     signal?: AbortSignal;
+    onStep?: (step: string) => void;
   }): Promise<BuildResult>;
   /** A sandbox that runs argv in containers of the given image. */
   sandboxFor(imageId: string): Sandbox;

@@ -245,6 +245,12 @@ export class JobRunner implements QueueHooks {
                 tokensUsed: p.tokens_used,
                 tokenBudget: p.token_budget,
                 lastTest: p.last_test,
+                // A long build would otherwise look like a stuck run.
+                ...(p.build && p.build.elapsed_ms >= 60_000
+                  ? {
+                      detail: `Building the test environment for ${Math.round(p.build.elapsed_ms / 60_000)} min: \`${p.build.step}\``,
+                    }
+                  : {}),
               },
         ),
     });

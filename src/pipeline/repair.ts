@@ -65,14 +65,24 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
   let lastTest: RunOutcome | null = null;
   let step = 0;
   const phases = new PhaseClock();
-  const progress = (phase: RepairProgress['phase']) =>
+  let phase: RepairProgress['phase'] = 'preparing_workspace';
+  const progress = (now: RepairProgress['phase'], build?: RepairProgress['build']) => {
+    phase = now;
     opts.onProgress?.({
       phase,
       step,
       tokens_used: budget.tokens.total,
       token_budget: budgets.tokens,
       last_test: lastTest?.status ?? null,
+      ...(build ? { build } : {}),
     });
+  };
+  // A build's clock starts at its first step (a cache hit has none).
+  let buildClock = stopwatch();
+  const onBuildStep = (s: string) => {
+    if (/^Step 1\//.test(s)) buildClock = stopwatch();
+    progress(phase, { step: s, elapsed_ms: buildClock() });
+  };
   const writeState = (phase: string) =>
     trace.writeState({
       run_id: runId,
@@ -108,9 +118,10 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
     trace.event('workspace_ready', { base_commit: baseCommit, worktree: worktree.path });
 
     phases.start('environment');
-    const env = await prepareEnvironment(opts, builder, runId, worktree.path, trace, signal, () =>
-      progress('building_environment'),
-    );
+    const env = await prepareEnvironment(opts, builder, runId, worktree.path, trace, signal, {
+      building: () => progress('building_environment'),
+      onStep: onBuildStep,
+    });
     ctx = {
       runId,
       worktree: worktree.path,
@@ -125,6 +136,7 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
       builder: env.builder,
       trace,
       signal,
+      onBuildStep,
     };
     const registry = withTestCapture(createRegistry(ctx, env.tools), (o) => (lastTest = o));
     const task = renderTask(prompts.task, {
@@ -278,7 +290,7 @@ async function prepareEnvironment(
   worktree: string,
   trace: RunTrace,
   signal: AbortSignal,
-  building: () => void,
+  progress: { building: () => void; onStep: (step: string) => void },
 ): Promise<PreparedEnvironment> {
   if (!builder) {
     return {
@@ -302,8 +314,14 @@ async function prepareEnvironment(
     ].join('\n');
     return { sandbox: null, builder, environment: null, tools: await toolsFor(builder), note };
   }
-  building();
-  const built = await builder.build({ dockerfile: opts.dockerfile, worktree, runId, signal });
+  progress.building();
+  const built = await builder.build({
+    dockerfile: opts.dockerfile,
+    worktree,
+    runId,
+    signal,
+    onStep: progress.onStep,
+  });
   trace.event('environment_built', { ...built });
   if (!built.success || !built.image_id)
     throw new Error(`the maintainer Dockerfile did not build: ${built.error}`);

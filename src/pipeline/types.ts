@@ -43,6 +43,8 @@ export interface RepairProgress {
   tokens_used: number;
   token_budget: number;
   last_test: RunOutcome['status'] | null;
+  /** While an image builds: the step it is at and the time since the build's first step. */
+  build?: { step: string; elapsed_ms: number };
 }
 
 export type StopReason =

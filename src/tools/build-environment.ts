@@ -68,6 +68,7 @@ export function makeBuildEnvironmentTool(baseImages: readonly string[] = []): To
         worktree: ctx.worktree,
         runId: ctx.runId,
         signal: ctx.signal,
+        onStep: ctx.onBuildStep,
       });
       if (ctx.signal?.aborted) return fail('cancelled', 'build cancelled');
       // For the run's record only: the model is not told about the network's proxy or CA.

@@ -78,6 +78,8 @@ export interface ToolContext {
   readonly builder: EnvironmentBuilder | null;
   readonly trace: RunTrace;
   readonly signal?: AbortSignal;
+  /** Told each step of a build the model asked for (progress for the CLI and the status comment). */
+  readonly onBuildStep?: (step: string) => void;
   /** Wall time of the first full run of the default test target (null until then): later limits derive from it. */
   suiteMs?: number | null;
 }

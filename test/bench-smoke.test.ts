@@ -29,6 +29,7 @@ test('`npm run bench -- --smoke` runs every benchmark to the end', async () => {
     'context',
     'docker',
     'scale',
+    'suites',
     'webhook',
   ]);
   const { scale, ...rest } = figures;

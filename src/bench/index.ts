@@ -16,6 +16,8 @@ const BENCHES: Record<string, () => Promise<Bench>> = {
   webhook: async () => (await import('./app.js')).benchWebhook,
   // The distributed queue (Redis, PostgreSQL) without Docker.
   scale: async () => (await import('./scale.js')).benchScale,
+  // Real jest, vitest and mocha suites: measured limits and the judge's cells under them.
+  suites: async () => (await import('./suites.js')).benchSuites,
 };
 
 async function main(args: string[]): Promise<void> {

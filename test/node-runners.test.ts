@@ -60,6 +60,30 @@ d('jest, vitest and mocha for real, installed from the npm registry at build tim
   const builder = new DockerEnvironmentBuilder(docker, sandboxCfg);
   afterAll(() => builder.release(runId));
 
+  it("vite's temp dir is writable on the read-only root, and what is written there resolves packages", async () => {
+    const repo = await nodeFixtureRepo(dir);
+    const built = await builder.build({ dockerfile: nodeDockerfile(BASE_IMAGE), worktree: repo, runId });
+    expect(built).toMatchObject({ success: true });
+    // What vite 6 does with a config file: bundle it into the nearest node_modules' .vite-temp, then import it.
+    // Without the link: "ENOENT: no such file or directory, mkdir '/node_modules/.vite-temp'".
+    const script = [
+      "const fs = require('fs');",
+      "fs.mkdirSync('/node_modules/.vite-temp', { recursive: true });",
+      "fs.writeFileSync('/node_modules/.vite-temp/c.mjs', \"import { defineConfig } from 'vitest/config'; export default typeof defineConfig;\");",
+      "import('/node_modules/.vite-temp/c.mjs').then((m) => console.log('loaded', m.default));",
+    ].join('\n');
+    const run = await builder.sandboxFor(built.image_id!).run({
+      argv: ['node', '-e', script],
+      worktree: repo,
+      timeoutMs: 60_000,
+      maxOutputBytes: 1 << 16,
+    });
+    expect({ stdout: run.stdout.trim(), stderr: run.stderr }).toEqual({
+      stdout: 'loaded function',
+      stderr: '',
+    });
+  }, 600_000);
+
   it('per-test ids from each runner, the same on every run, also when the command asks for its own report', async () => {
     const repo = await nodeFixtureRepo(dir);
     const built = await builder.build({ dockerfile: nodeDockerfile(BASE_IMAGE), worktree: repo, runId });

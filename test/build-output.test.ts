@@ -2,10 +2,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
+import { PassThrough, Readable } from 'node:stream';
 import Docker from 'dockerode';
 import { loadConfig, type Config } from '../src/config/config.js';
-import { DockerEnvironmentBuilder, readProgress } from '../src/environment/builder.js';
+import { BuildStepFilter } from '../src/environment/build-ca.js';
+import { DockerEnvironmentBuilder, readBuildOutput, readProgress } from '../src/environment/builder.js';
 import { BASE_IMAGE, dockerReady } from './support/docker.js';
 
 /**
@@ -76,6 +77,76 @@ describe('readProgress (the engine progress stream)', () => {
     const done = readProgress(stream, MiB, () => undefined);
     stream.destroy(new Error('socket hang up'));
     await expect(done).rejects.toThrow('the build stream broke off: socket hang up');
+  });
+});
+
+/**
+ * Issue 23, item 4: a RUN step printing hundreds of MB without a newline made the step filter
+ * quadratic (it kept the whole unfinished line and searched all of it at every chunk): 4 MiB took
+ * 28 s of event-loop time, and the 64 MiB cap never triggered in 400 s while RSS reached 900 MB.
+ */
+describe('newline-free build output', () => {
+  /** The size of one write of a pipe: what the engine relays of a container's output at a time. */
+  const PIECE = 4096;
+  /** Progress entries as the engine sends them, for `bytes` of output without a newline; counts what was taken. */
+  function engine(bytes: number) {
+    const sent = { bytes: 0 };
+    const entry = Buffer.from(`${JSON.stringify({ stream: 'a'.repeat(PIECE) })}\r\n`);
+    function* entries() {
+      yield Buffer.from(`${JSON.stringify({ stream: 'Step 1/1 : RUN yes | tr -d "\\n"\n' })}\r\n`);
+      while (sent.bytes < bytes) {
+        sent.bytes += entry.length;
+        yield entry;
+      }
+    }
+    return { stream: Readable.from(entries(), { objectMode: false }), sent };
+  }
+
+  it('the step filter passes a line on as it arrives and holds at most a few KiB of it', () => {
+    const filter = new BuildStepFilter(0);
+    let fed = 0;
+    let passed = 0;
+    let held = 0;
+    for (const text of ['Step 1/1 : RUN yes\n', ...Array.from({ length: 1024 }, () => 'a'.repeat(PIECE))]) {
+      fed += text.length;
+      passed += filter.write(text).length;
+      held = Math.max(held, fed - passed);
+    }
+    passed += filter.end().length;
+    expect(passed).toBe(fed); // 4 MiB in one line, all of it passed on
+    expect(held).toBeLessThanOrEqual(8192);
+  });
+
+  it('a step header split anywhere is still renumbered or hidden; a long header does not wait for its newline', () => {
+    const header = 'Step 2/3 : RUN echo agenticfix-build-ca\n';
+    for (let cut = 1; cut < header.length; cut++) {
+      const filter = new BuildStepFilter(1);
+      const out =
+        filter.write(`Step 1/3 : FROM x\n${header.slice(0, cut)}`) +
+        filter.write(`${header.slice(cut)}hidden output\nStep 3/3 : RUN make\nok`) +
+        filter.end();
+      expect(out).toBe('Step 1/2 : FROM x\nStep 2/2 : RUN make\nok');
+    }
+    const filter = new BuildStepFilter(0);
+    const long = filter.write(`Step 1/1 : RUN echo ${'b'.repeat(PIECE)}`) + filter.write('b'.repeat(PIECE));
+    expect(long).toMatch(/^Step 1\/1 : RUN echo b+$/);
+    expect(long.length).toBeGreaterThan(PIECE);
+  });
+
+  it('through the real parsing path, the output cap triggers at its byte count and the log stays small', async () => {
+    const cap = 16 * MiB;
+    const { stream, sent } = engine(200_000_000);
+    const { value: out, growth } = await rssGrowth(() => readBuildOutput(stream, cap, 0));
+    expect(out.error).toMatch(/build output cap: the build printed more than 16 MiB/);
+    // Stopped at the cap, whether or not a newline came (the stream reads ahead a few entries).
+    expect(sent.bytes).toBeGreaterThan(cap);
+    expect(sent.bytes).toBeLessThan(cap + 64 * PIECE);
+    const log = out.log.result('failed');
+    expect(log.head[0]).toBe('Step 1/1 : RUN yes | tr -d "\\n"');
+    expect(log.head[1]).toMatch(/^a{400}…$/); // the 16 MiB line, clipped
+    expect(log.error_lines.join('\n')).toMatch(/build output cap/);
+    expect(JSON.stringify(log).length).toBeLessThan(4000);
+    expect(growth).toBeLessThan(100 * MiB);
   });
 });
 
@@ -156,6 +227,25 @@ const ready = await dockerReady();
     expect(JSON.stringify(res.log).length).toBeLessThan(40_000);
     expect(growth).toBeLessThan(200 * MiB);
     // Giving up the stream stopped the engine's build: its RUN container is gone.
+    expect(await gone(marker)).toBe(true);
+  }, 120_000);
+
+  it('200 MB of RUN output without a newline over a small cap: stopped at the cap, bounded memory', async () => {
+    const marker = `flat-${runId}`;
+    const builder = new DockerEnvironmentBuilder(docker, { ...cfg, buildMaxOutputBytes: 8 * MiB });
+    const { value: res, growth } = await rssGrowth(() =>
+      builder.build({
+        dockerfile: `FROM ${BASE_IMAGE}\nRUN echo ${marker} && yes a | tr -d '\\n' | head -c 200000000\n`,
+        worktree: worktree(),
+        runId,
+      }),
+    );
+    expect(res.success).toBe(false);
+    expect(res.error).toMatch(/build output cap: the build printed more than 8 MiB/);
+    expect(res.log.error_lines.join('\n')).toMatch(/build output cap/);
+    expect(res.log.truncated).toBe(true);
+    expect(JSON.stringify(res.log).length).toBeLessThan(40_000);
+    expect(growth).toBeLessThan(200 * MiB);
     expect(await gone(marker)).toBe(true);
   }, 120_000);
 

@@ -81,37 +81,63 @@ export async function readBuildCa(file: string): Promise<SnapshotEntry | string>
   return { path: CONTEXT_CA, mode: 0o644, content, linkTarget: null };
 }
 
+/** A step line's start, which no other line of the builder has (numbers of any sane length fit in PREFIX_CHARS). */
+const STEP = /^Step (\d+)\/(\d+) : (.*)$/s;
+const PREFIX_CHARS = 64;
+/** Most of a step line kept to decide it: the added steps name the CA well within this. */
+const HEADER_CHARS = 4096;
+
 /**
  * Drops the added steps from the classic builder's output (their `Step` line and everything up to the
- * next step) and renumbers the others, so the log reads as the model's Dockerfile. Fed raw chunks;
- * returns what to pass on, whole lines only (`end` flushes the rest).
+ * next step) and renumbers the others, so the log reads as the model's Dockerfile. Fed raw chunks, it
+ * holds back only the start of a line that may be a step line (at most HEADER_CHARS and one chunk) and
+ * passes the rest on as it arrives: a step can print a line of any length without a newline.
  */
 export class BuildStepFilter {
-  private pending = '';
+  /** The start of the current line while it is not yet decided; null once it is (the rest passes or is hidden). */
+  private head: string | null = '';
   private hidden = 0;
   private hiding = false;
 
   constructor(private readonly added: number) {}
 
   write(text: string): string {
-    const all = this.pending + text;
-    const cut = all.lastIndexOf('\n') + 1;
-    this.pending = all.slice(cut);
-    return all
-      .slice(0, cut)
-      .split(/(?<=\n)/)
-      .map((l) => this.line(l))
-      .join('');
+    let out = '';
+    for (let from = 0; from < text.length;) {
+      const nl = text.indexOf('\n', from);
+      const end = nl < 0 ? text.length : nl + 1;
+      out += this.piece(text.slice(from, end), nl >= 0);
+      from = end;
+    }
+    return out;
   }
 
   end(): string {
-    const rest = this.line(this.pending);
-    this.pending = '';
+    const rest = this.head === null ? '' : this.decide(this.head);
+    this.head = '';
     return rest;
   }
 
-  private line(l: string): string {
-    const step = /^Step (\d+)\/(\d+) : (.*)$/s.exec(l);
+  /** Part of one line; `ends` when it holds the line's newline. */
+  private piece(text: string, ends: boolean): string {
+    let out = '';
+    if (this.head === null) out = this.hiding ? '' : text;
+    else {
+      const head = this.head + text;
+      const known =
+        ends ||
+        head.length >= HEADER_CHARS ||
+        (head.length >= PREFIX_CHARS && !/^Step \d+\/\d+ : /.test(head));
+      if (known) out = this.decide(head);
+      this.head = known ? null : head;
+    }
+    if (ends) this.head = '';
+    return out;
+  }
+
+  /** What to pass on of a line's start (or all of a line), deciding whether its step is shown. */
+  private decide(l: string): string {
+    const step = STEP.exec(l);
     if (step) {
       this.hiding = MARK.test(step[3] ?? '');
       if (this.hiding) this.hidden++;

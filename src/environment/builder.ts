@@ -64,7 +64,9 @@ export function readProgress(
   onEvent: (ev: BuildEvent) => void,
 ): Promise<void> {
   return new Promise((resolve, reject) => {
-    let pending = Buffer.alloc(0);
+    /** The unfinished entry, as copies of the ends of chunks (a view would keep a whole chunk alive). */
+    let pending: Buffer[] = [];
+    let pendingBytes = 0;
     let bytes = 0;
     let done = false;
     const finish = (err?: unknown) => {
@@ -91,16 +93,23 @@ export function readProgress(
         const buf = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
         bytes += buf.length;
         if (bytes > maxBytes) throw new BuildOutputCap(maxBytes);
-        const all = pending.length > 0 ? Buffer.concat([pending, buf]) : buf;
+        // Only the new chunk is searched: an entry split over many chunks costs no rescans.
         let from = 0;
-        for (let nl = all.indexOf(10); nl >= 0; nl = all.indexOf(10, from)) {
-          const line = all.toString('utf8', from, nl).trim();
+        for (let nl = buf.indexOf(10); nl >= 0; nl = buf.indexOf(10, from)) {
+          const part = buf.subarray(from, nl);
+          const line = (pending.length > 0 ? Buffer.concat([...pending, part]) : part)
+            .toString('utf8')
+            .trim();
+          pending = [];
+          pendingBytes = 0;
           from = nl + 1;
           if (line !== '') entry(line);
         }
-        // Copied: a view would keep the whole chunk alive.
-        pending = Buffer.from(all.subarray(from));
-        if (pending.length > MAX_EVENT_BYTES) throw new Error('the engine sent a progress entry over 1 MiB');
+        if (from < buf.length) {
+          pending.push(Buffer.from(buf.subarray(from)));
+          pendingBytes += buf.length - from;
+        }
+        if (pendingBytes > MAX_EVENT_BYTES) throw new Error('the engine sent a progress entry over 1 MiB');
       } catch (err) {
         finish(err);
       }
@@ -120,6 +129,53 @@ class BuildOutputCap extends Error {
       `build output cap: the build printed more than ${Math.round(maxBytes / MiB)} MiB (AGENTICFIX_BUILD_MAX_OUTPUT_MB); make its steps quieter (e.g. apt-get -qq, pip -q, npm --silent)`,
     );
   }
+}
+
+/** What one build printed, as the model reads it, and how it ended. */
+export interface BuildOutput {
+  log: BuildLogCompactor;
+  /** The engine's first error entry, or why reading stopped (output cap, broken stream); null when neither. */
+  error: string | null;
+  /** The classic builder keeps each finished step as an image; after a failure the last one is dangling and unlabelled. */
+  lastLayer: string | null;
+}
+
+/**
+ * Reads a build's progress stream into a compact log (see readProgress): the steps the app `added`
+ * are hidden. Never rejects: a broken stream or the output cap becomes the error.
+ */
+export async function readBuildOutput(
+  stream: Readable,
+  maxBytes: number,
+  added: number,
+  /** Each step line of the model's Dockerfile, as the log shows it. */
+  onStep: (line: string) => void = () => undefined,
+): Promise<BuildOutput> {
+  const out: BuildOutput = { log: new BuildLogCompactor(), error: null, lastLayer: null };
+  const steps = new BuildStepFilter(added);
+  // After what the filter still holds; the newline ends an unterminated output line.
+  const fail = (e: string) => out.log.write(`${steps.end()}\nERROR: ${e}\n`);
+  try {
+    await readProgress(stream, maxBytes, (ev) => {
+      if (ev.stream) {
+        const text = steps.write(ev.stream);
+        out.log.write(text);
+        for (const m of text.matchAll(/^Step \d+\/\d+ : .*$/gm)) onStep(m[0]);
+        for (const m of ev.stream.matchAll(/^ ---> ([0-9a-f]{12,64})\s*$/gm)) out.lastLayer = m[1] ?? null;
+      } else if (ev.status) out.log.write(`${ev.status}\n`);
+      const e = ev.error ?? ev.errorDetail?.message;
+      if (e) {
+        out.error ??= capped(e);
+        fail(e);
+      }
+    });
+  } catch (err) {
+    if (err instanceof BuildOutputCap) fail(err.message);
+    out.error ??= capped(message(err));
+  } finally {
+    out.log.write(steps.end());
+  }
+  return out;
 }
 
 export interface BuildOptions {
@@ -392,11 +448,7 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
     opts.signal?.addEventListener('abort', onAbort, { once: true });
     if (opts.signal?.aborted) abort.abort();
 
-    const log = new BuildLogCompactor();
-    const steps = new BuildStepFilter(build.added);
-    let error: string | null = null;
-    // The classic builder keeps each finished step as an image; after a failure the last one is dangling and unlabelled.
-    let lastLayer: string | null = null;
+    let read: BuildOutput = { log: new BuildLogCompactor(), error: null, lastLayer: null };
     const labels = {
       [LABEL]: '1',
       [RUN_LABEL]: opts.runId,
@@ -422,27 +474,15 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
         forcerm: true,
         abortSignal: abort.signal,
       })) as Readable;
-      await readProgress(stream, this.cfg.buildMaxOutputBytes, (ev) => {
-        if (ev.stream) {
-          const text = steps.write(ev.stream);
-          log.write(text);
-          for (const m of text.matchAll(/^Step \d+\/\d+ : .*$/gm)) onStep(m[0]);
-          for (const m of ev.stream.matchAll(/^ ---> ([0-9a-f]{12,64})\s*$/gm)) lastLayer = m[1] ?? null;
-        } else if (ev.status) log.write(`${ev.status}\n`);
-        const e = ev.error ?? ev.errorDetail?.message;
-        if (e) {
-          error ??= capped(e);
-          log.write(`\nERROR: ${e}\n`); // the newline ends an unterminated output line
-        }
-      });
+      read = await readBuildOutput(stream, this.cfg.buildMaxOutputBytes, build.added, onStep);
     } catch (err) {
-      if (err instanceof BuildOutputCap) log.write(`\nERROR: ${err.message}\n`);
-      error ??= capped(message(err));
+      read.error = capped(message(err));
     } finally {
-      log.write(steps.end());
       clearTimeout(timer);
       opts.signal?.removeEventListener('abort', onAbort);
     }
+    const { log, lastLayer } = read;
+    let error = read.error;
     if (timedOut) error = `build timed out after ${this.cfg.buildTimeoutMs} ms`;
     else if (opts.signal?.aborted) error = 'build cancelled';
     if (error !== null) {

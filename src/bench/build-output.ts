@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import Docker from 'dockerode';
 import { loadConfig } from '../config/config.js';
 import { DockerEnvironmentBuilder } from '../environment/builder.js';
@@ -11,10 +12,14 @@ const MiB = 1024 * 1024;
 /** The build that once ended the process with `RangeError: Invalid string length`. */
 const OUTPUT_BYTES = 700_000_000;
 const SMOKE_OUTPUT_BYTES = 20_000_000;
+/** A step that prints without a newline once made the log quadratic (issue 23): the size that must end within limits. */
+const FLAT_BYTES = 200_000_000;
 
 /**
- * A build whose RUN step prints 700 MB: with the output cap raised it completes (time, memory and
- * log size are what matter); with the configured cap it is stopped (time to stop).
+ * A build whose RUN step prints 700 MB in lines and one that prints 200 MB without a newline: with
+ * the output cap raised each completes (time, memory and log size are what matter); with the
+ * configured cap each is stopped (time to stop). The event loop's busy time and longest stall show
+ * whether reading the output blocks the app.
  */
 export async function benchBuildOutput({ smoke }: BenchOptions): Promise<Record<string, number | string>> {
   const docker = new Docker();
@@ -26,21 +31,40 @@ export async function benchBuildOutput({ smoke }: BenchOptions): Promise<Record<
   const cap = Math.min(cfg.buildMaxOutputBytes, bytes / 2);
   const worktree = mkdtempSync(path.join(tmpdir(), 'agenticfix-bench-'));
   writeFileSync(path.join(worktree, 'README'), 'x\n');
-  const dockerfile = (n: number) =>
-    `FROM ${cfg.baseImage}\nRUN echo ${runId}-${n} && yes ${'a'.repeat(99)} | head -c ${bytes}\n`;
-  const measure = async (n: number, maxOutput: number) => {
+  const lines = (n: number, size: number) =>
+    `FROM ${cfg.baseImage}\nRUN echo ${runId}-${n} && yes ${'a'.repeat(99)} | head -c ${size}\n`;
+  const flat = (n: number, size: number) =>
+    `FROM ${cfg.baseImage}\nRUN echo ${runId}-${n} && yes a | tr -d '\\n' | head -c ${size}\n`;
+  const measure = async (dockerfile: string, maxOutput: number) => {
     const builder = new DockerEnvironmentBuilder(docker, { ...cfg, buildMaxOutputBytes: maxOutput });
     const before = process.memoryUsage().rss;
     let peak = before;
     const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 50);
+    const stalls = monitorEventLoopDelay({ resolution: 10 });
+    stalls.enable();
+    const busy = performance.eventLoopUtilization();
     const started = Date.now();
-    const res = await builder.build({ dockerfile: dockerfile(n), worktree, runId, noCache: true });
+    const res = await builder.build({ dockerfile, worktree, runId, noCache: true });
+    const loop = performance.eventLoopUtilization(busy);
+    stalls.disable();
     clearInterval(timer);
-    return { res, ms: Date.now() - started, rssMb: Math.round((peak - before) / MiB) };
+    return {
+      res,
+      ms: Date.now() - started,
+      rssMb: Math.round((peak - before) / MiB),
+      peakRssMb: Math.round(peak / MiB),
+      loopBusyMs: Math.round(loop.active),
+      // The histogram records how late its timer ran: the longest time one callback held the loop.
+      longestStallMs: Math.round(stalls.max / 1e6),
+    };
   };
   try {
-    const full = await measure(1, 2 * bytes);
-    const capped = await measure(2, cap);
+    const full = await measure(lines(1, bytes), 2 * bytes);
+    const capped = await measure(lines(2, bytes), cap);
+    const flatBytes = smoke ? SMOKE_OUTPUT_BYTES : FLAT_BYTES;
+    const flatFull = await measure(flat(3, flatBytes), 2 * flatBytes);
+    const flatCap = Math.min(cfg.buildMaxOutputBytes, flatBytes / 2);
+    const flatCapped = await measure(flat(4, flatBytes), flatCap);
     return {
       output_mb: Math.round(bytes / MiB),
       uncapped_build_ms: full.ms,
@@ -52,6 +76,20 @@ export async function benchBuildOutput({ smoke }: BenchOptions): Promise<Record<
       capped_stop_ms: capped.ms,
       capped_error: capped.res.error ?? '(none)',
       capped_rss_growth_mb: capped.rssMb,
+      newline_free_output_mb: Math.round(flatBytes / MiB),
+      newline_free_uncapped_build_ms: flatFull.ms,
+      newline_free_uncapped_success: String(flatFull.res.success),
+      newline_free_uncapped_event_loop_busy_ms: flatFull.loopBusyMs,
+      newline_free_uncapped_longest_stall_ms: flatFull.longestStallMs,
+      newline_free_uncapped_peak_rss_mb: flatFull.peakRssMb,
+      newline_free_uncapped_rss_growth_mb: flatFull.rssMb,
+      newline_free_uncapped_log_json_bytes: JSON.stringify(flatFull.res.log).length,
+      newline_free_cap_mb: Math.round(flatCap / MiB),
+      newline_free_capped_stop_ms: flatCapped.ms,
+      newline_free_capped_error: flatCapped.res.error ?? '(none)',
+      newline_free_capped_event_loop_busy_ms: flatCapped.loopBusyMs,
+      newline_free_capped_longest_stall_ms: flatCapped.longestStallMs,
+      newline_free_capped_peak_rss_mb: flatCapped.peakRssMb,
     };
   } finally {
     rmSync(worktree, { recursive: true, force: true });

@@ -17,13 +17,13 @@ import {
   fitBody,
   evidenceComment,
   GITHUB_BODY_LIMIT,
-  inert,
   prBody,
   prTitle,
   traceComment,
   unverifiedComment,
 } from '../src/publish/render.js';
 import { StatusComment } from '../src/publish/status.js';
+import { inert } from '../src/verify/untrusted.js';
 import type { RunRecord } from '../src/queue/store.js';
 import { GitWorkspaceManager } from '../src/workspace/manager.js';
 import { git } from '../src/workspace/git.js';
@@ -174,7 +174,7 @@ describe('rendering', () => {
     expect(body.length).toBeLessThanOrEqual(GITHUB_BODY_LIMIT);
     expect(body).toContain('## Trace summary');
     expect(body).toContain('| 1 | `read_file` | `{"path":"f0.py"}` | ok | 2 |');
-    expect(body).toContain('| 2 | `read_file` | `{"path":"f1.py"}` | failed (not_found) | 2 |');
+    expect(body).toContain('| 2 | `read_file` | `{"path":"f1.py"}` | failed (`not_found`) | 2 |');
     expect(body).toContain('2850 more tool calls are in the event log below.');
     expect(body).toMatch(/<details><summary>Full event log \(3000 events\)<\/summary>/);
     expect(body).toMatch(

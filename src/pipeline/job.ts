@@ -19,7 +19,6 @@ import {
   collapsed,
   configComment,
   evidenceComment,
-  inert,
   prBody,
   prTitle,
   revisionAsker,
@@ -32,6 +31,7 @@ import { renderStatus, StatusComment, type StatusState } from '../publish/status
 import type { QueueHooks } from '../queue/queue.js';
 import type { RunRecord, RunStore, RunUpdate } from '../queue/store.js';
 import type { JudgeOptions, VerificationReport } from '../verify/types.js';
+import { code, inert } from '../verify/untrusted.js';
 import {
   fetchFile,
   loadRepoConfig,
@@ -410,7 +410,7 @@ export class JobRunner implements QueueHooks {
         budgets: a.budgets,
         testArgv: rc.test,
         dockerfileSource: a.dockerfile
-          ? `maintainer Dockerfile \`${rc.dockerfile}\``
+          ? `maintainer Dockerfile ${code(rc.dockerfile ?? '')}`
           : 'Dockerfile written by the agent',
         buildNetwork: {
           proxy: this.o.config.sandbox.buildNetwork.proxy !== undefined,
@@ -557,7 +557,7 @@ export class JobRunner implements QueueHooks {
       run,
       gh,
       refOf(run),
-      `## AgenticFix: ${title}\n\n${capMiddle(error)}\n\nNothing was run.`,
+      `## AgenticFix: ${title}\n\n${inert(capMiddle(error))}\n\nNothing was run.`,
     );
     return { state: 'failed', error };
   }
@@ -613,7 +613,7 @@ function endingFor(run: RunRecord): StatusState | null {
         detail: 'The app shut down before the run finished. Comment `/agenticfix rerun` to start again.',
       };
     case 'failed':
-      return { phase: 'failed', detail: `Error: ${capMiddle(run.error ?? 'unknown', 500)}` };
+      return { phase: 'failed', detail: `Error: ${inert(capMiddle(run.error ?? 'unknown', 500))}` };
     default:
       return null;
   }

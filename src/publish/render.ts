@@ -1,6 +1,7 @@
 import type { RepairResult } from '../pipeline/types.js';
 import type { RunRecord } from '../queue/store.js';
 import type { VerificationReport } from '../verify/types.js';
+import { code, codeBlock, inert } from '../verify/untrusted.js';
 
 /** Markdown for everything the app posts. Pure functions; every body fits GitHub's limit. */
 
@@ -8,24 +9,33 @@ export const GITHUB_BODY_LIMIT = 65_536;
 /** Head-room for the notes and wrappers added around cut content. */
 const MARGIN = 600;
 
-/** A fence longer than any backtick run inside `text`, so the content cannot close it. */
-function fence(text: string): string {
-  const longest = Math.max(2, ...[...text.matchAll(/`+/g)].map((m) => m[0].length));
-  return '`'.repeat(longest + 1);
-}
-
-function codeBlock(text: string, lang = ''): string {
-  const f = fence(text);
-  return `${f}${lang}\n${text.replace(/\n$/, '')}\n${f}`;
-}
-
 export interface Cut {
   text: string;
   /** What was removed, as a sentence; null when nothing was. */
   note: string | null;
 }
 
-/** Keeps the head and tail lines of `text` within `max` characters, cutting whole lines from the middle. */
+/**
+ * The code fence still open after each line (null where none): a cut inside a code block closes and
+ * reopens it, or what follows it (untrusted content included) would render as Markdown and HTML.
+ */
+function fencesAfter(lines: readonly string[]): (string | null)[] {
+  let open: string | null = null;
+  return lines.map((l) => {
+    const m = /^ {0,3}(`{3,}|~{3,})(.*)$/.exec(l);
+    const f = m?.[1];
+    if (f === undefined) return open;
+    const rest = m?.[2] ?? '';
+    if (open === null) open = f[0] === '`' && rest.includes('`') ? null : f;
+    else if (f[0] === open[0] && f.length >= open.length && rest.trim() === '') open = null;
+    return open;
+  });
+}
+
+/**
+ * Keeps the head and tail lines of `text` within `max` characters, cutting whole lines from the
+ * middle; a code block cut in two is closed before the cut and reopened after it.
+ */
 export function cutMiddle(text: string, max: number, unit = 'lines'): Cut {
   if (text.length <= max) return { text, note: null };
   const lines = text.split('\n');
@@ -46,7 +56,19 @@ export function cutMiddle(text: string, max: number, unit = 'lines'): Cut {
   const cutLines = lines.length - head.length - tail.length;
   const cutChars = text.length - used + (head.length + tail.length > 0 ? 1 : 0);
   const note = `${cutLines} of ${lines.length} ${unit} (${cutChars} characters) were cut from the middle to fit GitHub's ${GITHUB_BODY_LIMIT}-character limit.`;
-  return { text: [...head, `… ${cutLines} ${unit} cut …`, ...tail].join('\n'), note };
+  const open = fencesAfter(lines);
+  const closeHead = head.length > 0 ? open[head.length - 1] : null;
+  const reopenTail = open[lines.length - tail.length - 1] ?? null;
+  return {
+    text: [
+      ...head,
+      ...(closeHead ? [closeHead] : []),
+      `… ${cutLines} ${unit} cut …`,
+      ...(reopenTail ? [reopenTail] : []),
+      ...tail,
+    ].join('\n'),
+    note,
+  };
 }
 
 /** `<details>` block whose content is cut to `max` characters, with a note of what was cut. */
@@ -60,42 +82,20 @@ export function collapsed(summary: string, content: string, max: number, lang = 
 export function fitBody(body: string, max = GITHUB_BODY_LIMIT): string {
   if (body.length <= max) return body;
   const note = `\n\n> [!NOTE]\n> ${body.length - max + 200} characters were cut from the end of this comment to fit GitHub's limit.`;
+  // Whole lines where there are lines: a code span cut in two would leave the rest of its line to render as HTML.
   let head = body.slice(0, max - note.length - 100);
+  if (head.includes('\n')) head = head.slice(0, head.lastIndexOf('\n'));
   // Close an open code fence or <details> so the rest of the page renders.
-  if ((head.match(/^`{3,}/gm) ?? []).length % 2 === 1) head += '\n```';
+  const open = fencesAfter(head.split('\n')).at(-1);
+  if (open) head += `\n${open}`;
   if ((head.match(/<details>/g) ?? []).length > (head.match(/<\/details>/g) ?? []).length)
     head += '\n</details>';
   return head + note;
 }
 
-const ZWJ = '\u200d';
-
-/**
- * Makes text that the model (or an outsider) wrote inert where the app posts it: closing keywords
- * followed by an issue reference (`Fixes #3`, `closes owner/repo#3`, `resolves https://…/issues/3`)
- * and @-mentions get a zero-width joiner inside, so they neither close issues nor notify anyone;
- * unless `plain` (titles, commit messages), links are broken too (URL schemes, `www.`, `[text](url)`,
- * reference definitions, HTML entities) and, unless `keepHtml`, HTML tags are escaped.
- */
-export function inert(text: string, o: { plain?: boolean; keepHtml?: boolean } = {}): string {
-  let t = text
-    .replace(
-      /\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)(?=:?\s*(?:(?:[\w.-]+\/[\w.-]+)?#\d|https?:\/\/))/gi,
-      (k) => k[0] + ZWJ + k.slice(1),
-    )
-    .replace(/@(?=[\w-])/g, '@' + ZWJ);
-  if (o.plain) return t;
-  t = t
-    .replace(/\b([a-z][a-z0-9+.-]*):\/\//gi, `$1${ZWJ}://`)
-    .replace(/\bwww\./gi, `www${ZWJ}.`)
-    .replace(/\]\s*([(:[])/g, `]${ZWJ}$1`)
-    .replace(/&(?=#?\w+;)/g, '&amp;');
-  return o.keepHtml ? t : t.replace(/<(?=[a-z/!?])/gi, '&lt;');
-}
-
 /** The run, its base commit and the version of the issue it worked on. */
 const runLine = (run: RunRecord): string =>
-  `Run \`${run.id}\`, base commit \`${run.base_commit.slice(0, 12)}\`` +
+  `Run ${code(run.id)}, base commit ${code(run.base_commit.slice(0, 12))}` +
   (run.issue_updated_at ? `, issue #${run.issue} as of ${run.issue_updated_at}` : '');
 
 export function prTitle(issue: { number: number; title: string }): string {
@@ -138,7 +138,8 @@ const oneLine = (v: unknown, max: number): string => {
   const s = (typeof v === 'string' ? v : (JSON.stringify(v) ?? '')).replace(/\s+/g, ' ');
   return s.length > max ? s.slice(0, max - 1) + '…' : s;
 };
-const cell = (s: string): string => s.replace(/\|/g, '\\|').replace(/`/g, "'");
+/** App Markdown in a table cell: GitHub splits cells at every unescaped `|`, code spans included. */
+const cell = (s: string): string => s.replace(/\|/g, '\\|');
 
 /** Reads the event log (JSON lines); lines that are not JSON objects are skipped. */
 function parseEvents(jsonl: string): Record<string, unknown>[] {
@@ -163,7 +164,7 @@ function phaseLine(phases: Record<string, number>, tools: ToolEnd[]): string {
   const heavy = [...byTool]
     .filter(([, ms]) => ms >= 100)
     .sort((a, b) => b[1] - a[1])
-    .map(([name, ms]) => `\`${name}\` ${s(ms)}`);
+    .map(([name, ms]) => `${code(name)} ${s(ms)}`);
   return Object.entries(phases)
     .map(
       ([name, ms]) =>
@@ -204,7 +205,7 @@ export function traceComment(run: RunRecord, result: RepairResult, eventsJsonl: 
       .slice(0, 150)
       .map(
         (c, i) =>
-          `| ${i + 1} | \`${c.name}\` | \`${cell(oneLine(c.args, 120))}\` | ${c.ok ? 'ok' : `failed${c.error ? ` (${c.error})` : ''}`} | ${c.ms ?? ''} |`,
+          `| ${i + 1} | ${code(c.name, { cell: true })} | ${code(oneLine(c.args, 120), { cell: true })} | ${c.ok ? 'ok' : `failed${c.error ? ` (${code(c.error, { cell: true })})` : ''}`} | ${c.ms ?? ''} |`,
       );
     const more =
       tools.length > 150 ? `\n\n${tools.length - 150} more tool calls are in the event log below.` : '';
@@ -250,31 +251,34 @@ export function configComment(a: {
   const body = [
     `## Run configuration\n\n<sub>${runLine(a.run)}</sub>`,
     [
-      `- Model: \`${a.result.model_name ?? a.model}\`${a.run.model ? ' (set by the rerun command)' : ''}`,
-      `- Prompt version: \`${a.result.prompt_hash}\``,
+      `- Model: ${code(a.result.model_name ?? a.model)}${a.run.model ? ' (set by the rerun command)' : ''}`,
+      `- Prompt version: ${code(a.result.prompt_hash)}`,
       `- Budgets: ${budgets}`,
-      `- Test command: \`${cell(a.testArgv.join(' '))}\``,
-      `- Environment: ${a.dockerfileSource}; image \`${a.result.image_id ?? 'none'}\``,
+      `- Test command: ${code(a.testArgv.join(' '))}`,
+      `- Environment: ${a.dockerfileSource}; image ${code(a.result.image_id ?? 'none')}`,
       `- Build network: proxy ${yes(a.buildNetwork.proxy)}, extra CA ${yes(a.buildNetwork.ca)}`,
-      `- Triggered by @${a.run.triggered_by} (${a.run.trigger})`,
+      `- Triggered by ${login(a.run.triggered_by)} (${code(a.run.trigger)})`,
     ].join('\n'),
   ];
   if (a.result.dockerfile) body.push(collapsed('Dockerfile', a.result.dockerfile, 20_000, 'dockerfile'));
   return fitBody(body.join('\n\n'));
 }
 
+/** A GitHub user, @-mentioned only when the name is a login (so it can name no team and hold no markup). */
+const login = (name: string): string => (/^[A-Za-z0-9-]+(\[bot\])?$/.test(name) ? `@${name}` : code(name));
+
 /** Who asked for a revision and how, in words (a CI app is named, never @-mentioned). */
 export function revisionAsker(run: Pick<RunRecord, 'trigger' | 'triggered_by'>): string {
-  const who = `@${run.triggered_by}`;
+  const who = login(run.triggered_by);
   switch (run.trigger) {
     case 'review':
       return `${who} in a review`;
     case 'mention':
       return `${who} in a review comment`;
     case 'checks':
-      return `failing checks (${run.triggered_by})`;
+      return `failing checks (${code(run.triggered_by)})`;
     default:
-      return `${who} with \`/agenticfix ${run.trigger}\``;
+      return `${who} with ${code(`/agenticfix ${run.trigger}`)}`;
   }
 }
 
@@ -344,7 +348,7 @@ export function unverifiedComment(a: {
   return fitBody(a.report ? `${head}\n\n### Evidence\n\n${evidence}\n\n${patch}` : `${head}\n\n${patch}`);
 }
 
-const fileList = (files: string[]): string => files.map((f) => `\`${f}\``).join(', ');
+const fileList = (files: string[]): string => files.map((f) => code(f)).join(', ');
 
 export function blockedPathsNote(files: string[]): string {
   return `The patch changes ${fileList(files)}, which the app never pushes: workflow files need a permission the app does not hold by design, and the repository's \`protected_paths\` are off limits. A maintainer can apply the patch below by hand after review.`;

@@ -1,15 +1,16 @@
 import type { VerificationReport } from './types.js';
+import { code, codeBlock, inert } from './untrusted.js';
 
 /** GitHub rejects comments above 65,536 characters; keep a margin. */
 export const MARKDOWN_LIMIT = 60_000;
 const ITEM_CHARS = 240;
 const INLINE_ITEMS = 10;
 
-const code = (s: string) => {
-  const t = s.length > ITEM_CHARS ? `${s.slice(0, ITEM_CHARS)}…` : s;
-  return t.includes('`') ? `\`\` ${t} \`\`` : `\`${t}\``;
-};
-const cell = (s: string) => s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
+/** Test names, file names and flags (written by the patch or its tests): each one a code span. */
+const item = (s: string) => code(s.length > ITEM_CHARS ? `${s.slice(0, ITEM_CHARS)}…` : s);
+/** Prose that quotes untrusted text (the verdict's reason, a cell's problem): inert, one paragraph, capped. */
+const prose = (s: string, max: number) =>
+  inert(s.length > max ? `${s.slice(0, max)}…` : s).replace(/\s*\n\s*/g, ' ');
 const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
 /** A bulleted list: the first items inline, up to `hidden` more inside <details>, and a count of the rest. */
@@ -17,7 +18,7 @@ function list(
   title: string,
   items: readonly string[],
   hidden: number,
-  format: (s: string) => string = code,
+  format: (s: string) => string = item,
 ): string {
   if (items.length === 0) return '';
   const bullets = (xs: readonly string[]) => xs.map((x) => `- ${format(x)}`).join('\n');
@@ -35,9 +36,10 @@ function list(
   return parts.join('\n\n');
 }
 
-function render(r: VerificationReport, hidden: number): string {
+/** The report's blocks, each one whole Markdown (a cut between blocks splits no code span or block). */
+function render(r: VerificationReport, hidden: number): string[] {
   const out: string[] = [];
-  out.push(`## AgenticFix verification: \`${r.verdict}\``, r.reason);
+  out.push(`## AgenticFix verification: \`${r.verdict}\``, prose(r.reason, 4000));
   out.push(
     `Base commit \`${r.base_commit.slice(0, 12)}\` · ${r.mode} mode · per-test results: ${r.per_test ? 'yes' : 'no (exit codes only)'} · total ${secs(r.duration_ms)}`,
   );
@@ -54,12 +56,12 @@ function render(r: VerificationReport, hidden: number): string {
       ].join('\n'),
     );
     const problems = r.cells.filter((c) => c.problem).map((c) => `${c.name}: ${c.problem}`);
-    out.push(list('Untrustworthy runs', problems, hidden, cell));
+    out.push(list('Untrustworthy runs', problems, hidden, (p) => prose(p, 1000)));
   }
   if (r.task) {
     const t = r.task;
     out.push(
-      `**Task \`${t.instance_id}\`: ${t.resolved ? 'resolved' : 'unresolved'}** · FAIL_TO_PASS ${t.FAIL_TO_PASS.success.length}/${t.FAIL_TO_PASS.success.length + t.FAIL_TO_PASS.failure.length} · PASS_TO_PASS ${t.PASS_TO_PASS.success.length}/${t.PASS_TO_PASS.success.length + t.PASS_TO_PASS.failure.length}`,
+      `**Task ${code(t.instance_id)}: ${t.resolved ? 'resolved' : 'unresolved'}** · FAIL_TO_PASS ${t.FAIL_TO_PASS.success.length}/${t.FAIL_TO_PASS.success.length + t.FAIL_TO_PASS.failure.length} · PASS_TO_PASS ${t.PASS_TO_PASS.success.length}/${t.PASS_TO_PASS.success.length + t.PASS_TO_PASS.failure.length}`,
     );
     out.push(list('FAIL_TO_PASS still failing', t.FAIL_TO_PASS.failure, hidden));
     out.push(list('PASS_TO_PASS broken', t.PASS_TO_PASS.failure, hidden));
@@ -70,11 +72,11 @@ function render(r: VerificationReport, hidden: number): string {
   out.push(list("The patch's own tests failing with the patch", e.new_tests_failing, hidden));
   out.push(list('Failing before and after (not blamed on the patch)', e.fail_both, hidden));
   out.push(list('Flaky (excluded from the evidence)', e.flaky, hidden));
-  out.push(list('Tests modified', r.tests_modified, hidden, cell));
-  out.push(list('Flags', r.flags, hidden, cell));
+  out.push(list('Tests modified', r.tests_modified, hidden));
+  out.push(list('Flags', r.flags, hidden));
   if (r.image) {
     out.push(
-      `**Environment:** image \`${r.image.id}\`${r.image.tag ? ` (${r.image.tag})` : ''}, ${r.image.reused ? 'reused (same content key)' : r.image.no_cache ? 'rebuilt without cache' : 'built with the layer cache'} in ${secs(r.image.build_ms)}; Dockerfile sha256 \`${r.image.dockerfile_sha256.slice(0, 16)}\`.`,
+      `**Environment:** image ${code(r.image.id)}${r.image.tag ? ` (${code(r.image.tag)})` : ''}, ${r.image.reused ? 'reused (same content key)' : r.image.no_cache ? 'rebuilt without cache' : 'built with the layer cache'} in ${secs(r.image.build_ms)}; Dockerfile sha256 \`${r.image.dockerfile_sha256.slice(0, 16)}\`.`,
     );
   }
   if (r.phases)
@@ -83,15 +85,15 @@ function render(r: VerificationReport, hidden: number): string {
     );
   if (r.build_error)
     out.push(
-      `<details><summary>Build error</summary>\n\n\`\`\`\n${r.build_error.slice(0, 4000)}\n\`\`\`\n\n</details>`,
+      `<details><summary>Build error</summary>\n\n${codeBlock(r.build_error.slice(0, 4000))}\n\n</details>`,
     );
   if (r.commands.length > 0) {
-    const cmds = r.commands.slice(0, 40).map((c) => c.slice(0, 500).replace(/```/g, "'''"));
+    const cmds = r.commands.slice(0, 40).map((c) => c.slice(0, 500).replace(/\r\n?|\n/g, ' '));
     out.push(
-      `<details><summary>Commands (${r.commands.length})</summary>\n\n\`\`\`\n${cmds.join('\n')}\n\`\`\`\n\n</details>`,
+      `<details><summary>Commands (${r.commands.length})</summary>\n\n${codeBlock(cmds.join('\n'))}\n\n</details>`,
     );
   }
-  return out.filter(Boolean).join('\n\n') + '\n';
+  return out.filter(Boolean);
 }
 
 /**
@@ -100,9 +102,16 @@ function render(r: VerificationReport, hidden: number): string {
  */
 export function renderMarkdown(report: VerificationReport): string {
   for (const hidden of [200, 50, 10, 0]) {
-    const md = render(report, hidden);
+    const md = render(report, hidden).join('\n\n') + '\n';
     if (md.length <= MARKDOWN_LIMIT) return md;
   }
-  const note = '\n\n_Report cut to fit a comment; see the JSON report._\n';
-  return render(report, 0).slice(0, MARKDOWN_LIMIT - note.length) + note;
+  const note = '_Report cut to fit a comment; see the JSON report._';
+  const kept: string[] = [];
+  let used = note.length + 3;
+  for (const block of render(report, 0)) {
+    if (used + block.length + 2 > MARKDOWN_LIMIT) break;
+    kept.push(block);
+    used += block.length + 2;
+  }
+  return [...kept, note].join('\n\n') + '\n';
 }

@@ -5,7 +5,9 @@ import {
   ciFlagNote,
   collapsed,
   configComment,
+  cutMiddle,
   evidenceComment,
+  fitBody,
   prBody,
   prTitle,
   revisionComment,
@@ -17,7 +19,7 @@ import { renderStatus } from '../src/publish/status.js';
 import type { RunRecord } from '../src/queue/store.js';
 import { renderMarkdown } from '../src/verify/markdown.js';
 import type { Cell, VerificationReport } from '../src/verify/types.js';
-import { code, inert } from '../src/verify/untrusted.js';
+import { code, codeBlock, inert } from '../src/verify/untrusted.js';
 
 /**
  * Issue 23, item 4: file names and flag snippets (model- and test-written text) reached the evidence
@@ -343,6 +345,26 @@ describe('untrusted text renders inert in every comment', () => {
         failures.push(`${JSON.stringify(h.slice(0, 60))}: ${found.slice(0, 3).join('; ')}`);
     }
     expect(failures.slice(0, 10)).toEqual([]);
+  });
+
+  it('a cut through a code block closes it before the cut and reopens it after', () => {
+    const lines = Array.from(
+      { length: 400 },
+      (_, i) => `<img src=x onerror=alert(${i})> ${'`'.repeat(i % 5)}`,
+    );
+    const prose = Array.from({ length: 300 }, (_, i) => `line ${i}`).join('\n');
+    // The block at the start, the end or the middle: the cut leaves its opener, its closer or both out.
+    for (const md of [
+      `${codeBlock(lines.join('\n'))}\n\n${prose}`,
+      `${prose}\n\n${codeBlock(lines.join('\n'))}`,
+      `${prose}\n\n${codeBlock(lines.join('\n'))}\n\n${prose}`,
+    ])
+      for (const max of [500, 2000, 8000]) {
+        const cut = cutMiddle(md, max);
+        expect(cut.note).not.toBeNull();
+        expect(problems(cut.text)).toEqual([]);
+        expect(problems(fitBody(md, max + 400))).toEqual([]);
+      }
   });
 
   it('the untrusted text is still shown: a code span holds it exactly, on one line', () => {

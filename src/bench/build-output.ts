@@ -16,6 +16,33 @@ const SMOKE_OUTPUT_BYTES = 20_000_000;
 const FLAT_BYTES = 200_000_000;
 
 /**
+ * The engine with each build's progress stream timed: how long the app's reading of one chunk held
+ * the event loop (`max`) and in all (`total`), from listeners around the builder's own.
+ */
+function timedBuilds(docker: Docker, writes: { max: number; total: number }): Docker {
+  const timed = Object.create(docker) as Docker;
+  timed.buildImage = (async (...args: Parameters<Docker['buildImage']>) => {
+    const stream = (await docker.buildImage(...args)) as NodeJS.ReadableStream;
+    let started = 0;
+    const after = () => {
+      const ms = performance.now() - started;
+      writes.max = Math.max(writes.max, ms);
+      writes.total += ms;
+    };
+    // Before the builder's listener is added; after it once it is (no chunk flows before the next tick).
+    const added = (event: string) => {
+      if (event !== 'data') return;
+      stream.off('newListener', added);
+      stream.prependListener('data', () => (started = performance.now()));
+      queueMicrotask(() => stream.on('data', after));
+    };
+    stream.on('newListener', added);
+    return stream;
+  }) as Docker['buildImage'];
+  return timed;
+}
+
+/**
  * A build whose RUN step prints 700 MB in lines and one that prints 200 MB without a newline: with
  * the output cap raised each completes (time, memory and log size are what matter); with the
  * configured cap each is stopped (time to stop). The event loop's busy time and longest stall show
@@ -36,7 +63,11 @@ export async function benchBuildOutput({ smoke }: BenchOptions): Promise<Record<
   const flat = (n: number, size: number) =>
     `FROM ${cfg.baseImage}\nRUN echo ${runId}-${n} && yes a | tr -d '\\n' | head -c ${size}\n`;
   const measure = async (dockerfile: string, maxOutput: number) => {
-    const builder = new DockerEnvironmentBuilder(docker, { ...cfg, buildMaxOutputBytes: maxOutput });
+    const writes = { max: 0, total: 0 };
+    const builder = new DockerEnvironmentBuilder(timedBuilds(docker, writes), {
+      ...cfg,
+      buildMaxOutputBytes: maxOutput,
+    });
     const before = process.memoryUsage().rss;
     let peak = before;
     const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 50);
@@ -56,6 +87,8 @@ export async function benchBuildOutput({ smoke }: BenchOptions): Promise<Record<
       loopBusyMs: Math.round(loop.active),
       // The histogram records how late its timer ran: the longest time one callback held the loop.
       longestStallMs: Math.round(stalls.max / 1e6),
+      maxWriteMs: Math.round(writes.max * 10) / 10,
+      writesMs: Math.round(writes.total),
     };
   };
   try {
@@ -81,6 +114,8 @@ export async function benchBuildOutput({ smoke }: BenchOptions): Promise<Record<
       newline_free_uncapped_success: String(flatFull.res.success),
       newline_free_uncapped_event_loop_busy_ms: flatFull.loopBusyMs,
       newline_free_uncapped_longest_stall_ms: flatFull.longestStallMs,
+      newline_free_uncapped_reading_ms: flatFull.writesMs,
+      newline_free_uncapped_max_single_write_ms: flatFull.maxWriteMs,
       newline_free_uncapped_peak_rss_mb: flatFull.peakRssMb,
       newline_free_uncapped_rss_growth_mb: flatFull.rssMb,
       newline_free_uncapped_log_json_bytes: JSON.stringify(flatFull.res.log).length,
@@ -89,6 +124,8 @@ export async function benchBuildOutput({ smoke }: BenchOptions): Promise<Record<
       newline_free_capped_error: flatCapped.res.error ?? '(none)',
       newline_free_capped_event_loop_busy_ms: flatCapped.loopBusyMs,
       newline_free_capped_longest_stall_ms: flatCapped.longestStallMs,
+      newline_free_capped_reading_ms: flatCapped.writesMs,
+      newline_free_capped_max_single_write_ms: flatCapped.maxWriteMs,
       newline_free_capped_peak_rss_mb: flatCapped.peakRssMb,
     };
   } finally {

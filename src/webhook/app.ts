@@ -185,7 +185,7 @@ export function createApp(deps: AppDeps) {
     // The repository's config (which may rename the trigger label) is read only for a sender who may
     // start a run: nobody else's label event costs more than this one permission check.
     if (!(await canWrite(gh, owner, r.name, sender.login))) {
-      if (label.name === config.app.label)
+      if (label?.name === config.app.label)
         await replyTo(gh, ref, sender.login, politeNo(sender.login, 'start AgenticFix'));
       return;
     }
@@ -194,7 +194,7 @@ export function createApp(deps: AppDeps) {
     // on the issue.
     const rc = await loadRepoConfig(gh, owner, r.name, base, config);
     const wanted = (rc.ok && rc.config.label) || config.app.label;
-    if (label.name !== wanted) return;
+    if (label?.name !== wanted) return;
     await start(
       {
         ...ref,
@@ -492,13 +492,18 @@ export function createApp(deps: AppDeps) {
     } else if (event === 'issues') {
       const p = LABELED.safeParse(payload);
       if (!p.success) return ignore(p.error);
-      if (isBot(p.data.sender)) return ignore();
+      if (isBot(p.data.sender) || !p.data.label) return ignore();
       return intake.run(id, async () => onLabeled(id, await auth(p.data.installation.id), p.data));
     } else {
       const p = COMMENTED.safeParse(payload);
       if (!p.success) return ignore(p.error);
       const { sender, comment } = p.data;
-      if (isBot(sender) || isBot(comment.user) || parseCommand(comment.body).type === 'none') return ignore();
+      if (
+        isBot(sender) ||
+        (comment.user && isBot(comment.user)) ||
+        parseCommand(comment.body).type === 'none'
+      )
+        return ignore();
       return intake.run(id, async () => onComment(id, await auth(p.data.installation.id), p.data));
     }
   }

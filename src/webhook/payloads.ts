@@ -5,7 +5,8 @@ import { z } from 'zod';
  * test that checks them against GitHub's published examples.
  */
 
-export const USER = z.object({ login: z.string(), type: z.string() });
+// GitHub's user schema does not promise `type`; a deleted account's comments have no user at all.
+export const USER = z.object({ login: z.string(), type: z.string().optional() });
 export const COMMON = {
   repository: z.object({
     name: z.string(),
@@ -17,7 +18,7 @@ export const COMMON = {
 };
 export const LABELED = z.object({
   ...COMMON,
-  label: z.object({ name: z.string() }),
+  label: z.object({ name: z.string() }).optional(), // optional in GitHub's description
   // The issue as the maintainer labelled it: the run works on this snapshot, not on later edits.
   issue: z.object({
     number: z.number().int(),
@@ -28,13 +29,13 @@ export const LABELED = z.object({
 });
 export const COMMENTED = z.object({
   ...COMMON,
-  comment: z.object({ id: z.number().int(), body: z.string(), user: USER }),
+  comment: z.object({ id: z.number().int(), body: z.string(), user: USER.nullable() }),
   issue: z.object({ number: z.number().int(), pull_request: z.unknown().optional() }),
 });
 
 export const REVIEWED = z.object({
   ...COMMON,
-  review: z.object({ id: z.number().int(), state: z.string(), body: z.string().nullish(), user: USER }),
+  review: z.object({ id: z.number().int(), state: z.string(), body: z.string().nullish() }),
   pull_request: z.object({ number: z.number().int() }),
 });
 
@@ -60,7 +61,8 @@ export const CHECKED = z.object({
   ...COMMON,
   check_suite: z.object({
     head_sha: z.string(),
-    app: z.object({ slug: z.string() }).nullish(),
+    // Three of GitHub's four check_suite.completed examples have an app without a slug.
+    app: z.object({ slug: z.string().optional() }).nullish(),
     pull_requests: z.array(z.object({ number: z.number().int() })),
   }),
 });
@@ -73,3 +75,12 @@ export const HANDLED: Record<string, string> = {
   pull_request_review_comment: 'created',
   check_suite: 'completed',
 };
+
+/** Each handled event's payload schema. */
+export const PAYLOADS = {
+  issues: LABELED,
+  issue_comment: COMMENTED,
+  pull_request_review: REVIEWED,
+  pull_request_review_comment: REVIEW_COMMENTED,
+  check_suite: CHECKED,
+} satisfies Record<keyof typeof HANDLED, z.ZodType>;

@@ -24,8 +24,11 @@ import {
   waitFor,
 } from './app-support.js';
 import {
+  checkGraphql,
   DESCRIPTIONS,
   description,
+  OperationChecker,
+  type SentRequest,
   stricterThanGitHub,
   webhookSchema,
   type Schema,
@@ -73,6 +76,64 @@ describe.each(DESCRIPTIONS)('payload schemas against the %s description', (name)
       expect(found).toEqual([]);
     },
   );
+});
+
+describe('the contract checks refuse what GitHub does not document', () => {
+  const checker = new OperationChecker('api.github.com');
+  const sent = (r: Partial<SentRequest>): SentRequest => ({
+    method: 'GET',
+    rawPath: '/repos/acme/calc',
+    query: '',
+    body: undefined,
+    status: 200,
+    ...r,
+  });
+
+  it('an unknown operation, a missing or mistyped parameter, an undocumented query, a bad body', () => {
+    expect(checker.checkRequest(sent({}))).toEqual([]);
+    expect(checker.checkRequest(sent({ rawPath: '/repos/acme/calc/nonsense' }))).toEqual([
+      'GET /repos/acme/calc/nonsense: no such operation in api.github.com',
+    ]);
+    const comments = '/repos/acme/calc/issues/1/comments';
+    expect(checker.checkRequest(sent({ method: 'POST', rawPath: comments, body: { text: 'hi' } }))).toEqual([
+      "POST /repos/{owner}/{repo}/issues/{issue_number}/comments: body / must have required property 'body'",
+    ]);
+    expect(checker.checkRequest(sent({ method: 'POST', rawPath: comments }))).toEqual([
+      'POST /repos/{owner}/{repo}/issues/{issue_number}/comments: body missing',
+    ]);
+    expect(checker.checkRequest(sent({ rawPath: '/repos/acme/calc/issues/one' }))[0]).toMatch(
+      /path parameter issue_number=one is not/,
+    );
+    expect(checker.checkRequest(sent({ rawPath: comments, query: '?per_page=100&pages=2' }))).toEqual([
+      'GET /repos/{owner}/{repo}/issues/{issue_number}/comments: undocumented query parameter pages',
+    ]);
+  });
+
+  it('an answer without what GitHub always sends, or a success GitHub does not document', () => {
+    const answer = (status: number, body: unknown) =>
+      checker.checkResponse(
+        sent({ method: 'POST', rawPath: '/repos/acme/calc/issues/1/comments', status, response: { body } }),
+      );
+    expect(answer(201, { id: 1 }).problems).toContain(
+      "POST /repos/{owner}/{repo}/issues/{issue_number}/comments → 201: / must have required property 'node_id'",
+    );
+    expect(answer(200, {}).problems).toEqual([
+      'POST /repos/{owner}/{repo}/issues/{issue_number}/comments → 200: undocumented status',
+    ]);
+  });
+
+  it("a GraphQL document or variables outside GitHub's schema", () => {
+    expect(checkGraphql({ query: '{ viewer { login } }' })).toEqual([]);
+    expect(checkGraphql({ query: '{ viewer { nonsense } }' })).toEqual([
+      'POST /graphql: Cannot query field "nonsense" on type "User".',
+    ]);
+    expect(
+      checkGraphql({
+        query: 'query ($n: Int!) { viewer { repositories(first: $n) { totalCount } } }',
+        variables: {},
+      }),
+    ).toEqual(['POST /graphql: Variable "$n" of required type "Int!" was not provided.']);
+  });
 });
 
 const O = 'acme';
@@ -289,4 +350,34 @@ describe("GitHub's example payloads through the app", () => {
     }
     expect(warnings).toEqual([]);
   });
+
+  it.each(DESCRIPTIONS)(
+    'every request the app sent is an operation of the %s description, and every answer is as it documents',
+    (name) => {
+      const checker = new OperationChecker(name);
+      const sent = emu.requests.filter((r) => r.response); // git traffic has its own protocol
+      const problems: string[] = [];
+      const operations = new Set<string>();
+      let responses = 0;
+      for (const r of sent) {
+        if (r.rawPath === '/graphql') {
+          problems.push(...checkGraphql(r.body));
+          operations.add('POST /graphql');
+          continue;
+        }
+        problems.push(...checker.checkRequest(r));
+        operations.add(`${r.method} ${checker.match(r.method, r.rawPath)?.template}`);
+        const answer = checker.checkResponse(r);
+        if (answer.checked) responses += 1;
+        problems.push(...answer.problems);
+      }
+      // The same requests against each description: counted once.
+      summary.operations = Math.max(summary.operations, operations.size);
+      summary.requests_checked = Math.max(summary.requests_checked, sent.length);
+      summary.responses_checked = Math.max(summary.responses_checked, responses);
+      summary.violations += problems.length;
+      expect([...new Set(problems)]).toEqual([]);
+      expect(sent.length).toBeGreaterThan(100);
+    },
+  );
 });

@@ -328,7 +328,12 @@ export function createRouter({
   onRepo('GET', '/repos/:owner/:repo/commits/:ref/check-runs', (ctx) => {
     const sha = resolveCommit(ctx.repo.bareDir, ctx.params.ref as string);
     const runs = state.checkRuns.filter((r) => r.repo === ctx.repo.fullName && r.headSha === sha);
-    return ok({ total_count: runs.length, check_runs: runs.map((r) => shapes.checkRun(ctx.repo, r)) });
+    const page = paginate(
+      runs.map((r) => shapes.checkRun(ctx.repo, r)),
+      ctx,
+      baseUrl(),
+    );
+    return { ...page, body: { total_count: runs.length, check_runs: page.body } };
   });
   onRepo('GET', '/repos/:owner/:repo/check-runs/:id/annotations', (ctx) => {
     const id = intParam(ctx.params.id);

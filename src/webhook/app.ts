@@ -348,9 +348,15 @@ export function createApp(deps: AppDeps) {
         if (suite.head_sha !== head) return null; // checks of an older commit
         const seen = await store.forPr(owner, r.name, pr!.number);
         if (seen.some((run) => run.trigger === 'checks' && run.head_commit === head)) return null;
-        const { data } = await gh.rest.checks.listForRef({ owner, repo: r.name, ref: head, per_page: 100 });
-        if (data.check_runs.some((c) => c.status !== 'completed')) return null; // the last one comes back here
-        const failing = data.check_runs.filter((c) => FAILING.has(c.conclusion ?? ''));
+        // Every page: a head can have more check runs than one page holds.
+        const checks = await gh.paginate(gh.rest.checks.listForRef, {
+          owner,
+          repo: r.name,
+          ref: head,
+          per_page: 100,
+        });
+        if (checks.some((c) => c.status !== 'completed')) return null; // the last one comes back here
+        const failing = checks.filter((c) => FAILING.has(c.conclusion ?? ''));
         if (failing.length === 0) return null;
         const runs = await Promise.all(
           failing.map(async (c) => {

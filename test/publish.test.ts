@@ -488,6 +488,19 @@ describe('GitHub calls against the emulator', () => {
     expect(pr2).toMatchObject({ number: pr1.number, created: false });
     expect(emu.pulls.filter((p) => p.pull?.head === branch || p.title === 'Fix #3: t')).toHaveLength(1);
     expect(emu.pulls.find((p) => p.number === pr1.number)).toMatchObject({ body: 'two' });
+    // The list answered before the pull request was opened (another delivery's run won the race):
+    // GitHub refuses a second one with 422, and the open one is updated.
+    emu.failNext({ method: 'GET', path: /\/pulls$/ }, [{ status: 200, body: [] }]);
+    const raced = await upsertDraftPr(gh, {
+      owner: 'acme',
+      repo: 'calc',
+      branch,
+      base: repo.default_branch,
+      title: 'Fix #3: t',
+      body: 'three',
+    });
+    expect(raced).toMatchObject({ number: pr1.number, created: false });
+    expect(emu.pulls.find((p) => p.number === pr1.number)).toMatchObject({ body: 'three' });
 
     const broken = await push(
       'diff --git a/nope.py b/nope.py\n--- a/nope.py\n+++ b/nope.py\n@@ -1 +1 @@\n-x\n+y\n',

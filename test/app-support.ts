@@ -62,19 +62,20 @@ export function startEmulatedApp(
   });
 }
 
-/** An installation client for `owner`, built exactly as the app builds its own. */
+/** An installation client for `owner`, built exactly as the app builds its own (`baseUrl`: another GitHub). */
 export async function installationClient(
   emu: GitHubEmulator,
   config: Config,
   owner: string,
   Octokit = appOctokit(config),
+  o: { log?: pino.Logger; baseUrl?: string } = {},
 ): Promise<GitHub> {
   const probot = new Probot({
     appId: APP_ID,
     privateKey: PRIVATE_KEY,
-    baseUrl: emu.url,
+    baseUrl: o.baseUrl ?? emu.url,
     Octokit,
-    log: quietLog,
+    log: o.log ?? quietLog,
   });
   return (await probot.auth(emu.installationId(owner))) as GitHub;
 }

@@ -1,5 +1,9 @@
 import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
+import { Writable } from 'node:stream';
+import pino from 'pino';
 import type { GitHubEmulator } from '../src/emulator/github.js';
 import type { RepairResult } from '../src/pipeline/types.js';
 import {
@@ -312,6 +316,62 @@ describe('GitHub calls against the emulator', () => {
     expect(emu.comments(n).map((c) => c.body)).toEqual(['after the reset']);
   });
 
+  /** A client for `owner` whose warnings land in `lines`. */
+  const logged = (owner: string, baseUrl?: string) => {
+    const lines: string[] = [];
+    const log = pino(
+      { level: 'warn' },
+      new Writable({
+        write(line: Buffer, _enc, done) {
+          lines.push(JSON.parse(line.toString()).msg as string);
+          done();
+        },
+      }),
+    );
+    const config = testConfig(home);
+    return { lines, client: installationClient(emu, config, owner, appOctokit(config), { log, baseUrl }) };
+  };
+
+  it('a failing token request is retried by its own layer only, and logged with its URL filled in', async () => {
+    const { lines, client } = logged('acme');
+    const gh = await client;
+    const id = emu.installationId('acme');
+    const seen = emu.requests.length;
+    // Four failures: the token request's own retries. Nested in the permission check's retries, as
+    // before, a fifth token request was made (and 16 with GitHub down: 76 s until intake gave up).
+    emu.failNext({ method: 'POST', path: /\/access_tokens$/ }, Array(4).fill({ status: 502 }));
+    await expect(
+      gh.rest.repos.getCollaboratorPermissionLevel({ owner: 'acme', repo: 'calc', username: 'alice' }),
+    ).rejects.toMatchObject({ status: 502 });
+    expect(emu.requests.slice(seen).map((r) => `${r.method} ${r.path} ${r.status}`)).toEqual(
+      Array(4).fill(`POST /app/installations/${id}/access_tokens 502`),
+    );
+    expect(lines).toEqual(
+      [5, 20, 45].map(
+        (ms) => `GitHub answered 502 to POST /app/installations/${id}/access_tokens; retrying in ${ms} ms`,
+      ),
+    );
+  });
+
+  it('a connection GitHub never answered is logged as that, not as a 500 from GitHub', async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    const { lines, client } = logged('acme', `http://127.0.0.1:${port}`);
+    const gh = await client;
+    await expect(gh.rest.repos.get({ owner: 'acme', repo: 'calc' })).rejects.toMatchObject({ status: 500 });
+    const id = emu.installationId('acme');
+    expect(lines).toHaveLength(3);
+    // Octokit's reason (`connect ECONNREFUSED` under node; jest's module sandbox hides it) in brackets.
+    for (const line of lines)
+      expect(line).toMatch(
+        new RegExp(
+          `^GitHub could not be reached for POST /app/installations/${id}/access_tokens \\(.+\\); retrying in \\d+ ms$`,
+        ),
+      );
+  });
+
   it('paces notifying writes beyond the burst, per installation, through the client the app uses', async () => {
     const every = 200; // notifying writes: 3 x the write interval
     const config = testConfig(home, { AGENTICFIX_GITHUB_WRITE_INTERVAL_MS: String(every) });
@@ -428,6 +488,19 @@ describe('GitHub calls against the emulator', () => {
     expect(pr2).toMatchObject({ number: pr1.number, created: false });
     expect(emu.pulls.filter((p) => p.pull?.head === branch || p.title === 'Fix #3: t')).toHaveLength(1);
     expect(emu.pulls.find((p) => p.number === pr1.number)).toMatchObject({ body: 'two' });
+    // The list answered before the pull request was opened (another delivery's run won the race):
+    // GitHub refuses a second one with 422, and the open one is updated.
+    emu.failNext({ method: 'GET', path: /\/pulls$/ }, [{ status: 200, body: [] }]);
+    const raced = await upsertDraftPr(gh, {
+      owner: 'acme',
+      repo: 'calc',
+      branch,
+      base: repo.default_branch,
+      title: 'Fix #3: t',
+      body: 'three',
+    });
+    expect(raced).toMatchObject({ number: pr1.number, created: false });
+    expect(emu.pulls.find((p) => p.number === pr1.number)).toMatchObject({ body: 'three' });
 
     const broken = await push(
       'diff --git a/nope.py b/nope.py\n--- a/nope.py\n+++ b/nope.py\n@@ -1 +1 @@\n-x\n+y\n',

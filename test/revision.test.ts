@@ -484,6 +484,25 @@ describe('revisions of the app’s draft pull request', () => {
     expect(await await runs()).toHaveLength(2);
   });
 
+  it('a failing check on the second page of check runs is seen (GitHub pages them, 100 at most)', async () => {
+    // ci_feedback is on in the base since the test above.
+    const c = emu.createIssue(O, R, { title: 'add() subtracts, many checks', user: 'alice' });
+    await emu.label(O, R, c, 'agenticfix', 'maint');
+    await app.idle();
+    const passing = Array.from({ length: 100 }, (_, i) => ({ name: `shard ${i}` }));
+    await emu.checkSuite(O, R, {
+      branch: branchFor(c),
+      runs: [
+        ...passing,
+        { name: 'shard 100', conclusion: 'failure', output: { summary: 'shard 100 failed' } },
+      ],
+    });
+    await app.idle();
+    const [run] = await app.store.forIssue(O, R, c);
+    expect(run).toMatchObject({ trigger: 'checks', revision: 1 });
+    expect(deps.calls.at(-1)!.issue.revision).toContain('Check "shard 100" (failure): shard 100 failed');
+  });
+
   it('a mention is the handle as a whole word', () => {
     expect(mentions('@AgenticFix please', '@agenticfix')).toBe(true);
     expect(mentions('see (@agenticfix)', '@agenticfix')).toBe(true);

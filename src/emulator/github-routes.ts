@@ -234,13 +234,25 @@ export function createRouter({
   const commitJson = (repo: RepoRecord, sha: string): Json => {
     const info = commitInfo(repo.bareDir, sha) ?? throwIt(notFound());
     const person = { name: info.authorName, email: info.authorEmail, date: info.date };
+    const api = `${baseUrl()}/repos/${repo.fullName}`;
     return {
       sha: info.sha,
       node_id: `C_${info.sha}`,
-      commit: { message: info.message, tree: { sha: info.tree }, author: person, committer: person },
-      parents: info.parents.map((p) => ({ sha: p })),
-      url: `${baseUrl()}/repos/${repo.fullName}/commits/${info.sha}`,
+      commit: {
+        message: info.message,
+        tree: { sha: info.tree, url: `${api}/git/trees/${info.tree}` },
+        author: person,
+        committer: person,
+        comment_count: 0,
+        url: `${api}/git/commits/${info.sha}`,
+      },
+      // The git identities are not GitHub accounts here; GitHub answers null for such commits too.
+      author: null,
+      committer: null,
+      parents: info.parents.map((p) => ({ sha: p, url: `${api}/commits/${p}` })),
+      url: `${api}/commits/${info.sha}`,
       html_url: `${baseUrl()}/${repo.fullName}/commit/${info.sha}`,
+      comments_url: `${api}/commits/${info.sha}/comments`,
     };
   };
 
@@ -288,7 +300,15 @@ export function createRouter({
     if (!branchExists(ctx.repo.bareDir, name))
       throw new ApiError(404, { message: 'Branch not found', documentation_url: DOCS });
     const sha = resolveCommit(ctx.repo.bareDir, name) as string;
-    return ok({ name, commit: commitJson(ctx.repo, sha), protected: false });
+    const self = `${baseUrl()}/repos/${ctx.repo.fullName}/branches/${name}`;
+    return ok({
+      name,
+      commit: commitJson(ctx.repo, sha),
+      protected: false,
+      protection: { enabled: false },
+      protection_url: `${self}/protection`,
+      _links: { self, html: `${baseUrl()}/${ctx.repo.fullName}/tree/${name}` },
+    });
   });
   onRepo('GET', '/repos/:owner/:repo/git/ref/:ref*', (ctx) => {
     const ref = ctx.params.ref as string;
@@ -308,7 +328,12 @@ export function createRouter({
   onRepo('GET', '/repos/:owner/:repo/commits/:ref/check-runs', (ctx) => {
     const sha = resolveCommit(ctx.repo.bareDir, ctx.params.ref as string);
     const runs = state.checkRuns.filter((r) => r.repo === ctx.repo.fullName && r.headSha === sha);
-    return ok({ total_count: runs.length, check_runs: runs.map((r) => shapes.checkRun(ctx.repo, r)) });
+    const page = paginate(
+      runs.map((r) => shapes.checkRun(ctx.repo, r)),
+      ctx,
+      baseUrl(),
+    );
+    return { ...page, body: { total_count: runs.length, check_runs: page.body } };
   });
   onRepo('GET', '/repos/:owner/:repo/check-runs/:id/annotations', (ctx) => {
     const id = intParam(ctx.params.id);
@@ -373,6 +398,13 @@ export function createRouter({
       content: large ? '' : entry.content.toString('base64'),
       url: url(filePath),
       html_url: `${baseUrl()}/${ctx.repo.fullName}/blob/${ref}/${filePath}`,
+      git_url: `${baseUrl()}/repos/${ctx.repo.fullName}/git/blobs/${entry.sha}`,
+      download_url: null,
+      _links: {
+        self: url(filePath),
+        git: `${baseUrl()}/repos/${ctx.repo.fullName}/git/blobs/${entry.sha}`,
+        html: `${baseUrl()}/${ctx.repo.fullName}/blob/${ref}/${filePath}`,
+      },
     });
   });
   onRepo('GET', '/repos/:owner/:repo/git/blobs/:sha', (ctx) => {

@@ -17,6 +17,49 @@ import type {
 
 export type Json = Record<string, unknown>;
 
+/** The emulator does not keep when a repository was created or pushed to. */
+const EPOCH = '2020-01-01T00:00:00Z';
+
+/** The URL templates GitHub renders in every repository, after the repository's API URL. */
+const REPO_URLS = {
+  archive_url: '/{archive_format}{/ref}',
+  assignees_url: '/assignees{/user}',
+  blobs_url: '/git/blobs{/sha}',
+  branches_url: '/branches{/branch}',
+  collaborators_url: '/collaborators{/collaborator}',
+  comments_url: '/comments{/number}',
+  commits_url: '/commits{/sha}',
+  compare_url: '/compare/{base}...{head}',
+  contents_url: '/contents/{+path}',
+  contributors_url: '/contributors',
+  deployments_url: '/deployments',
+  downloads_url: '/downloads',
+  events_url: '/events',
+  forks_url: '/forks',
+  git_commits_url: '/git/commits{/sha}',
+  git_refs_url: '/git/refs{/sha}',
+  git_tags_url: '/git/tags{/sha}',
+  hooks_url: '/hooks',
+  issue_comment_url: '/issues/comments{/number}',
+  issue_events_url: '/issues/events{/number}',
+  issues_url: '/issues{/number}',
+  keys_url: '/keys{/key_id}',
+  labels_url: '/labels{/name}',
+  languages_url: '/languages',
+  merges_url: '/merges',
+  milestones_url: '/milestones{/number}',
+  notifications_url: '/notifications{?since,all,participating}',
+  pulls_url: '/pulls{/number}',
+  releases_url: '/releases{/id}',
+  stargazers_url: '/stargazers',
+  statuses_url: '/statuses/{sha}',
+  subscribers_url: '/subscribers',
+  subscription_url: '/subscription',
+  tags_url: '/tags',
+  teams_url: '/teams',
+  trees_url: '/git/trees{/sha}',
+};
+
 export class Shapes {
   constructor(
     private readonly state: EmulatorState,
@@ -29,18 +72,33 @@ export class Shapes {
 
   user(login: string): Json {
     const u = this.state.user(login);
+    const url = this.api(`/users/${encodeURIComponent(u.login)}`);
     return {
       login: u.login,
       id: u.id,
       node_id: `U_${u.id}`,
+      avatar_url: this.api(`/avatars/u/${u.id}`),
+      gravatar_id: '',
       type: u.type,
       site_admin: false,
-      url: this.api(`/users/${encodeURIComponent(u.login)}`),
+      url,
       html_url: this.api(`/${encodeURIComponent(u.login)}`),
+      followers_url: `${url}/followers`,
+      following_url: `${url}/following{/other_user}`,
+      gists_url: `${url}/gists{/gist_id}`,
+      starred_url: `${url}/starred{/owner}{/repo}`,
+      subscriptions_url: `${url}/subscriptions`,
+      organizations_url: `${url}/orgs`,
+      repos_url: `${url}/repos`,
+      events_url: `${url}/events{/privacy}`,
+      received_events_url: `${url}/received_events`,
     };
   }
 
   repo(repo: RepoRecord): Json {
+    const url = this.api(`/repos/${repo.fullName}`);
+    const html = this.api(`/${repo.fullName}`);
+    const open = this.state.issues.filter((i) => i.repo === repo.fullName && i.state === 'open').length;
     return {
       id: repo.id,
       node_id: `R_${repo.id}`,
@@ -48,15 +106,43 @@ export class Shapes {
       full_name: repo.fullName,
       owner: this.user(repo.owner),
       private: repo.private,
-      visibility: 'public',
+      visibility: repo.private ? 'private' : 'public',
+      description: null,
       fork: false,
       archived: false,
       disabled: false,
       default_branch: repo.defaultBranch,
-      url: this.api(`/repos/${repo.fullName}`),
-      html_url: this.api(`/${repo.fullName}`),
+      url,
+      html_url: html,
       clone_url: this.cloneUrl(repo),
+      git_url: `git:${html.replace(/^https?:/, '')}.git`,
+      ssh_url: `git@emulator:${repo.fullName}.git`,
+      svn_url: html,
+      mirror_url: null,
+      homepage: null,
+      language: null,
+      license: null,
+      size: 0,
+      forks: 0,
+      forks_count: 0,
+      stargazers_count: 0,
+      watchers: 0,
+      watchers_count: 0,
+      open_issues: open,
+      open_issues_count: open,
+      has_issues: true,
+      has_projects: false,
+      has_wiki: false,
+      has_pages: false,
+      has_downloads: false,
+      has_discussions: false,
+      network_count: 0,
+      subscribers_count: 0,
+      created_at: EPOCH,
+      updated_at: EPOCH,
+      pushed_at: EPOCH,
       permissions: { admin: false, maintain: false, push: true, triage: true, pull: true },
+      ...Object.fromEntries(Object.entries(REPO_URLS).map(([key, suffix]) => [key, `${url}${suffix}`])),
     };
   }
 
@@ -151,9 +237,49 @@ export class Shapes {
       repo: this.repo(repo),
     });
     const html = this.api(`/${repo.fullName}/pull/${issue.number}`);
+    const url = this.api(`/repos/${repo.fullName}/pulls/${issue.number}`);
+    const issueUrl = this.api(`/repos/${repo.fullName}/issues/${issue.number}`);
+    const head = side(pull.head);
+    const link = (href: string) => ({ href });
+    const count = (
+      p: { repo: string; issueNumber?: number; pullNumber?: number }[],
+      key: 'issueNumber' | 'pullNumber',
+    ) => p.filter((c) => c.repo === repo.fullName && c[key] === issue.number).length;
     return {
       id: issue.id,
       node_id: `PR_${issue.id}`,
+      assignee: null,
+      assignees: [],
+      milestone: null,
+      requested_teams: [],
+      auto_merge: null,
+      merge_commit_sha: null,
+      merged_by: null,
+      mergeable: null,
+      mergeable_state: 'unknown',
+      maintainer_can_modify: false,
+      // Counts GitHub computes from the diff; the emulator does not.
+      additions: 0,
+      deletions: 0,
+      changed_files: 0,
+      commits: 0,
+      comments: count(this.state.comments, 'issueNumber'),
+      review_comments: count(this.state.reviewComments, 'pullNumber'),
+      commits_url: `${url}/commits`,
+      review_comments_url: `${url}/comments`,
+      review_comment_url: this.api(`/repos/${repo.fullName}/pulls/comments{/number}`),
+      comments_url: `${issueUrl}/comments`,
+      statuses_url: this.api(`/repos/${repo.fullName}/statuses/${head.sha ?? ''}`),
+      _links: {
+        self: link(url),
+        html: link(html),
+        issue: link(issueUrl),
+        comments: link(`${issueUrl}/comments`),
+        review_comments: link(`${url}/comments`),
+        review_comment: link(this.api(`/repos/${repo.fullName}/pulls/comments{/number}`)),
+        commits: link(`${url}/commits`),
+        statuses: link(this.api(`/repos/${repo.fullName}/statuses/${head.sha ?? ''}`)),
+      },
       number: issue.number,
       state: issue.state,
       locked: false,
@@ -170,14 +296,14 @@ export class Shapes {
       requested_reviewers: [...(this.state.reviewRequests.get(`${repo.fullName}#${issue.number}`) ?? [])].map(
         (l) => this.user(l),
       ),
-      head: side(pull.head),
+      head,
       base: side(pull.base),
       author_association: this.authorAssociation(repo, issue.user),
-      url: this.api(`/repos/${repo.fullName}/pulls/${issue.number}`),
+      url,
       html_url: html,
       diff_url: `${html}.diff`,
       patch_url: `${html}.patch`,
-      issue_url: this.api(`/repos/${repo.fullName}/issues/${issue.number}`),
+      issue_url: issueUrl,
     };
   }
 
@@ -193,6 +319,12 @@ export class Shapes {
       author_association: this.authorAssociation(repo, review.user),
       html_url: this.api(`/${repo.fullName}/pull/${review.pullNumber}#pullrequestreview-${review.id}`),
       pull_request_url: this.api(`/repos/${repo.fullName}/pulls/${review.pullNumber}`),
+      _links: {
+        html: {
+          href: this.api(`/${repo.fullName}/pull/${review.pullNumber}#pullrequestreview-${review.id}`),
+        },
+        pull_request: { href: this.api(`/repos/${repo.fullName}/pulls/${review.pullNumber}`) },
+      },
     };
   }
 
@@ -269,10 +401,21 @@ export class Shapes {
       head_sha: run.headSha,
       status: run.status,
       conclusion: run.conclusion,
-      output: { ...run.output, annotations_count: run.annotations.length },
+      output: {
+        ...run.output,
+        annotations_count: run.annotations.length,
+        annotations_url: this.api(`/repos/${repo.fullName}/check-runs/${run.id}/annotations`),
+      },
       check_suite: { id: run.suiteId },
       url: this.api(`/repos/${repo.fullName}/check-runs/${run.id}`),
       html_url: this.api(`/${repo.fullName}/runs/${run.id}`),
+      details_url: null,
+      external_id: null,
+      // The emulator keeps no times or reporting app for a run, nor which pull requests it belongs to.
+      started_at: null,
+      completed_at: null,
+      app: null,
+      pull_requests: [],
     };
   }
 }

@@ -67,6 +67,10 @@ export interface RecordedRequest {
   status: number;
   /** Parsed JSON request body (undefined for none or for git traffic). */
   body: unknown;
+  /** The path as sent, percent-encoding kept (a `{path}` parameter may hold an encoded slash). */
+  rawPath: string;
+  /** What the emulator answered, for REST (undefined for git traffic). */
+  response?: { headers: Record<string, string>; body: unknown };
 }
 
 export interface FaultMatch {
@@ -317,13 +321,15 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
     const url = new URL(req.url ?? '/', baseUrl);
     // GitHub Enterprise serves the REST API under /api/v3 (Probot's GHE_HOST); accept both forms.
     if (url.pathname.startsWith('/api/v3/')) url.pathname = url.pathname.slice('/api/v3'.length);
-    const record = (status: number, body: unknown) =>
+    const record = (status: number, body: unknown, response?: RecordedRequest['response']) =>
       requests.push({
         method: req.method ?? 'GET',
         path: safeDecode(url.pathname),
+        rawPath: url.pathname,
         query: url.search,
         status,
         body,
+        response,
       });
     const gitMatch = GIT_PATH.exec(url.pathname);
     const work = gitMatch
@@ -331,7 +337,10 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
       : handleRest(req, url).then(async ({ reply, body }) => {
           if (latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, latencyMs));
           send(res, reply);
-          record(reply.status, body);
+          record(reply.status, body, {
+            headers: reply.headers ?? {},
+            body: Buffer.isBuffer(reply.body) ? undefined : reply.body,
+          });
         });
     work.catch((err: unknown) => {
       if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json; charset=utf-8' });

@@ -70,8 +70,12 @@ interface RequestOptions {
   url: string;
 }
 interface FailedRequest {
+  name?: string;
   status?: number;
   message?: string;
+  /** The request that failed, its URL filled in: a nested one (the token request) when it differs. */
+  request?: { url?: string };
+  /** Absent when GitHub never answered: Octokit reports a DNS or connection failure as status 500. */
   response?: { headers?: Record<string, string | undefined> };
 }
 interface HookedOctokit {
@@ -81,6 +85,7 @@ interface HookedOctokit {
       fn: (request: (o: RequestOptions) => Promise<unknown>, o: RequestOptions) => Promise<unknown>,
     ): void;
   };
+  request: { endpoint: { parse(o: RequestOptions): { url: string } } };
   log: { warn(msg: string): void };
 }
 
@@ -128,15 +133,21 @@ function githubLimits(o: { baseMs: number; intervalMs: number }) {
           await sleep(wait);
         }
       }
+      const url = gh.request.endpoint.parse(req).url; // the template filled in, as sent
       for (let attempt = 0; ; attempt++) {
         try {
           return await request(req);
         } catch (e) {
-          const wait = retryAfter(e as FailedRequest, attempt, o.baseMs);
+          const err = e as FailedRequest;
+          // A nested request (the installation token) was retried by its own hook: one retry layer.
+          if (err.name === 'AbortError' || (err.request?.url && err.request.url !== url)) throw e;
+          const wait = retryAfter(err, attempt, o.baseMs);
           if (wait === null) throw e;
-          gh.log.warn(
-            `GitHub answered ${(e as FailedRequest).status} to ${req.method} ${path}; retrying in ${wait} ms`,
-          );
+          const sent = `${req.method} ${new URL(url, 'http://github.test').pathname}`;
+          const what = err.response
+            ? `GitHub answered ${err.status} to ${sent}`
+            : `GitHub could not be reached for ${sent} (${err.message})`;
+          gh.log.warn(`${what}; retrying in ${wait} ms`);
           await sleep(wait);
         }
       }

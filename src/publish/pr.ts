@@ -124,6 +124,7 @@ async function authGit(
 export async function upsertDraftPr(
   gh: GitHub,
   a: { owner: string; repo: string; branch: string; base: string; title: string; body: string },
+  retried = false,
 ): Promise<{ number: number; url: string; created: boolean }> {
   const open = await gh.rest.pulls.list({
     owner: a.owner,
@@ -142,16 +143,23 @@ export async function upsertDraftPr(
     });
     return { number: res.data.number, url: res.data.html_url, created: false };
   }
-  const res = await gh.rest.pulls.create({
-    owner: a.owner,
-    repo: a.repo,
-    head: a.branch,
-    base: a.base,
-    title: a.title,
-    body: a.body,
-    draft: true,
-  });
-  return { number: res.data.number, url: res.data.html_url, created: true };
+  try {
+    const res = await gh.rest.pulls.create({
+      owner: a.owner,
+      repo: a.repo,
+      head: a.branch,
+      base: a.base,
+      title: a.title,
+      body: a.body,
+      draft: true,
+    });
+    return { number: res.data.number, url: res.data.html_url, created: true };
+  } catch (e) {
+    // Opened since the list (GitHub's 422 "A pull request already exists"): that one is updated, once.
+    const err = e as { status?: number; message?: string };
+    if (retried || err.status !== 422 || !/already exists/i.test(err.message ?? '')) throw e;
+    return upsertDraftPr(gh, a, true);
+  }
 }
 
 const SECTION_OPEN = '<!-- agenticfix:revisions -->';

@@ -9,6 +9,16 @@ import type { NewRun, RunRecord, RunStore } from '../queue/store.js';
 import { capMiddle } from '../trace/cap.js';
 import { parseCommand, USAGE, type Command } from './commands.js';
 import type { Intake } from './intake.js';
+import {
+  CHECKED,
+  COMMENTED,
+  GH_REVIEW_COMMENT,
+  HANDLED,
+  LABELED,
+  REVIEW_COMMENTED,
+  REVIEWED,
+  USER,
+} from './payloads.js';
 import { commandRefusal, loadRepoConfig, type RepoConfig } from './repo-config.js';
 
 /**
@@ -28,51 +38,6 @@ export interface AppDeps {
 
 /** The installation client for a delivery's installation (from the webhook context, or after a restart). */
 type Auth = (installationId: number) => Promise<GitHub>;
-
-const USER = z.object({ login: z.string(), type: z.string() });
-const COMMON = {
-  repository: z.object({
-    name: z.string(),
-    owner: z.object({ login: z.string() }),
-    default_branch: z.string(),
-  }),
-  sender: USER,
-  installation: z.object({ id: z.number().int() }),
-};
-const LABELED = z.object({
-  ...COMMON,
-  label: z.object({ name: z.string() }),
-  // The issue as the maintainer labelled it: the run works on this snapshot, not on later edits.
-  issue: z.object({
-    number: z.number().int(),
-    title: z.string(),
-    body: z.string().nullish(),
-    updated_at: z.string(),
-  }),
-});
-const COMMENTED = z.object({
-  ...COMMON,
-  comment: z.object({ id: z.number().int(), body: z.string(), user: USER }),
-  issue: z.object({ number: z.number().int(), pull_request: z.unknown().optional() }),
-});
-
-const REVIEWED = z.object({
-  ...COMMON,
-  review: z.object({ id: z.number().int(), state: z.string(), body: z.string().nullish(), user: USER }),
-  pull_request: z.object({ number: z.number().int() }),
-});
-
-/** A review comment as the REST API and webhooks render it. */
-const GH_REVIEW_COMMENT = z.object({
-  id: z.number().int(),
-  body: z.string(),
-  user: z.object({ login: z.string() }).nullable(),
-  path: z.string(),
-  line: z.number().int().nullish(), // null: outdated
-  diff_hunk: z.string(),
-  in_reply_to_id: z.number().int().nullish(),
-  pull_request_review_id: z.number().int().nullish(),
-});
 
 /** As a revision keeps it: `id` is the thread's first comment, where a reply goes. */
 const feedbackComment = (c: z.infer<typeof GH_REVIEW_COMMENT>, resolved: Set<number>): ReviewComment => ({
@@ -124,21 +89,6 @@ async function resolvedThreads(gh: GitHub, owner: string, repo: string, pr: numb
   }
 }
 
-const REVIEW_COMMENTED = z.object({
-  ...COMMON,
-  comment: GH_REVIEW_COMMENT,
-  pull_request: z.object({ number: z.number().int() }),
-});
-
-const CHECKED = z.object({
-  ...COMMON,
-  check_suite: z.object({
-    head_sha: z.string(),
-    app: z.object({ slug: z.string() }).nullish(),
-    pull_requests: z.array(z.object({ number: z.number().int() })),
-  }),
-});
-
 /** Check run conclusions that ask for a fix (neutral, skipped and stale do not). */
 const FAILING = new Set(['failure', 'timed_out', 'cancelled', 'action_required', 'startup_failure']);
 const OUTPUT_TAIL_CHARS = 3000;
@@ -154,15 +104,6 @@ export function mentions(body: string, handle: string): boolean {
 }
 
 const WRITE_ROLES = new Set(['admin', 'maintain', 'write']);
-
-/** The events (and their one action) the app acts on; every other delivery is answered and dropped. */
-const HANDLED: Record<string, string> = {
-  issues: 'labeled',
-  issue_comment: 'created',
-  pull_request_review: 'submitted',
-  pull_request_review_comment: 'created',
-  check_suite: 'completed',
-};
 
 /**
  * Whether a delivery is one the app may act on, read from its raw body. GitHub puts `action` first, so
@@ -244,7 +185,7 @@ export function createApp(deps: AppDeps) {
     // The repository's config (which may rename the trigger label) is read only for a sender who may
     // start a run: nobody else's label event costs more than this one permission check.
     if (!(await canWrite(gh, owner, r.name, sender.login))) {
-      if (label.name === config.app.label)
+      if (label?.name === config.app.label)
         await replyTo(gh, ref, sender.login, politeNo(sender.login, 'start AgenticFix'));
       return;
     }
@@ -253,7 +194,7 @@ export function createApp(deps: AppDeps) {
     // on the issue.
     const rc = await loadRepoConfig(gh, owner, r.name, base, config);
     const wanted = (rc.ok && rc.config.label) || config.app.label;
-    if (label.name !== wanted) return;
+    if (label?.name !== wanted) return;
     await start(
       {
         ...ref,
@@ -407,9 +348,15 @@ export function createApp(deps: AppDeps) {
         if (suite.head_sha !== head) return null; // checks of an older commit
         const seen = await store.forPr(owner, r.name, pr!.number);
         if (seen.some((run) => run.trigger === 'checks' && run.head_commit === head)) return null;
-        const { data } = await gh.rest.checks.listForRef({ owner, repo: r.name, ref: head, per_page: 100 });
-        if (data.check_runs.some((c) => c.status !== 'completed')) return null; // the last one comes back here
-        const failing = data.check_runs.filter((c) => FAILING.has(c.conclusion ?? ''));
+        // Every page: a head can have more check runs than one page holds.
+        const checks = await gh.paginate(gh.rest.checks.listForRef, {
+          owner,
+          repo: r.name,
+          ref: head,
+          per_page: 100,
+        });
+        if (checks.some((c) => c.status !== 'completed')) return null; // the last one comes back here
+        const failing = checks.filter((c) => FAILING.has(c.conclusion ?? ''));
         if (failing.length === 0) return null;
         const runs = await Promise.all(
           failing.map(async (c) => {
@@ -551,13 +498,18 @@ export function createApp(deps: AppDeps) {
     } else if (event === 'issues') {
       const p = LABELED.safeParse(payload);
       if (!p.success) return ignore(p.error);
-      if (isBot(p.data.sender)) return ignore();
+      if (isBot(p.data.sender) || !p.data.label) return ignore();
       return intake.run(id, async () => onLabeled(id, await auth(p.data.installation.id), p.data));
     } else {
       const p = COMMENTED.safeParse(payload);
       if (!p.success) return ignore(p.error);
       const { sender, comment } = p.data;
-      if (isBot(sender) || isBot(comment.user) || parseCommand(comment.body).type === 'none') return ignore();
+      if (
+        isBot(sender) ||
+        (comment.user && isBot(comment.user)) ||
+        parseCommand(comment.body).type === 'none'
+      )
+        return ignore();
       return intake.run(id, async () => onComment(id, await auth(p.data.installation.id), p.data));
     }
   }

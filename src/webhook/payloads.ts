@@ -1,0 +1,86 @@
+import { z } from 'zod';
+
+/**
+ * The webhook payloads the app acts on, as far as it reads them: shared by the handlers and the contract
+ * test that checks them against GitHub's published examples.
+ */
+
+// GitHub's user schema does not promise `type`; a deleted account's comments have no user at all.
+export const USER = z.object({ login: z.string(), type: z.string().optional() });
+export const COMMON = {
+  repository: z.object({
+    name: z.string(),
+    owner: z.object({ login: z.string() }),
+    default_branch: z.string(),
+  }),
+  sender: USER,
+  installation: z.object({ id: z.number().int() }),
+};
+export const LABELED = z.object({
+  ...COMMON,
+  label: z.object({ name: z.string() }).optional(), // optional in GitHub's description
+  // The issue as the maintainer labelled it: the run works on this snapshot, not on later edits.
+  issue: z.object({
+    number: z.number().int(),
+    title: z.string(),
+    body: z.string().nullish(),
+    updated_at: z.string(),
+  }),
+});
+export const COMMENTED = z.object({
+  ...COMMON,
+  comment: z.object({ id: z.number().int(), body: z.string(), user: USER.nullable() }),
+  issue: z.object({ number: z.number().int(), pull_request: z.unknown().optional() }),
+});
+
+export const REVIEWED = z.object({
+  ...COMMON,
+  review: z.object({ id: z.number().int(), state: z.string(), body: z.string().nullish() }),
+  pull_request: z.object({ number: z.number().int() }),
+});
+
+/** A review comment as the REST API and webhooks render it. */
+export const GH_REVIEW_COMMENT = z.object({
+  id: z.number().int(),
+  body: z.string(),
+  user: z.object({ login: z.string() }).nullable(),
+  path: z.string(),
+  line: z.number().int().nullish(), // null: outdated
+  diff_hunk: z.string(),
+  in_reply_to_id: z.number().int().nullish(),
+  pull_request_review_id: z.number().int().nullish(),
+});
+
+export const REVIEW_COMMENTED = z.object({
+  ...COMMON,
+  comment: GH_REVIEW_COMMENT,
+  pull_request: z.object({ number: z.number().int() }),
+});
+
+export const CHECKED = z.object({
+  ...COMMON,
+  check_suite: z.object({
+    head_sha: z.string(),
+    // Three of GitHub's four check_suite.completed examples have an app without a slug.
+    app: z.object({ slug: z.string().optional() }).nullish(),
+    pull_requests: z.array(z.object({ number: z.number().int() })),
+  }),
+});
+
+/** The events (and their one action) the app acts on; every other delivery is answered and dropped. */
+export const HANDLED: Record<string, string> = {
+  issues: 'labeled',
+  issue_comment: 'created',
+  pull_request_review: 'submitted',
+  pull_request_review_comment: 'created',
+  check_suite: 'completed',
+};
+
+/** Each handled event's payload schema. */
+export const PAYLOADS = {
+  issues: LABELED,
+  issue_comment: COMMENTED,
+  pull_request_review: REVIEWED,
+  pull_request_review_comment: REVIEW_COMMENTED,
+  check_suite: CHECKED,
+} satisfies Record<keyof typeof HANDLED, z.ZodType>;

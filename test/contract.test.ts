@@ -1,0 +1,383 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createRequire } from 'node:module';
+import { rmSync, writeFileSync } from 'node:fs';
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { z } from 'zod';
+import type { GitHubEmulator } from '../src/emulator/github.js';
+import { branchFor } from '../src/publish/pr.js';
+import type { JudgeOptions } from '../src/verify/types.js';
+import { HANDLED, PAYLOADS } from '../src/webhook/payloads.js';
+import { startApp, type RunningApp } from '../src/cli/compose.js';
+import {
+  CALC_FILES,
+  CALC_TEST,
+  APP_ID,
+  fakeDeps,
+  report,
+  PRIVATE_KEY,
+  SECRET,
+  startEmulator,
+  tempDir,
+  testConfig,
+  waitFor,
+} from './app-support.js';
+import {
+  checkGraphql,
+  DESCRIPTIONS,
+  description,
+  OperationChecker,
+  type SentRequest,
+  stricterThanGitHub,
+  webhookSchema,
+  type Schema,
+} from './support/github-description.js';
+
+/**
+ * The app against GitHub as GitHub documents it: the payload schemas against GitHub's webhook
+ * description, every published example payload of a handled event through the running app.
+ */
+
+interface Example {
+  action: string;
+  [key: string]: unknown;
+}
+const EXAMPLES = (
+  createRequire(import.meta.url)('@octokit/webhooks-examples') as {
+    name: string;
+    examples: Example[];
+  }[]
+).filter((e) => Object.hasOwn(HANDLED, e.name));
+
+/** Figures for `npm run contract` (AGENTICFIX_CONTRACT_SUMMARY names the file it reads). */
+const summary = {
+  operations: 0,
+  requests_checked: 0,
+  responses_checked: 0,
+  payload_examples: 0,
+  violations: 0,
+};
+afterAll(() => {
+  const file = process.env.AGENTICFIX_CONTRACT_SUMMARY;
+  if (file) writeFileSync(file, JSON.stringify(summary));
+});
+
+describe.each(DESCRIPTIONS)('payload schemas against the %s description', (name) => {
+  it.each(Object.entries(HANDLED))(
+    '%s.%s: requires nothing GitHub does not always send and takes every value it may',
+    (event, action) => {
+      const ours = z.toJSONSchema(PAYLOADS[event as keyof typeof PAYLOADS], { io: 'input' }) as Schema;
+      const doc = description(name);
+      // Every delivery to an app names its installation; the description, shared with repository
+      // webhooks, has it optional.
+      const found = stricterThanGitHub(doc, ours, webhookSchema(doc, event, action), '', ['installation']);
+      summary.violations += found.length;
+      expect(found).toEqual([]);
+    },
+  );
+});
+
+describe('the contract checks refuse what GitHub does not document', () => {
+  const checker = new OperationChecker('api.github.com');
+  const sent = (r: Partial<SentRequest>): SentRequest => ({
+    method: 'GET',
+    rawPath: '/repos/acme/calc',
+    query: '',
+    body: undefined,
+    status: 200,
+    ...r,
+  });
+
+  it('an unknown operation, a missing or mistyped parameter, an undocumented query, a bad body', () => {
+    expect(checker.checkRequest(sent({}))).toEqual([]);
+    expect(checker.checkRequest(sent({ rawPath: '/repos/acme/calc/nonsense' }))).toEqual([
+      'GET /repos/acme/calc/nonsense: no such operation in api.github.com',
+    ]);
+    const comments = '/repos/acme/calc/issues/1/comments';
+    expect(checker.checkRequest(sent({ method: 'POST', rawPath: comments, body: { text: 'hi' } }))).toEqual([
+      "POST /repos/{owner}/{repo}/issues/{issue_number}/comments: body / must have required property 'body'",
+    ]);
+    expect(checker.checkRequest(sent({ method: 'POST', rawPath: comments }))).toEqual([
+      'POST /repos/{owner}/{repo}/issues/{issue_number}/comments: body missing',
+    ]);
+    expect(checker.checkRequest(sent({ rawPath: '/repos/acme/calc/issues/one' }))[0]).toMatch(
+      /path parameter issue_number=one is not/,
+    );
+    expect(checker.checkRequest(sent({ rawPath: comments, query: '?per_page=100&pages=2' }))).toEqual([
+      'GET /repos/{owner}/{repo}/issues/{issue_number}/comments: undocumented query parameter pages',
+    ]);
+  });
+
+  it('an answer without what GitHub always sends, or a success GitHub does not document', () => {
+    const answer = (status: number, body: unknown) =>
+      checker.checkResponse(
+        sent({ method: 'POST', rawPath: '/repos/acme/calc/issues/1/comments', status, response: { body } }),
+      );
+    expect(answer(201, { id: 1 }).problems).toContain(
+      "POST /repos/{owner}/{repo}/issues/{issue_number}/comments → 201: / must have required property 'node_id'",
+    );
+    expect(answer(200, {}).problems).toEqual([
+      'POST /repos/{owner}/{repo}/issues/{issue_number}/comments → 200: undocumented status',
+    ]);
+  });
+
+  it("a GraphQL document or variables outside GitHub's schema", () => {
+    expect(checkGraphql({ query: '{ viewer { login } }' })).toEqual([]);
+    expect(checkGraphql({ query: '{ viewer { nonsense } }' })).toEqual([
+      'POST /graphql: Cannot query field "nonsense" on type "User".',
+    ]);
+    expect(
+      checkGraphql({
+        query: 'query ($n: Int!) { viewer { repositories(first: $n) { totalCount } } }',
+        variables: {},
+      }),
+    ).toEqual(['POST /graphql: Variable "$n" of required type "Int!" was not provided.']);
+  });
+});
+
+const O = 'acme';
+const R = 'calc';
+const WRITER = 'maint';
+const CONFIG = [
+  `test: ${JSON.stringify(CALC_TEST)}`,
+  'revise_on: [command, changes_requested, mention]',
+  'max_revisions: 100',
+  'ci_feedback: { enabled: true, max_rounds: 10 }',
+  '',
+].join('\n');
+
+describe("GitHub's example payloads through the app", () => {
+  let emu: GitHubEmulator;
+  let app: RunningApp;
+  let home: string;
+  let sink: Server;
+  const warnings: string[] = [];
+  let issue = 0;
+  let pr = 0;
+
+  beforeAll(async () => {
+    emu = await startEmulator();
+    emu.createRepo(O, R, { files: { ...CALC_FILES, '.github/agenticfix.yml': CONFIG } });
+    emu.setPermission(O, R, WRITER, 'maintain');
+    home = tempDir('contract-test-');
+    const log = pino(
+      { level: 'warn' },
+      new Writable({
+        write(line: Buffer, _enc, done) {
+          if (process.env.DEBUG_CONTRACT) process.stderr.write(line);
+          else warnings.push(line.toString());
+          done();
+        },
+      }),
+    );
+    const deps = {
+      ...fakeDeps({
+        // Each run writes a fix other than the last one, so every revision moves the branch.
+        edits: (_o, call) =>
+          call % 2 === 0
+            ? { 'calc.py': 'def add(a, b):\n    return a + b\n' }
+            : { 'calc.py': 'def add(a, b):\n    return b + a\n' },
+      }),
+      // What the app does with a verdict is the point here, not how it was reached.
+      judge: async (o: JudgeOptions) => report('verified', 'The stand-in judge accepts every patch.', o, []),
+    };
+    app = await startApp({
+      config: testConfig(home),
+      appId: APP_ID,
+      privateKey: PRIVATE_KEY,
+      webhookSecret: SECRET,
+      baseUrl: emu.url,
+      port: 0,
+      deps,
+      sandbox: 'local',
+      log,
+    });
+    sink = createServer((_req, res) => res.end());
+    await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve));
+    emu.setWebhookUrl(app.url);
+  });
+  afterAll(async () => {
+    await app?.close();
+    await emu?.close();
+    await new Promise((resolve) => sink?.close(resolve));
+    rmSync(home, { recursive: true, force: true });
+  });
+
+  /** Deliveries of what the test itself sets up (a CI report, a review to point at) do not reach the app. */
+  async function offstage<T>(work: () => Promise<T>): Promise<T> {
+    emu.setWebhookUrl(`http://127.0.0.1:${(sink.address() as AddressInfo).port}/`);
+    try {
+      return await work();
+    } finally {
+      emu.setWebhookUrl(app.url);
+    }
+  }
+
+  /**
+   * The example as GitHub would send it to this app: about the emulator's repository, from its
+   * installation, sent by a maintainer; everything else as published.
+   */
+  function adapt(event: string, ex: Example): Record<string, unknown> {
+    const p = structuredClone(ex) as Record<string, Record<string, unknown>>;
+    p.installation = { id: emu.installationId(O), node_id: 'MDIzOkluc3RhbGxhdGlvbjE=' };
+    p.repository = {
+      ...p.repository,
+      name: R,
+      full_name: `${O}/${R}`,
+      owner: { ...(p.repository!.owner as object), login: O },
+      default_branch: 'main',
+    };
+    p.sender = { ...p.sender, login: WRITER, type: 'User' };
+    return { event, ...p };
+  }
+
+  const runs = () => app.store.forIssue(O, R, issue);
+  /** Delivers the payload; then waits until `done` holds, else until the app is idle. */
+  const deliver = async (event: string, payload: Record<string, unknown>, done?: () => Promise<boolean>) => {
+    const { event: _e, ...body } = payload;
+    const res = await emu.deliver(event, body);
+    expect(res.status).toBe(200);
+    await (done ? waitFor(done, 60_000) : app.idle());
+    summary.payload_examples += 1;
+  };
+  const prHead = () => emu.branchHead(O, R, branchFor(issue))!;
+
+  /** Each handled action, what the adapted example must make the app do. */
+  const acted: Record<string, (ex: Example) => Promise<void>> = {
+    issues: async (ex) => {
+      issue = emu.createIssue(O, R, { title: 'add() subtracts', body: 'add(2, 3) is -1', user: 'alice' });
+      const p = adapt('issues', ex);
+      p.issue = { ...(p.issue as object), number: issue };
+      p.label = { ...(p.label as object), name: 'agenticfix' };
+      await deliver('issues', p);
+      expect((await runs()).map((r) => r.trigger)).toEqual(['label']);
+      pr = (await runs())[0]!.pr_number!;
+      expect(pr).toBeGreaterThan(0);
+    },
+    issue_comment: async (ex) => {
+      const p = adapt('issue_comment', ex);
+      const on = (p.issue as { pull_request?: unknown }).pull_request ? pr : issue;
+      p.issue = { ...(p.issue as object), number: on };
+      // The comment must exist: the app reacts to it.
+      await offstage(() => emu.comment(O, R, on, '/agenticfix status', WRITER));
+      p.comment = { ...(p.comment as object), id: emu.comments(on).at(-1)!.id, body: '/agenticfix status' };
+      const before = emu.comments(on).length;
+      await deliver('issue_comment', p);
+      const replies = emu.comments(on).slice(before);
+      expect(replies.map((c) => [c.user, c.body.split(' ').slice(0, 3).join(' ')])).toEqual([
+        [emu.botLogin, 'Latest AgenticFix run'],
+      ]);
+    },
+    pull_request_review: async (ex) => {
+      const p = adapt('pull_request_review', ex);
+      p.pull_request = { ...(p.pull_request as object), number: pr };
+      p.review = { ...(p.review as object), state: 'changes_requested' };
+      await expectRevision(p, 'review');
+    },
+    pull_request_review_comment: async (ex) => {
+      const p = adapt('pull_request_review_comment', ex);
+      // The comment's review must exist: the app reads it to leave a changes-requested review to that event.
+      await offstage(() => emu.review(O, R, pr, { user: WRITER, state: 'comment', body: 'see below' }));
+      const review = emu.reviews.at(-1)!;
+      p.pull_request = { ...(p.pull_request as object), number: pr };
+      p.comment = {
+        ...(p.comment as object),
+        body: '@agenticfix please say which numbers',
+        pull_request_review_id: review.id,
+      };
+      await expectRevision(p, 'mention');
+    },
+    check_suite: async (ex) => {
+      // A maintainer's commit: the app revises a head's failing checks once.
+      emu.pushFiles(
+        O,
+        R,
+        branchFor(issue),
+        { 'NOTES.md': `${Date.now()}\n` },
+        { message: 'notes', author: WRITER },
+      );
+      await offstage(() =>
+        emu.checkSuite(O, R, { branch: branchFor(issue), runs: [{ name: 'test', conclusion: 'failure' }] }),
+      );
+      const p = adapt('check_suite', ex);
+      const suite = p.check_suite as { pull_requests: object[] };
+      p.check_suite = {
+        ...suite,
+        head_sha: prHead(),
+        pull_requests: suite.pull_requests.map((q) => ({ ...q, number: pr })),
+      };
+      // A suite with no pull request (a push to a branch without one) asks nothing of the app.
+      await expectRevision(p, suite.pull_requests.length > 0 ? 'checks' : null);
+    },
+  };
+
+  /**
+   * Delivers and expects one new run with `trigger` (not waiting for it: the next revision supersedes
+   * it), or none.
+   */
+  async function expectRevision(p: Record<string, unknown>, trigger: string | null) {
+    const before = (await runs()).length;
+    await deliver(p.event as string, p, trigger ? async () => (await runs()).length > before : undefined);
+    const after = await runs();
+    expect(after.slice(0, after.length - before).map((r) => r.trigger)).toEqual(trigger ? [trigger] : []);
+  }
+
+  // Handled actions first (in the order a pull request needs), then the rest, which must be ignored.
+  const order = [
+    'issues',
+    'issue_comment',
+    'pull_request_review',
+    'pull_request_review_comment',
+    'check_suite',
+  ];
+  const cases = EXAMPLES.flatMap((e) =>
+    e.examples.map((ex, i) => ({ event: e.name, action: ex.action, i, ex })),
+  ).sort(
+    (a, b) =>
+      Number(HANDLED[a.event] !== a.action) - Number(HANDLED[b.event] !== b.action) ||
+      order.indexOf(a.event) - order.indexOf(b.event),
+  );
+
+  it.each(cases)('$event $action, example $i', async ({ event, action, ex }) => {
+    if (HANDLED[event] === action) await acted[event]!(ex);
+    else {
+      const before = (await runs()).length;
+      const comments = emu.comments(issue).length;
+      await deliver(event, adapt(event, ex));
+      expect((await runs()).length).toBe(before);
+      expect(emu.comments(issue)).toHaveLength(comments);
+    }
+    expect(warnings).toEqual([]);
+  });
+
+  it.each(DESCRIPTIONS)(
+    'every request the app sent is an operation of the %s description, and every answer is as it documents',
+    (name) => {
+      const checker = new OperationChecker(name);
+      const sent = emu.requests.filter((r) => r.response); // git traffic has its own protocol
+      const problems: string[] = [];
+      const operations = new Set<string>();
+      let responses = 0;
+      for (const r of sent) {
+        if (r.rawPath === '/graphql') {
+          problems.push(...checkGraphql(r.body));
+          operations.add('POST /graphql');
+          continue;
+        }
+        problems.push(...checker.checkRequest(r));
+        operations.add(`${r.method} ${checker.match(r.method, r.rawPath)?.template}`);
+        const answer = checker.checkResponse(r);
+        if (answer.checked) responses += 1;
+        problems.push(...answer.problems);
+      }
+      // The same requests against each description: counted once.
+      summary.operations = Math.max(summary.operations, operations.size);
+      summary.requests_checked = Math.max(summary.requests_checked, sent.length);
+      summary.responses_checked = Math.max(summary.responses_checked, responses);
+      summary.violations += problems.length;
+      expect([...new Set(problems)]).toEqual([]);
+      expect(sent.length).toBeGreaterThan(100);
+    },
+  );
+});

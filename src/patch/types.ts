@@ -17,7 +17,6 @@ export interface ExportedPatch {
   skipped: SkippedFile[];
 }
 
-
 export interface ApplyResult {
   ok: boolean;
   error: string | null;

@@ -36,6 +36,48 @@ describe('LocalRunQueue', () => {
     await store.close();
   });
 
+  // Issue 31: a store that would not take a run's end (a full disk) left it `running` forever.
+  it('an end the store refuses is retried, then recorded by reconcile; a running run with no job fails', async () => {
+    const store = new SqliteRunStore(':memory:');
+    let refuse = 0; // the next updates that fail
+    const update = store.update.bind(store);
+    store.update = async (id, u) => {
+      if (u.finished_at && refuse > 0) {
+        refuse--;
+        throw new Error('database or disk is full');
+      }
+      return update(id, u);
+    };
+    const jobs = new Jobs();
+    const q = new LocalRunQueue(store, 1, jobs, [1, 1]);
+    // One refusal: the retry records it.
+    refuse = 1;
+    const a = await store.createRun(newRun(1));
+    await q.enqueue(a);
+    await until('a started', () => jobs.started.length === 1);
+    jobs.finish(a.id, { state: 'done' });
+    await q.idle();
+    expect((await store.get(a.id))!.state).toBe('done');
+    // More refusals than retries: still running, until reconcile records the end as it was.
+    refuse = 3;
+    const b = await store.createRun(newRun(2));
+    await q.enqueue(b);
+    await until('b started', () => jobs.started.length === 2);
+    jobs.finish(b.id, { state: 'done' });
+    await q.idle();
+    expect((await store.get(b.id))!.state).toBe('running');
+    const lost = await store.update((await store.createRun(newRun(3))).id, { state: 'running' });
+    expect((await q.reconcile()).map((r) => r.id)).toEqual([b.id, lost.id]);
+    expect((await store.get(b.id))!.state).toBe('done');
+    expect(await store.get(lost.id)).toMatchObject({
+      state: 'failed',
+      error: expect.stringMatching(/job was lost/),
+    });
+    expect(jobs.finished.map((r) => r.state)).toEqual(['done', 'done', 'failed']);
+    await q.close();
+    await store.close();
+  });
+
   it('matches issues case-insensitively, as GitHub does', async () => {
     const store = new SqliteRunStore(':memory:');
     const jobs = new Jobs();

@@ -52,6 +52,9 @@ export interface RunningApp {
   close(): Promise<void>;
 }
 
+/** How often runs are reconciled with the store. */
+const UPKEEP_MS = 60_000;
+
 /**
  * @octokit/webhooks attaches the delivery (`event`, with the whole payload) to the errors Probot logs;
  * only its id and name are kept.
@@ -153,6 +156,12 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
       log.warn({ err }, 'start-up cleanup failed');
     }
 
+  // Periodically: runs whose end the store would not take (a full disk) are recorded once it does.
+  const upkeep = setInterval(() => {
+    if (queue instanceof LocalRunQueue)
+      queue.reconcile().catch((err: unknown) => log.error({ err }, 'could not reconcile the runs'));
+  }, UPKEEP_MS).unref();
+
   // Deliveries acknowledged before a crash but not taken in yet.
   const resumed = await handlers.resume(auth, log);
   if (resumed > 0) log.info({ resumed }, 'taking in deliveries left by the previous process');
@@ -171,6 +180,7 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
     });
   } catch (err) {
     clearInterval(heartbeat);
+    clearInterval(upkeep);
     await queue.close();
     await store.close();
     throw err;
@@ -194,6 +204,7 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
       await queue.close();
       await runner.settled();
       clearInterval(heartbeat);
+      clearInterval(upkeep);
       await store.close();
     },
   };

@@ -143,6 +143,7 @@ const ENV_SCHEMA = z.object({
   AGENTICFIX_STATUS_EDIT_INTERVAL_MS: int(5000, 0),
   AGENTICFIX_KEEP_FAILED_WORKTREES: bool(true),
   AGENTICFIX_WORKTREE_MAX_AGE_H: int(72, 1),
+  AGENTICFIX_MIN_FREE_MB: int(512, 0), // a run starts only with this much free where worktrees and runs live
   AGENTICFIX_GITHUB_WRITE_INTERVAL_MS: int(1000, 0), // pace of writes beyond a burst (3x for notifying ones)
   AGENTICFIX_GITHUB_RETRY_BASE_MS: int(1000, 0), // unit of Retry-After and of the 5xx back-off
   AGENTICFIX_WEBHOOK_MAX_BYTES: int(25 * MiB, 1024), // GitHub caps payloads at 25 MB
@@ -260,6 +261,8 @@ export interface Config {
     keepFailedWorktrees: boolean;
     /** Worktrees not modified for this long are removed (at start-up and after each run). */
     worktreeMaxAgeMs: number;
+    /** A run is refused when less than this is free where worktrees or run directories live. */
+    minFreeBytes: number;
     githubWriteIntervalMs: number;
     githubRetryBaseMs: number;
     /** Largest webhook body taken in; larger ones get 413 before any buffering or signature work. */
@@ -429,6 +432,7 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       statusEditIntervalMs: e.AGENTICFIX_STATUS_EDIT_INTERVAL_MS,
       keepFailedWorktrees: e.AGENTICFIX_KEEP_FAILED_WORKTREES,
       worktreeMaxAgeMs: e.AGENTICFIX_WORKTREE_MAX_AGE_H * 3600_000,
+      minFreeBytes: e.AGENTICFIX_MIN_FREE_MB * MiB,
       githubWriteIntervalMs: e.AGENTICFIX_GITHUB_WRITE_INTERVAL_MS,
       githubRetryBaseMs: e.AGENTICFIX_GITHUB_RETRY_BASE_MS,
       webhookMaxBytes: e.AGENTICFIX_WEBHOOK_MAX_BYTES,

@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import type { Logger } from 'probot';
 import type { Config } from '../config/config.js';
 import { patchFiles } from '../patch/patch.js';
@@ -40,8 +41,11 @@ import {
   type RepoConfig,
 } from '../webhook/repo-config.js';
 import { matchingPattern } from '../tools/path-patterns.js';
+import { isLent } from '../environment/lending.js';
 import { capMiddle } from '../trace/cap.js';
+import { RunTrace } from '../trace/trace.js';
 import { GitWorkspaceManager } from '../workspace/manager.js';
+import { freeBytes, mebibytes } from './disk.js';
 import { addressedThreads, previousSummary, revisionContext } from './revision.js';
 import type { IssueText, ModelSpec, RepairOptions, RepairResult } from './types.js';
 
@@ -158,11 +162,26 @@ export class JobRunner implements QueueHooks {
   }
 
   async execute(run: RunRecord, signal: AbortSignal): Promise<RunUpdate> {
+    try {
+      return await this.work(run, signal);
+    } catch (err) {
+      // Whatever failed (a full disk, the store, GitHub), the run leaves its record and gives its space back.
+      await this.salvage(run, err);
+      throw err;
+    }
+  }
+
+  private async work(run: RunRecord, signal: AbortSignal): Promise<RunUpdate> {
     const { config, store } = this.o;
     const status = this.status(run);
     const gh = await this.o.auth(run.installation_id);
     const ref = refOf(run);
     status.update({ phase: 'preparing_workspace' });
+    const free = await freeBytes([config.worktreeDir, config.runsDir]);
+    if (free < config.app.minFreeBytes) {
+      const error = `only ${mebibytes(free)} MB are free for worktrees and run directories, and a run needs ${mebibytes(config.app.minFreeBytes)} MB (AGENTICFIX_MIN_FREE_MB). Comment \`/agenticfix rerun\` once the operator has freed space.`;
+      return this.failWith(run, gh, error, 'not enough disk space');
+    }
 
     // The issue as it was when the run was triggered: an edit made after the label is never read.
     if (run.issue_title === null || run.issue_body === null) {
@@ -549,6 +568,42 @@ export class JobRunner implements QueueHooks {
       detail: `Revision ${n}: verdict \`${report.verdict}\`: ${inert(report.reason)}\n\nCommit ${made.commit} pushed to \`${branch}\`.`,
     });
     return { state: 'done' };
+  }
+
+  /**
+   * After a run's job threw: its worktrees are removed (a failed run's are kept only while the disk
+   * has AGENTICFIX_MIN_FREE_MB free) and a result.json is written where none is.
+   */
+  private async salvage(run: RunRecord, err: unknown): Promise<void> {
+    const { config } = this.o;
+    const fail = (e: unknown) => this.o.log?.error({ err: e, run: run.id }, 'could not tidy up a failed run');
+    const spare =
+      config.app.keepFailedWorktrees &&
+      (await freeBytes([config.worktreeDir]).catch(() => 0)) >= config.app.minFreeBytes;
+    if (!spare) {
+      const mine = (p: string) => path.basename(p) === run.id || path.basename(p).startsWith(`${run.id}-`);
+      // Every worktree of this run (its own, its judge's), whatever its age, unless lent right now.
+      await this.workspaces
+        .removeOlderThan(-Infinity, async (p) => !mine(p) || (await isLent(p)))
+        .catch(fail);
+    }
+    try {
+      const trace = new RunTrace(run.id, config.runsDir);
+      if (existsSync(trace.resultPath)) return;
+      const at = new Date().toISOString();
+      trace.writeResult({
+        run_id: run.id,
+        stop_reason: 'fatal',
+        success: false,
+        started_at: run.started_at ?? at,
+        finished_at: at,
+        counts: {},
+        artifacts: [],
+        error: err instanceof Error ? err.message : String(err),
+      });
+    } catch (e) {
+      fail(e);
+    }
   }
 
   /** The issue is told why; the status comment's final edit (onFinished) shows the error too. */

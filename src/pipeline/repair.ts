@@ -16,7 +16,7 @@ import type { SkippedFile } from '../patch/types.js';
 import { createRegistry, DEFAULT_TOOLS, toolsFor } from '../tools/registry.js';
 import type { ToolContext, ToolDefinition, ToolRegistry, ToolResult } from '../tools/types.js';
 import { capMiddle } from '../trace/cap.js';
-import { RunTrace, type Artifact } from '../trace/trace.js';
+import { RunTrace, TraceError, type Artifact } from '../trace/trace.js';
 import { stripUserinfo } from '../workspace/git.js';
 import { GitWorkspaceManager } from '../workspace/manager.js';
 import { diskUsage } from '../workspace/usage.js';
@@ -170,7 +170,8 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
     // The time budget also aborts a clone or a maintainer build in flight: report it as such, not as fatal.
     const stop: StopReason = opts.signal?.aborted ? 'cancelled' : signal.aborted ? 'time_budget' : 'fatal';
     outcome = { stop_reason: stop, summary: null, error: capMiddle(message(err)), model_name: null };
-    trace.event('stop', { stop_reason: stop, error: outcome.error });
+    // An unwritable trace (a full disk) is kept in trace.failure: the worktree is still given back below.
+    if (!trace.failure) trace.event('stop', { stop_reason: stop, error: outcome.error });
   } finally {
     await model?.close();
     await builder
@@ -197,9 +198,20 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
       error = [error, `patch export failed: ${capMiddle(message(err))}`].filter(Boolean).join('; ');
     }
   }
-  const artifacts: Artifact[] = [trace.writeArtifact('final.patch', patch)];
   let worktreePath = worktree?.path ?? null;
-  if (worktree && !(await keepWorktree(opts, outcome.stop_reason, worktree.path))) {
+  // A full disk: the worktree is given back (whatever the keep policy) and the record written again.
+  const record = async <T>(write: () => T): Promise<T> => {
+    try {
+      return write();
+    } catch (err) {
+      if (!(err instanceof TraceError) || !worktree || worktreePath === null) throw err;
+      await workspaces.remove(worktree);
+      worktreePath = null;
+      return write();
+    }
+  };
+  const artifacts: Artifact[] = [await record(() => trace.writeArtifact('final.patch', patch))];
+  if (worktree && worktreePath && !(await keepWorktree(opts, outcome.stop_reason, worktree.path))) {
     await workspaces.remove(worktree).then(
       () => (worktreePath = null),
       (err) => trace.event('worktree_remove_failed', { error: message(err) }),
@@ -237,27 +249,31 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
     worktree_path: worktreePath,
     error,
   };
-  writeState('done');
+  await record(() => writeState('done'));
   if (env?.environment) artifacts.push(trace.artifact('Dockerfile', `${trace.dir}/Dockerfile`));
   const { patch: _patch, ...recorded } = result;
-  trace.writeResult({
-    ...recorded,
-    success: result.stop_reason === 'completed',
-    started_at: startedAt.toISOString(),
-    finished_at: new Date().toISOString(),
-    counts: {
-      requests: result.requests,
-      tool_calls: result.tool_calls,
-      tokens_prompt: result.tokens.prompt,
-      tokens_completion: result.tokens.completion,
-      tokens_cached: result.tokens.cached,
-      tokens_total: result.tokens.total,
-      duration_ms: result.duration_ms,
-    },
-    budgets,
-    model: model?.describe ?? null,
-    artifacts,
-  });
+  await record(() =>
+    trace.writeResult({
+      ...recorded,
+      success: result.stop_reason === 'completed',
+      started_at: startedAt.toISOString(),
+      finished_at: new Date().toISOString(),
+      counts: {
+        requests: result.requests,
+        tool_calls: result.tool_calls,
+        tokens_prompt: result.tokens.prompt,
+        tokens_completion: result.tokens.completion,
+        tokens_cached: result.tokens.cached,
+        tokens_total: result.tokens.total,
+        duration_ms: result.duration_ms,
+      },
+      budgets,
+      model: model?.describe ?? null,
+      artifacts,
+    }),
+  );
+  // A run whose record is incomplete (a write failed) ends here: nothing unrecorded is judged or published.
+  if (trace.failure) throw trace.failure;
   progress('done');
   return result;
 }

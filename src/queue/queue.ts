@@ -41,6 +41,8 @@ export interface RunQueue {
   close(): Promise<void>;
 }
 
+const message = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
 export const issueKey = (r: Pick<RunRecord, 'owner' | 'repo' | 'issue'>): string =>
   `${r.owner}/${r.repo}#${r.issue}`.toLowerCase();
 
@@ -57,6 +59,8 @@ export interface ExecuteOptions {
   started?: RunUpdate;
   /** Whether a failure (execute threw) is tried again; then executeRun throws RetryRun. */
   retry?: boolean;
+  /** Waits between tries of recording the end (RECORD_RETRY_MS). */
+  recordRetryMs?: readonly number[];
 }
 
 /**
@@ -81,7 +85,7 @@ export async function executeRun(
   try {
     fields = await hooks.execute(run, signal);
   } catch (e) {
-    const error = e instanceof Error ? e.message : String(e);
+    const error = message(e);
     if (o.retry && !signal.aborted) {
       await store.update(run.id, { state: 'queued', error: `retrying after: ${error}` });
       throw new RetryRun(error);
@@ -89,17 +93,46 @@ export async function executeRun(
     fields = { state: 'failed', error };
   }
   if (signal.aborted) fields = { ...fields, ...stoppedFields(signal.reason as StopRequest) };
-  await finishRun(store, hooks, run, fields);
+  await finishRun(store, hooks, run, fields, o.recordRetryMs);
 }
 
-/** Records a run's end and reports it. */
+/**
+ * Waits between tries of recording a run's end: a store that cannot write (a full disk, a database
+ * restarting) often can again once the run's worktree is given back or the database is up.
+ */
+export const RECORD_RETRY_MS = [250, 1000, 4000, 15_000];
+
+/** A run's end that the store would not take, after every retry; the queue tries again later. */
+export class UnrecordedEnd extends Error {
+  constructor(
+    readonly run: RunRecord,
+    readonly fields: RunUpdate,
+    readonly why: unknown,
+  ) {
+    super(`the end of run ${run.id} could not be recorded: ${message(why)}`);
+    this.name = 'UnrecordedEnd';
+  }
+}
+
+/** Records a run's end (retried after RECORD_RETRY_MS) and reports it; throws UnrecordedEnd when it cannot. */
 export async function finishRun(
   store: RunStore,
   hooks: Pick<QueueHooks, 'onFinished'>,
   run: RunRecord,
   fields: RunUpdate,
+  retryMs: readonly number[] = RECORD_RETRY_MS,
 ): Promise<void> {
-  const final = await store.update(run.id, { finished_at: new Date().toISOString(), ...fields });
+  const end = { finished_at: new Date().toISOString(), ...fields };
+  let final: RunRecord;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      final = await store.update(run.id, end);
+      break;
+    } catch (err) {
+      if (attempt >= retryMs.length) throw new UnrecordedEnd(run, end, err);
+      await new Promise((r) => setTimeout(r, retryMs[attempt]));
+    }
+  }
   hooks.onFinished?.(final);
 }
 
@@ -127,12 +160,15 @@ export class LocalRunQueue implements RunQueue {
   private readonly idleWaiters: (() => void)[] = [];
   /** Ends of dropped runs still being recorded. */
   private readonly dropping = new Set<Promise<void>>();
+  /** Ends the store would not take, by run id: reconcile() records them. */
+  private readonly unrecorded = new Map<string, { run: RunRecord; fields: RunUpdate }>();
   private closed = false;
 
   constructor(
     private readonly store: RunStore,
     private readonly concurrency: number,
     private readonly hooks: QueueHooks,
+    private readonly recordRetryMs: readonly number[] = RECORD_RETRY_MS,
   ) {}
 
   async enqueue(run: RunRecord): Promise<void> {
@@ -197,12 +233,48 @@ export class LocalRunQueue implements RunQueue {
     if (this.pending.length === 0 && this.active.size === 0) this.idleWaiters.splice(0).forEach((f) => f());
   }
 
+  /**
+   * Runs that are `running` in the store with no live job here: ends the store would not take are
+   * recorded now, and any other such run (its job lost) fails. At start-up and periodically.
+   */
+  async reconcile(): Promise<RunRecord[]> {
+    const live = new Set([...this.active.values()].map((a) => a.run.id));
+    const ended: RunRecord[] = [];
+    for (const [id, end] of [...this.unrecorded]) {
+      if (live.has(id)) continue;
+      await finishRun(this.store, this.hooks, end.run, end.fields, []).then(
+        () => (this.unrecorded.delete(id), ended.push(end.run)),
+        (err: unknown) => this.hooks.onError?.(end.run, err),
+      );
+    }
+    for (const run of await this.store.list('running')) {
+      if (live.has(run.id) || this.unrecorded.has(run.id)) continue;
+      const fields = { state: 'failed', error: 'its job was lost: its end was never recorded' } as const;
+      await finishRun(this.store, this.hooks, run, fields, []).then(
+        () => ended.push(run),
+        (err: unknown) => this.hooks.onError?.(run, err),
+      );
+    }
+    return ended;
+  }
+
   private start(run: RunRecord): void {
     const controller = new AbortController();
     const key = issueKey(run);
-    const done = executeRun(this.store, this.hooks, run, controller.signal)
-      // A failure here must not become an unhandled rejection that stops the server.
-      .catch((err: unknown) => this.hooks.onError?.(run, err))
+    const done = executeRun(this.store, this.hooks, run, controller.signal, {
+      recordRetryMs: this.recordRetryMs,
+    })
+      // A failure here must not become an unhandled rejection that stops the server. An end the store
+      // would not take (nor the start: the run never ran) is kept for reconcile().
+      .catch((err: unknown) => {
+        this.unrecorded.set(
+          run.id,
+          err instanceof UnrecordedEnd
+            ? { run, fields: err.fields }
+            : { run, fields: { state: 'failed', error: `the run could not start: ${message(err)}` } },
+        );
+        this.hooks.onError?.(run, err);
+      })
       .finally(() => {
         this.active.delete(key);
         this.pump();
@@ -212,9 +284,10 @@ export class LocalRunQueue implements RunQueue {
 
   /** Records the end of a run that never started; a failure goes to onError like any other. */
   private drop(run: RunRecord, fields: RunUpdate): Promise<void> {
-    const done = finishRun(this.store, this.hooks, run, fields).catch((err: unknown) =>
-      this.hooks.onError?.(run, err),
-    );
+    const done = finishRun(this.store, this.hooks, run, fields).catch((err: unknown) => {
+      if (err instanceof UnrecordedEnd) this.unrecorded.set(run.id, { run, fields: err.fields });
+      this.hooks.onError?.(run, err);
+    });
     this.dropping.add(done);
     return done.finally(() => this.dropping.delete(done));
   }

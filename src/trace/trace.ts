@@ -44,6 +44,8 @@ export class RunTrace {
   readonly statePath: string;
   readonly resultPath: string;
   readonly redactor: Redactor;
+  /** The first write that failed (a full disk): the record is incomplete from there on. */
+  failure: TraceError | null = null;
   private seq = 0;
 
   constructor(
@@ -107,7 +109,9 @@ export class RunTrace {
     try {
       return fn();
     } catch (err) {
-      throw new TraceError(`trace unwritable in ${this.dir}: ${(err as Error).message}`);
+      const failure = new TraceError(`trace unwritable in ${this.dir}: ${(err as Error).message}`);
+      this.failure ??= failure;
+      throw failure;
     }
   }
 }

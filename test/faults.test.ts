@@ -1,0 +1,137 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { statfs } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { execa, execaSync } from 'execa';
+import type { RunningApp } from '../src/cli/compose.js';
+import type { Config } from '../src/config/config.js';
+import type { GitHubEmulator } from '../src/emulator/github.js';
+import { startScriptedModelServer, type ScriptedModelServer } from '../src/emulator/scripted-model.js';
+import { REAL_JOB_DEPS } from '../src/pipeline/job.js';
+import {
+  CALC_FILES,
+  localJudge,
+  startEmulatedApp,
+  startEmulator,
+  testConfig,
+  waitFor,
+} from './app-support.js';
+
+/**
+ * Nothing is lost when the world fails (issue 31): each fault ends the run in a final state, with its
+ * record, its issue told and its space given back.
+ */
+
+const O = 'acme';
+const MiB = 1024 * 1024;
+
+/**
+ * A 30 MB tmpfs (root, or passwordless sudo as in CI): a disk that really fills. Elsewhere the case is
+ * skipped loudly; in CI a mount that fails is a failure.
+ */
+function mountTmpfs(dir: string): boolean {
+  const sudo = process.getuid?.() === 0 ? [] : ['sudo', '-n'];
+  const owner = `uid=${process.getuid?.() ?? 0},gid=${process.getgid?.() ?? 0}`;
+  const argv = [...sudo, 'mount', '-t', 'tmpfs', '-o', `size=30m,${owner}`, 'tmpfs', dir];
+  const res = execaSync(argv[0]!, argv.slice(1), { reject: false });
+  if (res.exitCode === 0) return true;
+  if (process.env.CI) throw new Error(`a tmpfs mount is required in CI: ${res.stderr}`);
+  console.warn(`\n!!! cannot mount a tmpfs: SKIPPING the full-disk test (${res.stderr}) !!!\n`);
+  return false;
+}
+const unmount = (dir: string) => {
+  const argv = [...(process.getuid?.() === 0 ? [] : ['sudo', '-n']), 'umount', dir];
+  execaSync(argv[0]!, argv.slice(1), { reject: false });
+};
+const freeMb = async (dir: string) => {
+  const s = await statfs(dir);
+  return (s.bavail * s.bsize) / MiB;
+};
+
+const diskDir = mkdtempSync(path.join(tmpdir(), 'faults-disk-'));
+const mounted = mountTmpfs(diskDir);
+afterAll(() => {
+  if (mounted) unmount(diskDir);
+  rmSync(diskDir, { recursive: true, force: true });
+});
+
+(mounted ? describe : describe.skip)('a full disk (AGENTICFIX_HOME on a 30 MB tmpfs)', () => {
+  const R = 'disk';
+  let emu: GitHubEmulator;
+  let app: RunningApp;
+  let model: ScriptedModelServer;
+  let config: Config;
+
+  beforeAll(async () => {
+    emu = await startEmulator();
+    // The test command fills the disk from inside the run's worktree, as a runaway test would.
+    const fill = ['sh', '-c', 'head -c 64000000 /dev/zero > fill.bin; exit 1'];
+    emu.createRepo(O, R, {
+      files: { ...CALC_FILES, '.github/agenticfix.yml': `test: ${JSON.stringify(fill)}\n` },
+    });
+    emu.setPermission(O, R, 'maint', 'maintain');
+    model = await startScriptedModelServer([
+      { tool_calls: [{ name: 'run_tests', arguments: {} }] },
+      { tool_calls: [{ name: 'finish', arguments: { summary: 'never reached' } }] },
+    ]);
+    config = testConfig(diskDir, { AGENTICFIX_MIN_FREE_MB: '5' });
+    app = await startEmulatedApp(emu, {
+      config,
+      deps: { ...REAL_JOB_DEPS, judge: localJudge, renderEvidence: (r) => `Verdict ${r.verdict}.` },
+      model: { kind: 'url', baseUrl: model.url, name: 'scripted' },
+      sandbox: 'local',
+    });
+    emu.setWebhookUrl(app.url);
+  });
+  afterAll(async () => {
+    await app?.close();
+    await model?.close();
+    await emu?.close();
+  });
+
+  it('ends the run failed with result.json, tells the issue and gives the space back', async () => {
+    const n = emu.createIssue(O, R, { title: 'add() subtracts', user: 'alice' });
+    await emu.label(O, R, n, 'agenticfix', 'maint');
+    await waitFor(async () => (await app.store.forIssue(O, R, n)).length === 1);
+    await app.idle();
+
+    const [run] = await app.store.forIssue(O, R, n);
+    expect(run).toMatchObject({ state: 'failed' });
+    expect(run!.error).toMatch(/no space left on device/i);
+    const result = JSON.parse(readFileSync(path.join(config.runsDir, run!.id, 'result.json'), 'utf8')) as {
+      success: boolean;
+      error: string;
+    };
+    expect(result.success).toBe(false);
+    expect(result.error).toMatch(/no space left on device/i);
+    // The issue's status comment says so (it was stuck at "Working" before).
+    const status = emu.comments(n).find((c) => c.id === run!.status_comment_id)!;
+    expect(status.body).toContain('❌ Failed');
+    expect(status.body).toMatch(/no space left on device/i);
+    // The worktree that filled the disk is gone, and with it the space.
+    expect(existsSync(path.join(config.worktreeDir, run!.id))).toBe(false);
+    expect(await freeMb(diskDir)).toBeGreaterThan(20);
+  }, 120_000);
+
+  it('refuses a run while less than AGENTICFIX_MIN_FREE_MB is free, and says so on the issue', async () => {
+    const fillFile = path.join(diskDir, 'operator-file.bin');
+    // Leaves 3 MB: room for the store, not for a run.
+    const fill = Math.floor((await freeMb(diskDir)) - 3) * MiB;
+    await execa('sh', ['-c', `head -c ${fill} /dev/zero > ${fillFile}`]);
+    try {
+      expect(await freeMb(diskDir)).toBeLessThan(5);
+      const n = emu.createIssue(O, R, { title: 'add() subtracts again', user: 'alice' });
+      await emu.label(O, R, n, 'agenticfix', 'maint');
+      await waitFor(async () => (await app.store.forIssue(O, R, n)).length === 1);
+      await app.idle();
+      const [run] = await app.store.forIssue(O, R, n);
+      expect(run).toMatchObject({ state: 'failed' });
+      expect(run!.error).toMatch(/MB are free .*\(AGENTICFIX_MIN_FREE_MB\)/);
+      const refusal = emu.comments(n).find((c) => c.body.startsWith('## AgenticFix: not enough disk space'));
+      expect(refusal?.body).toContain('Nothing was run.');
+      expect(model.remaining()).toBe(1); // the model was not asked again
+    } finally {
+      rmSync(fillFile, { force: true });
+    }
+  }, 60_000);
+});

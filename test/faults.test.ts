@@ -1,4 +1,13 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { statfs } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -8,6 +17,7 @@ import type { Config } from '../src/config/config.js';
 import type { GitHubEmulator } from '../src/emulator/github.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../src/emulator/scripted-model.js';
 import { REAL_JOB_DEPS } from '../src/pipeline/job.js';
+import { prepareHost } from '../src/pipeline/startup.js';
 import {
   CALC_FILES,
   localJudge,
@@ -134,4 +144,45 @@ afterAll(() => {
       rmSync(fillFile, { force: true });
     }
   }, 60_000);
+});
+
+describe('retention (disk stays bounded)', () => {
+  it('AGENTICFIX_RUNS_KEEP=2 with five runs leaves the two newest run directories; old unused mirrors go', async () => {
+    const home = mkdtempSync(path.join(tmpdir(), 'faults-retention-'));
+    try {
+      const config = testConfig(home, { AGENTICFIX_RUNS_KEEP: '2', AGENTICFIX_MIRROR_MAX_AGE_D: '30' });
+      const day = 86_400_000;
+      const at = (p: string, ageMs: number) =>
+        utimesSync(p, (Date.now() - ageMs) / 1000, (Date.now() - ageMs) / 1000);
+      const runs = ['r1', 'r2', 'r3', 'r4', 'r5'].map((id, i) => {
+        const dir = path.join(config.runsDir, id);
+        mkdirSync(dir, { recursive: true });
+        writeFileSync(path.join(dir, 'result.json'), '{}');
+        at(dir, (5 - i) * 60_000); // r5 is the newest
+        return dir;
+      });
+      // A mirror unused for 40 days, one used 40 days ago but lending a worktree, one used yesterday.
+      const mirror = (name: string, ageMs: number, worktree = false) => {
+        const dir = path.join(config.cacheDir, `${name}.git`);
+        mkdirSync(path.join(dir, 'objects'), { recursive: true });
+        if (worktree) mkdirSync(path.join(dir, 'worktrees', 'r9'), { recursive: true });
+        if (worktree) at(path.join(dir, 'worktrees'), ageMs);
+        at(dir, ageMs);
+        return dir;
+      };
+      const unused = mirror('unused', 40 * day);
+      const lending = mirror('lending', 40 * day, true);
+      const recent = mirror('recent', day);
+
+      const cleanup = await prepareHost({ config, docker: false });
+
+      expect(readdirSync(config.runsDir).sort()).toEqual(['r4', 'r5']);
+      expect(cleanup.retained.run_dirs.sort()).toEqual(runs.slice(0, 3));
+      expect(existsSync(unused)).toBe(false);
+      expect(existsSync(lending)).toBe(true);
+      expect(existsSync(recent)).toBe(true);
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
+  });
 });

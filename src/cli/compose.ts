@@ -2,7 +2,7 @@ import pino from 'pino';
 import { Probot, type Logger } from 'probot';
 import { ConfigError, type Config } from '../config/config.js';
 import { JobRunner, type JobDeps } from '../pipeline/job.js';
-import { prepareHost } from '../pipeline/startup.js';
+import { applyRetention, prepareHost } from '../pipeline/startup.js';
 import type { ModelSpec } from '../pipeline/types.js';
 import { appOctokit, type GitHub } from '../publish/github.js';
 import { BullRunQueue } from '../queue/bullmq.js';
@@ -52,8 +52,9 @@ export interface RunningApp {
   close(): Promise<void>;
 }
 
-/** How often runs are reconciled with the store. */
+/** How often runs are reconciled with the store; retention is applied every RETENTION_TICKS of it. */
 const UPKEEP_MS = 60_000;
+const RETENTION_TICKS = 60;
 
 /**
  * @octokit/webhooks attaches the delivery (`event`, with the whole payload) to the errors Probot logs;
@@ -136,6 +137,10 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
       .catch((err) => log.error({ err, run: run.id }, 'could not report an interrupted run'));
   }
 
+  const isRunning = async (id: string) => {
+    const state = (await store.get(id.replace(/-verify$/, '')))?.state;
+    return state === 'queued' || state === 'running';
+  };
   // Containers and lent worktrees of runs that are over; old worktrees; the mount self-check (a
   // distributed serve runs nothing: its workers do this on their machines).
   if (!distributed)
@@ -145,6 +150,7 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
         docker: (o.sandbox ?? 'docker') === 'docker',
         checkMounts: o.checkMounts,
         isFinished: (id) => runner.isFinished(id),
+        isRunning,
       });
       log.info(cleanup, 'start-up cleanup done');
     } catch (err) {
@@ -156,10 +162,17 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
       log.warn({ err }, 'start-up cleanup failed');
     }
 
-  // Periodically: runs whose end the store would not take (a full disk) are recorded once it does.
+  // Periodically: runs whose end the store would not take (a full disk) are recorded once it does;
+  // retention (a distributed serve has no run directories, its workers do).
+  let ticks = 0;
   const upkeep = setInterval(() => {
     if (queue instanceof LocalRunQueue)
       queue.reconcile().catch((err: unknown) => log.error({ err }, 'could not reconcile the runs'));
+    if (!distributed && ++ticks % RETENTION_TICKS === 0)
+      applyRetention(o.config, isRunning).then(
+        (retained) => log.info(retained, 'retention applied'),
+        (err: unknown) => log.error({ err }, 'could not apply retention'),
+      );
   }, UPKEEP_MS).unref();
 
   // Deliveries acknowledged before a crash but not taken in yet.

@@ -144,6 +144,9 @@ const ENV_SCHEMA = z.object({
   AGENTICFIX_KEEP_FAILED_WORKTREES: bool(true),
   AGENTICFIX_WORKTREE_MAX_AGE_H: int(72, 1),
   AGENTICFIX_MIN_FREE_MB: int(512, 0), // a run starts only with this much free where worktrees and runs live
+  AGENTICFIX_RUNS_KEEP: int(500, 1), // run directories kept, newest first
+  AGENTICFIX_RUNS_MAX_AGE_D: int(90, 1), // run directories older than this are removed
+  AGENTICFIX_MIRROR_MAX_AGE_D: int(30, 1), // a mirror in cache/ no run used for this long is removed
   AGENTICFIX_GITHUB_WRITE_INTERVAL_MS: int(1000, 0), // pace of writes beyond a burst (3x for notifying ones)
   AGENTICFIX_GITHUB_RETRY_BASE_MS: int(1000, 0), // unit of Retry-After and of the 5xx back-off
   AGENTICFIX_WEBHOOK_MAX_BYTES: int(25 * MiB, 1024), // GitHub caps payloads at 25 MB
@@ -263,6 +266,8 @@ export interface Config {
     worktreeMaxAgeMs: number;
     /** A run is refused when less than this is free where worktrees or run directories live. */
     minFreeBytes: number;
+    /** Retention, at start-up and periodically: run directories (newest kept), mirrors, deliveries. */
+    retention: { runsKeep: number; runsMaxAgeMs: number; mirrorMaxAgeMs: number };
     githubWriteIntervalMs: number;
     githubRetryBaseMs: number;
     /** Largest webhook body taken in; larger ones get 413 before any buffering or signature work. */
@@ -433,6 +438,11 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       keepFailedWorktrees: e.AGENTICFIX_KEEP_FAILED_WORKTREES,
       worktreeMaxAgeMs: e.AGENTICFIX_WORKTREE_MAX_AGE_H * 3600_000,
       minFreeBytes: e.AGENTICFIX_MIN_FREE_MB * MiB,
+      retention: {
+        runsKeep: e.AGENTICFIX_RUNS_KEEP,
+        runsMaxAgeMs: e.AGENTICFIX_RUNS_MAX_AGE_D * 86_400_000,
+        mirrorMaxAgeMs: e.AGENTICFIX_MIRROR_MAX_AGE_D * 86_400_000,
+      },
       githubWriteIntervalMs: e.AGENTICFIX_GITHUB_WRITE_INTERVAL_MS,
       githubRetryBaseMs: e.AGENTICFIX_GITHUB_RETRY_BASE_MS,
       webhookMaxBytes: e.AGENTICFIX_WEBHOOK_MAX_BYTES,

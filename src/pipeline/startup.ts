@@ -1,4 +1,6 @@
 import Docker from 'dockerode';
+import { lstat, readdir, rm } from 'node:fs/promises';
+import path from 'node:path';
 import { ConfigError, type Config } from '../config/config.js';
 import { dockerAvailable } from '../environment/docker.js';
 import { isLent, restoreLentWorktrees } from '../environment/lending.js';
@@ -11,6 +13,7 @@ export interface HostCleanup {
   containers: string[];
   restored_worktrees: string[];
   removed_worktrees: string[];
+  retained: Retained;
 }
 
 export interface PrepareHostOptions {
@@ -21,12 +24,14 @@ export interface PrepareHostOptions {
   checkMounts?: boolean;
   /** Run ids known to be over (the app's store). */
   isFinished?: (runId: string) => Promise<boolean>;
+  /** Run ids known to be going on (the app's store): retention spares their run directories. */
+  isRunning?: (runId: string) => Promise<boolean>;
 }
 
 /**
  * Checks that the engine has the configured runtime, tidies what dead runs left (their containers,
- * worktrees still lent to nobody), applies the worktree age policy and, when asked, runs the mount
- * self-check; a failed check throws a ConfigError saying what to do.
+ * worktrees still lent to nobody), applies the worktree age policy and retention and, when asked, runs
+ * the mount self-check; a failed check throws a ConfigError saying what to do.
  */
 export async function prepareHost(o: PrepareHostOptions): Promise<HostCleanup> {
   const { config } = o;
@@ -37,6 +42,7 @@ export async function prepareHost(o: PrepareHostOptions): Promise<HostCleanup> {
   const containers = engine ? await sweepContainers(docker, { isFinished: o.isFinished }) : [];
   const restored = await restoreLentWorktrees(config.worktreeDir);
   const removed = await removeOldWorktrees(config);
+  const retained = await applyRetention(config, o.isRunning);
   if (o.docker && o.checkMounts) {
     if (!engine) throw new ConfigError('no Docker engine answers (DOCKER_HOST or /var/run/docker.sock)');
     try {
@@ -46,7 +52,7 @@ export async function prepareHost(o: PrepareHostOptions): Promise<HostCleanup> {
       throw err;
     }
   }
-  return { containers, restored_worktrees: restored, removed_worktrees: removed };
+  return { containers, restored_worktrees: restored, removed_worktrees: removed, retained };
 }
 
 /** The age policy (AGENTICFIX_WORKTREE_MAX_AGE_H); worktrees lent to a container right now are spared. */
@@ -54,3 +60,54 @@ export function removeOldWorktrees(config: Config): Promise<string[]> {
   const workspaces = new GitWorkspaceManager({ cacheDir: config.cacheDir, worktreeDir: config.worktreeDir });
   return workspaces.removeOlderThan(config.app.worktreeMaxAgeMs, isLent);
 }
+
+export interface Retained {
+  run_dirs: string[];
+  mirrors: string[];
+}
+
+/**
+ * Retention (AGENTICFIX_RUNS_KEEP, _RUNS_MAX_AGE_D, _MIRROR_MAX_AGE_D): run directories beyond the
+ * newest `runsKeep` or older than the age limit, and mirrors no worktree was made from, removed from
+ * or fetched into for the mirror age limit (none has a worktree then). By modification time.
+ */
+export async function applyRetention(
+  config: Config,
+  /** Whether the run behind a run directory's name is still going (its directory is spared). */
+  running: (name: string) => Promise<boolean> = async () => false,
+  now = Date.now(),
+): Promise<Retained> {
+  const { runsKeep, runsMaxAgeMs, mirrorMaxAgeMs } = config.app.retention;
+  const runs = await dirsByAge(config.runsDir);
+  const oldRuns: string[] = [];
+  for (const [i, d] of runs.entries())
+    if ((i >= runsKeep || now - d.mtimeMs > runsMaxAgeMs) && !(await running(path.basename(d.path))))
+      oldRuns.push(d.path);
+  for (const dir of oldRuns) await rm(dir, { recursive: true, force: true });
+  const oldMirrors: string[] = [];
+  for (const m of await dirsByAge(config.cacheDir)) {
+    if (!m.path.endsWith('.git')) continue;
+    const used = Math.max(
+      m.mtimeMs,
+      await mtime(path.join(m.path, 'worktrees')),
+      await mtime(path.join(m.path, 'FETCH_HEAD')),
+    );
+    const worktrees = await readdir(path.join(m.path, 'worktrees')).catch(() => []);
+    if (now - used > mirrorMaxAgeMs && worktrees.length === 0) oldMirrors.push(m.path);
+  }
+  for (const dir of oldMirrors) await rm(dir, { recursive: true, force: true });
+  return { run_dirs: oldRuns, mirrors: oldMirrors };
+}
+
+/** The directories in `dir`, newest first. */
+async function dirsByAge(dir: string): Promise<{ path: string; mtimeMs: number }[]> {
+  const found: { path: string; mtimeMs: number }[] = [];
+  for (const name of await readdir(dir).catch(() => [] as string[])) {
+    const p = path.join(dir, name);
+    const st = await lstat(p).catch(() => null);
+    if (st?.isDirectory()) found.push({ path: p, mtimeMs: st.mtimeMs });
+  }
+  return found.sort((a, b) => b.mtimeMs - a.mtimeMs);
+}
+
+const mtime = async (p: string): Promise<number> => (await lstat(p).catch(() => null))?.mtimeMs ?? 0;

@@ -372,6 +372,33 @@ describe('GitHub calls against the emulator', () => {
       );
   });
 
+  // Issue 31: a GitHub answer that took 60 s was waited for (no client timeout).
+  it('cuts off a request GitHub does not answer in AGENTICFIX_GITHUB_TIMEOUT_MS, retrying it like a 5xx', async () => {
+    const gh = await installationClient(
+      emu,
+      testConfig(home, { AGENTICFIX_GITHUB_TIMEOUT_MS: '200' }),
+      'acme',
+    );
+    const n = emu.createIssue('acme', 'calc', { title: 'slow', user: 'alice' });
+    await gh.rest.issues.get({ owner: 'acme', repo: 'calc', issue_number: n }); // the token, before the latency
+    const before = emu.requests.length;
+    emu.setLatency(2000);
+    try {
+      const started = Date.now();
+      await expect(
+        gh.rest.issues.get({ owner: 'acme', repo: 'calc', issue_number: n }),
+      ).rejects.toMatchObject({
+        status: 500,
+      });
+      // Four tries of 200 ms and the back-off between them, well before the 2 s answer.
+      expect(Date.now() - started).toBeLessThan(1500);
+      await new Promise((r) => setTimeout(r, 2100)); // the emulator records answers once sent
+      expect(emu.requests.length - before).toBe(4);
+    } finally {
+      emu.setLatency(0);
+    }
+  });
+
   it('paces notifying writes beyond the burst, per installation, through the client the app uses', async () => {
     const every = 200; // notifying writes: 3 x the write interval
     const config = testConfig(home, { AGENTICFIX_GITHUB_WRITE_INTERVAL_MS: String(every) });

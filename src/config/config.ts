@@ -149,6 +149,7 @@ const ENV_SCHEMA = z.object({
   AGENTICFIX_MIRROR_MAX_AGE_D: int(30, 1), // a mirror in cache/ no run used for this long is removed
   AGENTICFIX_GITHUB_WRITE_INTERVAL_MS: int(1000, 0), // pace of writes beyond a burst (3x for notifying ones)
   AGENTICFIX_GITHUB_RETRY_BASE_MS: int(1000, 0), // unit of Retry-After and of the 5xx back-off
+  AGENTICFIX_GITHUB_TIMEOUT_MS: int(30_000, 100), // one GitHub request; a timed-out one is retried as a 5xx
   AGENTICFIX_WEBHOOK_MAX_BYTES: int(25 * MiB, 1024), // GitHub caps payloads at 25 MB
   AGENTICFIX_OUTSIDER_REPLY_INTERVAL_S: int(3600, 0),
 });
@@ -270,6 +271,7 @@ export interface Config {
     retention: { runsKeep: number; runsMaxAgeMs: number; mirrorMaxAgeMs: number };
     githubWriteIntervalMs: number;
     githubRetryBaseMs: number;
+    githubTimeoutMs: number;
     /** Largest webhook body taken in; larger ones get 413 before any buffering or signature work. */
     webhookMaxBytes: number;
     /** People without write access get at most one reply per issue in this interval. */
@@ -445,6 +447,7 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       },
       githubWriteIntervalMs: e.AGENTICFIX_GITHUB_WRITE_INTERVAL_MS,
       githubRetryBaseMs: e.AGENTICFIX_GITHUB_RETRY_BASE_MS,
+      githubTimeoutMs: e.AGENTICFIX_GITHUB_TIMEOUT_MS,
       webhookMaxBytes: e.AGENTICFIX_WEBHOOK_MAX_BYTES,
       outsiderReplyIntervalMs: e.AGENTICFIX_OUTSIDER_REPLY_INTERVAL_S * 1000,
     },

@@ -24,6 +24,7 @@ export function appOctokit(config: Config): typeof ProbotOctokit {
   const paced = githubLimits({
     baseMs: config.app.githubRetryBaseMs,
     intervalMs: config.app.githubWriteIntervalMs,
+    timeoutMs: config.app.githubTimeoutMs,
   });
   return ProbotOctokit.plugin(paced).defaults((options: Record<string, unknown>) => ({
     ...options,
@@ -68,6 +69,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 interface RequestOptions {
   method: string;
   url: string;
+  request?: { signal?: AbortSignal };
 }
 interface FailedRequest {
   name?: string;
@@ -107,8 +109,11 @@ function retryAfter(err: FailedRequest, attempt: number, baseMs: number): number
   return null;
 }
 
-/** The request hook: pacing per installation, then the request with its retries. */
-function githubLimits(o: { baseMs: number; intervalMs: number }) {
+/**
+ * The request hook: pacing per installation, then the request with its retries. Each try is cut off
+ * after `timeoutMs` (an answer that never comes would hold a run forever) and retried as a 5xx is.
+ */
+function githubLimits(o: { baseMs: number; intervalMs: number; timeoutMs: number }) {
   const pacers = new Map<string, { write: (now: number) => number; notify: (now: number) => number }>();
   return (octokit: unknown, options: { auth?: { installationId?: number | string } }) => {
     const gh = octokit as HookedOctokit;
@@ -134,8 +139,12 @@ function githubLimits(o: { baseMs: number; intervalMs: number }) {
         }
       }
       const url = gh.request.endpoint.parse(req).url; // the template filled in, as sent
+      const own = req.request?.signal; // the caller's
       for (let attempt = 0; ; attempt++) {
         try {
+          // Hooks pass options on by reference (before-after-hook binds them): set in place, per try.
+          const timeout = AbortSignal.timeout(o.timeoutMs);
+          req.request = { ...req.request, signal: own ? AbortSignal.any([own, timeout]) : timeout };
           return await request(req);
         } catch (e) {
           const err = e as FailedRequest;

@@ -19,8 +19,12 @@ import { startScriptedModelServer, type ScriptedModelServer } from '../src/emula
 import { REAL_JOB_DEPS } from '../src/pipeline/job.js';
 import { prepareHost } from '../src/pipeline/startup.js';
 import {
+  CALC_CONFIG,
   CALC_FILES,
+  CALC_FIX,
+  fakeDeps,
   localJudge,
+  report,
   startEmulatedApp,
   startEmulator,
   testConfig,
@@ -182,6 +186,38 @@ describe('retention (disk stays bounded)', () => {
       expect(existsSync(lending)).toBe(true);
       expect(existsSync(recent)).toBe(true);
     } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('infrastructure is not the model’s fault', () => {
+  // Issue 31: the judge's infra_error was posted under "✅ Done".
+  it('a judge that could not run ends the status comment on "Infrastructure error", not "Done"', async () => {
+    const emu = await startEmulator();
+    const home = mkdtempSync(path.join(tmpdir(), 'faults-infra-'));
+    const deps = fakeDeps({ edits: () => CALC_FIX });
+    const app = await startEmulatedApp(emu, {
+      config: testConfig(home),
+      deps: { ...deps, judge: async (o) => report('infra_error', 'The Docker engine went away.', o, []) },
+      sandbox: 'local',
+    });
+    try {
+      emu.createRepo(O, 'infra', { files: { ...CALC_FILES, '.github/agenticfix.yml': CALC_CONFIG } });
+      emu.setPermission(O, 'infra', 'maint', 'maintain');
+      emu.setWebhookUrl(app.url);
+      const n = emu.createIssue(O, 'infra', { title: 'add() subtracts', user: 'alice' });
+      await emu.label(O, 'infra', n, 'agenticfix', 'maint');
+      await waitFor(async () => (await app.store.forIssue(O, 'infra', n)).length === 1);
+      await app.idle();
+      const [run] = await app.store.forIssue(O, 'infra', n);
+      const status = emu.comments(n).find((c) => c.id === run!.status_comment_id)!;
+      expect(status.body).toContain('### AgenticFix: ⚠️ Infrastructure error');
+      expect(status.body).not.toContain('✅ Done');
+      expect(status.body).toContain('The Docker engine went away.');
+    } finally {
+      await app.close();
+      await emu.close();
       rmSync(home, { recursive: true, force: true });
     }
   });

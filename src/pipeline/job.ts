@@ -377,7 +377,7 @@ export class JobRunner implements QueueHooks {
       const why = notes.length > 0 ? notes.join('\n\n') : undefined;
       await this.comment(run, gh, ref, unverifiedComment({ run, result, report, evidence, why }));
       await status.final({
-        phase: 'done',
+        phase: endPhase(report),
         detail: `Verdict \`${report.verdict}\`: ${inert(report.reason)}\n\nNo pull request was opened.`,
       });
       return { state: 'done' };
@@ -468,7 +468,10 @@ export class JobRunner implements QueueHooks {
       const evidence = report ? await this.deps.renderEvidence(report) : '';
       await this.comment(run, gh, ref, unverifiedComment({ run, result, report, evidence, why }));
       const said = why ?? `Verdict \`${report?.verdict}\`: ${report?.reason}`;
-      await status.final({ phase: 'done', detail: `Revision ${n}: ${inert(said)} Nothing was pushed.` });
+      await status.final({
+        phase: endPhase(report),
+        detail: `Revision ${n}: ${inert(said)} Nothing was pushed.`,
+      });
       return { state: 'done' } satisfies RunUpdate;
     };
     if (!result.patch.trim()) return notPushed(null, 'The revision changed nothing.');
@@ -655,6 +658,10 @@ const refOf = (run: RunRecord): IssueRef => ({
   repo: run.repo,
   issue: run.revision !== null && run.pr_number !== null ? run.pr_number : run.issue,
 });
+
+/** The status a judged run ends on: an infrastructure error is no verdict on the patch. */
+const endPhase = (report: VerificationReport | null): StatusState['phase'] =>
+  report?.verdict === 'infra_error' ? 'infra_error' : 'done';
 
 function endingFor(run: RunRecord): StatusState | null {
   switch (run.state) {

@@ -11,7 +11,7 @@ const PHASES = [
   'done',
 ] as const;
 export type Phase = (typeof PHASES)[number];
-export type Ending = 'failed' | 'cancelled' | 'superseded' | 'interrupted';
+export type Ending = 'failed' | 'cancelled' | 'superseded' | 'interrupted' | 'infra_error';
 
 export interface StatusState {
   phase: Phase | Ending;
@@ -37,6 +37,8 @@ const ENDING: Record<Ending, string> = {
   cancelled: '⏹️ Cancelled',
   superseded: '⏭️ Superseded',
   interrupted: '⚠️ Interrupted',
+  // The judge could not run (the engine, git): no verdict on the patch, so not "Done".
+  infra_error: '⚠️ Infrastructure error',
 };
 
 export function renderStatus(runId: string, baseCommit: string, s: StatusState): string {

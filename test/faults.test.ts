@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import {
   existsSync,
   mkdirSync,
@@ -221,4 +222,95 @@ describe('infrastructure is not the model’s fault', () => {
       rmSync(home, { recursive: true, force: true });
     }
   });
+});
+
+describe('publishing through a GitHub outage', () => {
+  const R = 'outage';
+  let emu: GitHubEmulator;
+  let app: RunningApp;
+  let model: ScriptedModelServer;
+  let home: string;
+  const WRONG = CALC_FILES['calc.py'];
+
+  beforeAll(async () => {
+    emu = await startEmulator();
+    emu.createRepo(O, R, { files: { ...CALC_FILES, '.github/agenticfix.yml': CALC_CONFIG } });
+    emu.setPermission(O, R, 'maint', 'maintain');
+    model = await startScriptedModelServer([
+      { tool_calls: [{ name: 'read_file', arguments: { path: 'calc.py' } }] },
+      {
+        tool_calls: [
+          {
+            name: 'edit_file',
+            arguments: {
+              path: 'calc.py',
+              old_text: 'a - b',
+              new_text: 'a + b',
+              version: createHash('sha256').update(WRONG).digest('hex'),
+            },
+          },
+        ],
+      },
+      { tool_calls: [{ name: 'finish', arguments: { summary: 'Changed `add` to add.' } }] },
+    ]);
+    home = mkdtempSync(path.join(tmpdir(), 'faults-outage-'));
+    app = await startEmulatedApp(emu, {
+      // Due at once: the test says when "later" is.
+      config: testConfig(home, { AGENTICFIX_PUBLISH_RETRY_BASE_S: '0' }),
+      deps: { ...REAL_JOB_DEPS, judge: localJudge, renderEvidence: (r) => `Verdict ${r.verdict}.` },
+      model: { kind: 'url', baseUrl: model.url, name: 'scripted' },
+      sandbox: 'local',
+    });
+    emu.setWebhookUrl(app.url);
+  });
+  afterAll(async () => {
+    await app?.close();
+    await model?.close();
+    await emu?.close();
+    rmSync(home, { recursive: true, force: true });
+  });
+
+  // Issue 31: the branch was pushed, no PR opened, the run `failed` and only a rerun (the whole repair) helped.
+  it('4×502 on POST /pulls, then 503 on comments: publishing waits and is resumed, the model never runs again', async () => {
+    const completions = () => model.requests.filter((r) => r.path === '/v1/chat/completions').length;
+    emu.failNext(
+      { method: 'POST', path: new RegExp(`/repos/${O}/${R}/pulls$`) },
+      Array(4).fill({ status: 502 }),
+    );
+    const n = emu.createIssue(O, R, { title: 'add() subtracts', user: 'alice' });
+    await emu.label(O, R, n, 'agenticfix', 'maint');
+    await waitFor(async () => (await app.store.forIssue(O, R, n)).length === 1);
+    await app.idle();
+
+    let [run] = await app.store.forIssue(O, R, n);
+    expect(run).toMatchObject({ state: 'publish_pending', verdict: 'verified', pr_number: null });
+    expect(run!.error).toMatch(/publishing failed/);
+    const pushed = emu.branchHead(O, R, `agenticfix/issue-${n}`);
+    expect(pushed).toBe(run!.pushed_commit);
+    expect(emu.pulls).toHaveLength(0);
+    const status = () => emu.comments(n).find((c) => c.id === run!.status_comment_id)!.body;
+    expect(status()).toContain('⏳ Publishing pending');
+    const asked = completions();
+    expect(asked).toBe(3);
+
+    // GitHub is back for pulls, not yet for comments: the PR opens, its evidence cannot be posted.
+    emu.failNext({ method: 'POST', path: /\/issues\/\d+\/comments$/ }, Array(4).fill({ status: 503 }));
+    await app.runner.resumePublishing();
+    [run] = await app.store.forIssue(O, R, n);
+    expect(run).toMatchObject({ state: 'publish_pending' });
+    expect(emu.pulls).toHaveLength(1);
+
+    // And then everything answers.
+    await app.runner.resumePublishing();
+    await app.idle();
+    [run] = await app.store.forIssue(O, R, n);
+    expect(run).toMatchObject({ state: 'done', error: null, pr_number: emu.pulls[0]!.number });
+    expect(emu.pulls).toHaveLength(1);
+    expect(emu.branchHead(O, R, `agenticfix/issue-${n}`)).toBe(pushed); // the pushed branch reused
+    const prComments = emu.comments(emu.pulls[0]!.number).map((c) => c.body);
+    expect(prComments.some((b) => b.startsWith('## Test evidence'))).toBe(true);
+    expect(status()).toContain('✅ Done');
+    expect(completions()).toBe(asked);
+    expect(existsSync(path.join(home, 'runs', run!.id, 'publish.json'))).toBe(false);
+  }, 120_000);
 });

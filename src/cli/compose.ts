@@ -162,12 +162,18 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
       log.warn({ err }, 'start-up cleanup failed');
     }
 
+  // Judged runs whose publishing failed: tried again when due, now and periodically (their run
+  // directories are where they ran: distributed, on the workers' machines, which this does not reach yet).
+  const resumePublishing = () =>
+    void runner.resumePublishing().catch((err: unknown) => log.error({ err }, 'could not resume publishing'));
+  if (!distributed) resumePublishing();
   // Periodically: runs whose end the store would not take (a full disk) are recorded once it does;
   // retention (a distributed serve has no run directories, its workers do).
   let ticks = 0;
   const upkeep = setInterval(() => {
     if (queue instanceof LocalRunQueue)
       queue.reconcile().catch((err: unknown) => log.error({ err }, 'could not reconcile the runs'));
+    if (!distributed) resumePublishing();
     if (!distributed && ++ticks % RETENTION_TICKS === 0)
       applyRetention(o.config, isRunning).then(
         (retained) => log.info(retained, 'retention applied'),

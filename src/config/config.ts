@@ -150,6 +150,7 @@ const ENV_SCHEMA = z.object({
   AGENTICFIX_GITHUB_WRITE_INTERVAL_MS: int(1000, 0), // pace of writes beyond a burst (3x for notifying ones)
   AGENTICFIX_GITHUB_RETRY_BASE_MS: int(1000, 0), // unit of Retry-After and of the 5xx back-off
   AGENTICFIX_GITHUB_TIMEOUT_MS: int(30_000, 100), // one GitHub request; a timed-out one is retried as a 5xx
+  AGENTICFIX_PUBLISH_RETRY_BASE_S: int(60, 0), // a judged run whose publishing failed: first wait, doubling
   AGENTICFIX_WEBHOOK_MAX_BYTES: int(25 * MiB, 1024), // GitHub caps payloads at 25 MB
   AGENTICFIX_OUTSIDER_REPLY_INTERVAL_S: int(3600, 0),
 });
@@ -272,6 +273,8 @@ export interface Config {
     githubWriteIntervalMs: number;
     githubRetryBaseMs: number;
     githubTimeoutMs: number;
+    /** The first wait before publishing a judged run again (pending.ts); each next one doubles. */
+    publishRetryBaseMs: number;
     /** Largest webhook body taken in; larger ones get 413 before any buffering or signature work. */
     webhookMaxBytes: number;
     /** People without write access get at most one reply per issue in this interval. */
@@ -448,6 +451,7 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       githubWriteIntervalMs: e.AGENTICFIX_GITHUB_WRITE_INTERVAL_MS,
       githubRetryBaseMs: e.AGENTICFIX_GITHUB_RETRY_BASE_MS,
       githubTimeoutMs: e.AGENTICFIX_GITHUB_TIMEOUT_MS,
+      publishRetryBaseMs: e.AGENTICFIX_PUBLISH_RETRY_BASE_S * 1000,
       webhookMaxBytes: e.AGENTICFIX_WEBHOOK_MAX_BYTES,
       outsiderReplyIntervalMs: e.AGENTICFIX_OUTSIDER_REPLY_INTERVAL_S * 1000,
     },

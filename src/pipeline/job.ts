@@ -46,6 +46,7 @@ import { capMiddle } from '../trace/cap.js';
 import { RunTrace } from '../trace/trace.js';
 import { GitWorkspaceManager } from '../workspace/manager.js';
 import { freeBytes, mebibytes } from './disk.js';
+import { nextTry, PUBLISH_ATTEMPTS, readPending, removePending, writePending } from './pending.js';
 import { addressedThreads, previousSummary, revisionContext } from './revision.js';
 import type { IssueText, ModelSpec, RepairOptions, RepairResult } from './types.js';
 
@@ -83,6 +84,7 @@ export interface JobRunnerOptions {
 export class JobRunner implements QueueHooks {
   private readonly statuses = new Map<string, StatusComment>();
   private readonly finishing = new Set<Promise<void>>();
+  private resuming: Promise<void> | null = null;
   private readonly deps: JobDeps;
   private readonly workspaces: GitWorkspaceManager;
 
@@ -128,9 +130,10 @@ export class JobRunner implements QueueHooks {
     this.finishing.add(p);
   }
 
-  /** Resolves when every finished run's last status edit has landed. */
+  /** Resolves when every finished run's last status edit has landed and no publishing is being resumed. */
   async settled(): Promise<void> {
     while (this.finishing.size > 0) await Promise.all([...this.finishing]);
+    await this.resuming?.catch(() => undefined); // its errors are its caller's
   }
 
   /** Whether the run behind an engine label (a run's, or its judge's `<id>-verify`) is over. */
@@ -311,15 +314,86 @@ export class JobRunner implements QueueHooks {
         dockerfile,
       });
     } catch (e) {
+      // Publishing waits and is tried again (resumePublishing); the model is not run again.
+      const { patch: _patch, ...kept } = result;
+      writePending(config.runsDir, run.id, {
+        result: kept,
+        report,
+        budgets,
+        model_label: modelLabel,
+        default_branch: repo.data.default_branch,
+        remote,
+        dockerfile: dockerfile ?? null,
+        attempts: 1,
+        next_at: nextTry(1, config.app.publishRetryBaseMs),
+      });
+      return { state: 'publish_pending', error: capMiddle(`publishing failed: ${message(e)}`) };
+    }
+  }
+
+  /**
+   * Publishes the runs waiting to (`publish_pending`) whose next try is due: at start-up and
+   * periodically. After PUBLISH_ATTEMPTS the run fails and the issue gets the patch.
+   */
+  async resumePublishing(): Promise<void> {
+    this.resuming ??= (async () => {
+      for (const run of await this.o.store.list('publish_pending')) await this.republish(run);
+    })().finally(() => (this.resuming = null));
+    await this.resuming;
+  }
+
+  private async republish(run: RunRecord): Promise<void> {
+    const { config, store } = this.o;
+    const read = readPending(config.runsDir, run.id);
+    if (read.ok && Date.parse(read.pending.next_at) > Date.now()) return;
+    const gh = await this.o.auth(run.installation_id);
+    const ref = refOf(run);
+    const ended = (fields: RunUpdate) => {
+      removePending(config.runsDir, run.id);
+      return store.update(run.id, { finished_at: new Date().toISOString(), ...fields });
+    };
+    if (!read.ok) return void (await ended({ state: 'failed', error: read.error }));
+    const { pending, result } = read;
+    const loaded = await loadRepoConfig(gh, run.owner, run.repo, run.base_commit, config);
+    if (!loaded.ok) return void (await ended({ state: 'failed', error: loaded.error }));
+    try {
+      const fields = await this.publish({
+        run,
+        gh,
+        ref,
+        status: this.status(run),
+        result,
+        report: pending.report,
+        rc: loaded.config,
+        issueTitle: run.issue_title ?? '',
+        budgets: pending.budgets,
+        modelLabel: pending.model_label,
+        defaultBranch: pending.default_branch,
+        remote: pending.remote,
+        dockerfile: pending.dockerfile ?? undefined,
+      });
+      await ended({ ...fields, error: null });
+      this.statuses.delete(run.id);
+    } catch (e) {
+      const error = capMiddle(`publishing failed: ${message(e)}`);
+      const attempts = pending.attempts + 1;
+      if (attempts <= PUBLISH_ATTEMPTS) {
+        writePending(config.runsDir, run.id, {
+          ...pending,
+          attempts,
+          next_at: nextTry(attempts, config.app.publishRetryBaseMs),
+        });
+        await store.update(run.id, { error });
+        return;
+      }
       // The run's patch stays in its run directory; the issue is told, with the patch attached.
-      const error = capMiddle(`publishing failed: ${e instanceof Error ? e.message : String(e)}`);
       await this.comment(
         run,
         gh,
         ref,
         `## AgenticFix: publishing failed\n\n${error}\n\nThe patch is kept with the run (\`${result.patch_path}\`).\n\n${collapsed('Candidate patch', result.patch, 50_000, 'diff')}`,
-      ).catch(() => undefined);
-      return { state: 'failed', error };
+      );
+      this.onFinished(await ended({ state: 'failed', error }));
     }
   }
 
@@ -384,17 +458,29 @@ export class JobRunner implements QueueHooks {
     }
 
     const branch = branchFor(run.issue);
-    const pushed = await pushPatch({
-      gh,
-      workspaces: this.workspaces,
-      cloneUrl: a.remote,
-      baseCommit: run.base_commit,
-      patch: result.patch,
-      branch,
-      message: `${prTitle({ number: run.issue, title: a.issueTitle })}\n\nFixes #${run.issue}\nAgenticFix run ${run.id}`,
-      runId: run.id,
-    });
+    // A try after a failed one reuses the commit it pushed, while the branch still holds it.
+    const head =
+      run.pushed_commit === null
+        ? null
+        : await gh.rest.repos.getBranch({ owner: run.owner, repo: run.repo, branch }).then(
+            (r) => r.data.commit.sha,
+            () => null,
+          );
+    const pushed =
+      head !== null && head === run.pushed_commit
+        ? { ok: true as const, commit: head }
+        : await pushPatch({
+            gh,
+            workspaces: this.workspaces,
+            cloneUrl: a.remote,
+            baseCommit: run.base_commit,
+            patch: result.patch,
+            branch,
+            message: `${prTitle({ number: run.issue, title: a.issueTitle })}\n\nFixes #${run.issue}\nAgenticFix run ${run.id}`,
+            runId: run.id,
+          });
     if (!pushed.ok) throw new Error(pushed.error);
+    await this.o.store.update(run.id, { pushed_commit: pushed.commit });
     const pr = await upsertDraftPr(gh, {
       owner: run.owner,
       repo: run.repo,
@@ -403,7 +489,7 @@ export class JobRunner implements QueueHooks {
       title: prTitle({ number: run.issue, title: a.issueTitle }),
       body: prBody({ issue: run.issue, run, result, report }),
     });
-    await this.o.store.update(run.id, { pr_number: pr.number, pushed_commit: pushed.commit });
+    await this.o.store.update(run.id, { pr_number: pr.number });
     // The maintainer who started the run is asked to review the draft it opened.
     if (pr.created)
       await gh.rest.pulls
@@ -652,6 +738,8 @@ export class JobRunner implements QueueHooks {
   }
 }
 
+const message = (e: unknown): string => (e instanceof Error ? e.message : String(e));
+
 /** Where a run reports: its issue, or for a revision the pull request it revises. */
 const refOf = (run: RunRecord): IssueRef => ({
   owner: run.owner,
@@ -676,6 +764,11 @@ function endingFor(run: RunRecord): StatusState | null {
       };
     case 'failed':
       return { phase: 'failed', detail: `Error: ${inert(capMiddle(run.error ?? 'unknown', 500))}` };
+    case 'publish_pending':
+      return {
+        phase: 'publish_pending',
+        detail: `Verdict \`${run.verdict}\`. ${inert(capMiddle(run.error ?? 'Publishing failed', 500))}: it is tried again later; the model is not run again.`,
+      };
     default:
       return null;
   }

@@ -11,7 +11,8 @@ const PHASES = [
   'done',
 ] as const;
 export type Phase = (typeof PHASES)[number];
-export type Ending = 'failed' | 'cancelled' | 'superseded' | 'interrupted' | 'infra_error';
+export type Ending =
+  'failed' | 'cancelled' | 'superseded' | 'interrupted' | 'infra_error' | 'publish_pending';
 
 export interface StatusState {
   phase: Phase | Ending;
@@ -39,6 +40,7 @@ const ENDING: Record<Ending, string> = {
   interrupted: '⚠️ Interrupted',
   // The judge could not run (the engine, git): no verdict on the patch, so not "Done".
   infra_error: '⚠️ Infrastructure error',
+  publish_pending: '⏳ Publishing pending',
 };
 
 export function renderStatus(runId: string, baseCommit: string, s: StatusState): string {

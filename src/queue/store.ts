@@ -10,7 +10,16 @@ import { FEEDBACK } from './feedback.js';
  * (postgres-store.ts). Both apply the same MIGRATIONS. Async because PostgreSQL is.
  */
 
-const RUN_STATES = ['queued', 'running', 'done', 'cancelled', 'superseded', 'interrupted', 'failed'] as const;
+const RUN_STATES = [
+  'queued',
+  'running',
+  'publish_pending', // judged; publishing failed and is tried again (pending.ts)
+  'done',
+  'cancelled',
+  'superseded',
+  'interrupted',
+  'failed',
+] as const;
 export type RunState = (typeof RUN_STATES)[number];
 
 /** A run on the issue (label, rerun) or a revision of its pull request (command, review, mention, checks). */

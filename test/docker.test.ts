@@ -270,6 +270,24 @@ while n < 10000:
     expect(out.status).toBe('cancelled');
   });
 
+  // Issue 31: a container the engine stopped was reported to the model as a failed test run (exit 143).
+  it('a container the engine stops mid-run is an infrastructure error, not a test result', async () => {
+    const running = sandbox.run(req(repo, ['sleep', '60']));
+    let ids: string[] = [];
+    for (let i = 0; i < 200 && ids.length === 0; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      const list = await docker.listContainers({
+        filters: { label: [`agenticfix.run=${runId}`], status: ['running'] },
+      });
+      ids = list.filter((c) => !c.Labels[LEASE_LABEL]).map((c) => c.Id);
+    }
+    expect(ids).toHaveLength(1);
+    await docker.getContainer(ids[0]!).stop({ t: 1 }); // as `docker stop` or a daemon shutting down does
+    const out = await running;
+    expect(out.status).toBe('error');
+    expect(out.detail).toMatch(/^infrastructure error: the engine killed the container \(exit \d+\)/);
+  });
+
   it('cancels a run whose abort came while its container was being created', async () => {
     const ac = new AbortController();
     const t0 = Date.now();

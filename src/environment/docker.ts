@@ -59,6 +59,21 @@ export function hostPath(p: string, map: Config['sandbox']['hostHome']): string 
   return path.posix.join(map.host, rel.split(path.sep).join('/'));
 }
 
+/** How an outcome the sandbox, not the tests, caused begins its detail (the model and the evidence see it). */
+export const INFRA = 'infrastructure error: ';
+
+/** Whether the engine was asked to kill or stop the container since `sinceMs` (docker kill / stop). */
+async function killedByEngine(docker: Docker, id: string, sinceMs: number): Promise<boolean> {
+  const events = (await docker.getEvents({
+    since: Math.floor(sinceMs / 1000) - 1,
+    until: Math.ceil(Date.now() / 1000),
+    filters: { container: [id], event: ['kill', 'stop'] },
+  })) as unknown as Readable;
+  let text = '';
+  for await (const chunk of events) text += String(chunk);
+  return text.trim().length > 0;
+}
+
 /**
  * After a run: a changed `.git` (or admin file) turns any outcome into an isolation error, and `.git` is
  * put back so the worktree stays usable for the run's record. A check that cannot be made counts as a change.
@@ -246,6 +261,7 @@ export class DockerSandbox implements Sandbox {
       });
       this.docker.modem.demuxStream(stream, out.writable(), err.writable());
 
+      const startedAt = Date.now();
       try {
         await container.start();
       } catch (e) {
@@ -281,6 +297,21 @@ export class DockerSandbox implements Sandbox {
           ? /^timeout: (?:failed to run command|can't execute).*$/m.exec(e.text)?.[0]
           : undefined;
       if (notRun) return outcome('error', `could not start ${cmd}: ${notRun}`);
+      // A signal's exit status from a container the engine killed or stopped (an operator, a daemon
+      // going down): the tests did not end it, so it is no test result.
+      if (
+        exitCode !== null &&
+        exitCode > 128 &&
+        (await killedByEngine(this.docker, container.id, startedAt).catch(() => false))
+      )
+        return {
+          ...outcome(
+            'error',
+            `${INFRA}the engine killed the container (exit ${exitCode}); this is no test result`,
+          ),
+          stdout: o.text,
+          stderr: e.text,
+        };
       return {
         exit_code: exitCode,
         stdout: o.text,
@@ -294,7 +325,7 @@ export class DockerSandbox implements Sandbox {
         ...(oom ? { detail: 'killed: out of memory' } : {}),
       };
     } catch (e) {
-      return outcome(cancelled ? 'cancelled' : 'error', `container run failed: ${message(e)}`);
+      return outcome(cancelled ? 'cancelled' : 'error', `${INFRA}container run failed: ${message(e)}`);
     } finally {
       clearTimeout(timer);
       req.signal?.removeEventListener('abort', onAbort);

@@ -10,10 +10,13 @@ function canonicalJson(v: unknown): string {
   return JSON.stringify(v) ?? 'null';
 }
 
-/** Timings differ between otherwise identical runs (a test run's duration); they must not hide a loop. */
+/**
+ * Timings differ between otherwise identical runs (a test run's duration, and the time limit derived
+ * from the first full run); they must not hide a loop.
+ */
 function normalizeObservation(text: string): string {
   return text
-    .replace(/(duration_ms["']?\s*[:=]?\s*)[\d.]+/gi, '$1#')
+    .replace(/((?:duration_ms|time_limit_s)["']?\s*[:=]?\s*)[\d.]+/gi, '$1#')
     .replace(/\b\d+(\.\d+)?\s?(ms|s|sec|seconds)\b/g, '#$2');
 }
 

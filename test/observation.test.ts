@@ -32,9 +32,9 @@ describe('observation capping', () => {
     expect(o.data.stderr).toBe('warning: something on stderr');
     expect(o.data.stdout.startsWith('progress line 1\n')).toBe(true);
     expect(o.data.stdout.endsWith('==== 2 failed, 727 passed in 3.1s ====')).toBe(true);
-    expect(o.data.stdout).toMatch(/\[\.\.\. \d+ of \d+ characters cut \.\.\.\]/);
+    expect(o.data.stdout).toMatch(/^\[\.\.\. \d+ lines of output cut \.\.\.\]$/m);
     // Output keeps more of its tail than its head: the verdict is at the end.
-    const [head, tail] = o.data.stdout.split(/\[\.\.\. \d+ of \d+ characters cut \.\.\.\]/);
+    const [head, tail] = o.data.stdout.split(/\[\.\.\. \d+ lines of output cut \.\.\.\]/);
     expect(tail.length).toBeGreaterThan(head.length * 2);
   });
 

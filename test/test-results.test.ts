@@ -48,14 +48,26 @@ FAILED tests/test_b.py::test_gone - Assertio...
 ===================== 3 failed, 2 passed, 1 error in 1.25s =====================`;
 
 describe('failing tests from console output', () => {
-  it('pytest: ids from the short summary, messages from the E lines of each section', () => {
+  it('pytest: ids from the short summary, messages the whole section of each', () => {
     expect(parseFailures(PYTEST, '')).toEqual([
-      { id: 'tests/test_a.py::test_err', message: 'RuntimeError: fixture exploded' },
+      {
+        id: 'tests/test_a.py::test_err',
+        message:
+          '    @pytest.fixture\n    def bad():\n>       raise RuntimeError("fixture exploded")\n' +
+          'E       RuntimeError: fixture exploded\n\ntests/test_a.py:12: RuntimeError',
+      },
       {
         id: 'tests/test_a.py::test_add',
-        message: 'AssertionError: add is broken\nassert -1 == 5\n+  where -1 = add(2, 3)',
+        message:
+          '    def test_add():\n>       assert add(2, 3) == 5, "add is broken"\nE       AssertionError: add is broken\n' +
+          'E       assert -1 == 5\nE        +  where -1 = add(2, 3)\n\ntests/test_a.py:5: AssertionError',
       },
-      { id: 'tests/test_a.py::TestC::test_p[2]', message: 'assert 2 == 1' },
+      {
+        id: 'tests/test_a.py::TestC::test_p[2]',
+        message: expect.stringMatching(
+          /^self = <test_a.TestC object at 0x1>, x = 2\n[^]*\nE {7}assert 2 == 1\n/,
+        ),
+      },
       // No section (e.g. --tb=no): the summary's own message.
       { id: 'tests/test_b.py::test_gone', message: 'Assertio...' },
     ]);
@@ -66,12 +78,23 @@ describe('failing tests from console output', () => {
       '✖ adds (7.29ms)\n  AssertionError [ERR_ASSERTION]: 2 == 3\n      at TestContext.<anonymous> (file:///a.mjs:3:27)\n' +
       '✔ zero (0.31ms)\nℹ tests 2\n\n✖ failing tests:\n\ntest at a.test.mjs:3:1\n✖ adds (7.29ms)\n  AssertionError [ERR_ASSERTION]: 2 == 3\n';
     expect(parseFailures(spec, '')).toEqual([
-      { id: 'adds', message: 'AssertionError [ERR_ASSERTION]: 2 == 3' },
+      {
+        id: 'adds',
+        message:
+          'AssertionError [ERR_ASSERTION]: 2 == 3\n    at TestContext.<anonymous> (file:///a.mjs:3:27)',
+      },
     ]);
     const tap =
       "TAP version 13\n# Subtest: adds\nnot ok 1 - adds\n  ---\n  duration_ms: 2.03\n  location: '/a.mjs:3:1'\n" +
       "  failureType: 'testCodeFailure'\n  error: '2 == 3'\n  code: 'ERR_ASSERTION'\n  ...\nok 2 - zero\n";
-    expect(parseFailures(tap, '')).toEqual([{ id: 'adds', message: "error: '2 == 3'" }]);
+    expect(parseFailures(tap, '')).toEqual([
+      {
+        id: 'adds',
+        message:
+          "duration_ms: 2.03\nlocation: '/a.mjs:3:1'\nfailureType: 'testCodeFailure'\nerror: '2 == 3'\n" +
+          "code: 'ERR_ASSERTION'",
+      },
+    ]);
   });
 
   it('go test, jest and mocha', () => {
@@ -83,12 +106,20 @@ describe('failing tests from console output', () => {
     const jest =
       ' FAIL  test/calc.test.js\n  ● calc › adds\n\n    expect(received).toBe(expected)\n\n    Expected: 3\n    Received: -1\n\n      at Object.<anonymous> (test/calc.test.js:4:20)\n\nTests:       1 failed, 1 passed, 2 total\n';
     expect(parseFailures(jest, '')).toEqual([
-      { id: 'calc › adds', message: 'expect(received).toBe(expected)\nExpected: 3\nReceived: -1' },
+      {
+        id: 'calc › adds',
+        message:
+          'expect(received).toBe(expected)\n\nExpected: 3\nReceived: -1\n\n  at Object.<anonymous> (test/calc.test.js:4:20)',
+      },
     ]);
     const mocha =
       '  calc\n    ✔ zero\n    1) adds\n\n\n  1 passing (5ms)\n  1 failing\n\n  1) calc\n       adds:\n\n      AssertionError [ERR_ASSERTION]: -1 == 3\n      + expected - actual\n\n      at Context.<anonymous> (test/calc.test.js:6:12)\n';
     expect(parseFailures(mocha, '')).toEqual([
-      { id: 'calc adds', message: 'AssertionError [ERR_ASSERTION]: -1 == 3\n+ expected - actual' },
+      {
+        id: 'calc adds',
+        message:
+          'AssertionError [ERR_ASSERTION]: -1 == 3\n+ expected - actual\n\nat Context.<anonymous> (test/calc.test.js:6:12)',
+      },
     ]);
   });
 

@@ -734,7 +734,12 @@ describe('run_tests, git_diff and test staleness', () => {
       '--test-reporter=tap',
     ]);
     expect(one.data).toMatchObject({ tests: ['adds'], status: 'failed', summary: { passed: 0, failed: 1 } });
-    expect(one.data.failures).toEqual([{ id: 'adds', message: expect.stringMatching(/^error: /) }]);
+    expect(one.data.failures).toEqual([
+      { id: 'adds', message: expect.stringMatching(/^error: '-1 == 3'$/m) },
+    ]);
+    // The block is in failures, once: the output points to it.
+    expect(one.data.stdout).toContain('[failure of adds: in failures]');
+    expect(one.data.stdout).not.toContain("error: '-1 == 3'");
     expect(Object.keys(one.data).indexOf('failures')).toBeLessThan(Object.keys(one.data).indexOf('stdout'));
     const zero = await call('run_tests', { tests: ['zero'] });
     expect(zero.data).toMatchObject({ status: 'passed', failures: [], summary: { passed: 1, failed: 0 } });

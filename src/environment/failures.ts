@@ -1,7 +1,18 @@
+import {
+  detectFormat,
+  failurePointer,
+  fitParts,
+  PASS_LINE,
+  splitOutput,
+  stripAnsi,
+  type Part,
+} from './output.js';
+
 /**
- * Which tests failed, and the first lines of why, read from a runner's console output: what the
- * model needs first from a failing run. Best effort, like the summary: an empty list when nothing
- * recognisable was printed.
+ * Which tests failed, and why, read from a runner's console output: what the model needs first from a
+ * failing run. Each failing test's whole block (the assertion with its diff, the test's code, the
+ * stack, its captured output) is cut by meaning to MESSAGE_MAX_CHARS, the assertion kept longest. Best
+ * effort, like the summary: an empty list when nothing recognisable was printed.
  */
 
 export interface TestFailure {
@@ -9,8 +20,10 @@ export interface TestFailure {
   message: string;
 }
 
-const MESSAGE_LINES = 6;
-const MESSAGE_LINE_CHARS = 240;
+/** Generous: a long assertion diff fits whole, and three such failures still fit one observation. */
+export const MESSAGE_MAX_CHARS = 4000;
+/** A pytest short-summary line (`FAILED id - message`) kept to this length when its block is in `failures`. */
+const SUMMARY_LINE_CHARS = 240;
 
 /** The node id at the start of `rest`: up to the first space outside parametrize brackets. */
 export function leadingNodeId(rest: string): string {
@@ -24,120 +37,111 @@ export function leadingNodeId(rest: string): string {
   return rest;
 }
 
-const clip = (line: string) =>
-  line.length > MESSAGE_LINE_CHARS ? `${line.slice(0, MESSAGE_LINE_CHARS)}…` : line;
-
-/** Up to MESSAGE_LINES non-empty lines from `lines[from]` on, stopping at the first line matching `stop`. */
-function messageAfter(lines: readonly string[], from: number, stop: RegExp): string {
-  const out: string[] = [];
-  for (let i = from; i < lines.length && out.length < MESSAGE_LINES; i++) {
-    const l = lines[i]!;
-    if (stop.test(l)) break;
-    if (l.trim()) out.push(clip(l.trim()));
-  }
-  return out.join('\n');
+/** A block's lines without the indentation they all share (jest and mocha indent them). */
+function dedent(parts: Part[]): Part[] {
+  const indents = parts.flatMap((p) => p.lines.filter((l) => l.trim()).map((l) => /^ */.exec(l)![0].length));
+  const n = indents.length ? Math.min(...indents) : 0;
+  return parts.map((p) => ({ ...p, lines: p.lines.map((l) => l.slice(n)) }));
 }
 
-type Parser = (lines: readonly string[]) => TestFailure[];
-
-// `FAILED tests/a.py::test_x - assert 1 == 2` in the short summary; the message preferably from the
-// `E   ` lines of the test's section (`____ test_x ____`, `____ ERROR at setup of test_x ____`).
-const pytest: Parser = (lines) => {
-  const header = lines.findIndex((l) => /^=+ short test summary info =+$/.test(l));
-  const listed: { id: string; kind: string; short: string }[] = [];
-  for (const l of header >= 0 ? lines.slice(header) : lines) {
-    const m = /^(FAILED|ERROR) (.+)$/.exec(l);
-    if (!m) continue;
-    const id = leadingNodeId(m[2]!);
-    listed.push({ id, kind: m[1]!, short: m[2]!.slice(id.length).replace(/^ - /, '').trim() });
+/** A block's message: its parts without leading and trailing blank lines, cut by meaning. */
+function blockMessage(parts: Part[]): string {
+  const trimmed = dedent(parts);
+  const lines = () => trimmed.flatMap((p) => p.lines);
+  while (trimmed.length && !lines()[0]!.trim()) {
+    trimmed[0]!.lines.shift();
+    if (trimmed[0]!.lines.length === 0) trimmed.shift();
   }
-  if (listed.length === 0) return [];
-  const sections = new Map<string, string>();
-  lines.forEach((l, i) => {
-    const m = /^_{3,} (.+?) _{3,}$/.exec(l);
-    if (!m || sections.has(m[1]!)) return;
-    const end = lines.findIndex((x, j) => j > i && /^(_{3,} .+ _{3,}|={3,}.*)$/.test(x));
-    const errors = lines
-      .slice(i + 1, end < 0 ? undefined : end)
-      .filter((x) => /^E\s/.test(x))
-      .map((x) => clip(x.replace(/^E\s+/, '')));
-    if (errors.length > 0) sections.set(m[1]!, errors.slice(0, MESSAGE_LINES).join('\n'));
-  });
-  return listed.map(({ id, kind, short }) => {
+  while (trimmed.length && !lines().at(-1)!.trim()) {
+    trimmed.at(-1)!.lines.pop();
+    if (trimmed.at(-1)!.lines.length === 0) trimmed.pop();
+  }
+  return fitParts(trimmed, MESSAGE_MAX_CHARS).text;
+}
+
+/** pytest names a block `test_x`, `TestC.test_p[2]` or `ERROR at setup of test_x`; the short summary has node ids. */
+function pytestIds(text: string): Map<string, string> {
+  const ids = new Map<string, string>();
+  for (const m of text.matchAll(/^(FAILED|ERROR) (.+)$/gm)) {
+    const id = leadingNodeId(m[2]!);
     const name = id.split('::').slice(1).join('.');
     const keys =
-      kind === 'ERROR'
+      m[1] === 'ERROR'
         ? [`ERROR at setup of ${name}`, `ERROR at teardown of ${name}`, `ERROR collecting ${id}`]
         : [name];
-    const section = keys.map((k) => sections.get(k)).find(Boolean);
-    return { id, message: section ?? clip(short) };
-  });
-};
-
-// `--- FAIL: TestX (0.00s)` followed by the test's indented log lines.
-const goTest: Parser = (lines) =>
-  lines.flatMap((l, i) => {
-    const m = /^\s*--- FAIL: (\S+)/.exec(l);
-    return m ? [{ id: m[1]!, message: messageAfter(lines, i + 1, /^\s*(---|===) |^(FAIL|ok|PASS)\b/) }] : [];
-  });
-
-// jest: `● Suite › test` then the message; vitest: ` FAIL  file > suite > test` then the message.
-const jestLike: Parser = (lines) =>
-  lines.flatMap((l, i) => {
-    const m = /^\s*● (.+)$/.exec(l) ?? /^\s*FAIL\s+(\S.* > .+)$/.exec(l);
-    return m ? [{ id: m[1]!.trim(), message: messageAfter(lines, i + 1, /^\s*●|^\s*FAIL\s|^\s*at /) }] : [];
-  });
-
-// node's spec reporter `✖ name (1.2ms)` then the error; TAP `not ok 3 - name` then its YAML `error:`.
-const nodeTest: Parser = (lines) =>
-  lines.flatMap((l, i) => {
-    const spec = /^\s*✖ (.+?)(?: \([\d.]+m?s\))?$/.exec(l);
-    if (spec && spec[1] !== 'failing tests:')
-      return [{ id: spec[1]!, message: messageAfter(lines, i + 1, /^\s*(✖|✔) |^\s*at /) }];
-    const tap = /^\s*not ok \d+ - (.+?)(?: # .*)?$/.exec(l);
-    if (!tap) return [];
-    const end = lines.findIndex((x, j) => j > i && /^\s*\.\.\.$/.test(x));
-    const error = lines.findIndex((x, j) => j > i && (end < 0 || j < end) && /^\s*error:/.test(x));
-    const message = error < 0 ? '' : messageAfter(lines, error, /^\s*(code|name|stack|\.\.\.)\b/);
-    return [{ id: tap[1]!, message }];
-  });
-
-// mocha: after `N failing`, blocks `  1) suite` / `       test:` then the error.
-const mocha: Parser = (lines) => {
-  const start = lines.findIndex((l) => /^\s*\d+ failing\s*$/.test(l));
-  if (start < 0) return [];
-  const out: TestFailure[] = [];
-  for (let i = start + 1; i < lines.length; i++) {
-    const m = /^\s*\d+\) (.+)$/.exec(lines[i]!);
-    if (!m) continue;
-    const title = [m[1]!.trim()];
-    while (!title.at(-1)!.endsWith(':') && i + 1 < lines.length && lines[i + 1]!.trim())
-      title.push(lines[++i]!.trim());
-    out.push({
-      id: title.join(' ').replace(/:$/, ''),
-      message: messageAfter(lines, i + 1, /^\s*\d+\) |^\s*at /),
-    });
+    for (const k of keys) if (!ids.has(k)) ids.set(k, id);
   }
-  return out;
-};
-
-const PARSERS: Parser[] = [pytest, jestLike, goTest, mocha, nodeTest];
-
-/** The failing tests in a run's output, each once (runners that repeat failures in a summary list them once). */
-export function parseFailures(stdout: string, stderr: string): TestFailure[] {
-  const lines = `${stdout}\n${stderr}`.split(/\r?\n/);
-  for (const parse of PARSERS) {
-    const found = parse(lines);
-    if (found.length === 0) continue;
-    const seen = new Set<string>();
-    return found.filter((f) => !seen.has(f.id) && seen.add(f.id));
-  }
-  return [];
+  return ids;
 }
 
-// pytest -rA / -v, jest / mocha / node spec ticks, TAP `ok`, go -v.
-const PASS_LINE =
-  /^(PASSED \S.*|\S+::\S.* PASSED(\s+\[\s*\d+%\])?|\s*[✓✔√] .*|\s*ok \d+ - .*|\s*--- PASS: .*|=== (RUN|PAUSE|CONT) .*)$/;
+/** What a run's output says about its failures, and the output without them. */
+export interface ShapedOutput {
+  failures: TestFailure[];
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * The failing tests of a run and its two streams with each failure block replaced by one line that
+ * points to it, so that no failure is shown twice; ANSI codes are stripped first. Pass lines are left
+ * in (see omitPassLines).
+ */
+export function shapeOutput(rawStdout: string, rawStderr: string): ShapedOutput {
+  const stdout = stripAnsi(rawStdout);
+  const stderr = stripAnsi(rawStderr);
+  const format = detectFormat(`${stdout}\n${stderr}`);
+  const streams = [splitOutput(stdout, format), splitOutput(stderr, format)];
+  const ids = format === 'pytest' ? pytestIds(`${stdout}\n${stderr}`) : new Map<string, string>();
+  const byId = new Map<string, TestFailure>();
+  const shaped = streams.map((parts) => {
+    const out: string[] = [];
+    for (let i = 0; i < parts.length; i++) {
+      const part = parts[i]!;
+      if (part.kind === 'repeat') {
+        // pytest -vv repeats each failure's message in its short summary: the block has it already.
+        if (part.lines.some((l) => l.trim()))
+          out.push(`[... ${part.lines.length} lines repeating a failure's message left out ...]`);
+        continue;
+      }
+      if (!part.block) {
+        out.push(...part.lines);
+        continue;
+      }
+      let j = i;
+      while (j + 1 < parts.length && parts[j + 1]!.block === part.block) j++;
+      const block = parts.slice(i, j + 1);
+      i = j;
+      const message = blockMessage(block);
+      // A suite that failed because its tests did (node's spec mark, TAP's subtestsFailed): they are listed.
+      if (!message.trim() || /failureType: 'subtestsFailed'/.test(message)) continue;
+      const id = ids.get(part.block.id) ?? part.block.id;
+      if (!byId.has(id)) {
+        byId.set(id, { id, message });
+        out.push(failurePointer(id));
+      }
+    }
+    return out.join('\n');
+  });
+  // pytest lists failing tests it printed no block for (--tb=no, -x): their short-summary message.
+  for (const [, id] of ids) if (!byId.has(id)) byId.set(id, { id, message: '' });
+  const failures = [...byId.values()];
+  const summaryMessage = (id: string) =>
+    new RegExp(`^(?:FAILED|ERROR) ${escape(id)}(?: - (.*))?$`, 'm').exec(`${stdout}\n${stderr}`)?.[1] ?? '';
+  for (const f of failures) if (!f.message) f.message = summaryMessage(f.id);
+  const clipSummary = (text: string) =>
+    format !== 'pytest'
+      ? text
+      : text.replace(/^(?:FAILED|ERROR) .*$/gm, (l) =>
+          l.length > SUMMARY_LINE_CHARS ? `${l.slice(0, SUMMARY_LINE_CHARS)}…` : l,
+        );
+  return { failures, stdout: clipSummary(shaped[0]!), stderr: clipSummary(shaped[1]!) };
+}
+
+const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** The failing tests in a run's output, each once. */
+export const parseFailures = (stdout: string, stderr: string): TestFailure[] =>
+  shapeOutput(stdout, stderr).failures;
 
 const TAP_SUBTEST = /^\s*# Subtest: /;
 const YAML_START = /^(\s*)---$/;

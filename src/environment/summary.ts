@@ -1,3 +1,4 @@
+import { stripAnsi } from './output.js';
 import type { RunStatus, TestSummary } from './types.js';
 
 /**
@@ -5,7 +6,7 @@ import type { RunStatus, TestSummary } from './types.js';
  * whatever the runner. Best effort: null when nothing recognisable was printed.
  */
 export function parseTestSummary(stdout: string, stderr: string): TestSummary | null {
-  const text = `${stdout}\n${stderr}`;
+  const text = stripAnsi(`${stdout}\n${stderr}`);
   for (const parse of PARSERS) {
     const s = parse(text);
     if (s) return s;
@@ -65,6 +66,18 @@ const jest: Parser = (text) => {
   if (!m) return null;
   const c = counts(m[1] ?? '');
   return summary('jest', {
+    passed: c.get('passed'),
+    failed: c.get('failed'),
+    skipped: (c.get('skipped') ?? 0) + (c.get('todo') ?? 0),
+  });
+};
+
+// vitest: `      Tests  3 failed | 41 passed | 2 skipped (46)` (after ` Test Files  …`)
+const vitest: Parser = (text) => {
+  const m = lastMatch(text, /^\s*Tests\s{2,}(\d+ [a-z]+(?: \| \d+ [a-z]+)*) \(\d+\)\s*$/gm);
+  if (!m || !/^\s*Test Files\s/m.test(text)) return null;
+  const c = counts(m[1] ?? '');
+  return summary('vitest', {
     passed: c.get('passed'),
     failed: c.get('failed'),
     skipped: (c.get('skipped') ?? 0) + (c.get('todo') ?? 0),
@@ -154,4 +167,4 @@ const generic: Parser = (text) => {
 };
 
 // Specific runners first: the generic pattern also matches pytest and jest lines.
-const PARSERS: Parser[] = [pytest, jest, nodeTest, unittest, goTest, mocha, generic];
+const PARSERS: Parser[] = [pytest, jest, vitest, nodeTest, unittest, goTest, mocha, generic];

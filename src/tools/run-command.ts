@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { Config } from '../config/config.js';
 import { SUITE_FACTOR, testLimitMs } from '../environment/time-limits.js';
 import { WRITABLE_ENV } from '../environment/docker.js';
+import { stripAnsi } from '../environment/output.js';
 import type { RunOutcome } from '../environment/types.js';
 import { diskUsage } from '../workspace/usage.js';
 import { fail, ok, type ToolContext, type ToolDefinition, type ToolResult } from './types.js';
@@ -191,8 +192,8 @@ export const runCommand: ToolDefinition<ReturnType<typeof RunCommandArgs>> = {
       duration_ms: o.duration_ms,
       time_limit_s: timeoutS,
       ...readOnlyNote(o),
-      stdout: o.stdout,
-      stderr: o.stderr,
+      stdout: stripAnsi(o.stdout),
+      stderr: stripAnsi(o.stderr),
       ...(o.detail ? { detail: o.detail } : {}),
     };
     const truncated = o.stdout_truncated || o.stderr_truncated;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { omitPassLines, parseFailures } from '../environment/failures.js';
+import { omitPassLines, shapeOutput } from '../environment/failures.js';
 import { workspaceRevision } from '../patch/patch.js';
 import type { Config } from '../config/config.js';
 import { currentLimitS, ensureSandbox, readOnlyNote, sandboxResult, timeoutArg } from './run-command.js';
@@ -30,8 +30,9 @@ export const runTests: ToolDefinition<ReturnType<typeof RunTestsArgs>> = {
   name: 'run_tests',
   description:
     "Run the repository's tests (a fixed command per target, optionally narrowed to `tests`) in the test " +
-    'environment. Returns status, exit code, the pass/fail counts, each failing test with the first lines ' +
-    'of its message, then stdout/stderr (pass lines left out; long output keeps its head and tail) and ' +
+    'environment. Returns status, exit code, the pass/fail counts, each failing test with its whole ' +
+    'message (assertion, diff, code, stack; long ones cut around the assertion), then stdout/stderr ' +
+    'without the failures and pass lines (long output loses captured output and warnings first) and ' +
     'the workspace revision that was tested.',
   args: RunTestsArgs,
   mutates: false,
@@ -69,9 +70,11 @@ export const runTests: ToolDefinition<ReturnType<typeof RunTestsArgs>> = {
     // The first complete run of the whole default target measures the suite: later limits derive from it.
     const full = !selection && args.target === 'default' && (o.status === 'passed' || o.status === 'failed');
     if (full && ctx.suiteMs == null) ctx.suiteMs = o.duration_ms;
-    // What the model needs first leads: verdict, counts, failures; the raw output follows without pass lines.
-    const stdout = omitPassLines(o.stdout);
-    const stderr = omitPassLines(o.stderr);
+    // What the model needs first leads: verdict, counts, failures; the output follows without them and
+    // without pass lines.
+    const shaped = shapeOutput(o.stdout, o.stderr);
+    const stdout = omitPassLines(shaped.stdout);
+    const stderr = omitPassLines(shaped.stderr);
     const data = {
       ...(ready.rebuilt ? { environment_rebuilt: ready.rebuilt } : {}),
       target: args.target,
@@ -80,7 +83,7 @@ export const runTests: ToolDefinition<ReturnType<typeof RunTestsArgs>> = {
       status: o.status,
       exit_code: o.exit_code,
       summary: o.summary,
-      failures: o.status === 'passed' ? [] : parseFailures(o.stdout, o.stderr),
+      failures: shaped.failures,
       revision,
       duration_ms: o.duration_ms,
       time_limit_s: timeoutS,

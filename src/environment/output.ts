@@ -1,0 +1,408 @@
+/**
+ * A test runner's console output cut into parts by meaning, so that what the model needs (the failures
+ * and the closing summary) is kept and what it can do without (captured output of passing tests, pass
+ * lines, warnings) is what gets squeezed. Formats: pytest, jest, vitest, mocha, node --test (spec and
+ * TAP) and go test; anything else is one part of plain output.
+ */
+
+/**
+ * What a part is. Inside a failure block: `failure` (the assertion, the error), `context` (the test's
+ * code, the traceback), `stack` (stack frames) and `captured` (the failing test's own output).
+ */
+export type PartKind =
+  'summary' | 'failure' | 'other' | 'context' | 'warnings' | 'repeat' | 'stack' | 'captured' | 'passes';
+
+/** Lower is kept longer: a part of rank r is cut only once every part of a higher rank has been. */
+const RANK: Record<PartKind, number> = {
+  summary: 0,
+  failure: 0,
+  other: 1,
+  context: 1,
+  warnings: 2,
+  repeat: 2,
+  stack: 2,
+  captured: 3,
+  passes: 3,
+};
+
+const LABEL: Record<PartKind, string> = {
+  summary: 'summary',
+  failure: 'failure',
+  other: 'output',
+  context: 'context',
+  warnings: 'warnings',
+  repeat: 'repeated failure text',
+  stack: 'stack frames',
+  captured: 'captured output',
+  passes: 'passing tests',
+};
+
+export interface Part {
+  kind: PartKind;
+  lines: string[];
+  /** Set on the parts of one failing test's block (its header line is not part of it). */
+  block?: { n: number; id: string };
+}
+
+// eslint-disable-next-line no-control-regex
+const ANSI = /\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)/g;
+
+/** Colour and cursor codes out: they double the size of jest's and vitest's output and mean nothing here. */
+export const stripAnsi = (text: string): string => text.replace(ANSI, '');
+
+type Format = 'pytest' | 'jest' | 'vitest' | 'mocha' | 'node-spec' | 'tap' | 'go' | 'plain';
+
+/** Which runner printed the (combined) output, from lines only that runner prints. */
+export function detectFormat(text: string): Format {
+  if (/^=+ (test session starts|short test summary info|FAILURES|ERRORS) =+$/m.test(text)) return 'pytest';
+  if (/^=+ .*\d+ (passed|failed|errors?)\b.* in [\d.]+s\b.*=+$/m.test(text)) return 'pytest';
+  if (/^\s*Test Files\s+\d+ |^⎯+ Failed Tests \d+ ⎯+$|^ RUN {2}v\d/m.test(text)) return 'vitest';
+  if (/^Tests:\s+.*\d+ total\s*$|^\s*● .+ › /m.test(text)) return 'jest';
+  if (/^\s*\d+ passing \(\d+m?s\)\s*$/m.test(text)) return 'mocha';
+  if (/^ℹ tests \d+$/m.test(text)) return 'node-spec';
+  if (/^TAP version \d+$|^# tests \d+$/m.test(text)) return 'tap';
+  if (/^\s*--- FAIL: |^(ok|FAIL)\s+\S+\s+(?:[\d.]+s|\(cached\))/m.test(text)) return 'go';
+  return 'plain';
+}
+
+/** The line that replaces a failure block in run_tests' output (src/environment/failures.ts). */
+export const failurePointer = (id: string) => `[failure of ${id}: in failures]`;
+const POINTER = /^\[failure of .+: in failures\]$/;
+
+class Parts {
+  readonly list: Part[] = [];
+  private blocks = 0;
+  private current: { n: number; id: string } | undefined;
+
+  add(given: PartKind, line: string): void {
+    // Where run_tests took a failure block out: as short as it gets and says where the failure is.
+    const kind = !this.current && POINTER.test(line) ? 'summary' : given;
+    const last = this.list.at(-1);
+    if (last && last.kind === kind && last.block === this.current) last.lines.push(line);
+    else this.list.push({ kind, lines: [line], ...(this.current ? { block: this.current } : {}) });
+  }
+
+  startBlock(id: string): void {
+    this.current = { n: this.blocks++, id };
+  }
+
+  endBlock(): void {
+    this.current = undefined;
+  }
+
+  get inBlock(): boolean {
+    return this.current !== undefined;
+  }
+}
+
+/** pytest -v / -rA pass lines, jest/mocha/node ticks, TAP `ok`, go -v. */
+export const PASS_LINE =
+  /^(PASSED \S.*|\S+::\S.* PASSED(\s+\[\s*\d+%\])?|\s*[✓✔√] .*|\s*ok \d+ - .*|\s*--- PASS: .*|=== (RUN|PAUSE|CONT) .*)$/;
+
+const PYTEST_FINAL =
+  /^=*\s*(?:(?:\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|warnings?|deselected|rerun)(?:, )?)+|no tests ran) in [\d.]+s\b.*$/;
+const PYTEST_TEST = /^_{3,} (.+?) _{3,}$/;
+
+function pytest(lines: readonly string[], p: Parts): void {
+  let section = 'other';
+  let captured = false; // in a failing test's `Captured stdout call` (or log, stderr) subsection
+  for (const line of lines) {
+    const header = /^=+ (.+?) =+$/.exec(line);
+    if (header || PYTEST_FINAL.test(line)) {
+      p.endBlock();
+      const title = header?.[1] ?? '';
+      if (PYTEST_FINAL.test(line)) section = 'final';
+      else if (/^(FAILURES|ERRORS)$/.test(title)) section = 'failures';
+      else if (title === 'PASSES') section = 'passes';
+      else if (/^warnings summary/.test(title)) section = 'warnings';
+      else if (title === 'short test summary info') section = 'short';
+      else section = 'other';
+      const kind: Record<string, PartKind> = {
+        final: 'summary',
+        short: 'summary',
+        passes: 'captured',
+        warnings: 'warnings',
+      };
+      p.add(kind[section] ?? 'other', line);
+    } else if (section === 'failures') {
+      const test = PYTEST_TEST.exec(line);
+      if (test) {
+        p.startBlock(test[1]!);
+        captured = false;
+        continue;
+      }
+      if (/^-+ Captured \w+ \w+ -+$/.test(line)) captured = true;
+      if (captured) p.add('captured', line);
+      else if (/^(E |>)/.test(line) || /^\S+:\d+: \S/.test(line)) p.add('failure', line);
+      else p.add('context', line);
+    } else if (section === 'passes') p.add('captured', line);
+    else if (section === 'warnings') p.add('warnings', line);
+    else if (section === 'short') {
+      if (PASS_LINE.test(line)) p.add('passes', line);
+      // -vv repeats each failure's whole message below its line: the block already has it.
+      else if (/^\s/.test(line) || line === '') p.add('repeat', line);
+      else p.add('summary', line);
+    } else p.add(PASS_LINE.test(line) ? 'passes' : 'other', line);
+  }
+}
+
+function jest(lines: readonly string[], p: Parts): void {
+  let mode: 'other' | 'summary' | 'captured' | 'failure' = 'other';
+  for (const line of lines) {
+    const bullet = /^\s*● (.+)$/.exec(line);
+    if (/^(Test Suites|Tests):/.test(line)) mode = 'summary';
+    else if (mode === 'summary') {
+      // the verdict runs to the end
+    } else if (/^(PASS|FAIL)\s+\S/.test(line) || line === 'Summary of all failing tests') mode = 'other';
+    else if (bullet && bullet[1] !== 'Console') {
+      p.startBlock(bullet[1]!.trim());
+      mode = 'failure';
+      continue;
+    } else if (/^\s*console\.(log|info|warn|error|debug|trace)$/.test(line)) mode = 'captured';
+    if (mode !== 'failure') p.endBlock();
+    if (mode === 'failure') {
+      if (/^\s+at /.test(line)) p.add('stack', line);
+      else if (/^\s*>?\s*\d+ \|/.test(line) || /^\s+\|/.test(line)) p.add('context', line);
+      else p.add('failure', line);
+    } else if (mode === 'other') p.add(PASS_LINE.test(line) ? 'passes' : 'other', line);
+    else p.add(mode, line);
+  }
+}
+
+function vitest(lines: readonly string[], p: Parts): void {
+  let mode: 'other' | 'summary' | 'captured' | 'failure' = 'other';
+  for (const line of lines) {
+    const fail = /^\s*FAIL\s+(\S.*?)\s*$/.exec(line);
+    if (/^\s*Test Files\s/.test(line)) mode = 'summary';
+    else if (fail) {
+      p.startBlock(fail[1]!);
+      mode = 'failure';
+      continue;
+    } else if (/^⎯+(\[\d+\/\d+\])?⎯*$/.test(line) || /^⎯+ .+ ⎯+$/.test(line)) {
+      // Separators between blocks and section titles (`Failed Tests 3`).
+      p.endBlock();
+      mode = 'other';
+    } else if (/^(stdout|stderr) \| /.test(line)) mode = 'captured';
+    else if (/^\s*[✓↓❯×] /.test(line) && mode !== 'failure') mode = 'other';
+    if (mode !== 'failure') p.endBlock();
+    if (mode === 'summary') p.add('summary', line);
+    else if (mode === 'captured') p.add('captured', line);
+    else if (mode === 'failure') {
+      if (/^\s*❯ \S+:\d+:\d+/.test(line) || /^\s+\d*\|/.test(line)) p.add('context', line);
+      else if (/^\s+at /.test(line) || /^\s*❯ \S+ \S+:\d+:\d+/.test(line)) p.add('stack', line);
+      else p.add('failure', line);
+    } else p.add(PASS_LINE.test(line) ? 'passes' : 'other', line);
+  }
+}
+
+function mocha(lines: readonly string[], p: Parts): void {
+  let summary = false;
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!;
+    if (/^\s*\d+ passing \(\d+m?s\)\s*$/.test(line)) summary = true;
+    if (!summary) {
+      p.add(PASS_LINE.test(line) ? 'passes' : 'other', line);
+      continue;
+    }
+    const numbered = /^\s*\d+\) (.+)$/.exec(line);
+    if (numbered) {
+      // `  1) suite` then `       test:` (titles may wrap over several lines, the last ends with a colon).
+      const title = [numbered[1]!.trim()];
+      while (!title.at(-1)!.endsWith(':') && i + 1 < lines.length && lines[i + 1]!.trim())
+        title.push(lines[++i]!.trim());
+      p.startBlock(title.join(' ').replace(/:$/, ''));
+    } else if (!p.inBlock) p.add('summary', line);
+    else p.add(/^\s+at /.test(line) ? 'stack' : 'failure', line);
+  }
+}
+
+function nodeSpec(lines: readonly string[], p: Parts): void {
+  let repeat = false;
+  for (const line of lines) {
+    const failed = /^\s*✖ (.+?)(?: \([\d.]+m?s\))?$/.exec(line);
+    if (/^ℹ \w+ /.test(line)) {
+      p.endBlock();
+      p.add('summary', line);
+    } else if (line === '✖ failing tests:') {
+      p.endBlock();
+      repeat = true;
+      p.add('other', line);
+    } else if (failed) {
+      p.startBlock(failed[1]!);
+    } else if (/^\s*([✔﹣▶]|# Subtest) /.test(line) || (/^test at /.test(line) && repeat)) {
+      p.endBlock();
+      p.add(PASS_LINE.test(line) ? 'passes' : 'other', line);
+    } else if (p.inBlock) p.add(/^\s+at /.test(line) ? 'stack' : 'failure', line);
+    else p.add('other', line);
+  }
+}
+
+function tap(lines: readonly string[], p: Parts): void {
+  let yamlEnd: string | null = null;
+  let field = '';
+  for (const line of lines) {
+    const notOk = /^(\s*)not ok \d+ - (.+?)(?: # .*)?$/.exec(line);
+    if (yamlEnd !== null) {
+      // A YAML block's `error:` is the failure; `stack:` its frames; the rest (expected, actual, location) context.
+      if (line === yamlEnd) {
+        yamlEnd = null;
+        p.endBlock();
+      } else if (!/^\s*---$/.test(line)) {
+        field = /^\s*(\w+):/.exec(line)?.[1] ?? field;
+        p.add(field === 'error' ? 'failure' : field === 'stack' ? 'stack' : 'context', line);
+      }
+      continue;
+    }
+    if (notOk) {
+      p.startBlock(notOk[2]!);
+      yamlEnd = `${notOk[1]}  ...`;
+      field = '';
+      continue;
+    }
+    const summary = /^# (tests|suites|pass|fail|cancelled|skipped|todo|duration_ms) /.test(line);
+    p.add(summary ? 'summary' : PASS_LINE.test(line) ? 'passes' : 'other', line);
+  }
+}
+
+function go(lines: readonly string[], p: Parts): void {
+  for (const line of lines) {
+    const failed = /^\s*--- FAIL: (\S+)/.exec(line);
+    if (failed) {
+      p.startBlock(failed[1]!);
+      continue;
+    }
+    if (/^\s*(---|===) |^(FAIL|ok|PASS)\b/.test(line)) p.endBlock();
+    if (p.inBlock) p.add('failure', line);
+    else if (/^(ok|FAIL)\s+\S+\s+/.test(line) || /^(FAIL|PASS|ok)$/.test(line)) p.add('summary', line);
+    else p.add(PASS_LINE.test(line) ? 'passes' : 'other', line);
+  }
+}
+
+const SPLITTERS: Record<Exclude<Format, 'plain'>, (lines: readonly string[], p: Parts) => void> = {
+  pytest,
+  jest,
+  vitest,
+  mocha,
+  'node-spec': nodeSpec,
+  tap,
+  go,
+};
+
+/**
+ * One stream of output cut into parts by meaning, read as `format` (detect it on both streams together:
+ * jest prints its verdict on stderr and console output on stdout). Joining the parts' lines with `\n`
+ * gives the text back.
+ */
+export function splitOutput(text: string, format: Format = detectFormat(text)): Part[] {
+  const lines = text.split('\n');
+  if (format === 'plain') return [{ kind: 'other', lines }];
+  const p = new Parts();
+  SPLITTERS[format](lines, p);
+  return p.list;
+}
+
+const size = (p: { lines: string[] }) => p.lines.reduce((n, l) => n + l.length + 1, 0);
+
+/** A cut that would save less than this is not worth its marker. */
+const MIN_SAVING = 64;
+/** About the length of a marker line. */
+const MARKER_CHARS = 40;
+/** Failures and the closing summary keep at least this much (when they have it) whatever the limit. */
+const RANK0_FLOOR = 1500;
+
+/**
+ * A part cut to `keep` characters: head and tail (whole lines) around a marker saying what was cut,
+ * or only the marker when too little would be left to be worth showing.
+ */
+function cutPart(part: Part, keep: number, tailShare: number): string[] {
+  const total = size(part);
+  if (total <= keep + MIN_SAVING) return part.lines;
+  const label = LABEL[part.kind];
+  if (keep < 2 * MIN_SAVING) return [marker(part.lines.length, label)];
+  keep -= MARKER_CHARS;
+  let headChars = Math.floor(keep * (1 - tailShare));
+  let tailChars = keep - headChars;
+  const head: string[] = [];
+  for (const l of part.lines) {
+    if (l.length + 1 > headChars) break;
+    head.push(l);
+    headChars -= l.length + 1;
+  }
+  const tail: string[] = [];
+  for (let i = part.lines.length - 1; i >= head.length; i--) {
+    const l = part.lines[i]!;
+    if (l.length + 1 > tailChars) break;
+    tail.unshift(l);
+    tailChars -= l.length + 1;
+  }
+  const cut = part.lines.length - head.length - tail.length;
+  // One line longer than the whole share (a long assertion): keep its own head and tail.
+  if (head.length === 0 && tail.length === 0) {
+    const text = part.lines.join('\n');
+    const h = Math.floor(keep * (1 - tailShare));
+    return [
+      `${text.slice(0, h)}[... ${text.length - keep} of ${text.length} characters cut ...]${text.slice(text.length - (keep - h))}`,
+    ];
+  }
+  return [...head, marker(cut, label), ...tail];
+}
+
+const marker = (lines: number, label: string) => `[... ${lines} lines of ${label} cut ...]`;
+const MARKER = /^\[\.\.\. (\d+) lines of (.+) cut \.\.\.\]$/;
+
+/** Neighbouring parts cut to nothing but their markers read as one: `[... 1503 lines of captured output, warnings cut ...]`. */
+function mergeMarkers(parts: string[][]): string[] {
+  const out: string[] = [];
+  let run: { lines: number; labels: string[] } | null = null;
+  const flush = () => {
+    if (run) out.push(marker(run.lines, [...new Set(run.labels)].join(', ')));
+    run = null;
+  };
+  for (const p of parts) {
+    const m = p.length === 1 ? MARKER.exec(p[0]!) : null;
+    if (!m) {
+      flush();
+      out.push(...p);
+      continue;
+    }
+    run ??= { lines: 0, labels: [] };
+    run.lines += Number(m[1]);
+    run.labels.push(m[2]!);
+  }
+  flush();
+  return out;
+}
+
+/**
+ * The parts' text in at most about `limit` characters. Parts are cut from the highest rank down
+ * (captured output and pass lines first, then warnings and repeats, then other output); failures and
+ * the closing summary only when nothing else is left to cut. `tailShare`: how much of a cut part's
+ * kept text comes from its end (process output ends with the verdict).
+ */
+export function fitParts(
+  parts: readonly Part[],
+  limit: number,
+  tailShare = 0.5,
+): { text: string; cut: boolean } {
+  const full = parts.map((p) => p.lines);
+  const total = (xs: string[][]) => xs.reduce((n, ls) => n + size({ lines: ls }), 0) - 1;
+  if (total(full) <= limit) return { text: full.map((l) => l.join('\n')).join('\n'), cut: false };
+  const out = [...full];
+  for (let rank = 3; rank >= 0; rank--) {
+    const at = parts.flatMap((p, i) => (RANK[p.kind] === rank ? [i] : []));
+    if (at.length === 0) continue;
+    const others = total(out.filter((_, i) => !at.includes(i)));
+    const wanted = at.reduce((n, i) => n + size(parts[i]!), 0);
+    let budget = Math.max(0, limit - others);
+    if (rank === 0) budget = Math.max(budget, Math.min(wanted, RANK0_FLOOR));
+    if (wanted <= budget) continue;
+    for (const i of at)
+      out[i] = cutPart(parts[i]!, Math.floor((budget * size(parts[i]!)) / wanted), tailShare);
+    if (total(out) <= limit) break;
+  }
+  return { text: mergeMarkers(out).join('\n'), cut: true };
+}
+
+/** Output text cut by meaning to about `limit` characters (see fitParts). */
+export const fitOutput = (text: string, limit: number, tailShare = 0.5): { text: string; cut: boolean } =>
+  fitParts(splitOutput(text), limit, tailShare);

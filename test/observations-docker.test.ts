@@ -64,6 +64,7 @@ describe('test observations through the agent loop, in Docker', () => {
       call('one', 'run_tests', { tests: [ONE] }),
       call('e', 'edit_file', { path: 'calc.py', old_text: 'a - b', new_text: 'a + b', version }),
       call('fixed', 'run_tests', { tests: [ONE] }),
+      call('base', 'run_tests', { tests: [ONE], at: 'base' }),
       call('f', 'finish', { summary: 'add() adds' }),
     ]);
     let result;
@@ -153,5 +154,12 @@ describe('test observations through the agent loop, in Docker', () => {
 
     const fixed = JSON.parse(seen('fixed'));
     expect(fixed.data).toMatchObject({ status: 'passed', failures: [], summary: { passed: 1, failed: 0 } });
-  });
+
+    // The same test at the base revision, in the same image: it fails there, the edit stays in place.
+    const base = JSON.parse(seen('base'));
+    expect(base.data).toMatchObject({ at: 'base', revision: result.base_commit, status: 'failed' });
+    expect(base.data.failures.map((f: { id: string }) => f.id)).toEqual([ONE]);
+    expect(result.patch).toContain('+    return a + b');
+    expect(result.last_test).toMatchObject({ status: 'passed', tests: [ONE] });
+  }, 600_000); // builds an image: minutes on a busy machine
 });

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { cpSync, readFileSync } from 'node:fs';
+import { cpSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
@@ -94,6 +94,37 @@ const toolMessages = (body: unknown): string[] =>
     .map((m) => m.content);
 
 describe('runRepair with the scripted model through the openai SDK', () => {
+  it('run_tests at the base revision: a clean checkout of the base, the edits left in place, last_test the workspace run', async () => {
+    const BASE = call('run_tests', { at: 'base' });
+    const { result, requests, recorded } = await repair([READ, EDIT, TESTS, BASE, FINISH]);
+    expect(result.stop_reason).toBe('completed');
+    const seen = toolMessages(requests.at(-1)!.body).map((m) => JSON.parse(m));
+    const [, , fixed, base] = seen;
+    expect(fixed.data).toMatchObject({
+      at: 'workspace',
+      status: 'passed',
+      summary: { passed: 2, failed: 0 },
+    });
+    // The base still subtracts: its run fails, and says which revision ran.
+    expect(base.data).toMatchObject({
+      at: 'base',
+      revision: result.base_commit,
+      status: 'failed',
+      summary: { passed: 1, failed: 1 },
+      failures: [{ id: 'add', message: expect.stringContaining('-1 !== 5') }],
+    });
+    expect(result.patch).toContain('+  return a + b;');
+    // The base run does not stand for the agent's work.
+    expect(result.last_test).toMatchObject({ status: 'passed', tests: 'all', stale: false });
+    expect(recorded.last_test).toMatchObject({
+      status: 'passed',
+      stdout_truncated: true,
+      stderr_truncated: false,
+    });
+    // The base checkout is removed after its run.
+    expect(readdirSync(config.worktreeDir).filter((d) => d.includes('-base-'))).toEqual([]);
+  });
+
   it('happy path: reproduce, edit, test, finish → completed with the patch saved', async () => {
     const phases: string[] = [];
     const { result, events, recorded, requests } = await repair([TESTS, READ, EDIT, TESTS, FINISH], {

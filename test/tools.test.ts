@@ -18,7 +18,8 @@ import { LocalSandbox } from '../src/environment/local.js';
 import { readSameFile } from '../src/tools/files.js';
 import { resolveInWorktree } from '../src/tools/paths.js';
 import { z } from 'zod';
-import { createRegistry, IsolationError } from '../src/tools/registry.js';
+import { ContextManager } from '../src/agent/context.js';
+import { createRegistry, DEFAULT_TOOLS, IsolationError, lastTestState } from '../src/tools/registry.js';
 import { fail, ok, type ToolContext, type ToolDefinition, type ToolResult } from '../src/tools/types.js';
 import { RunTrace } from '../src/trace/trace.js';
 import { makeSourceRepo, tempDir } from './support/git-fixtures.js';
@@ -28,7 +29,11 @@ const cleanups: (() => Promise<void>)[] = [];
 afterAll(async () => Promise.all(cleanups.map((c) => c())));
 
 /** A temp git repo as the worktree, a run dir beside it, and a registry over both. */
-async function setup(files: Record<string, string | Buffer>, limits: Partial<ToolContext['limits']> = {}) {
+async function setup(
+  files: Record<string, string | Buffer>,
+  limits: Partial<ToolContext['limits']> = {},
+  tools: ToolDefinition[] = DEFAULT_TOOLS,
+) {
   const { dir, cleanup } = await tempDir('tools-');
   cleanups.push(cleanup);
   const repo = await makeSourceRepo(path.join(dir, 'repo'), files);
@@ -49,7 +54,7 @@ async function setup(files: Record<string, string | Buffer>, limits: Partial<Too
     builder: null,
     trace,
   };
-  const reg = createRegistry(ctx);
+  const reg = createRegistry(ctx, tools);
   const call = async (name: string, args: unknown) => envelope(await reg.call(name, args));
   return { dir, wt: repo.path, ctx, reg, trace, call };
 }
@@ -699,19 +704,19 @@ describe('run_tests, git_diff and test staleness', () => {
       stale_previous: null,
     });
     expect(first.data.revision).toMatch(/^[0-9a-f]{40}$/);
-    expect(reg.lastTest()).toMatchObject({ outcome: 'failed', revision: first.data.revision, stale: false });
+    expect(reg.lastTest()).toMatchObject({ status: 'failed', revision: first.data.revision, stale: false });
 
     const version = (await call('read_file', { path: 'calc.mjs' })).data.version;
     expect(reg.lastTest()?.stale).toBe(false); // reads do not make results stale
     await call('edit_file', { path: 'calc.mjs', old_text: 'a - b', new_text: 'a + b', version });
     expect(reg.hasEdits()).toBe(true);
-    expect(reg.lastTest()).toMatchObject({ outcome: 'failed', stale: true });
+    expect(reg.lastTest()).toMatchObject({ status: 'failed', stale: 'files changed since' });
 
     const second = await call('run_tests', { target: 'default', timeout: 30 });
     expect(second.data).toMatchObject({ status: 'passed', summary: { passed: 2, failed: 0 } });
     expect(second.data.revision).not.toBe(first.data.revision);
     expect(second.data.stale_previous).toMatchObject({ status: 'failed', revision: first.data.revision });
-    expect(reg.lastTest()).toMatchObject({ outcome: 'passed', revision: second.data.revision, stale: false });
+    expect(reg.lastTest()).toMatchObject({ status: 'passed', revision: second.data.revision, stale: false });
 
     const diff = await call('git_diff', {});
     expect(diff.data).toMatchObject({
@@ -722,6 +727,34 @@ describe('run_tests, git_diff and test staleness', () => {
     expect(diff.data.preview).toContain('+export const add = (a, b) => a + b;');
     expect(readFileSync(diff.data.patch_path, 'utf8')).toBe(diff.data.preview);
     expect(readFileSync(path.join(wt, 'calc.mjs'), 'utf8')).toContain('a + b');
+  });
+
+  it('last_test comes only from run_tests of the workspace, says what it covered, and goes stale after a rebuild', async () => {
+    // A stand-in for build_environment: the registry knows the tool by name.
+    const rebuild: ToolDefinition = {
+      name: 'build_environment',
+      description: 'builds',
+      args: z.strictObject({}),
+      mutates: false,
+      run: async () => ok({ image_id: 'sha256:1' }),
+    };
+    const { call, reg, ctx } = await setup(files, { runCommandLocal: true }, [...DEFAULT_TOOLS, rebuild]);
+    const context = new ContextManager(loadConfig({}).context, 'S', 'T', () => lastTestState(reg.lastTest()));
+    const seen = async (name: string, args: Record<string, unknown>) =>
+      context.addObservation(name, name, args, await call(name, args), false);
+    await seen('run_tests', {});
+    expect(context.state.last_test).toMatchObject({ status: 'failed', tests: 'all', stale: false });
+    // Found: a passing run_command after a failing run_tests showed last_test passed.
+    await seen('run_command', { argv: ['true'] });
+    expect(context.state.last_test).toMatchObject({ status: 'failed', exit_code: 1, tests: 'all' });
+    await seen('run_tests', { tests: ['zero'] });
+    expect(context.state.last_test).toMatchObject({ status: 'passed', tests: ['zero'], stale: false });
+    await seen('build_environment', {});
+    expect(context.state.last_test).toMatchObject({ status: 'passed', stale: 'environment rebuilt since' });
+    // Without a checkout of the base this run cannot test it; the record is unchanged either way.
+    expect(await call('run_tests', { at: 'base' })).toMatchObject({ error_code: 'not_allowed' });
+    expect(reg.lastTest()).toMatchObject({ tests: ['zero'], stale: 'environment rebuilt since' });
+    expect(ctx.baseTree).toBeUndefined();
   });
 
   it('runs only the selected tests and leads with the failures', async () => {

@@ -1,6 +1,7 @@
 import type { Config } from '../config/config.js';
 import { renderObservation } from '../tools/observation.js';
 import type { TestSummary } from '../environment/types.js';
+import type { lastTestState } from '../tools/registry.js';
 import type { ToolResult } from '../tools/types.js';
 import type { ChatMessage, RawToolCall } from './model.js';
 import { estimateTokens } from './tokens.js';
@@ -41,7 +42,8 @@ export interface WorkingState {
   /** Errors not yet followed by a successful call of the same kind (same tool, same paths). */
   failed: string[];
   failed_omitted: number;
-  last_test: { status: string; summary: unknown; exit_code: unknown; stale: boolean } | null;
+  /** The registry's record of the last run_tests of the agent's work (lastTestState), never another tool's result. */
+  last_test: ReturnType<typeof lastTestState>;
 }
 
 const TRIED_KEEP = 12;
@@ -105,14 +107,13 @@ export function outcomeOf(result: ToolResult): string {
  */
 export class ContextManager {
   private readonly entries: Entry[] = [];
-  readonly state: WorkingState = {
+  private readonly s: Omit<WorkingState, 'last_test'> = {
     steps: 0,
     files_edited: [],
     tried: [],
     tried_omitted: 0,
     failed: [],
     failed_omitted: 0,
-    last_test: null,
   };
   /** `state.failed` with the kind (tool and paths) of each entry. */
   private failures: { kind: string; text: string }[] = [];
@@ -123,11 +124,16 @@ export class ContextManager {
     private readonly params: ContextParams,
     private readonly system: string,
     private readonly task: string,
+    private readonly lastTest: () => WorkingState['last_test'] = () => null,
   ) {}
+
+  get state(): WorkingState {
+    return { ...this.s, last_test: this.lastTest() };
+  }
 
   addAssistant(message: { content: string | null; tool_calls: RawToolCall[] }): void {
     this.entries.push({ kind: 'assistant', ...message });
-    this.state.steps++;
+    this.s.steps++;
   }
 
   addNote(content: string): void {
@@ -201,7 +207,7 @@ export class ContextManager {
     mutating: boolean,
     paths: string[],
   ): void {
-    const s = this.state;
+    const s = this.s;
     const call = describeCall(tool, args);
     s.tried.push(`${call} → ${outcomeOf(result)}`);
     s.tried_omitted += Math.max(0, s.tried.length - TRIED_KEEP);
@@ -216,18 +222,6 @@ export class ContextManager {
       this.failures = this.failures.slice(-FAILED_KEEP);
     }
     s.failed = this.failures.map((f) => f.text);
-    if (mutating && result.success) {
-      s.files_edited = [...new Set([...s.files_edited, ...paths])];
-      if (s.last_test) s.last_test.stale = true;
-    }
-    const data = result.data as Record<string, unknown> | null;
-    if (data && typeof data === 'object' && typeof data.status === 'string' && 'exit_code' in data) {
-      s.last_test = {
-        status: data.status,
-        summary: data.summary ?? null,
-        exit_code: data.exit_code,
-        stale: false,
-      };
-    }
+    if (mutating && result.success) s.files_edited = [...new Set([...s.files_edited, ...paths])];
   }
 }

@@ -10,11 +10,16 @@ import { DockerEnvironmentBuilder } from '../environment/builder.js';
 import { CONTAINER_WORKTREE } from '../environment/docker.js';
 import { LocalSandbox } from '../environment/local.js';
 import { nodeSetupNote } from '../environment/node.js';
-import type { RunOutcome } from '../environment/types.js';
 import { exportPatch } from '../patch/patch.js';
 import type { SkippedFile } from '../patch/types.js';
-import { createRegistry, DEFAULT_TOOLS, toolsFor } from '../tools/registry.js';
-import type { ToolContext, ToolDefinition, ToolRegistry, ToolResult } from '../tools/types.js';
+import {
+  createRegistry,
+  DEFAULT_TOOLS,
+  lastTestState,
+  toolsFor,
+  type HostToolRegistry,
+} from '../tools/registry.js';
+import type { ToolContext, ToolDefinition } from '../tools/types.js';
 import { capMiddle } from '../trace/cap.js';
 import { RunTrace, TraceError, type Artifact } from '../trace/trace.js';
 import { stripUserinfo } from '../workspace/git.js';
@@ -62,7 +67,7 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
   let ctx: ToolContext | null = null;
   let model: ModelHandle | null = null;
   let context: ContextManager | null = null;
-  let lastTest: RunOutcome | null = null;
+  let registry: HostToolRegistry | null = null;
   let step = 0;
   const phases = new PhaseClock();
   let phase: RepairProgress['phase'] = 'preparing_workspace';
@@ -73,7 +78,7 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
       step,
       tokens_used: budget.tokens.total,
       token_budget: budgets.tokens,
-      last_test: lastTest?.status ?? null,
+      last_test: registry?.lastTest()?.status ?? null,
       ...(build ? { build } : {}),
     });
   };
@@ -137,8 +142,14 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
       trace,
       signal,
       onBuildStep,
+      // A fresh worktree of the base commit per call, from the mirror: never a copy of the agent's tree.
+      baseTree: async () => {
+        const wt = await workspaces.create(opts.remote, baseCommit, `${runId}-base-${newRunId().slice(-8)}`);
+        return { path: wt.path, release: () => workspaces.remove(wt) };
+      },
     };
-    const registry = withTestCapture(createRegistry(ctx, env.tools), (o) => (lastTest = o));
+    const tools = createRegistry(ctx, env.tools);
+    registry = tools;
     const task = renderTask(prompts.task, {
       limits: limitsNote(config.limits, budgets),
       issue: opts.issue,
@@ -148,12 +159,12 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
         ? `${env.note}\nThese paths are protected and must not change: ${opts.protectedPaths.join(', ')}.`
         : env.note,
     });
-    context = new ContextManager(config.context, prompts.system, task);
+    context = new ContextManager(config.context, prompts.system, task, () => lastTestState(tools.lastTest()));
     progress('working');
     phases.start('agent');
     outcome = await runAgentLoop({
       model: model.client,
-      registry,
+      registry: tools,
       mutating: new Set(env.tools.filter((t) => t.mutates).map((t) => t.name)),
       context,
       budget,
@@ -245,7 +256,7 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
     model_name: outcome.model_name,
     suite_ms: ctx?.suiteMs ?? null,
     prompt_hash: prompts.hash,
-    last_test: lastTest,
+    last_test: registry?.lastTest() ?? null,
     worktree_path: worktreePath,
     error,
   };
@@ -348,31 +359,5 @@ async function prepareEnvironment(
     environment: { dockerfile: opts.dockerfile, imageId: built.image_id },
     tools: DEFAULT_TOOLS,
     note: `The test environment is built from the maintainer's Dockerfile. ${where}`,
-  };
-}
-
-/** Keeps the latest run_tests outcome for the result, without changing what the loop sees. */
-function withTestCapture(registry: ToolRegistry, onTest: (o: RunOutcome) => void): ToolRegistry {
-  return {
-    ...registry,
-    async call(name: string, args: unknown): Promise<ToolResult> {
-      const r = await registry.call(name, args);
-      const d = r.data as Partial<RunOutcome> | null;
-      if (name === 'run_tests' && d && typeof d.status === 'string') {
-        onTest({
-          exit_code: d.exit_code ?? null,
-          stdout: d.stdout ?? '',
-          stderr: d.stderr ?? '',
-          stdout_truncated: r.truncated,
-          stderr_truncated: r.truncated,
-          timed_out: d.status === 'timeout',
-          duration_ms: d.duration_ms ?? 0,
-          status: d.status,
-          summary: d.summary ?? null,
-          ...(d.detail ? { detail: d.detail } : {}),
-        });
-      }
-      return r;
-    },
   };
 }

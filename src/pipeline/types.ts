@@ -1,6 +1,7 @@
 import type { Config } from '../config/config.js';
 import type { RunOutcome } from '../environment/types.js';
 import type { SkippedFile } from '../patch/types.js';
+import type { TestRecord } from '../tools/registry.js';
 
 /** How the agent is driven: a real OpenAI-compatible model, a scripted replay, or a person at a prompt. */
 export type ModelSpec =
@@ -83,7 +84,8 @@ export interface RepairResult {
   /** Wall time of the first full run of the test command (null if none completed): the judge's limits derive from it. */
   suite_ms: number | null;
   prompt_hash: string;
-  last_test: RunOutcome | null;
+  /** The agent's last run_tests (src/tools/registry.ts), null when it ran none. */
+  last_test: TestRecord | null;
   worktree_path: string | null; // kept worktree (failed run or keepWorktree), else null
   error: string | null;
 }

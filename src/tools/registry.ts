@@ -41,17 +41,57 @@ export async function toolsFor(builder: EnvironmentBuilder | null): Promise<Tool
     : DEFAULT_TOOLS;
 }
 
-/** The latest run_tests outcome; `stale` once a mutating call succeeded after it. */
+/**
+ * The latest run_tests of the agent's work (not a run at the base revision): the one record of it,
+ * read by the working state, the progress reports and result.json.
+ */
 export interface TestRecord {
-  outcome: RunStatus;
-  revision: string;
+  status: RunStatus;
+  exit_code: number | null;
   summary: TestSummary | null;
-  stale: boolean;
+  revision: string;
+  target: string;
+  /** `all`: the target's whole command; otherwise the `tests` it was narrowed to. */
+  tests: 'all' | string[];
+  /** Set once something happened since that the result does not account for. */
+  stale: false | 'files changed since' | 'environment rebuilt since';
+  duration_ms: number;
+  /** The output as the model was given it (failure blocks in `failures`, pass lines left out). */
+  stdout: string;
+  stderr: string;
+  /** Per stream: whether anything of it is missing from `stdout`/`stderr` (capture cap, pass lines). */
+  stdout_truncated: boolean;
+  stderr_truncated: boolean;
+  detail?: string;
+}
+
+/** The last test run as the working state tells it: what it found, what it covered, whether it still holds. */
+export function lastTestState(t: TestRecord | null) {
+  if (!t) return null;
+  const { status, exit_code, summary, revision, target, tests, stale } = t;
+  return { status, exit_code, summary, target, tests, revision, stale };
 }
 
 export interface HostToolRegistry extends ToolRegistry {
   lastTest(): TestRecord | null;
 }
+
+/** The fields of a run_tests result the record is made from. */
+const TestData = z.looseObject({
+  at: z.enum(['workspace', 'base']).optional(),
+  target: z.string(),
+  tests: z.array(z.string()).optional(),
+  status: z.enum(['passed', 'failed', 'timeout', 'error', 'cancelled']),
+  exit_code: z.number().nullable(),
+  summary: z.custom<TestSummary | null>(),
+  revision: z.string(),
+  duration_ms: z.number(),
+  stdout: z.string(),
+  stderr: z.string(),
+  stdout_truncated: z.boolean(),
+  stderr_truncated: z.boolean(),
+  detail: z.string().optional(),
+});
 
 /**
  * The model's tools bound to one run. Arguments are validated against each tool's strict schema
@@ -112,27 +152,43 @@ export function createRegistry(ctx: ToolContext, tools: ToolDefinition[] = DEFAU
     }
   }
 
-  /** Edits make earlier test results stale; a test run reports the stale result it replaces. */
+  /** Edits and rebuilds make the last test result stale; a test run reports the stale result it replaces. */
   function track(tool: ToolDefinition, result: ToolResult): ToolResult {
+    const stale = (why: Exclude<TestRecord['stale'], false>) => {
+      if (lastTest && !lastTest.stale) lastTest = { ...lastTest, stale: why };
+    };
     if (tool.mutates) {
       if (!result.success) return result;
       edited = true;
-      if (lastTest) lastTest = { ...lastTest, stale: true };
+      stale('files changed since');
       return result;
     }
-    const data = result.data as {
-      status?: RunStatus;
-      revision?: string;
-      summary?: TestSummary | null;
-    } | null;
-    if (tool.name !== runTests.name || !data?.status || !data.revision) return result;
+    const rebuilt = (result.data as { environment_rebuilt?: unknown } | null)?.environment_rebuilt;
+    if ((tool.name === 'build_environment' && result.success) || rebuilt) stale('environment rebuilt since');
+    const parsed = TestData.safeParse(result.data);
+    if (tool.name !== runTests.name || !parsed.success || parsed.data.at === 'base') return result;
+    const d = parsed.data;
     const previous = lastTest;
-    lastTest = { outcome: data.status, revision: data.revision, summary: data.summary ?? null, stale: false };
+    lastTest = {
+      status: d.status,
+      exit_code: d.exit_code,
+      summary: d.summary ?? null,
+      revision: d.revision,
+      target: d.target,
+      tests: d.tests ?? 'all',
+      stale: false,
+      duration_ms: d.duration_ms,
+      stdout: d.stdout,
+      stderr: d.stderr,
+      stdout_truncated: d.stdout_truncated,
+      stderr_truncated: d.stderr_truncated,
+      ...(d.detail ? { detail: d.detail } : {}),
+    };
     const stalePrevious =
-      previous?.stale && previous.revision !== data.revision
-        ? { status: previous.outcome, revision: previous.revision, note: 'files changed since that run' }
+      previous?.stale && previous.revision !== d.revision
+        ? { status: previous.status, revision: previous.revision, note: previous.stale }
         : null;
-    return { ...result, data: { ...data, stale_previous: stalePrevious } };
+    return { ...result, data: { ...(result.data as object), stale_previous: stalePrevious } };
   }
 
   return {

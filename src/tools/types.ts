@@ -82,6 +82,11 @@ export interface ToolContext {
   readonly onBuildStep?: (step: string) => void;
   /** Wall time of the first full run of the default test target (null until then): later limits derive from it. */
   suiteMs?: number | null;
+  /**
+   * A fresh checkout of the base commit, made from the mirror (never from the agent's worktree), for
+   * run_tests at the base revision; `release` removes it. Absent: the run cannot test the base.
+   */
+  readonly baseTree?: () => Promise<{ path: string; release: () => Promise<void> }>;
 }
 
 /** A tool's arguments schema for a run with these limits. */

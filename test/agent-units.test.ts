@@ -225,6 +225,34 @@ describe('context policy', () => {
     expect(states()).toBe(2); // at step 10
   });
 
+  it('a compacted read keeps its path, lines and version: edit_file needs the version', () => {
+    const ctx = new ContextManager(params, 'S', 'T');
+    const version = 'a'.repeat(64);
+    const data = {
+      path: 'src/a.js',
+      version,
+      total_lines: 900,
+      start_line: 1,
+      end_line: 400,
+      content: 'x'.repeat(300),
+    };
+    call(ctx, 'r', 'read_file');
+    ctx.addObservation('r', 'read_file', { path: 'src/a.js' }, ok(data), false);
+    read(ctx, 'r2', 'src/b.js', 'y'.repeat(300));
+    expect(ctx.compact()).toMatchObject({ observations: 1 });
+    // Found: the stub kept no version, so the model had to read the file again before editing it.
+    expect(JSON.parse(tool(ctx.messages(), 'r'))).toEqual({
+      compacted: 'read_file path=src/a.js',
+      outcome: 'ok',
+      path: 'src/a.js',
+      start_line: 1,
+      end_line: 400,
+      total_lines: 900,
+      version,
+      stale: false,
+    });
+  });
+
   it('a settled failure in the state', () => {
     const ctx = new ContextManager(params, 'S', 'T');
     ctx.addAssistant({ content: null, tool_calls: [] });

@@ -124,7 +124,7 @@ describe('test observations through the agent loop, in Docker', () => {
 
     // The whole suite: ~70 KB of output, cut to the observation cap as valid JSON.
     const all = seen('all');
-    expect(all.length).toBeLessThanOrEqual(config.context.observationMaxChars);
+    expect(all.length).toBeLessThanOrEqual(config.limits.observationMaxChars);
     const a = JSON.parse(all);
     expect(a).toMatchObject({ success: true, error_code: null, fatal: false, truncated: true });
     expect(a.data).toMatchObject({ status: 'failed', exit_code: 1, summary: { passed: PASSING, failed: 2 } });

@@ -20,6 +20,7 @@ import { resolveInWorktree } from '../src/tools/paths.js';
 import { z } from 'zod';
 import { ContextManager } from '../src/agent/context.js';
 import { createRegistry, DEFAULT_TOOLS, IsolationError, lastTestState } from '../src/tools/registry.js';
+import { renderObservation } from '../src/tools/observation.js';
 import { fail, ok, type ToolContext, type ToolDefinition, type ToolResult } from '../src/tools/types.js';
 import { RunTrace } from '../src/trace/trace.js';
 import { makeSourceRepo, tempDir } from './support/git-fixtures.js';
@@ -268,6 +269,53 @@ describe('read_file and list_files', () => {
     const s = await scan.call('list_files', {});
     expect(s.truncated).toBe(true);
     expect(s.data.entries).toHaveLength(12);
+  });
+});
+
+describe('pages that fit one observation', () => {
+  const MAX = 4000;
+  /** What the model is sent for a result, with the run's observation cap. */
+  const seen = (r: ToolResult) => JSON.parse(renderObservation(r, MAX));
+
+  it('read_file: a 400-line page is never cut in its middle; it ends at a whole line and says where to go on', async () => {
+    const text = Array.from({ length: 400 }, (_, i) => `line ${i + 1}: ${'x'.repeat(20)}`).join('\n');
+    const { call } = await setup({ 'long.py': `${text}\n` }, { observationMaxChars: MAX });
+    const first = seen(await call('read_file', { path: 'long.py' }));
+    // Found: the renderer cut `[... 745 of 11782 characters cut ...]` out of the page's middle.
+    expect(first.data.content).not.toMatch(/characters cut/);
+    expect(first.data).toMatchObject({ start_line: 1, total_lines: 400, clipped: true });
+    const end = first.data.end_line;
+    expect(end).toBeGreaterThan(50);
+    expect(end).toBeLessThan(400);
+    expect(first.data.content.split('\n')).toHaveLength(end);
+    expect(first.data.content.split('\n').at(-1)).toBe(
+      `${String(end).padStart(5)}| line ${end}: ${'x'.repeat(20)}`,
+    );
+    expect(first.data.hint).toContain(`start_line=${end + 1}`);
+    const next = seen(await call('read_file', { path: 'long.py', start_line: end + 1, end_line: end + 5 }));
+    expect(next.data).toMatchObject({ start_line: end + 1, end_line: end + 5 });
+  });
+
+  it('list_files: a long listing comes in pages of whole entries, in order, none cut from the middle', async () => {
+    const files = Object.fromEntries(
+      Array.from({ length: 229 }, (_, i) => [`tests/test_${String(i).padStart(3, '0')}.py`, 'x']),
+    );
+    const { call } = await setup(files, { observationMaxChars: MAX });
+    const paths: string[] = [];
+    let offset: number | null = 0;
+    let pages = 0;
+    while (offset !== null) {
+      const page = seen(await call('list_files', { path: 'tests', max_depth: 1, offset }));
+      expect(page.truncated).toBe(false);
+      expect(page.data.total).toBe(229);
+      expect(page.data.entries.every((e: unknown) => typeof e === 'object')).toBe(true);
+      paths.push(...page.data.entries.map((e: { path: string }) => e.path));
+      offset = page.data.next_offset;
+      pages++;
+    }
+    expect(pages).toBeGreaterThan(1);
+    expect(paths).toEqual(Object.keys(files).sort());
+    expectFail(await call('list_files', { path: 'tests', offset: 229 }), 'invalid_arguments');
   });
 });
 
@@ -739,7 +787,12 @@ describe('run_tests, git_diff and test staleness', () => {
       run: async () => ok({ image_id: 'sha256:1' }),
     };
     const { call, reg, ctx } = await setup(files, { runCommandLocal: true }, [...DEFAULT_TOOLS, rebuild]);
-    const context = new ContextManager(loadConfig({}).context, 'S', 'T', () => lastTestState(reg.lastTest()));
+    const context = new ContextManager(
+      { ...loadConfig({}).context, observationMaxChars: ctx.limits.observationMaxChars },
+      'S',
+      'T',
+      () => lastTestState(reg.lastTest()),
+    );
     const seen = async (name: string, args: Record<string, unknown>) =>
       context.addObservation(name, name, args, await call(name, args), false);
     await seen('run_tests', {});

@@ -6,7 +6,7 @@ import type { ToolResult } from '../tools/types.js';
 import type { ChatMessage, RawToolCall } from './model.js';
 import { estimateTokens } from './tokens.js';
 
-export type ContextParams = Config['context'];
+export type ContextParams = Config['context'] & Pick<Config['limits'], 'observationMaxChars'>;
 
 interface Observation {
   callId: string;
@@ -16,6 +16,8 @@ interface Observation {
   outcome: string;
   paths: string[];
   stale: boolean;
+  /** What the stub keeps of the result (KEPT). */
+  kept: Record<string, unknown>;
   /** Set once, when compaction replaced the observation; never rewritten afterwards. */
   stub: string | null;
 }
@@ -44,6 +46,17 @@ export interface WorkingState {
   failed_omitted: number;
   /** The registry's record of the last run_tests of the agent's work (lastTestState), never another tool's result. */
   last_test: ReturnType<typeof lastTestState>;
+}
+
+/** Fields of a successful result its stub keeps: what the next call needs (edit_file needs `version`). */
+const KEPT: Record<string, readonly string[]> = {
+  read_file: ['path', 'start_line', 'end_line', 'total_lines', 'version'],
+};
+
+function keptOf(tool: string, result: ToolResult): Record<string, unknown> {
+  const data = result.data as Record<string, unknown> | null;
+  if (!result.success || !data) return {};
+  return Object.fromEntries((KEPT[tool] ?? []).filter((k) => k in data).map((k) => [k, data[k]]));
 }
 
 const TRIED_KEEP = 12;
@@ -76,7 +89,12 @@ function describeCall(tool: string, args: unknown): string {
  * request carries it; the system prompt says once that a stub means "call the tool again".
  */
 function stubOf(o: Observation): string {
-  return JSON.stringify({ compacted: describeCall(o.tool, o.args), outcome: o.outcome, stale: o.stale });
+  return JSON.stringify({
+    compacted: describeCall(o.tool, o.args),
+    outcome: o.outcome,
+    ...o.kept,
+    stale: o.stale,
+  });
 }
 
 /** What a call came to, in a few words: `ok`, the error code, or a test run's counts (`2 failed, 727 passed`). */
@@ -147,7 +165,17 @@ export class ContextManager {
     if (mutating && result.success) this.markStale(paths);
     this.entries.push({
       kind: 'observation',
-      obs: { callId, tool, args, text, outcome: outcomeOf(result), paths, stale: false, stub: null },
+      obs: {
+        callId,
+        tool,
+        args,
+        text,
+        outcome: outcomeOf(result),
+        paths,
+        stale: false,
+        kept: keptOf(tool, result),
+        stub: null,
+      },
     });
     this.updateState(tool, args, result, mutating, paths);
     return text;

@@ -187,6 +187,8 @@ export interface Config {
     maxOutputBytes: number;
     maxListEntries: number;
     maxScannedEntries: number;
+    /** Longest observation the model is sent; read_file and list_files pages are made to fit it. */
+    observationMaxChars: number;
     /** A worktree larger than this after a test run ends the run. */
     maxWorktreeBytes: number;
     /** Larger new or changed files are left out of exported patches (and of the workspace revision). */
@@ -251,7 +253,6 @@ export interface Config {
   /** The most a repository config or a command may ask for. */
   ceilings: { tokens: number; requests: number; toolCalls: number; timeMs: number };
   context: {
-    observationMaxChars: number;
     keepFullObservations: number;
     compactTokens: number;
     enabled: boolean;
@@ -372,6 +373,7 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       maxOutputBytes: e.AGENTICFIX_MAX_OUTPUT_BYTES,
       maxListEntries: e.AGENTICFIX_MAX_LIST_ENTRIES,
       maxScannedEntries: e.AGENTICFIX_MAX_SCANNED_ENTRIES,
+      observationMaxChars: e.AGENTICFIX_OBSERVATION_MAX_CHARS,
       maxWorktreeBytes: e.AGENTICFIX_MAX_WORKTREE_MB * MiB,
       maxPatchFileBytes: e.AGENTICFIX_MAX_PATCH_FILE_BYTES,
       runCommandLocal: e.AGENTICFIX_RUN_COMMAND_LOCAL,
@@ -424,7 +426,6 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       timeMs: ceilings.timeS * 1000,
     },
     context: {
-      observationMaxChars: e.AGENTICFIX_OBSERVATION_MAX_CHARS,
       keepFullObservations: e.AGENTICFIX_KEEP_FULL_OBSERVATIONS,
       compactTokens: e.AGENTICFIX_CONTEXT_COMPACT_TOKENS,
       enabled: e.AGENTICFIX_CONTEXT_POLICY,

@@ -53,6 +53,7 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
   const secrets = [config.model.apiKey, specKey, ...SECRET_ENV_NAMES.map((n) => hostEnv[n])];
   const trace = new RunTrace(runId, config.runsDir, secrets);
   const budget = new Budget(budgets);
+  const contextParams = { ...config.context, observationMaxChars: config.limits.observationMaxChars };
   // The time budget aborts whatever is in flight (model request, test run); the loop reports it as time_budget.
   const signal = AbortSignal.any([
     opts.signal ?? new AbortController().signal,
@@ -107,7 +108,7 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
       sandbox: opts.sandbox,
       prompt_hash: prompts.hash,
       budgets,
-      context: config.context,
+      context: contextParams,
     });
     // First, so a misconfigured model fails before any clone or build.
     phases.start('model_setup');
@@ -159,7 +160,7 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
         ? `${env.note}\nThese paths are protected and must not change: ${opts.protectedPaths.join(', ')}.`
         : env.note,
     });
-    context = new ContextManager(config.context, prompts.system, task, () => lastTestState(tools.lastTest()));
+    context = new ContextManager(contextParams, prompts.system, task, () => lastTestState(tools.lastTest()));
     progress('working');
     phases.start('agent');
     outcome = await runAgentLoop({

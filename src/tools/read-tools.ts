@@ -11,18 +11,29 @@ import {
   type TreeEntry,
 } from './files.js';
 import { pathError, relPath, resolveInWorktree } from './paths.js';
-import { fail, ok, type ToolDefinition } from './types.js';
+import { fail, ok, type ToolContext, type ToolDefinition } from './types.js';
+
+/**
+ * Room left in an observation for the envelope and the small fields around a page of lines or entries:
+ * a page is made to fit the observation cap whole, so the renderer never cuts it in its middle.
+ */
+const PAGE_RESERVE_CHARS = 800;
+const pageChars = (ctx: ToolContext) => Math.max(1000, ctx.limits.observationMaxChars - PAGE_RESERVE_CHARS);
 
 const ListArgs = z.strictObject({
-  path: relPath.default('.'),
+  path: relPath.default('.').describe('The directory to list (relative to the repository root)'),
   max_depth: z.int().min(1).max(10).default(3).describe('How many directory levels to descend (1-10)'),
+  offset: z.int().min(0).default(0).describe('Entries to skip: the next_offset of the previous page'),
 });
+
+type ListEntry = { path: string; type: TreeEntry['type']; size?: number };
 
 export const listFiles: ToolDefinition<typeof ListArgs> = {
   name: 'list_files',
   description:
-    'List files and directories below a directory of the repository, sorted, with their type. ' +
-    'Skips .git, env files and dependency/cache directories.',
+    'List files and directories below a directory of the repository, to a depth, sorted, with their type. ' +
+    'Skips .git, env files and dependency/cache directories. Long listings come in pages: pass ' +
+    'next_offset as offset for the next one.',
   args: ListArgs,
   mutates: false,
   async run(ctx, args) {
@@ -30,7 +41,7 @@ export const listFiles: ToolDefinition<typeof ListArgs> = {
     if (!r.ok) return pathError(r);
     if (!r.stat?.isDirectory())
       return fail('invalid_arguments', `${r.rel} is not a directory; use read_file`);
-    const entries: { path: string; type: TreeEntry['type']; size?: number }[] = [];
+    const entries: ListEntry[] = [];
     let cut = false;
     const { scanLimitHit } = walkTree(
       r.abs,
@@ -49,13 +60,27 @@ export const listFiles: ToolDefinition<typeof ListArgs> = {
       },
     );
     entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+    if (args.offset > 0 && args.offset >= entries.length)
+      return fail('invalid_arguments', `offset ${args.offset} is past the end: ${entries.length} entries`);
+    // Whole entries from the offset while the page fits one observation.
+    const page: ListEntry[] = [];
+    let used = 0;
+    for (const e of entries.slice(args.offset)) {
+      used += JSON.stringify(e).length + 1;
+      if (page.length > 0 && used > pageChars(ctx)) break;
+      page.push(e);
+    }
+    const next = args.offset + page.length < entries.length ? args.offset + page.length : null;
     const truncated = cut || scanLimitHit;
     return ok(
       {
         path: r.rel,
-        entries,
+        total: entries.length,
+        offset: args.offset,
+        entries: page,
+        next_offset: next,
         ...(truncated
-          ? { hint: 'Listing cut at the entry limit: list a subdirectory or use a smaller max_depth.' }
+          ? { hint: 'Listing stopped at the entry limit: list a subdirectory or use a smaller max_depth.' }
           : {}),
       },
       truncated,
@@ -91,14 +116,23 @@ export const readFile: ToolDefinition<typeof ReadArgs> = {
     }
     const maxEnd = start + ctx.limits.maxReadLines - 1;
     const wanted = args.end_line ?? Math.min(total, maxEnd);
-    const end = Math.min(wanted, maxEnd, total);
+    let end = Math.min(wanted, maxEnd, total);
+    // The page ends where the next line would not fit one observation (as JSON, numbered): never cut inside.
+    let used = 0;
+    for (let i = start; i <= end; i++) {
+      used += JSON.stringify(numberLines([lines[i - 1]!], i)).length - 1;
+      if (i > start && used > pageChars(ctx)) {
+        end = i - 1;
+        break;
+      }
+    }
     const clipped = wanted > end || (args.end_line === undefined && total > end);
     let hint: string | undefined;
     if (clipped) {
       hint =
         end < total
-          ? `Showing lines ${start}-${end} of ${total} (at most ${ctx.limits.maxReadLines} per call); ` +
-            `call read_file with start_line=${end + 1} to continue.`
+          ? `Showing lines ${start}-${end} of ${total} (at most ${ctx.limits.maxReadLines} lines or one ` +
+            `observation per call); call read_file with start_line=${end + 1} to continue.`
           : `The file ends at line ${total}.`;
     }
     return ok(

@@ -107,8 +107,14 @@ describe('test observations through the agent loop, in Docker', () => {
       'duration_ms',
       'image_id',
       'image_tag',
+      'runtime',
       'steps',
     ]);
+    // The versions the tests will see, for the detected runner (pytest).
+    expect(good.data.runtime).toEqual({
+      'python3 --version': expect.stringMatching(/^Python 3\.\d+\.\d+$/),
+      'python3 -m pytest --version': expect.stringMatching(/^pytest \d+\.\d+/),
+    });
     expect(good.data.steps).toEqual([
       `FROM ${BASE_IMAGE}`,
       'RUN apt-get update && apt-get install -y --no-install-recommends python3 python3-pytest && rm -rf /var/lib/apt/lists/*',

@@ -2,7 +2,8 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { NODE_SETUP_HINT } from '../environment/node.js';
-import { fail, ok, type ToolDefinition } from './types.js';
+import { detectRunner, type Runner } from '../environment/runners.js';
+import { fail, ok, type ToolContext, type ToolDefinition } from './types.js';
 
 const MAX_DOCKERFILE_CHARS = 20_000;
 const STEP_CHARS = 160;
@@ -23,6 +24,41 @@ function steps(dockerfile: string): string[] {
     .map((l) => l.trim().replace(/\s+/g, ' '))
     .filter((l) => l && !l.startsWith('#'))
     .map((l) => (l.length > STEP_CHARS ? `${l.slice(0, STEP_CHARS)}…` : l));
+}
+
+/** What the image provides for the runner of the default test command: the versions the tests will see. */
+const NODE = ['node --version', 'npm --version'];
+const VERSION_COMMANDS: Record<Runner, readonly string[]> = {
+  pytest: ['python3 --version', 'python3 -m pytest --version'],
+  jest: [...NODE, 'jest --version'],
+  vitest: [...NODE, 'vitest --version'],
+  mocha: [...NODE, 'mocha --version'],
+  'node-test': NODE,
+  go: ['go version'],
+  generic: ['python3 --version', 'node --version', 'go version'],
+};
+const VERSION_TIMEOUT_MS = 30_000;
+
+/** Each version command's first line of output in the new image (`not found` when it fails), or null when none could run. */
+async function runtimeVersions(ctx: ToolContext): Promise<Record<string, string> | null> {
+  const commands = VERSION_COMMANDS[detectRunner(ctx.testCommands.default ?? [])];
+  // One container for all: `printf` marks where each command's answer starts.
+  const script = commands.map((c) => `printf '\\n@@%s\\n' '${c}'; ${c} 2>&1 | head -n 1 || true`).join('; ');
+  const o = await ctx.sandbox!.run({
+    argv: ['/bin/sh', '-c', script],
+    worktree: ctx.worktree,
+    timeoutMs: VERSION_TIMEOUT_MS,
+    maxOutputBytes: 16_384,
+    signal: ctx.signal,
+  });
+  if (o.status !== 'passed') return null;
+  const out: Record<string, string> = {};
+  for (const chunk of o.stdout.split('\n@@').slice(1)) {
+    const [command, ...rest] = chunk.split('\n');
+    const answer = rest.join(' ').trim();
+    out[command!] = !answer || /not found|No such file|No module named/.test(answer) ? 'not found' : answer;
+  }
+  return out;
 }
 
 const ARGS = z.strictObject({
@@ -87,9 +123,9 @@ export function makeBuildEnvironmentTool(baseImages: readonly string[] = []): To
         };
         return fail('build_failed', result.error ?? 'build failed', data);
       }
-      // Success needs no log: what was built, whether from cache, and how long it took.
-      const data = { ...built, steps: steps(args.dockerfile) };
       ctx.sandbox = ctx.builder.sandboxFor(result.image_id);
+      // Success needs no log: what was built, whether from cache, how long it took, and what the tests will run on.
+      const data = { ...built, steps: steps(args.dockerfile), runtime: await runtimeVersions(ctx) };
       ctx.environment = { dockerfile: args.dockerfile, imageId: result.image_id };
       await mkdir(ctx.runDir, { recursive: true });
       await writeFile(path.join(ctx.runDir, 'Dockerfile'), args.dockerfile);

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { omitPassLines, parseFailures } from '../src/environment/failures.js';
+import { omitPassLines, shapeOutput } from '../src/environment/failures.js';
 import { loadConfig } from '../src/config/config.js';
 import { runTests } from '../src/tools/run-tests.js';
 import { argsSchema } from '../src/tools/types.js';
@@ -49,7 +49,7 @@ FAILED tests/test_b.py::test_gone - Assertio...
 
 describe('failing tests from console output', () => {
   it('pytest: ids from the short summary, messages the whole section of each', () => {
-    expect(parseFailures(PYTEST, '')).toEqual([
+    expect(shapeOutput(PYTEST, '').failures).toEqual([
       {
         id: 'tests/test_a.py::test_err',
         message:
@@ -77,7 +77,7 @@ describe('failing tests from console output', () => {
     const spec =
       '✖ adds (7.29ms)\n  AssertionError [ERR_ASSERTION]: 2 == 3\n      at TestContext.<anonymous> (file:///a.mjs:3:27)\n' +
       '✔ zero (0.31ms)\nℹ tests 2\n\n✖ failing tests:\n\ntest at a.test.mjs:3:1\n✖ adds (7.29ms)\n  AssertionError [ERR_ASSERTION]: 2 == 3\n';
-    expect(parseFailures(spec, '')).toEqual([
+    expect(shapeOutput(spec, '').failures).toEqual([
       {
         id: 'adds',
         message:
@@ -87,7 +87,7 @@ describe('failing tests from console output', () => {
     const tap =
       "TAP version 13\n# Subtest: adds\nnot ok 1 - adds\n  ---\n  duration_ms: 2.03\n  location: '/a.mjs:3:1'\n" +
       "  failureType: 'testCodeFailure'\n  error: '2 == 3'\n  code: 'ERR_ASSERTION'\n  ...\nok 2 - zero\n";
-    expect(parseFailures(tap, '')).toEqual([
+    expect(shapeOutput(tap, '').failures).toEqual([
       {
         id: 'adds',
         message:
@@ -100,12 +100,12 @@ describe('failing tests from console output', () => {
   it('go test, jest and mocha', () => {
     const go =
       '=== RUN   TestAdd\n    calc_test.go:9: add(1, 2) = -1, want 3\n--- FAIL: TestAdd (0.00s)\n    calc_test.go:9: add(1, 2) = -1, want 3\nFAIL\nFAIL\tcalc\t0.01s\n';
-    expect(parseFailures(go, '')).toEqual([
+    expect(shapeOutput(go, '').failures).toEqual([
       { id: 'TestAdd', message: 'calc_test.go:9: add(1, 2) = -1, want 3' },
     ]);
     const jest =
       ' FAIL  test/calc.test.js\n  ● calc › adds\n\n    expect(received).toBe(expected)\n\n    Expected: 3\n    Received: -1\n\n      at Object.<anonymous> (test/calc.test.js:4:20)\n\nTests:       1 failed, 1 passed, 2 total\n';
-    expect(parseFailures(jest, '')).toEqual([
+    expect(shapeOutput(jest, '').failures).toEqual([
       {
         id: 'calc › adds',
         message:
@@ -114,7 +114,7 @@ describe('failing tests from console output', () => {
     ]);
     const mocha =
       '  calc\n    ✔ zero\n    1) adds\n\n\n  1 passing (5ms)\n  1 failing\n\n  1) calc\n       adds:\n\n      AssertionError [ERR_ASSERTION]: -1 == 3\n      + expected - actual\n\n      at Context.<anonymous> (test/calc.test.js:6:12)\n';
-    expect(parseFailures(mocha, '')).toEqual([
+    expect(shapeOutput(mocha, '').failures).toEqual([
       {
         id: 'calc adds',
         message:

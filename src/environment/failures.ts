@@ -139,10 +139,6 @@ export function shapeOutput(rawStdout: string, rawStderr: string): ShapedOutput 
 
 const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
-/** The failing tests in a run's output, each once. */
-export const parseFailures = (stdout: string, stderr: string): TestFailure[] =>
-  shapeOutput(stdout, stderr).failures;
-
 const TAP_SUBTEST = /^\s*# Subtest: /;
 const YAML_START = /^(\s*)---$/;
 

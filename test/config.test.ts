@@ -14,6 +14,7 @@ describe('config', () => {
       maxOutputBytes: 1024 * 1024,
       maxListEntries: 2000,
       maxScannedEntries: 20000,
+      observationMaxChars: 12_000,
       maxWorktreeBytes: 1024 * 1024 * 1024,
       maxPatchFileBytes: 10 * 1024 * 1024,
       runCommandLocal: false,

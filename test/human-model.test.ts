@@ -1,11 +1,16 @@
 import { PassThrough } from 'node:stream';
 import { FINISH_SCHEMA } from '../src/agent/calls.js';
+import { loadConfig } from '../src/config/config.js';
 import { HumanModel, ModelCancelled } from '../src/agent/model.js';
 import { DEFAULT_TOOLS, createRegistry } from '../src/tools/registry.js';
 import type { ToolContext } from '../src/tools/types.js';
 
 // The schemas as the loop offers them (the registry only needs a context to list them).
-const TOOLS = [...createRegistry({} as ToolContext, DEFAULT_TOOLS).schemas(), FINISH_SCHEMA];
+// Schemas depend on the run's limits (a timeout's maximum): the defaults'.
+const TOOLS = [
+  ...createRegistry({ limits: loadConfig({}).limits } as ToolContext, DEFAULT_TOOLS).schemas(),
+  FINISH_SCHEMA,
+];
 
 function human(lines: string[], end = true) {
   const input = new PassThrough();

@@ -108,16 +108,26 @@ export function prBody(a: {
   run: RunRecord;
   result: RepairResult;
   report: VerificationReport;
+  /** The pull request an earlier run opened for the issue, left as it is. */
+  earlier?: number | null;
 }): string {
   const summary = inert(a.result.summary?.trim() || 'The agent did not leave a summary.');
+  const earlier = a.earlier
+    ? `\n\nA new run from the current base; #${a.earlier}, opened earlier for the issue, is left as it is.`
+    : '';
   return fitBody(
     [
       `### Summary\n\n${cutMiddle(summary, 8000).text}`,
-      `Fixes #${a.issue}`,
+      `Fixes #${a.issue}${earlier}`,
       `### Verification\n\n**Verdict: \`${a.report.verdict}\`**: ${inert(a.report.reason)}`,
       `<sub>Opened by AgenticFix. ${runLine(a.run)}. Evidence, trace and configuration are in the comments below.</sub>`,
     ].join('\n\n'),
   );
+}
+
+/** Said on an earlier pull request of the issue when a rerun opened another one instead of replacing its commits. */
+export function supersededNote(run: RunRecord, pr: number): string {
+  return `AgenticFix run \`${run.id}\` (${run.trigger} by @${run.triggered_by}) opened #${pr} for the same issue from the current base. This pull request's branch was left as it is: the app never replaces commits it did not make in that run.`;
 }
 
 /** The judge's report (its test names and outputs come from model-written code) and the app's notes. */

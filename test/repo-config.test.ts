@@ -54,7 +54,7 @@ describe('repository config', () => {
         'verify: { rebuild: always }',
         'revise_on: [command, changes_requested, command]',
         'max_revisions: 2',
-        'ci_feedback: { enabled: true, max_rounds: 3 }',
+        'ci_feedback: { enabled: true, max_rounds: 1, apps: [github-actions, circleci-checks] }',
       ].join('\n'),
       operator,
     );
@@ -72,7 +72,7 @@ describe('repository config', () => {
         verify: { rebuild: 'always' },
         revise_on: ['command', 'changes_requested'],
         max_revisions: 2,
-        ci_feedback: { enabled: true, max_rounds: 3 },
+        ci_feedback: { enabled: true, max_rounds: 1, apps: ['github-actions', 'circleci-checks'] },
       },
     });
   });
@@ -101,6 +101,7 @@ describe('repository config', () => {
     ['revise_on: [always]', 'revise_on.0'],
     ['max_revisions: -1', 'max_revisions'],
     ['ci_feedback: { enabled: true, rounds: 9 }', 'ci_feedback'],
+    ['ci_feedback: { apps: [GitHub Actions] }', 'ci_feedback.apps.0'],
   ])('reports %s as an error naming the field', (text, field) => {
     const r = parseRepoConfig(text, operator);
     expect(r.ok).toBe(false);
@@ -157,6 +158,28 @@ describe("the operator's ceilings", () => {
     const none = testConfig(home);
     const r = parseRepoConfig('model: deepseek-chat', none);
     expect(!r.ok && r.error).toContain("is not among the operator's allowed models (none)");
+  });
+
+  // Issue 24, item 4: `max_revisions: 100` gave a pull request 100 revisions, each with a full budget.
+  it('refuses max_revisions and ci_feedback.max_rounds over the ceilings by name; their defaults are the ceilings', () => {
+    const r = parseRepoConfig(
+      'max_revisions: 100\nci_feedback: { enabled: true, max_rounds: 9 }\n',
+      operator,
+    );
+    expect(!r.ok && r.error).toContain(
+      "`max_revisions`: 100 exceeds the operator's ceiling of 5 revisions per pull request",
+    );
+    expect(!r.ok && r.error).toContain(
+      "`ci_feedback.max_rounds`: 9 exceeds the operator's ceiling of 2 CI feedback rounds per pull request",
+    );
+    const strict = testConfig(home, {
+      AGENTICFIX_MAX_REVISIONS: '1',
+      AGENTICFIX_CI_FEEDBACK_MAX_ROUNDS: '1',
+    });
+    const d = parseRepoConfig(null, strict);
+    expect(d.ok && [d.config.max_revisions, d.config.ci_feedback.max_rounds]).toEqual([1, 1]);
+    expect(parseRepoConfig('max_revisions: 2', strict).ok).toBe(false);
+    expect(parseRepoConfig('max_revisions: 0', strict).ok).toBe(true); // lowering is always fine
   });
 
   it('refuses a ceiling below the default budget at start-up, naming both variables', () => {

@@ -373,8 +373,9 @@ export class Shapes {
       ? null
       : (failing.find((c) => runs.some((r) => r.conclusion === c)) ?? (runs.length ? 'success' : 'neutral'));
     const pulls = this.state.issues.filter(
-      (i) => i.repo === repo.fullName && i.state === 'open' && i.pull?.head === suite.headBranch,
+      (i) => i.repo === repo.fullName && i.state === 'open' && i.pull && i.pull.head === suite.headBranch,
     );
+    const repoRef = { id: repo.id, name: repo.name, url: this.api(`/repos/${repo.fullName}`) };
     return {
       id: suite.id,
       node_id: `CS_${suite.id}`,
@@ -386,14 +387,15 @@ export class Shapes {
       pull_requests: pulls.map((i) => ({
         number: i.number,
         url: this.api(`/repos/${repo.fullName}/pulls/${i.number}`),
-        head: { ref: i.pull!.head, sha: suite.headSha },
-        base: { ref: i.pull!.base },
+        head: { ref: i.pull!.head, sha: suite.headSha, repo: repoRef },
+        base: { ref: i.pull!.base, repo: repoRef },
       })),
       url: this.api(`/repos/${repo.fullName}/check-suites/${suite.id}`),
     };
   }
 
   checkRun(repo: RepoRecord, run: CheckRunRecord): Json {
+    const suite = this.state.checkSuites.find((c) => c.id === run.suiteId)!;
     return {
       id: run.id,
       node_id: `CR_${run.id}`,
@@ -407,6 +409,7 @@ export class Shapes {
         annotations_url: this.api(`/repos/${repo.fullName}/check-runs/${run.id}/annotations`),
       },
       check_suite: { id: run.suiteId },
+      app: { id: 1, slug: suite.app, name: suite.app },
       url: this.api(`/repos/${repo.fullName}/check-runs/${run.id}`),
       html_url: this.api(`/${repo.fullName}/runs/${run.id}`),
       details_url: null,

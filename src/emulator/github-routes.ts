@@ -343,10 +343,21 @@ export function createRouter({
       check_suites: suites.map((c) => shapes.checkSuite(ctx.repo, c)),
     });
   });
+  onRepo('GET', '/repos/:owner/:repo/check-suites/:id', (ctx) => {
+    const id = intParam(ctx.params.id);
+    const suite =
+      state.checkSuites.find((c) => c.id === id && c.repo === ctx.repo.fullName) ?? throwIt(notFound());
+    return ok(shapes.checkSuite(ctx.repo, suite));
+  });
   onRepo('GET', '/repos/:owner/:repo/check-suites/:id/check-runs', (ctx) => {
     const id = intParam(ctx.params.id);
     const runs = state.checkRuns.filter((r) => r.repo === ctx.repo.fullName && r.suiteId === id);
-    return ok({ total_count: runs.length, check_runs: runs.map((r) => shapes.checkRun(ctx.repo, r)) });
+    const page = paginate(
+      runs.map((r) => shapes.checkRun(ctx.repo, r)),
+      ctx,
+      baseUrl(),
+    );
+    return { ...page, body: { total_count: runs.length, check_runs: page.body } };
   });
   onRepo('GET', '/repos/:owner/:repo/check-runs/:id/annotations', (ctx) => {
     const id = intParam(ctx.params.id);

@@ -414,10 +414,9 @@ export class Shapes {
       html_url: this.api(`/${repo.fullName}/runs/${run.id}`),
       details_url: null,
       external_id: null,
-      // The emulator keeps no times or reporting app for a run, nor which pull requests it belongs to.
+      // The emulator keeps no times for a run, nor which pull requests it belongs to.
       started_at: null,
       completed_at: null,
-      app: null,
       pull_requests: [],
     };
   }

@@ -21,6 +21,7 @@ import {
   collapsed,
   configComment,
   evidenceComment,
+  feedbackNotes,
   prBody,
   prTitle,
   revisionAsker,
@@ -568,7 +569,8 @@ export class JobRunner implements QueueHooks {
     const n = run.revision!;
     const notPushed = async (report: VerificationReport | null, why?: string) => {
       const evidence = report ? await this.deps.renderEvidence(report) : '';
-      await this.comment(run, gh, ref, unverifiedComment({ run, result, report, evidence, why }));
+      const notes = feedbackNotes(run.feedback);
+      await this.comment(run, gh, ref, unverifiedComment({ run, result, report, evidence, why, notes }));
       const said = why ?? `Verdict \`${report?.verdict}\`: ${report?.reason}`;
       await status.final({
         phase: endPhase(report),
@@ -651,7 +653,10 @@ export class JobRunner implements QueueHooks {
       run,
       gh,
       ref,
-      revisionComment(run, made.commit, made.parent, evidence, ci.length > 0 ? [ciFlagNote(ci)] : []),
+      revisionComment(run, made.commit, made.parent, evidence, [
+        ...(ci.length > 0 ? [ciFlagNote(ci)] : []),
+        ...feedbackNotes(run.feedback),
+      ]),
     );
     // Each inline comment the revision addressed gets a short reply in its thread.
     for (const c of addressedThreads(run.feedback))

@@ -1,4 +1,5 @@
 import type { RepairResult } from '../pipeline/types.js';
+import type { Feedback } from '../queue/feedback.js';
 import type { RunRecord } from '../queue/store.js';
 import type { VerificationReport } from '../verify/types.js';
 import { code, codeBlock, inert } from '../verify/untrusted.js';
@@ -292,6 +293,25 @@ export function revisionAsker(run: Pick<RunRecord, 'trigger' | 'triggered_by'>):
   }
 }
 
+/**
+ * What a revision's evidence says about feedback kept from the model: review comments of people without
+ * write access (counted), failing check runs not from the suite that triggered it (named, with why).
+ */
+export function feedbackNotes(f: Feedback | null): string[] {
+  if (f?.kind === 'review' && f.left_out > 0)
+    return [
+      `${f.left_out} earlier review comment${f.left_out === 1 ? '' : 's'} by people without write access ${f.left_out === 1 ? 'was' : 'were'} left out of the model's prompt: only writers' words reach it.`,
+    ];
+  if (f?.kind === 'checks' && f.ignored.length > 0)
+    return [
+      [
+        'Failing check runs on the same commit that were ignored (never shown to the model):',
+        ...f.ignored.map((c) => `- \`${cell(c.name)}\` (\`${cell(c.app)}\`): ${c.why}`),
+      ].join('\n'),
+    ];
+  return [];
+}
+
 /** The evidence of a published revision: headed "Revision N", naming the commit it pushed. */
 export function revisionComment(
   run: RunRecord,
@@ -338,6 +358,7 @@ export function unverifiedComment(a: {
   report: VerificationReport | null;
   evidence: string;
   why?: string;
+  notes?: string[];
 }): string {
   const head = [
     a.run.revision === null
@@ -348,6 +369,7 @@ export function unverifiedComment(a: {
       (a.run.revision === null
         ? 'Only verified patches are published as pull requests.'
         : 'Only a verified revision is pushed; the branch is unchanged.'),
+    ...(a.notes ?? []),
     `<sub>${runLine(a.run)}; stop reason \`${a.result.stop_reason}\`.</sub>`,
   ].join('\n\n');
   const room = GITHUB_BODY_LIMIT - head.length - 2 * MARGIN;

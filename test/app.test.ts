@@ -436,23 +436,34 @@ describe('AgenticFix app through the GitHub emulator', () => {
     }
   });
 
-  it('bot comments are ignored, commands get 👀, unknown commands get usage', async () => {
+  it('bot comments are ignored, a writer’s commands get 👀 (an outsider’s none), unknown commands get usage', async () => {
     const n = emu.createIssue(O, R, { title: 'commands', user: 'alice' });
     await emu.comment(O, R, n, '/agenticfix rerun', 'helper[bot]', { isBot: true });
     await emu.comment(O, R, n, '/agenticfix frobnicate', 'maint');
     await emu.comment(O, R, n, '/agenticfix status', 'reader');
     await app.idle();
     expect(await runsOf(n)).toHaveLength(0);
+    // Deliveries are taken in concurrently: the two replies may come in either order.
     const replies = botComments(n).map((c) => c.body);
-    expect(replies[0]).toMatch(
-      /did not understand that: unknown command `frobnicate`[\s\S]*\/agenticfix rerun \[model=<name>\]/,
+    expect(replies).toHaveLength(2);
+    expect(replies).toContainEqual(
+      expect.stringMatching(
+        /did not understand that: unknown command `frobnicate`[\s\S]*\/agenticfix rerun \[model=<name>\]/,
+      ),
     );
-    expect(replies[1]).toBe('AgenticFix has not run on this issue yet.');
+    expect(replies).toContain('AgenticFix has not run on this issue yet.');
+    // Issue 24, item 4: an outsider's recognised command got 👀 before the permission check; now only a
+    // writer's does.
+    const asked = await emu.comment(O, R, n, '/agenticfix status', 'maint');
+    await app.idle();
     const humanComments = emu.comments(n).filter((c) => c.user !== emu.botLogin);
     const reacted = emu.reactions
       .filter((r) => humanComments.some((c) => c.id === r.commentId))
       .map((r) => [r.commentId, r.content]);
-    expect(reacted).toEqual([[humanComments[2]!.id, 'eyes']]); // only the recognised command
+    expect(reacted).toEqual([
+      [humanComments.find((c) => c.user === 'maint' && c.body === '/agenticfix status')!.id, 'eyes'],
+    ]);
+    expect(asked.status).toBe(200);
   });
 
   // Issue 24, item 3: a rerun force-pushed `base + new patch` over the branch, a maintainer's commit included.

@@ -246,19 +246,22 @@ export function createApp(deps: AppDeps) {
       replyTo(gh, { owner, repo: r.name, issue: issue.number }, sender.login, body);
     if (parsed.type === 'invalid')
       return void (await reply(`Sorry, I did not understand that: ${parsed.reason}.\n\n${USAGE}`));
-    await gh.rest.reactions.createForIssueComment({
-      owner,
-      repo: r.name,
-      comment_id: comment.id,
-      content: 'eyes',
-    });
+    // 👀 only for a writer's command: anyone else's gets at most the rate-limited reply, never a write
+    // of its own per comment.
+    if (await canWrite(gh, owner, r.name, sender.login))
+      await gh.rest.reactions.createForIssueComment({
+        owner,
+        repo: r.name,
+        comment_id: comment.id,
+        content: 'eyes',
+      });
     if (parsed.command.kind === 'revise') {
+      if (!(await canWrite(gh, owner, r.name, sender.login)))
+        return void (await reply(politeNo(sender.login, 'revise this pull request')));
       if (!issue.pull_request)
         return void (await reply(
           '`/agenticfix revise` works on the pull request AgenticFix opened, not on the issue.',
         ));
-      if (!(await canWrite(gh, owner, r.name, sender.login)))
-        return void (await reply(politeNo(sender.login, 'revise this pull request')));
       const { text } = parsed.command;
       await startRevision(id, gh, {
         owner,

@@ -116,6 +116,34 @@ describe('repository config', () => {
   });
 });
 
+// Issue 24, item 4: a 40 KB nest of `[` kept the event loop for 2 s (64 KB of keys: 0.5-1 s) in the parser.
+describe('parsing is bounded', () => {
+  const nest = (n: number) => `test: ${'['.repeat(n)}x${']'.repeat(n)}`;
+  let keys = '';
+  for (let i = 0; keys.length < 60_000; i++) keys += `k${i}: [a, b, c]\n`;
+  const indented = Array.from({ length: 200 }, (_, i) => `${' '.repeat(i)}k${i}:`).join('\n');
+
+  it.each([
+    ['40 KB of nested `[`', nest(20_000), 'nests `[`/`{` deeper than 16 levels'],
+    ['60 KB of keys', keys, 'has more than 5000 YAML tokens'],
+    ['200 levels of indentation', indented, 'is indented deeper than 64 columns'],
+    ['an alias', 'test: &t [a]\nbudgets: *t\n', 'Alias resolution is disabled'],
+  ])('refuses %s quickly, saying why', (_name, text, why) => {
+    const t0 = performance.now();
+    const r = parseRepoConfig(text, operator);
+    const ms = performance.now() - t0;
+    expect(!r.ok && r.error).toContain(why);
+    expect(ms).toBeLessThan(250); // was 2000 ms and more for the nest
+  });
+
+  it('still reads a config at the limits', () => {
+    const paths = Array.from({ length: 500 }, (_, i) => `  - src/dir${i}/secret.py`).join('\n');
+    const r = parseRepoConfig(`test: ${'['.repeat(15)}x${']'.repeat(15)}\n`, operator);
+    expect(!r.ok && r.error).toContain('`test.0`'); // parsed: the schema speaks, not the limits
+    expect(parseRepoConfig(`protected_paths:\n${paths}\n`, operator).ok).toBe(true);
+  });
+});
+
 // Issue 10, item 3: these were accepted, and a writer of any repository spent the operator's key.
 describe("the operator's ceilings", () => {
   const ATTACK = 'budgets: {tokens: 1e12, requests: 1e9, time_s: 1e8}\nmodel: gpt-4.5-preview\n';

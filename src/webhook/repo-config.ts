@@ -1,4 +1,4 @@
-import { parse as parseYaml } from 'yaml';
+import { Lexer, parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import type { Config } from '../config/config.js';
 import type { GitHub } from '../publish/github.js';
@@ -209,12 +209,40 @@ export function commandRefusal(
   return refused.map((r) => `${r.key === 'tokens' ? 'budget' : r.key}=${r.reason}`).join('; ');
 }
 
+/**
+ * The shape a config may have before it is parsed: `[`/`{` nesting, indentation and lexer tokens (its
+ * own settings need 3 levels, a few columns and a few hundred tokens; 5000 tokens are a list of ~800
+ * protected paths). The parser spends 10-15 µs a token and more on deep or wide documents: a 40 KB
+ * nest of `[` blocked the event loop for 2 s, 64 KB of keys for 0.5-1 s. The lexer is linear and this
+ * pass stops at the first limit crossed, so a config costs the event loop at most ~100 ms.
+ */
+export const REPO_CONFIG_LIMITS = { depth: 16, indent: 64, tokens: 5000 };
+
+/** Why `text` is refused before parsing, or null. */
+function overLimits(text: string): string | null {
+  const { depth: maxDepth, indent: maxIndent, tokens: maxTokens } = REPO_CONFIG_LIMITS;
+  let depth = 0;
+  let tokens = 0;
+  for (const token of new Lexer().lex(text)) {
+    if (++tokens > maxTokens) return `has more than ${maxTokens} YAML tokens`;
+    if (token === '[' || token === '{') {
+      if (++depth > maxDepth) return `nests \`[\`/\`{\` deeper than ${maxDepth} levels`;
+    } else if (token === ']' || token === '}') depth--;
+  }
+  for (const [spaces] of text.matchAll(/^ +(?=\S)/gm))
+    if (spaces.length > maxIndent) return `is indented deeper than ${maxIndent} columns`;
+  return null;
+}
+
 /** Parses the file's text; `null` (no file) gives the defaults. */
 export function parseRepoConfig(text: string | null, limits: OperatorLimits): RepoConfigResult {
   let raw: unknown = {};
   if (text !== null) {
+    const over = overLimits(text);
+    if (over) return { ok: false, error: `${REPO_CONFIG_PATH} ${over}; nothing was parsed.` };
     try {
-      raw = parseYaml(text) ?? {};
+      // No aliases: a config needs none, and each one can multiply the document (billion laughs).
+      raw = parseYaml(text, { maxAliasCount: 0 }) ?? {};
     } catch (e) {
       return { ok: false, error: `${REPO_CONFIG_PATH} is not valid YAML: ${(e as Error).message}` };
     }

@@ -306,7 +306,7 @@ export function feedbackNotes(f: Feedback | null): string[] {
     return [
       [
         'Failing check runs on the same commit that were ignored (never shown to the model):',
-        ...f.ignored.map((c) => `- \`${cell(c.name)}\` (\`${cell(c.app)}\`): ${c.why}`),
+        ...f.ignored.map((c) => `- ${code(c.name)} (${code(c.app)}): ${c.why}`),
       ].join('\n'),
     ];
   return [];

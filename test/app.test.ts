@@ -123,7 +123,10 @@ describe('AgenticFix app through the GitHub emulator', () => {
 
   const runsOf = (issue: number) => app.store.forIssue(O, R, issue);
   const botComments = (n: number) => emu.comments(n).filter((c) => c.user === emu.botLogin);
-  const pullFor = (issue: number) => emu.pulls.filter((p) => p.pull?.head === branchFor(issue));
+  const pullFor = (issue: number) =>
+    emu.pulls.filter(
+      (p) => p.pull?.head === branchFor(issue) || p.pull?.head.startsWith(`${branchFor(issue)}-`),
+    );
 
   it('a writer labels an issue: the run is recorded, verified, pushed and opened as a draft PR with evidence', async () => {
     const n = emu.createIssue(O, R, {
@@ -433,31 +436,49 @@ describe('AgenticFix app through the GitHub emulator', () => {
     }
   });
 
-  it('bot comments are ignored, commands get 👀, unknown commands get usage', async () => {
+  it('bot comments are ignored, a writer’s commands get 👀 (an outsider’s none), unknown commands get usage', async () => {
     const n = emu.createIssue(O, R, { title: 'commands', user: 'alice' });
     await emu.comment(O, R, n, '/agenticfix rerun', 'helper[bot]', { isBot: true });
     await emu.comment(O, R, n, '/agenticfix frobnicate', 'maint');
     await emu.comment(O, R, n, '/agenticfix status', 'reader');
     await app.idle();
     expect(await runsOf(n)).toHaveLength(0);
+    // Deliveries are taken in concurrently: the two replies may come in either order.
     const replies = botComments(n).map((c) => c.body);
-    expect(replies[0]).toMatch(
-      /did not understand that: unknown command `frobnicate`[\s\S]*\/agenticfix rerun \[model=<name>\]/,
+    expect(replies).toHaveLength(2);
+    expect(replies).toContainEqual(
+      expect.stringMatching(
+        /did not understand that: unknown command `frobnicate`[\s\S]*\/agenticfix rerun \[model=<name>\]/,
+      ),
     );
-    expect(replies[1]).toBe('AgenticFix has not run on this issue yet.');
+    expect(replies).toContain('AgenticFix has not run on this issue yet.');
+    // Issue 24, item 4: an outsider's recognised command got 👀 before the permission check; now only a
+    // writer's does.
+    const asked = await emu.comment(O, R, n, '/agenticfix status', 'maint');
+    await app.idle();
     const humanComments = emu.comments(n).filter((c) => c.user !== emu.botLogin);
     const reacted = emu.reactions
       .filter((r) => humanComments.some((c) => c.id === r.commentId))
       .map((r) => [r.commentId, r.content]);
-    expect(reacted).toEqual([[humanComments[2]!.id, 'eyes']]); // only the recognised command
+    expect(reacted).toEqual([
+      [humanComments.find((c) => c.user === 'maint' && c.body === '/agenticfix status')!.id, 'eyes'],
+    ]);
+    expect(asked.status).toBe(200);
   });
 
-  it('a rerun on the PR (with a model override) updates the same branch and PR', async () => {
+  // Issue 24, item 3: a rerun force-pushed `base + new patch` over the branch, a maintainer's commit included.
+  it('a rerun on the PR (with a model override) opens a new branch and PR; a maintainer’s commit on the old one survives', async () => {
     const n = emu.createIssue(O, R, { title: 'rerun me', user: 'alice' });
     await emu.label(O, R, n, 'agenticfix', 'maint');
     await app.idle();
     const pr = pullFor(n)[0]!;
-    const head1 = emu.branchHead(O, R, branchFor(n));
+    const human = emu.pushFiles(
+      O,
+      R,
+      branchFor(n),
+      { 'NOTES.md': 'keep me\n' },
+      { message: 'A maintainer’s commit', author: 'maint' },
+    );
     const cmd = await emu.comment(
       O,
       R,
@@ -469,17 +490,20 @@ describe('AgenticFix app through the GitHub emulator', () => {
     await app.idle();
     const runs = await runsOf(n);
     expect(runs.map((r) => r.state)).toEqual(['done', 'done']);
-    expect(runs[0]).toMatchObject({
-      trigger: 'rerun',
-      model: 'other-model',
-      token_budget: 5000,
-      pr_number: pr.number,
-    });
+    expect(runs[0]).toMatchObject({ trigger: 'rerun', model: 'other-model', token_budget: 5000 });
     expect(deps.calls.at(-1)!.budgets?.tokens).toBe(5000);
-    expect(pullFor(n)).toHaveLength(1);
-    expect(emu.branchHead(O, R, branchFor(n))).not.toBe(head1);
-    expect(emu.pulls.find((p) => p.number === pr.number)!.body).toContain(runs[0]!.id);
-    expect(botComments(pr.number).at(-1)!.body).toContain('Model: `other-model` (set by the rerun command)');
+    // The old branch still ends with the maintainer's commit; the rerun has a branch and PR of its own.
+    expect(emu.branchHead(O, R, branchFor(n))).toBe(human);
+    const fresh = `${branchFor(n)}-${runs[0]!.id}`;
+    expect(emu.branchHead(O, R, fresh)).toBe(runs[0]!.pushed_commit);
+    const prs = pullFor(n);
+    expect(prs).toHaveLength(2);
+    const pr2 = emu.pulls.find((p) => p.pull?.head === fresh)!;
+    expect(runs[0]!.pr_number).toBe(pr2.number);
+    expect(pr2.body).toContain(runs[0]!.id);
+    expect(pr2.body).toContain(`#${pr.number}, opened earlier for the issue, is left as it is`);
+    expect(botComments(pr.number).at(-1)!.body).toContain(`opened #${pr2.number} for the same issue`);
+    expect(botComments(pr2.number).at(-1)!.body).toContain('Model: `other-model` (set by the rerun command)');
     expect(
       emu.reactions.some(
         (r) => r.content === 'eyes' && emu.comments(pr.number).some((c) => c.id === r.commentId),

@@ -183,7 +183,8 @@ describe("GitHub's example payloads through the app", () => {
       judge: async (o: JudgeOptions) => report('verified', 'The stand-in judge accepts every patch.', o, []),
     };
     app = await startApp({
-      config: testConfig(home),
+      // Every example may start a revision: the operator allows as many as the config asks for.
+      config: testConfig(home, { AGENTICFIX_MAX_REVISIONS: '100', AGENTICFIX_CI_FEEDBACK_MAX_ROUNDS: '10' }),
       appId: APP_ID,
       privateKey: PRIVATE_KEY,
       webhookSecret: SECRET,
@@ -297,13 +298,17 @@ describe("GitHub's example payloads through the app", () => {
         { 'NOTES.md': `${Date.now()}\n` },
         { message: 'notes', author: WRITER },
       );
-      await offstage(() =>
+      const made = await offstage(() =>
         emu.checkSuite(O, R, { branch: branchFor(issue), runs: [{ name: 'test', conclusion: 'failure' }] }),
       );
       const p = adapt('check_suite', ex);
       const suite = p.check_suite as { pull_requests: object[] };
+      // The example names a suite of its own: the app reads only the runs of the suite delivered, on the
+      // pull request's branch, so the adapted payload names the one just made.
       p.check_suite = {
         ...suite,
+        id: made.id,
+        head_branch: branchFor(issue),
         head_sha: prHead(),
         pull_requests: suite.pull_requests.map((q) => ({ ...q, number: pr })),
       };

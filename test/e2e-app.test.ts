@@ -185,7 +185,7 @@ describe('label → verified draft PR, rerun, cancel, outsiders, redelivery, unv
     expect(model.remaining()).toBeGreaterThan(0);
   });
 
-  it('/agenticfix rerun on the PR runs again and updates the same branch and PR', async () => {
+  it('/agenticfix rerun on the PR runs again on a new branch and PR; the first branch is left as it was', async () => {
     if (!ready) return;
     const before = emu.branchHead(O, R, branchFor(issue));
     await emu.comment(O, R, prNumber, '/agenticfix rerun', 'maint');
@@ -193,11 +193,11 @@ describe('label → verified draft PR, rerun, cancel, outsiders, redelivery, unv
     const runs = await runsOf(issue);
     expect(runs).toHaveLength(2);
     // Newest first.
-    expect(runs[0]).toMatchObject({ trigger: 'rerun', verdict: 'verified', pr_number: prNumber });
-    expect(emu.branchHead(O, R, branchFor(issue))).not.toBe(before);
-    expect(emu.pulls.filter((p) => p.repo === `${O}/${R}` && p.pull?.head === branchFor(issue))).toHaveLength(
-      1,
-    );
+    expect(runs[0]).toMatchObject({ trigger: 'rerun', verdict: 'verified' });
+    expect(runs[0]!.pr_number).not.toBe(prNumber);
+    expect(emu.branchHead(O, R, branchFor(issue))).toBe(before);
+    expect(emu.branchHead(O, R, `${branchFor(issue)}-${runs[0]!.id}`)).toBe(runs[0]!.pushed_commit);
+    expect(bot(prNumber).at(-1)).toContain(`opened #${runs[0]!.pr_number} for the same issue`);
     expect(readFileSync(runs[0]!.patch_path!, 'utf8')).toContain('-(b - a)');
   });
 

@@ -464,7 +464,7 @@ describe('GitHub calls against the emulator', () => {
     expect(body).toContain('Run `r42`');
   });
 
-  it('pushes with a per-call header, leaves no token on disk, and reruns update the branch and PR', async () => {
+  it('pushes with a per-call header, leaves no token on disk, and a rerun opens a new branch and PR, never replacing a commit', async () => {
     const config = testConfig(home);
     const gh = await installationClient(emu, config, 'acme');
     const { data: repo } = await gh.rest.repos.get({ owner: 'acme', repo: 'calc' });
@@ -489,7 +489,7 @@ describe('GitHub calls against the emulator', () => {
       });
 
     const first = await push(patch('a + b'), 'run-a');
-    expect(first).toEqual({ ok: true, commit: expect.stringMatching(/^[0-9a-f]{40}$/) });
+    expect(first).toEqual({ ok: true, commit: expect.stringMatching(/^[0-9a-f]{40}$/), branch });
     expect(emu.branchHead('acme', 'calc', branch)).toBe(first.ok && first.commit);
     const pr1 = await upsertDraftPr(gh, {
       owner: 'acme',
@@ -501,33 +501,43 @@ describe('GitHub calls against the emulator', () => {
     });
     expect(pr1.created).toBe(true);
 
-    const second = await push(patch('b + a'), 'run-b'); // not a descendant: needs the forced lease
-    expect(second.ok).toBe(true);
-    expect(emu.branchHead('acme', 'calc', branch)).toBe(second.ok && second.commit);
+    // The branch exists: the second run's commit goes to a branch of its own; the first stays as it was.
+    const second = await push(patch('b + a'), 'run-b');
+    expect(second).toEqual({
+      ok: true,
+      commit: expect.stringMatching(/^[0-9a-f]{40}$/),
+      branch: `${branch}-run-b`,
+    });
+    expect(emu.branchHead('acme', 'calc', branch)).toBe(first.ok && first.commit);
+    expect(emu.branchHead('acme', 'calc', `${branch}-run-b`)).toBe(second.ok && second.commit);
     const pr2 = await upsertDraftPr(gh, {
       owner: 'acme',
       repo: 'calc',
-      branch,
+      branch: `${branch}-run-b`,
       base: repo.default_branch,
       title: 'Fix #3: t',
       body: 'two',
     });
-    expect(pr2).toMatchObject({ number: pr1.number, created: false });
-    expect(emu.pulls.filter((p) => p.pull?.head === branch || p.title === 'Fix #3: t')).toHaveLength(1);
-    expect(emu.pulls.find((p) => p.number === pr1.number)).toMatchObject({ body: 'two' });
+    expect(pr2.created).toBe(true);
+    expect(emu.pulls.find((p) => p.number === pr1.number)).toMatchObject({ body: 'one' });
     // The list answered before the pull request was opened (another delivery's run won the race):
     // GitHub refuses a second one with 422, and the open one is updated.
     emu.failNext({ method: 'GET', path: /\/pulls$/ }, [{ status: 200, body: [] }]);
     const raced = await upsertDraftPr(gh, {
       owner: 'acme',
       repo: 'calc',
-      branch,
+      branch: `${branch}-run-b`,
       base: repo.default_branch,
       title: 'Fix #3: t',
       body: 'three',
     });
-    expect(raced).toMatchObject({ number: pr1.number, created: false });
-    expect(emu.pulls.find((p) => p.number === pr1.number)).toMatchObject({ body: 'three' });
+    expect(raced).toMatchObject({ number: pr2.number, created: false });
+    expect(emu.pulls.find((p) => p.number === pr2.number)).toMatchObject({ body: 'three' });
+    // Both names taken: the push says so and creates nothing.
+    expect(await push(patch('a + b'), 'run-b')).toEqual({
+      ok: false,
+      error: `the branches ${branch} and ${branch}-run-b exist already`,
+    });
 
     const broken = await push(
       'diff --git a/nope.py b/nope.py\n--- a/nope.py\n+++ b/nope.py\n@@ -1 +1 @@\n-x\n+y\n',

@@ -8,7 +8,7 @@ import { LocalRunQueue } from '../src/queue/queue.js';
 import { SqliteRunStore } from '../src/queue/sqlite-store.js';
 import type { RunRecord, RunUpdate } from '../src/queue/store.js';
 import { serviceUrl } from './support/services.js';
-import { Jobs, newRun, runQueueContract, until } from './support/queue-contract.js';
+import { Jobs, newRun, recordedRun, runQueueContract, until } from './support/queue-contract.js';
 
 describe('LocalRunQueue', () => {
   describe('contract', () =>
@@ -23,15 +23,15 @@ describe('LocalRunQueue', () => {
     const store = new SqliteRunStore(':memory:');
     const jobs = new Jobs();
     const q = new LocalRunQueue(store, 1, jobs);
-    const a = await store.createRun(newRun(1));
-    const b = await store.createRun(newRun(2));
+    const a = await recordedRun(store, newRun(1));
+    const b = await recordedRun(store, newRun(2));
     await q.enqueue(a);
     await q.enqueue(b);
     await until('a started', () => jobs.started.length === 1);
     await q.close();
     expect((await store.get(a.id))!.state).toBe('interrupted');
     expect((await store.get(b.id))!.state).toBe('interrupted');
-    const late = await store.createRun(newRun(3));
+    const late = await recordedRun(store, newRun(3));
     await expect(q.enqueue(late)).rejects.toThrow(/closed/);
     await store.close();
   });
@@ -82,7 +82,7 @@ describe('LocalRunQueue', () => {
     const store = new SqliteRunStore(':memory:');
     const jobs = new Jobs();
     const q = new LocalRunQueue(store, 1, jobs);
-    const run = await store.createRun(newRun(3));
+    const run = await recordedRun(store, newRun(3));
     await q.enqueue(run);
     await until('started', () => jobs.started.length === 1);
     expect((await q.cancel('ACME', 'calc', 3, 'bob'))?.id).toBe(run.id);
@@ -114,6 +114,32 @@ const queueName = () => `test-${process.pid}-${Math.random().toString(36).slice(
       },
     }));
 
+  // Issue 24, item 5: a worker ran any run record it found, minting a token for its installation.
+  it('a worker refuses a run with no recorded delivery: failed in the store, never executed', async () => {
+    const store = new SqliteRunStore(':memory:');
+    const name = queueName();
+    const queue = new BullRunQueue(store, {}, { redisUrl, name });
+    const jobs = new Jobs();
+    const worker = new RunWorker(store, jobs, { redisUrl, name, concurrency: 1, lockMs: 2000 });
+    await Promise.all([queue.ready(), worker.start()]);
+    const forged = await store.createRun(newRun(1)); // written straight into the store
+    const real = await recordedRun(store, newRun(2));
+    await queue.enqueue(forged);
+    await queue.enqueue(real);
+    await until('the real one started', () => jobs.started.length === 1);
+    jobs.finish(real.id);
+    await queue.idle();
+    expect(jobs.started).toEqual([real.id]);
+    expect(jobs.finished.map((r) => r.id)).toEqual([real.id]); // no hook heard of the forged one
+    expect(await store.get(forged.id)).toMatchObject({
+      state: 'failed',
+      error: expect.stringContaining(`no recorded webhook delivery \`${forged.delivery_id}\``),
+    });
+    await worker.close(0);
+    await queue.close();
+    await store.close();
+  });
+
   it('workers share the queue: each within its concurrency, every run recorded with its worker', async () => {
     const store = new SqliteRunStore(':memory:');
     const name = queueName();
@@ -126,7 +152,7 @@ const queueName = () => `test-${process.pid}-${Math.random().toString(36).slice(
     ];
     await Promise.all([queue.ready(), ...workers.map((w) => w.start())]);
     const runs = [];
-    for (const i of [1, 2, 3, 4, 5]) runs.push(await store.createRun(newRun(i)));
+    for (const i of [1, 2, 3, 4, 5]) runs.push(await recordedRun(store, newRun(i)));
     for (const r of runs) await queue.enqueue(r);
     await until('three running', () => jobsA.started.length + jobsB.started.length === 3);
     await new Promise((r) => setTimeout(r, 300));
@@ -178,8 +204,8 @@ const queueName = () => `test-${process.pid}-${Math.random().toString(36).slice(
     );
     await Promise.all([queue.ready(), ...workers.map((w) => w.start())]);
     for (const i of [1, 2, 3, 4])
-      await queue.enqueue(await store.createRun({ ...newRun(i), installation_id: 7 }));
-    await queue.enqueue(await store.createRun({ ...newRun(5), installation_id: 8 }));
+      await queue.enqueue(await recordedRun(store, { ...newRun(i), installation_id: 7 }));
+    await queue.enqueue(await recordedRun(store, { ...newRun(5), installation_id: 8 }));
     await until('two of installation 7 and the one of 8 running', () => release.length === 3);
     await new Promise((r) => setTimeout(r, 1000)); // a free worker slot stays free
     expect(release).toHaveLength(3);
@@ -201,7 +227,7 @@ const queueName = () => `test-${process.pid}-${Math.random().toString(36).slice(
     const jobs = new Jobs();
     const worker = new RunWorker(store, jobs, { redisUrl, name, concurrency: 1, lockMs: 2000 });
     await Promise.all([queue.ready(), worker.start()]);
-    const [a, b] = [await store.createRun(newRun(1)), await store.createRun(newRun(2))];
+    const [a, b] = [await recordedRun(store, newRun(1)), await recordedRun(store, newRun(2))];
     await queue.enqueue(a);
     await queue.enqueue(b);
     await until('a started', () => jobs.started.length === 1);
@@ -232,7 +258,7 @@ const queueName = () => `test-${process.pid}-${Math.random().toString(36).slice(
     };
     const worker = new RunWorker(store, hooks, { redisUrl, name, concurrency: 1, lockMs: 2000 });
     await Promise.all([queue.ready(), worker.start()]);
-    const run = await store.createRun(newRun(1));
+    const run = await recordedRun(store, newRun(1));
     await queue.enqueue(run);
     await until('the run to end', async () => (await store.get(run.id))!.finished_at !== null);
     expect(await store.get(run.id)).toMatchObject(final);
@@ -250,8 +276,8 @@ const queueName = () => `test-${process.pid}-${Math.random().toString(36).slice(
     const store = new SqliteRunStore(':memory:');
     const name = queueName();
     const jobs = new Jobs();
-    const recorded = await store.createRun(newRun(1)); // serve stopped before enqueueing it
-    const orphan = await store.update((await store.createRun(newRun(2))).id, { state: 'running' });
+    const recorded = await recordedRun(store, newRun(1)); // serve stopped before enqueueing it
+    const orphan = await store.update((await recordedRun(store, newRun(2))).id, { state: 'running' });
     const interrupted: string[] = [];
     const queue = new BullRunQueue(
       store,
@@ -290,7 +316,7 @@ const queueName = () => `test-${process.pid}-${Math.random().toString(36).slice(
     );
     const worker = new RunWorker(store, jobs, { redisUrl, name, concurrency: 2, lockMs: 2000 });
     await Promise.all([queue.ready(), worker.start()]);
-    const [a, b] = [await store.createRun(newRun(1)), await store.createRun(newRun(2))];
+    const [a, b] = [await recordedRun(store, newRun(1)), await recordedRun(store, newRun(2))];
     await queue.enqueue(a); // resolves with the announcement still pending
     await queue.enqueue(b);
     expect([...announced.keys()]).toEqual([a.id, b.id]);
@@ -365,7 +391,7 @@ const queueName = () => `test-${process.pid}-${Math.random().toString(36).slice(
         await queue.ready();
         let out = '';
         child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-        const run = await store.createRun(newRun(1));
+        const run = await recordedRun(store, newRun(1));
         await queue.enqueue(run);
         await until('the child takes it', () => out.includes(`started ${run.id}`), 20_000);
         await worker.start(); // finds the job stalled while the child is blocked
@@ -401,7 +427,7 @@ const queueName = () => `test-${process.pid}-${Math.random().toString(36).slice(
       const child = workerProcess(file, name);
       let out = '';
       child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-      const run = await store.createRun(newRun(1));
+      const run = await recordedRun(store, newRun(1));
       await queue.enqueue(run);
       await until('the child runs it', () => out.includes(`started ${run.id}`), 20_000);
       expect(await store.get(run.id)).toMatchObject({ state: 'running', worker: 'doomed' });

@@ -54,7 +54,7 @@ describe('repository config', () => {
         'verify: { rebuild: always }',
         'revise_on: [command, changes_requested, command]',
         'max_revisions: 2',
-        'ci_feedback: { enabled: true, max_rounds: 3 }',
+        'ci_feedback: { enabled: true, max_rounds: 1, apps: [github-actions, circleci-checks] }',
       ].join('\n'),
       operator,
     );
@@ -72,7 +72,7 @@ describe('repository config', () => {
         verify: { rebuild: 'always' },
         revise_on: ['command', 'changes_requested'],
         max_revisions: 2,
-        ci_feedback: { enabled: true, max_rounds: 3 },
+        ci_feedback: { enabled: true, max_rounds: 1, apps: ['github-actions', 'circleci-checks'] },
       },
     });
   });
@@ -101,6 +101,7 @@ describe('repository config', () => {
     ['revise_on: [always]', 'revise_on.0'],
     ['max_revisions: -1', 'max_revisions'],
     ['ci_feedback: { enabled: true, rounds: 9 }', 'ci_feedback'],
+    ['ci_feedback: { apps: [GitHub Actions] }', 'ci_feedback.apps.0'],
   ])('reports %s as an error naming the field', (text, field) => {
     const r = parseRepoConfig(text, operator);
     expect(r.ok).toBe(false);
@@ -112,6 +113,34 @@ describe('repository config', () => {
     const r = parseRepoConfig('test: [unclosed', operator);
     expect(r.ok).toBe(false);
     expect(!r.ok && r.error).toContain('not valid YAML');
+  });
+});
+
+// Issue 24, item 4: a 40 KB nest of `[` kept the event loop for 2 s (64 KB of keys: 0.5-1 s) in the parser.
+describe('parsing is bounded', () => {
+  const nest = (n: number) => `test: ${'['.repeat(n)}x${']'.repeat(n)}`;
+  let keys = '';
+  for (let i = 0; keys.length < 60_000; i++) keys += `k${i}: [a, b, c]\n`;
+  const indented = Array.from({ length: 200 }, (_, i) => `${' '.repeat(i)}k${i}:`).join('\n');
+
+  it.each([
+    ['40 KB of nested `[`', nest(20_000), 'nests `[`/`{` deeper than 16 levels'],
+    ['60 KB of keys', keys, 'has more than 5000 YAML tokens'],
+    ['200 levels of indentation', indented, 'is indented deeper than 64 columns'],
+    ['an alias', 'test: &t [a]\nbudgets: *t\n', 'Alias resolution is disabled'],
+  ])('refuses %s quickly, saying why', (_name, text, why) => {
+    const t0 = performance.now();
+    const r = parseRepoConfig(text, operator);
+    const ms = performance.now() - t0;
+    expect(!r.ok && r.error).toContain(why);
+    expect(ms).toBeLessThan(250); // was 2000 ms and more for the nest
+  });
+
+  it('still reads a config at the limits', () => {
+    const paths = Array.from({ length: 500 }, (_, i) => `  - src/dir${i}/secret.py`).join('\n');
+    const r = parseRepoConfig(`test: ${'['.repeat(15)}x${']'.repeat(15)}\n`, operator);
+    expect(!r.ok && r.error).toContain('`test.0`'); // parsed: the schema speaks, not the limits
+    expect(parseRepoConfig(`protected_paths:\n${paths}\n`, operator).ok).toBe(true);
   });
 });
 
@@ -157,6 +186,28 @@ describe("the operator's ceilings", () => {
     const none = testConfig(home);
     const r = parseRepoConfig('model: deepseek-chat', none);
     expect(!r.ok && r.error).toContain("is not among the operator's allowed models (none)");
+  });
+
+  // Issue 24, item 4: `max_revisions: 100` gave a pull request 100 revisions, each with a full budget.
+  it('refuses max_revisions and ci_feedback.max_rounds over the ceilings by name; their defaults are the ceilings', () => {
+    const r = parseRepoConfig(
+      'max_revisions: 100\nci_feedback: { enabled: true, max_rounds: 9 }\n',
+      operator,
+    );
+    expect(!r.ok && r.error).toContain(
+      "`max_revisions`: 100 exceeds the operator's ceiling of 5 revisions per pull request",
+    );
+    expect(!r.ok && r.error).toContain(
+      "`ci_feedback.max_rounds`: 9 exceeds the operator's ceiling of 2 CI feedback rounds per pull request",
+    );
+    const strict = testConfig(home, {
+      AGENTICFIX_MAX_REVISIONS: '1',
+      AGENTICFIX_CI_FEEDBACK_MAX_ROUNDS: '1',
+    });
+    const d = parseRepoConfig(null, strict);
+    expect(d.ok && [d.config.max_revisions, d.config.ci_feedback.max_rounds]).toEqual([1, 1]);
+    expect(parseRepoConfig('max_revisions: 2', strict).ok).toBe(false);
+    expect(parseRepoConfig('max_revisions: 0', strict).ok).toBe(true); // lowering is always fine
   });
 
   it('refuses a ceiling below the default budget at start-up, naming both variables', () => {

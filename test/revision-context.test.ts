@@ -57,6 +57,7 @@ describe('revision context', () => {
       body: 'Close.',
       comments: [comment(1), comment(2, { line: null, outdated: true }), comment(3, { resolved: true })],
       threads: [comment(4, { resolved: true, body: 'old nit' })],
+      left_out: 0,
     };
     const text = revisionContext({ revision: 2, pr: 7, summary: 'Fixed add.', diff: '+x\n', feedback });
     expect(text).toContain('Revision 2 of pull request #7.');
@@ -91,6 +92,7 @@ describe('revision context', () => {
             output_tail: 'AssertionError',
           },
         ],
+        ignored: [{ name: 'lint', app: 'evil-ci', why: 'its app is not an allowed check app' }],
       },
     });
     expect(text).toContain('Summary of the previous run: (none)');

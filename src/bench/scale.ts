@@ -70,17 +70,21 @@ export async function benchScale(o: BenchOptions): Promise<Record<string, number
   const queue = new BullRunQueue(store, {}, { redisUrl, name: tag });
   try {
     await Promise.all([queue.ready(), ...workers.map((w) => w.start())]);
-    const run = (issue: number) =>
-      store.createRun({
+    // Each run from a delivery recorded as the endpoint records it: workers run no other.
+    const run = async (issue: number) => {
+      const delivery = `${tag}-${issue}`;
+      await store.claimDeliveries([{ id: delivery, event: 'issues', body: delivery, sha256: null }]);
+      return store.createRun({
         owner: 'bench',
         repo: 'scale',
         issue,
         installation_id: 1,
         trigger: 'label',
         triggered_by: 'bench',
-        delivery_id: `${tag}-${issue}`,
+        delivery_id: delivery,
         base_commit: 'a'.repeat(40),
       });
+    };
     const t0 = performance.now();
     for (let i = 1; i <= RUNS; i++) {
       const r = await run(i);

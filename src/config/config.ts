@@ -100,6 +100,12 @@ const ENV_SCHEMA = z.object({
   AGENTICFIX_MAX_TOOL_CALLS: z.coerce.number().int().min(1).optional(),
   AGENTICFIX_MAX_TIME_S: z.coerce.number().int().min(1).optional(),
   AGENTICFIX_MODEL_ALLOWLIST: z.string().optional(), // comma-separated; default: the configured model name
+  // Revisions per pull request and CI feedback rounds: the repository's default and ceiling.
+  AGENTICFIX_MAX_REVISIONS: int(5, 0),
+  AGENTICFIX_CI_FEEDBACK_MAX_ROUNDS: int(2, 1),
+  // Check apps (slugs, comma-separated) whose failing runs may start a revision; default: GitHub
+  // Actions and the apps that reported on the default branch's head.
+  AGENTICFIX_CHECK_APPS: z.string().optional(),
   // Context policy
   AGENTICFIX_OBSERVATION_MAX_CHARS: int(12_000, 200),
   AGENTICFIX_KEEP_FULL_OBSERVATIONS: int(1, 1), // the newest ones, never compacted
@@ -250,8 +256,15 @@ export interface Config {
     timeMs: number;
     tokenReserve: number;
   };
-  /** The most a repository config or a command may ask for. */
-  ceilings: { tokens: number; requests: number; toolCalls: number; timeMs: number };
+  /** The most a repository config or a command may ask for (revisions and CI rounds: also the default). */
+  ceilings: {
+    tokens: number;
+    requests: number;
+    toolCalls: number;
+    timeMs: number;
+    revisions: number;
+    ciRounds: number;
+  };
   context: {
     keepFullObservations: number;
     compactTokens: number;
@@ -280,6 +293,8 @@ export interface Config {
     webhookMaxBytes: number;
     /** People without write access get at most one reply per issue in this interval. */
     outsiderReplyIntervalMs: number;
+    /** Check apps allowed to start revisions; null: GitHub Actions and those on the default branch's head. */
+    checkApps: string[] | null;
   };
 }
 
@@ -339,9 +354,7 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
   const defaultModel =
     e.AGENTICFIX_MODEL_NAME ?? (e.AGENTICFIX_MODEL_PROVIDER && defaultModelOf(e.AGENTICFIX_MODEL_PROVIDER));
   const allowlist = e.AGENTICFIX_MODEL_ALLOWLIST
-    ? e.AGENTICFIX_MODEL_ALLOWLIST.split(',')
-        .map((m) => m.trim())
-        .filter(Boolean)
+    ? splitList(e.AGENTICFIX_MODEL_ALLOWLIST)
     : defaultModel
       ? [defaultModel]
       : [];
@@ -424,6 +437,8 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       requests: ceilings.requests,
       toolCalls: ceilings.toolCalls,
       timeMs: ceilings.timeS * 1000,
+      revisions: e.AGENTICFIX_MAX_REVISIONS,
+      ciRounds: e.AGENTICFIX_CI_FEEDBACK_MAX_ROUNDS,
     },
     context: {
       keepFullObservations: e.AGENTICFIX_KEEP_FULL_OBSERVATIONS,
@@ -455,9 +470,17 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       publishRetryBaseMs: e.AGENTICFIX_PUBLISH_RETRY_BASE_S * 1000,
       webhookMaxBytes: e.AGENTICFIX_WEBHOOK_MAX_BYTES,
       outsiderReplyIntervalMs: e.AGENTICFIX_OUTSIDER_REPLY_INTERVAL_S * 1000,
+      checkApps: e.AGENTICFIX_CHECK_APPS ? splitList(e.AGENTICFIX_CHECK_APPS) : null,
     },
   };
 }
+
+/** A comma-separated list's entries, trimmed, without empty ones. */
+const splitList = (text: string): string[] =>
+  text
+    .split(',')
+    .map((m) => m.trim())
+    .filter(Boolean);
 
 /** Names of environment variables that hold secrets: never passed to a sandbox, always redacted. */
 export interface BuildProxy {

@@ -335,6 +335,30 @@ export function createRouter({
     );
     return { ...page, body: { total_count: runs.length, check_runs: page.body } };
   });
+  onRepo('GET', '/repos/:owner/:repo/commits/:ref/check-suites', (ctx) => {
+    const sha = resolveCommit(ctx.repo.bareDir, ctx.params.ref as string);
+    const suites = state.checkSuites.filter((c) => c.repo === ctx.repo.fullName && c.headSha === sha);
+    return ok({
+      total_count: suites.length,
+      check_suites: suites.map((c) => shapes.checkSuite(ctx.repo, c)),
+    });
+  });
+  onRepo('GET', '/repos/:owner/:repo/check-suites/:id', (ctx) => {
+    const id = intParam(ctx.params.id);
+    const suite =
+      state.checkSuites.find((c) => c.id === id && c.repo === ctx.repo.fullName) ?? throwIt(notFound());
+    return ok(shapes.checkSuite(ctx.repo, suite));
+  });
+  onRepo('GET', '/repos/:owner/:repo/check-suites/:id/check-runs', (ctx) => {
+    const id = intParam(ctx.params.id);
+    const runs = state.checkRuns.filter((r) => r.repo === ctx.repo.fullName && r.suiteId === id);
+    const page = paginate(
+      runs.map((r) => shapes.checkRun(ctx.repo, r)),
+      ctx,
+      baseUrl(),
+    );
+    return { ...page, body: { total_count: runs.length, check_runs: page.body } };
+  });
   onRepo('GET', '/repos/:owner/:repo/check-runs/:id/annotations', (ctx) => {
     const id = intParam(ctx.params.id);
     const run =

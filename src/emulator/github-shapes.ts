@@ -373,8 +373,12 @@ export class Shapes {
       ? null
       : (failing.find((c) => runs.some((r) => r.conclusion === c)) ?? (runs.length ? 'success' : 'neutral'));
     const pulls = this.state.issues.filter(
-      (i) => i.repo === repo.fullName && i.state === 'open' && i.pull?.head === suite.headBranch,
+      (i) => i.repo === repo.fullName && i.state === 'open' && i.pull && i.pull.head === suite.headBranch,
     );
+    const repoRef = { id: repo.id, name: repo.name, url: this.api(`/repos/${repo.fullName}`) };
+    const base = (ref: string) => (branchExists(repo.bareDir, ref) && resolveCommit(repo.bareDir, ref)) || '';
+    // The emulator keeps no times nor commit details for a suite; GitHub's fields are there, as it documents them.
+    const at = '2024-01-01T00:00:00Z';
     return {
       id: suite.id,
       node_id: `CS_${suite.id}`,
@@ -382,18 +386,54 @@ export class Shapes {
       head_sha: suite.headSha,
       status: done ? 'completed' : runs.some((r) => r.status === 'in_progress') ? 'in_progress' : 'queued',
       conclusion,
-      app: { id: 1, slug: suite.app, name: suite.app },
+      before: null,
+      after: suite.headSha,
+      created_at: at,
+      updated_at: at,
+      head_commit: {
+        id: suite.headSha,
+        tree_id: suite.headSha,
+        message: '',
+        timestamp: at,
+        author: { name: repo.owner, email: `${repo.owner}@example.com` },
+        committer: { name: repo.owner, email: `${repo.owner}@example.com` },
+      },
+      repository: this.repo(repo),
+      latest_check_runs_count: runs.length,
+      check_runs_url: this.api(`/repos/${repo.fullName}/check-suites/${suite.id}/check-runs`),
+      app: this.checkApp(repo, suite.app),
       pull_requests: pulls.map((i) => ({
+        id: i.id,
         number: i.number,
         url: this.api(`/repos/${repo.fullName}/pulls/${i.number}`),
-        head: { ref: i.pull!.head, sha: suite.headSha },
-        base: { ref: i.pull!.base },
+        head: { ref: i.pull!.head, sha: suite.headSha, repo: repoRef },
+        base: { ref: i.pull!.base, sha: base(i.pull!.base), repo: repoRef },
       })),
       url: this.api(`/repos/${repo.fullName}/check-suites/${suite.id}`),
     };
   }
 
+  /** The app that reported a suite (GitHub's "integration"), known to the emulator by its slug only. */
+  private checkApp(repo: RepoRecord, slug: string): Json {
+    const at = '2024-01-01T00:00:00Z';
+    return {
+      id: 1,
+      slug,
+      node_id: `A_${slug}`,
+      owner: this.user(repo.owner),
+      name: slug,
+      description: null,
+      external_url: this.api(`/apps/${slug}`),
+      html_url: this.api(`/apps/${slug}`),
+      created_at: at,
+      updated_at: at,
+      permissions: { checks: 'write' },
+      events: ['check_suite'],
+    };
+  }
+
   checkRun(repo: RepoRecord, run: CheckRunRecord): Json {
+    const suite = this.state.checkSuites.find((c) => c.id === run.suiteId)!;
     return {
       id: run.id,
       node_id: `CR_${run.id}`,
@@ -407,14 +447,14 @@ export class Shapes {
         annotations_url: this.api(`/repos/${repo.fullName}/check-runs/${run.id}/annotations`),
       },
       check_suite: { id: run.suiteId },
+      app: this.checkApp(repo, suite.app),
       url: this.api(`/repos/${repo.fullName}/check-runs/${run.id}`),
       html_url: this.api(`/${repo.fullName}/runs/${run.id}`),
       details_url: null,
       external_id: null,
-      // The emulator keeps no times or reporting app for a run, nor which pull requests it belongs to.
+      // The emulator keeps no times for a run, nor which pull requests it belongs to.
       started_at: null,
       completed_at: null,
-      app: null,
       pull_requests: [],
     };
   }

@@ -122,7 +122,8 @@ export interface CheckSuiteRecord {
   id: number;
   repo: string;
   app: string;
-  headBranch: string;
+  /** Null for a push to a fork (a fork pull request's workflows), as on GitHub. */
+  headBranch: string | null;
   headSha: string;
 }
 

@@ -153,12 +153,14 @@ export interface GitHubEmulator {
   ): Promise<DeliveryResult>;
   /**
    * A CI app reports a check suite with these runs on the head of `branch`; when every run is
-   * completed, `check_suite.completed` is delivered (`delivery`, else null).
+   * completed, `check_suite.completed` is delivered (`delivery`, else null). `fork`: the suite of a
+   * fork's pull request whose head is the same commit (GitHub gives it no head branch and no pull
+   * requests).
    */
   checkSuite(
     owner: string,
     repo: string,
-    suite: { branch: string; app?: string; runs: CheckRunInput[] },
+    suite: { branch: string; app?: string; fork?: boolean; runs: CheckRunInput[] },
   ): Promise<{ id: number; runs: number[]; delivery: DeliveryResult | null }>;
   /** Completes a check run; delivers `check_suite.completed` when it was its suite's last one. */
   completeCheckRun(
@@ -563,7 +565,7 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
         id: state.newId(),
         repo: repo.fullName,
         app: input.app ?? 'github-actions',
-        headBranch: input.branch,
+        headBranch: input.fork ? null : input.branch,
         headSha,
       };
       state.checkSuites.push(suite);

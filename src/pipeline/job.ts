@@ -6,6 +6,7 @@ import { patchFiles } from '../patch/patch.js';
 import { editComment, postComment, type GitHub, type IssueRef } from '../publish/github.js';
 import {
   branchFor,
+  runBranch,
   commitOnto,
   pushCommit,
   pushPatch,
@@ -20,11 +21,13 @@ import {
   collapsed,
   configComment,
   evidenceComment,
+  feedbackNotes,
   prBody,
   prTitle,
   revisionAsker,
   revisionComment,
   revisionsSection,
+  supersededNote,
   traceComment,
   unverifiedComment,
 } from '../publish/render.js';
@@ -457,39 +460,53 @@ export class JobRunner implements QueueHooks {
       return { state: 'done' };
     }
 
-    const branch = branchFor(run.issue);
-    // A try after a failed one reuses the commit it pushed, while the branch still holds it.
-    const head =
-      run.pushed_commit === null
-        ? null
-        : await gh.rest.repos.getBranch({ owner: run.owner, repo: run.repo, branch }).then(
-            (r) => r.data.commit.sha,
-            () => null,
-          );
+    const wanted = branchFor(run.issue);
+    // A try after a failed one reuses the commit it pushed, on whichever name its branch got, while the
+    // branch still holds it.
+    let reused: string | null = null;
+    if (run.pushed_commit !== null)
+      for (const branch of [wanted, runBranch(wanted, run.id)]) {
+        const head = await gh.rest.repos.getBranch({ owner: run.owner, repo: run.repo, branch }).then(
+          (r) => r.data.commit.sha,
+          () => null,
+        );
+        if (head === run.pushed_commit) {
+          reused = branch;
+          break;
+        }
+      }
     const pushed =
-      head !== null && head === run.pushed_commit
-        ? { ok: true as const, commit: head }
+      reused !== null && run.pushed_commit !== null
+        ? { ok: true as const, commit: run.pushed_commit, branch: reused }
         : await pushPatch({
             gh,
             workspaces: this.workspaces,
             cloneUrl: a.remote,
             baseCommit: run.base_commit,
             patch: result.patch,
-            branch,
+            branch: wanted,
             message: `${prTitle({ number: run.issue, title: a.issueTitle })}\n\nFixes #${run.issue}\nAgenticFix run ${run.id}`,
             runId: run.id,
           });
     if (!pushed.ok) throw new Error(pushed.error);
     await this.o.store.update(run.id, { pushed_commit: pushed.commit });
+    // The issue's latest earlier pull request stays as it is (its commits may be a maintainer's or
+    // revisions): the new one links it.
+    const earlier =
+      (await this.o.store.forIssue(run.owner, run.repo, run.issue)).find(
+        (r) => r.id !== run.id && r.revision === null && r.pr_number !== null,
+      )?.pr_number ?? null;
     const pr = await upsertDraftPr(gh, {
       owner: run.owner,
       repo: run.repo,
-      branch,
+      branch: pushed.branch,
       base: a.defaultBranch,
       title: prTitle({ number: run.issue, title: a.issueTitle }),
-      body: prBody({ issue: run.issue, run, result, report }),
+      body: prBody({ issue: run.issue, run, result, report, earlier }),
     });
     await this.o.store.update(run.id, { pr_number: pr.number });
+    if (earlier !== null && earlier !== pr.number)
+      await this.comment(run, gh, { ...ref, issue: earlier }, supersededNote(run, pr.number));
     // The maintainer who started the run is asked to review the draft it opened.
     if (pr.created)
       await gh.rest.pulls
@@ -552,7 +569,8 @@ export class JobRunner implements QueueHooks {
     const n = run.revision!;
     const notPushed = async (report: VerificationReport | null, why?: string) => {
       const evidence = report ? await this.deps.renderEvidence(report) : '';
-      await this.comment(run, gh, ref, unverifiedComment({ run, result, report, evidence, why }));
+      const notes = feedbackNotes(run.feedback);
+      await this.comment(run, gh, ref, unverifiedComment({ run, result, report, evidence, why, notes }));
       const said = why ?? `Verdict \`${report?.verdict}\`: ${report?.reason}`;
       await status.final({
         phase: endPhase(report),
@@ -567,7 +585,13 @@ export class JobRunner implements QueueHooks {
     if (blocked.length > 0) return notPushed(null, blockedPathsNote(blocked));
     if (rc.ci_entry_points.policy === 'block' && ci.length > 0) return notPushed(null, ciBlockedNote(ci));
 
-    const branch = branchFor(run.issue);
+    // The pull request's own branch (a rerun's pull request has one named after its run).
+    const { data: pull } = await gh.rest.pulls.get({
+      owner: run.owner,
+      repo: run.repo,
+      pull_number: run.pr_number!,
+    });
+    const branch = pull.head.ref;
     // Commits the change on `parent` and has the judge verify base + the pull request's whole change
     // (the commit's tree: maintainers' commits included).
     const judged = async (parent: string) => {
@@ -629,7 +653,10 @@ export class JobRunner implements QueueHooks {
       run,
       gh,
       ref,
-      revisionComment(run, made.commit, made.parent, evidence, ci.length > 0 ? [ciFlagNote(ci)] : []),
+      revisionComment(run, made.commit, made.parent, evidence, [
+        ...(ci.length > 0 ? [ciFlagNote(ci)] : []),
+        ...feedbackNotes(run.feedback),
+      ]),
     );
     // Each inline comment the revision addressed gets a short reply in its thread.
     for (const c of addressedThreads(run.feedback))

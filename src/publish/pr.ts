@@ -11,6 +11,8 @@ import { fitBody } from './render.js';
 /** Pushing a verified patch to `agenticfix/issue-<n>` and opening or updating its draft pull request. */
 
 export const branchFor = (issue: number): string => `agenticfix/issue-${issue}`;
+/** The name a run's branch gets when `branch` is taken. */
+export const runBranch = (branch: string, runId: string): string => `${branch}-${runId}`;
 
 export type PushResult = { ok: true; commit: string } | { ok: false; error: string };
 
@@ -24,18 +26,33 @@ export interface PushOptions extends Where {
   gh: GitHub;
   baseCommit: string;
   patch: string;
+  /** The branch wanted; when it exists, `<branch>-<run id>` instead. */
   branch: string;
   message: string;
 }
 
 /**
- * Commits the patch on the base commit and pushes it with --force-with-lease against the branch head
- * seen just before (a rerun replaces the branch the app made).
+ * Commits the patch on the base commit and pushes it to a branch that does not exist yet: `branch`, or
+ * `<branch>-<run id>` when an earlier run's branch (with a maintainer's commits, revisions) holds the
+ * name. The push only creates, so a commit the app did not make in this run is never replaced.
  */
-export async function pushPatch(o: PushOptions): Promise<PushResult> {
+export async function pushPatch(
+  o: PushOptions,
+): Promise<{ ok: true; commit: string; branch: string } | { ok: false; error: string }> {
   const made = await commitOnto({ ...o, parent: o.baseCommit, diffFrom: o.baseCommit });
   if (!made.ok) return made;
-  return pushCommit({ ...o, commit: made.commit, mode: 'lease' });
+  const { token } = (await o.gh.auth({ type: 'installation' })) as { token: string };
+  const names = [o.branch, runBranch(o.branch, o.runId)];
+  const seen = await authGit(
+    ['ls-remote', '--refs', o.cloneUrl, ...names.map((b) => `refs/heads/${b}`)],
+    o.workspaces.mirrorPath(o.cloneUrl),
+    token,
+  );
+  if (!seen.ok) return seen;
+  const branch = names.find((b) => !seen.stdout.includes(`\trefs/heads/${b}\n`));
+  if (!branch) return { ok: false, error: `the branches ${names.join(' and ')} exist already` };
+  const pushed = await pushCommit({ ...o, commit: made.commit, branch, mode: 'create' });
+  return pushed.ok ? { ...pushed, branch } : pushed;
 }
 
 export type Commit = { ok: true; commit: string; diff: string } | { ok: false; error: string };
@@ -69,28 +86,26 @@ export async function commitOnto(
 }
 
 /**
- * Pushes `commit` to the branch. `lease`: --force-with-lease against the head seen just before;
- * `fast-forward`: a plain push, which git refuses unless the branch head is an ancestor of the commit,
- * so nobody's commit is ever dropped. The installation token reaches git only as a per-call
- * `http.extraHeader` in the environment of the network calls: nothing is written to any config file,
- * and it never appears in the process list.
+ * Pushes `commit` to the branch. `create`: only when the branch does not exist (`--force-with-lease`
+ * expecting no ref); `fast-forward`: a plain push, which git refuses unless the branch head is an
+ * ancestor of the commit. Either way nobody's commit is ever dropped. The installation token reaches git
+ * only as a per-call `http.extraHeader` in the environment of the network calls: nothing is written to
+ * any config file, and it never appears in the process list.
  */
 export async function pushCommit(
-  o: Where & { gh: GitHub; commit: string; branch: string; mode: 'lease' | 'fast-forward' },
+  o: Where & { gh: GitHub; commit: string; branch: string; mode: 'create' | 'fast-forward' },
 ): Promise<PushResult> {
   // The commit is already in the mirror (commitOnto made it there): git pushes from the mirror itself,
   // with no worktree to check out.
   const mirror = o.workspaces.mirrorPath(o.cloneUrl);
   const { token } = (await o.gh.auth({ type: 'installation' })) as { token: string };
   const ref = `refs/heads/${o.branch}`;
-  let args = ['push', '--porcelain', o.cloneUrl, `${o.commit}:${ref}`];
-  if (o.mode === 'lease') {
-    const seen = await authGit(['ls-remote', '--refs', o.cloneUrl, ref], mirror, token);
-    if (!seen.ok) return seen;
-    const lease = seen.stdout.split('\t')[0]?.trim() ?? ''; // '' = the branch must not exist yet
-    args = ['push', '--porcelain', `--force-with-lease=${ref}:${lease}`, o.cloneUrl, `${o.commit}:${ref}`];
-  }
-  const pushed = await authGit(args, mirror, token);
+  const lease = o.mode === 'create' ? [`--force-with-lease=${ref}:`] : [];
+  const pushed = await authGit(
+    ['push', '--porcelain', ...lease, o.cloneUrl, `${o.commit}:${ref}`],
+    mirror,
+    token,
+  );
   return pushed.ok ? { ok: true, commit: o.commit } : pushed;
 }
 

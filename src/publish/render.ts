@@ -1,4 +1,5 @@
 import type { RepairResult } from '../pipeline/types.js';
+import type { Feedback } from '../queue/feedback.js';
 import type { RunRecord } from '../queue/store.js';
 import type { VerificationReport } from '../verify/types.js';
 import { code, codeBlock, inert } from '../verify/untrusted.js';
@@ -108,16 +109,26 @@ export function prBody(a: {
   run: RunRecord;
   result: RepairResult;
   report: VerificationReport;
+  /** The pull request an earlier run opened for the issue, left as it is. */
+  earlier?: number | null;
 }): string {
   const summary = inert(a.result.summary?.trim() || 'The agent did not leave a summary.');
+  const earlier = a.earlier
+    ? `\n\nA new run from the current base; #${a.earlier}, opened earlier for the issue, is left as it is.`
+    : '';
   return fitBody(
     [
       `### Summary\n\n${cutMiddle(summary, 8000).text}`,
-      `Fixes #${a.issue}`,
+      `Fixes #${a.issue}${earlier}`,
       `### Verification\n\n**Verdict: \`${a.report.verdict}\`**: ${inert(a.report.reason)}`,
       `<sub>Opened by AgenticFix. ${runLine(a.run)}. Evidence, trace and configuration are in the comments below.</sub>`,
     ].join('\n\n'),
   );
+}
+
+/** Said on an earlier pull request of the issue when a rerun opened another one instead of replacing its commits. */
+export function supersededNote(run: RunRecord, pr: number): string {
+  return `AgenticFix run \`${run.id}\` (${run.trigger} by @${run.triggered_by}) opened #${pr} for the same issue from the current base. This pull request's branch was left as it is: the app never replaces commits it did not make in that run.`;
 }
 
 /** The judge's report (its test names and outputs come from model-written code) and the app's notes. */
@@ -282,6 +293,25 @@ export function revisionAsker(run: Pick<RunRecord, 'trigger' | 'triggered_by'>):
   }
 }
 
+/**
+ * What a revision's evidence says about feedback kept from the model: review comments of people without
+ * write access (counted), failing check runs not from the suite that triggered it (named, with why).
+ */
+export function feedbackNotes(f: Feedback | null): string[] {
+  if (f?.kind === 'review' && f.left_out > 0)
+    return [
+      `${f.left_out} earlier review comment${f.left_out === 1 ? '' : 's'} by people without write access ${f.left_out === 1 ? 'was' : 'were'} left out of the model's prompt: only writers' words reach it.`,
+    ];
+  if (f?.kind === 'checks' && f.ignored.length > 0)
+    return [
+      [
+        'Failing check runs on the same commit that were ignored (never shown to the model):',
+        ...f.ignored.map((c) => `- ${code(c.name)} (${code(c.app)}): ${c.why}`),
+      ].join('\n'),
+    ];
+  return [];
+}
+
 /** The evidence of a published revision: headed "Revision N", naming the commit it pushed. */
 export function revisionComment(
   run: RunRecord,
@@ -328,6 +358,7 @@ export function unverifiedComment(a: {
   report: VerificationReport | null;
   evidence: string;
   why?: string;
+  notes?: string[];
 }): string {
   const head = [
     a.run.revision === null
@@ -338,6 +369,7 @@ export function unverifiedComment(a: {
       (a.run.revision === null
         ? 'Only verified patches are published as pull requests.'
         : 'Only a verified revision is pushed; the branch is unchanged.'),
+    ...(a.notes ?? []),
     `<sub>${runLine(a.run)}; stop reason \`${a.result.stop_reason}\`.</sub>`,
   ].join('\n\n');
   const room = GITHUB_BODY_LIMIT - head.length - 2 * MARGIN;

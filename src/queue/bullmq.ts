@@ -332,6 +332,15 @@ export class RunWorker {
     if (!run || !isActive(run)) return; // recorded as over already
     const stop = await this.stopRequest(run.id);
     if (stop) return finishRun(this.store, this.hooks, run, stoppedFields(stop));
+    // Whoever can write to Redis or the store could queue a run for any installation this worker holds
+    // keys for: only a run from a delivery the endpoint recorded is run. A refused one is failed in the
+    // store alone, without the hooks, which would mint a token to tell its issue.
+    if (!(await this.store.deliveryRecorded(run.delivery_id))) {
+      const error = `no recorded webhook delivery \`${run.delivery_id}\`: refused by worker ${this.id}`;
+      await this.store.update(run.id, { state: 'failed', error, finished_at: new Date().toISOString() });
+      this.hooks.onError?.(run, new Error(error));
+      return;
+    }
 
     const lock = this.keys.issue(run);
     const slots = this.installationLimit > 0 ? this.keys.installation(run) : null;

@@ -41,15 +41,20 @@ export const FEEDBACK = z.discriminatedUnion('kind', [
     comments: z.array(REVIEW_COMMENT),
     /** The pull request's other review threads (their first comments), for context. */
     threads: z.array(REVIEW_COMMENT),
+    /** Review comments left out because their authors lack write access (named in the evidence). */
+    left_out: z.number().int().min(0).default(0),
   }),
   // A review comment mentioning the app; `comment.id` is its thread's first comment (where replies go).
   z.strictObject({ kind: z.literal('mention'), user: z.string(), comment: REVIEW_COMMENT }),
-  // The failing check runs on the pull request's head (`user`: the CI app).
+  // The failing runs of the check suite that completed on the pull request's head (`user`: its app).
   z.strictObject({
     kind: z.literal('checks'),
     user: z.string(),
     head_sha: z.string(),
+    suite_id: z.number().int().optional(), // absent in runs recorded before suites were told apart
     runs: z.array(CHECK_RUN),
+    /** Other failing runs on the same commit, never shown to the model: named in the evidence. */
+    ignored: z.array(z.strictObject({ name: z.string(), app: z.string(), why: z.string() })).default([]),
   }),
 ]);
 export type Feedback = z.infer<typeof FEEDBACK>;

@@ -157,6 +157,10 @@ export class PostgresRunStore implements RunStore {
     await this.pool.query('DELETE FROM deliveries WHERE id = $1', [deliveryId]);
   }
 
+  async deliveryRecorded(deliveryId: string): Promise<boolean> {
+    return (await this.pool.query('SELECT 1 FROM deliveries WHERE id = $1', [deliveryId])).rowCount === 1;
+  }
+
   async createRun(input: NewRun): Promise<RunRecord> {
     const { rows } = await this.pool.query(
       `INSERT INTO runs (id, owner, repo, issue, installation_id, trigger, triggered_by, delivery_id,

@@ -90,6 +90,10 @@ export class SqliteRunStore implements RunStore {
     this.statement('DELETE FROM deliveries WHERE id = ?').run(deliveryId);
   }
 
+  async deliveryRecorded(deliveryId: string): Promise<boolean> {
+    return this.statement('SELECT 1 FROM deliveries WHERE id = ?').get(deliveryId) !== undefined;
+  }
+
   async createRun(input: NewRun): Promise<RunRecord> {
     const id = newRunId();
     this.statement(

@@ -159,6 +159,11 @@ export interface RunStore {
    * body is free again too, so at most one delivery of a signed body ever acts.
    */
   releaseDelivery(deliveryId: string): Promise<void>;
+  /**
+   * Whether the endpoint recorded delivery `deliveryId` (after checking its signature): a worker runs
+   * only runs that came from one, never a record written straight into the store.
+   */
+  deliveryRecorded(deliveryId: string): Promise<boolean>;
   /** Records a new queued run; a second run for the same delivery id is refused by the schema. */
   createRun(input: NewRun): Promise<RunRecord>;
   get(id: string): Promise<RunRecord | null>;

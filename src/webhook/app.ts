@@ -89,11 +89,33 @@ async function resolvedThreads(gh: GitHub, owner: string, repo: string, pr: numb
   }
 }
 
+/** A check run as the checks API lists it. */
+const GH_CHECK_RUN = z.object({
+  id: z.number().int(),
+  name: z.string(),
+  status: z.string(),
+  conclusion: z.string().nullable(),
+  output: z.object({ summary: z.string().nullish(), text: z.string().nullish() }),
+  check_suite: z.object({ id: z.number().int() }).nullable(),
+  app: z.object({ slug: z.string().optional() }).nullable(),
+});
+const CHECK_RUNS = z.array(GH_CHECK_RUN);
+const CHECK_SUITES = z.object({
+  check_suites: z.array(z.object({ app: z.object({ slug: z.string().optional() }).nullable() })),
+});
+
 /** Check run conclusions that ask for a fix (neutral, skipped and stale do not). */
 const FAILING = new Set(['failure', 'timed_out', 'cancelled', 'action_required', 'startup_failure']);
 const OUTPUT_TAIL_CHARS = 3000;
 const SUMMARY_KEEP = 1000; // characters kept at each end of a check run's summary
 const MAX_ANNOTATIONS = 50;
+
+/** A pull request's head: its commit, its branch and the repository that branch is in (null: deleted). */
+interface PullHead {
+  sha: string;
+  ref: string;
+  repo: string | null;
+}
 
 const isBot = (u: z.infer<typeof USER>): boolean => u.type === 'Bot' || u.login.endsWith('[bot]');
 
@@ -224,19 +246,22 @@ export function createApp(deps: AppDeps) {
       replyTo(gh, { owner, repo: r.name, issue: issue.number }, sender.login, body);
     if (parsed.type === 'invalid')
       return void (await reply(`Sorry, I did not understand that: ${parsed.reason}.\n\n${USAGE}`));
-    await gh.rest.reactions.createForIssueComment({
-      owner,
-      repo: r.name,
-      comment_id: comment.id,
-      content: 'eyes',
-    });
+    // 👀 only for a writer's command: anyone else's gets at most the rate-limited reply, never a write
+    // of its own per comment.
+    if (await canWrite(gh, owner, r.name, sender.login))
+      await gh.rest.reactions.createForIssueComment({
+        owner,
+        repo: r.name,
+        comment_id: comment.id,
+        content: 'eyes',
+      });
     if (parsed.command.kind === 'revise') {
+      if (!(await canWrite(gh, owner, r.name, sender.login)))
+        return void (await reply(politeNo(sender.login, 'revise this pull request')));
       if (!issue.pull_request)
         return void (await reply(
           '`/agenticfix revise` works on the pull request AgenticFix opened, not on the issue.',
         ));
-      if (!(await canWrite(gh, owner, r.name, sender.login)))
-        return void (await reply(politeNo(sender.login, 'revise this pull request')));
       const { text } = parsed.command;
       await startRevision(id, gh, {
         owner,
@@ -277,7 +302,13 @@ export function createApp(deps: AppDeps) {
         ]);
         const comments = all.map((c) => GH_REVIEW_COMMENT.parse(c));
         const own = comments.filter((c) => c.pull_request_review_id === review.id);
-        const threads = comments.filter((c) => c.pull_request_review_id !== review.id && !c.in_reply_to_id);
+        // Earlier threads give context, but only a writer's words reach the model: anyone can comment
+        // on a public pull request (one permission look-up per author, cached for this delivery).
+        const others = comments.filter((c) => c.pull_request_review_id !== review.id && !c.in_reply_to_id);
+        const writers = await Promise.all(
+          others.map((c) => (c.user ? canWrite(gh, owner, r.name, c.user.login) : false)),
+        );
+        const threads = others.filter((_, i) => writers[i]);
         return {
           kind: 'review',
           user: sender.login,
@@ -285,6 +316,7 @@ export function createApp(deps: AppDeps) {
           body: review.body ?? '',
           comments: own.map((c) => feedbackComment(c, resolved)),
           threads: threads.map((c) => feedbackComment(c, resolved)),
+          left_out: others.length - threads.length,
         };
       },
       reply: async (body) => void (await postComment(gh, { owner, repo: r.name, issue: pr.number }, body)),
@@ -307,7 +339,7 @@ export function createApp(deps: AppDeps) {
       pr: pr.number,
       installationId: installation.id,
       trigger: 'mention',
-      feedback: async (_head, rc) => {
+      feedback: async (_pull, rc) => {
         if (comment.pull_request_review_id && rc.revise_on.includes('changes_requested')) {
           const { data: review } = await gh.rest.pulls.getReview({
             owner,
@@ -325,10 +357,32 @@ export function createApp(deps: AppDeps) {
   }
 
   /**
-   * A completed check suite on the app's pull request (`ci_feedback.enabled`): once no check run on the
-   * PR's head is still running, failing runs start a revision; all passing ends the CI feedback.
+   * Check apps whose failing runs may start a revision: the repository's `ci_feedback.apps`, else the
+   * operator's AGENTICFIX_CHECK_APPS, else GitHub Actions and the apps that reported on the default
+   * branch's head (the repository's own CI).
    */
-  async function onChecks(id: string, gh: GitHub, d: z.infer<typeof CHECKED>): Promise<void> {
+  async function checkApps(gh: GitHub, owner: string, repo: string, rc: RepoConfig, base: string) {
+    const listed = rc.ci_feedback.apps ?? config.app.checkApps;
+    if (listed) return new Set(listed);
+    const { data } = await gh.rest.checks.listSuitesForRef({ owner, repo, ref: base, per_page: 100 });
+    const onBase = CHECK_SUITES.parse(data).check_suites.flatMap((c) => (c.app ? [c.app.slug] : []));
+    return new Set(['github-actions', ...onBase]);
+  }
+
+  /**
+   * A completed check suite on the app's pull request (`ci_feedback.enabled`): its failing runs start a
+   * revision. Only that suite's runs are read, only when it ran on the pull request's head on the app's
+   * own branch in this repository (a fork's pull request on the same commit has no head branch here),
+   * and only when its app is allowed: anyone with `checks:write`, or a fork's workflows, can put failing
+   * runs on the same commit, and their text would become the model's instructions. The other failing
+   * runs on the commit are named in the evidence as ignored, never shown to the model.
+   */
+  async function onChecks(
+    id: string,
+    gh: GitHub,
+    d: z.infer<typeof CHECKED>,
+    log: Probot['log'],
+  ): Promise<void> {
     const { repository: r, check_suite: suite, installation } = d;
     const owner = r.owner.login;
     let pr: (typeof suite.pull_requests)[number] | undefined;
@@ -338,26 +392,55 @@ export function createApp(deps: AppDeps) {
         break;
       }
     if (!pr) return;
+    const ignored = (why: string) =>
+      log.info({ delivery: id, suite: suite.id }, `check suite ignored: ${why}`);
     await startRevision(id, gh, {
       owner,
       repo: r.name,
       pr: pr.number,
       installationId: installation.id,
       trigger: 'checks',
-      feedback: async (head) => {
+      feedback: async (pull, rc) => {
+        const head = pull.sha;
         if (suite.head_sha !== head) return null; // checks of an older commit
+        if (suite.head_branch !== pull.ref || pull.repo !== `${owner}/${r.name}`) {
+          ignored('not the pull request’s own branch in this repository');
+          return null;
+        }
+        const allowed = await checkApps(gh, owner, r.name, rc, r.default_branch);
+        // Most webhook payloads name the suite's app by slug; where one does not, the suite itself does.
+        const slug =
+          suite.app?.slug ??
+          (await gh.rest.checks.getSuite({ owner, repo: r.name, check_suite_id: suite.id })).data.app?.slug;
+        if (!slug || !allowed.has(slug)) {
+          ignored('its app is not an allowed check app');
+          return null;
+        }
         const seen = await store.forPr(owner, r.name, pr!.number);
         if (seen.some((run) => run.trigger === 'checks' && run.head_commit === head)) return null;
-        // Every page: a head can have more check runs than one page holds.
-        const checks = await gh.paginate(gh.rest.checks.listForRef, {
-          owner,
-          repo: r.name,
-          ref: head,
-          per_page: 100,
-        });
-        if (checks.some((c) => c.status !== 'completed')) return null; // the last one comes back here
-        const failing = checks.filter((c) => FAILING.has(c.conclusion ?? ''));
+        // Every page: a suite or a commit can have more check runs than one page holds.
+        const [own, all] = await Promise.all(
+          [
+            gh.paginate(gh.rest.checks.listForSuite, {
+              owner,
+              repo: r.name,
+              check_suite_id: suite.id,
+              per_page: 100,
+            }),
+            gh.paginate(gh.rest.checks.listForRef, { owner, repo: r.name, ref: head, per_page: 100 }),
+          ].map(async (p) => CHECK_RUNS.parse(await p)),
+        );
+        const failing = own!.filter((c) => c.check_suite?.id === suite.id && FAILING.has(c.conclusion ?? ''));
         if (failing.length === 0) return null;
+        const others = all!
+          .filter((c) => c.check_suite?.id !== suite.id && FAILING.has(c.conclusion ?? ''))
+          .map((c) => ({
+            name: c.name,
+            app: c.app?.slug ?? 'unknown',
+            why: allowed.has(c.app?.slug ?? '')
+              ? 'another check suite, not the one that triggered this revision'
+              : 'its app is not an allowed check app',
+          }));
         const runs = await Promise.all(
           failing.map(async (c) => {
             const notes = await gh.rest.checks.listAnnotations({
@@ -380,7 +463,14 @@ export function createApp(deps: AppDeps) {
             };
           }),
         );
-        return { kind: 'checks', user: suite.app?.slug ?? 'checks', head_sha: head, runs };
+        return {
+          kind: 'checks',
+          user: slug,
+          head_sha: head,
+          suite_id: suite.id,
+          runs,
+          ignored: others,
+        };
       },
       reply: async (body) => void (await postComment(gh, { owner, repo: r.name, issue: pr.number }, body)),
     });
@@ -401,7 +491,7 @@ export function createApp(deps: AppDeps) {
       installationId: number;
       trigger: 'revise' | 'review' | 'mention' | 'checks';
       /** Read once the revision may start, at the pull request's head; null: nothing to revise. */
-      feedback: (head: string, rc: RepoConfig) => Promise<Feedback | null>;
+      feedback: (pull: PullHead, rc: RepoConfig) => Promise<Feedback | null>;
       reply: (body: string) => Promise<unknown>;
     },
   ): Promise<void> {
@@ -437,7 +527,10 @@ export function createApp(deps: AppDeps) {
     const { data: pull } = await gh.rest.pulls.get({ owner: a.owner, repo: a.repo, pull_number: a.pr });
     if (pull.state !== 'open')
       return void (await a.reply('This pull request is closed; nothing was started.'));
-    const feedback = await a.feedback(pull.head.sha, rc.config);
+    const feedback = await a.feedback(
+      { sha: pull.head.sha, ref: pull.head.ref, repo: pull.head.repo?.full_name ?? null },
+      rc.config,
+    );
     if (!feedback) return;
     start(
       {
@@ -494,7 +587,7 @@ export function createApp(deps: AppDeps) {
       const p = CHECKED.safeParse(payload);
       if (!p.success) return ignore(p.error);
       if (p.data.check_suite.pull_requests.length === 0) return ignore();
-      return intake.run(id, async () => onChecks(id, await auth(p.data.installation.id), p.data));
+      return intake.run(id, async () => onChecks(id, await auth(p.data.installation.id), p.data, log));
     } else if (event === 'issues') {
       const p = LABELED.safeParse(payload);
       if (!p.success) return ignore(p.error);

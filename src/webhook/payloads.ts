@@ -60,7 +60,9 @@ export const REVIEW_COMMENTED = z.object({
 export const CHECKED = z.object({
   ...COMMON,
   check_suite: z.object({
+    id: z.number().int(),
     head_sha: z.string(),
+    head_branch: z.string().nullable(), // null: a push to a fork
     // Three of GitHub's four check_suite.completed examples have an app without a slug.
     app: z.object({ slug: z.string().optional() }).nullish(),
     pull_requests: z.array(z.object({ number: z.number().int() })),

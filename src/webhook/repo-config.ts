@@ -1,4 +1,4 @@
-import { parse as parseYaml } from 'yaml';
+import { Lexer, parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import type { Config } from '../config/config.js';
 import type { GitHub } from '../publish/github.js';
@@ -116,17 +116,35 @@ const REPO_CONFIG_SCHEMA = z.strictObject({
     .array(z.enum(['command', 'changes_requested', 'mention']))
     .default(['command'])
     .transform((l) => [...new Set(l)]),
-  max_revisions: z.number().int().min(0).max(100).default(5), // per pull request
-  // Failing checks on the head of the app's branch start a revision, at most `max_rounds` times per PR.
+  // Per pull request; default and ceiling: the operator's AGENTICFIX_MAX_REVISIONS.
+  max_revisions: z.number().int().min(0).optional(),
+  // Failing checks on the head of the app's branch start a revision, at most `max_rounds` times per PR
+  // (default and ceiling: AGENTICFIX_CI_FEEDBACK_MAX_ROUNDS), only from the check apps allowed.
   ci_feedback: z
     .strictObject({
       enabled: z.boolean().default(false),
-      max_rounds: z.number().int().min(1).max(10).default(2),
+      max_rounds: z.number().int().min(1).optional(),
+      // App slugs (`github-actions`); default: the operator's AGENTICFIX_CHECK_APPS, else GitHub Actions
+      // and the apps that reported on the default branch's head.
+      apps: z
+        .array(
+          z
+            .string()
+            .regex(/^[a-z0-9][a-z0-9-]{0,99}$/, 'an app slug')
+            .max(100),
+        )
+        .max(50)
+        .optional(),
     })
-    .default({ enabled: false, max_rounds: 2 }),
+    .default({ enabled: false }),
 });
 
-export type RepoConfig = z.infer<typeof REPO_CONFIG_SCHEMA>;
+type ParsedRepoConfig = z.infer<typeof REPO_CONFIG_SCHEMA>;
+/** The repository's settings, with the operator's defaults filled in. */
+export type RepoConfig = Omit<ParsedRepoConfig, 'max_revisions' | 'ci_feedback'> & {
+  max_revisions: number;
+  ci_feedback: Omit<ParsedRepoConfig['ci_feedback'], 'max_rounds'> & { max_rounds: number };
+};
 
 export type RepoConfigResult = { ok: true; config: RepoConfig } | { ok: false; error: string };
 
@@ -142,12 +160,14 @@ export function repoLimits(
 /** What the operator allows a repository or a command to choose. */
 export type OperatorLimits = Pick<Config, 'ceilings'> & { model: Pick<Config['model'], 'allowlist'> };
 
-/** Budgets and a model a repository config or a command asks for. */
+/** Budgets, limits and a model a repository config or a command asks for. */
 interface Asked {
   tokens?: number;
   requests?: number;
   tool_calls?: number;
   time_s?: number;
+  max_revisions?: number;
+  max_rounds?: number;
   model?: string;
 }
 
@@ -159,6 +179,8 @@ function refusals(limits: OperatorLimits, asked: Asked): { key: keyof Asked; rea
     requests: [c.requests, 'model requests'],
     tool_calls: [c.toolCalls, 'tool calls'],
     time_s: [Math.floor(c.timeMs / 1000), 'seconds'],
+    max_revisions: [c.revisions, 'revisions per pull request'],
+    max_rounds: [c.ciRounds, 'CI feedback rounds per pull request'],
   };
   const out: { key: keyof Asked; reason: string }[] = [];
   for (const [key, [ceiling, unit]] of Object.entries(max) as [keyof typeof max, [number, string]][]) {
@@ -187,12 +209,40 @@ export function commandRefusal(
   return refused.map((r) => `${r.key === 'tokens' ? 'budget' : r.key}=${r.reason}`).join('; ');
 }
 
+/**
+ * The shape a config may have before it is parsed: `[`/`{` nesting, indentation and lexer tokens (its
+ * own settings need 3 levels, a few columns and a few hundred tokens; 5000 tokens are a list of ~800
+ * protected paths). The parser spends 10-15 µs a token and more on deep or wide documents: a 40 KB
+ * nest of `[` blocked the event loop for 2 s, 64 KB of keys for 0.5-1 s. The lexer is linear and this
+ * pass stops at the first limit crossed, so a config costs the event loop at most ~100 ms.
+ */
+export const REPO_CONFIG_LIMITS = { depth: 16, indent: 64, tokens: 5000 };
+
+/** Why `text` is refused before parsing, or null. */
+function overLimits(text: string): string | null {
+  const { depth: maxDepth, indent: maxIndent, tokens: maxTokens } = REPO_CONFIG_LIMITS;
+  let depth = 0;
+  let tokens = 0;
+  for (const token of new Lexer().lex(text)) {
+    if (++tokens > maxTokens) return `has more than ${maxTokens} YAML tokens`;
+    if (token === '[' || token === '{') {
+      if (++depth > maxDepth) return `nests \`[\`/\`{\` deeper than ${maxDepth} levels`;
+    } else if (token === ']' || token === '}') depth--;
+  }
+  for (const [spaces] of text.matchAll(/^ +(?=\S)/gm))
+    if (spaces.length > maxIndent) return `is indented deeper than ${maxIndent} columns`;
+  return null;
+}
+
 /** Parses the file's text; `null` (no file) gives the defaults. */
 export function parseRepoConfig(text: string | null, limits: OperatorLimits): RepoConfigResult {
   let raw: unknown = {};
   if (text !== null) {
+    const over = overLimits(text);
+    if (over) return { ok: false, error: `${REPO_CONFIG_PATH} ${over}; nothing was parsed.` };
     try {
-      raw = parseYaml(text) ?? {};
+      // No aliases: a config needs none, and each one can multiply the document (billion laughs).
+      raw = parseYaml(text, { maxAliasCount: 0 }) ?? {};
     } catch (e) {
       return { ok: false, error: `${REPO_CONFIG_PATH} is not valid YAML: ${(e as Error).message}` };
     }
@@ -203,17 +253,33 @@ export function parseRepoConfig(text: string | null, limits: OperatorLimits): Re
     return { ok: false, error: `${REPO_CONFIG_PATH} is invalid:\n${lines.join('\n')}` };
   }
   const rc = parsed.data;
-  const refused = refusals(limits, { ...rc.budgets, model: rc.model });
+  const refused = refusals(limits, {
+    ...rc.budgets,
+    model: rc.model,
+    max_revisions: rc.max_revisions,
+    max_rounds: rc.ci_feedback.max_rounds,
+  });
   if (refused.length > 0) {
-    const lines = refused.map(
-      (r) => `- \`${r.key === 'model' ? 'model' : `budgets.${r.key}`}\`: ${r.reason}`,
-    );
+    const name = (key: keyof Asked) =>
+      key === 'model' || key === 'max_revisions'
+        ? key
+        : key === 'max_rounds'
+          ? 'ci_feedback.max_rounds'
+          : `budgets.${key}`;
+    const lines = refused.map((r) => `- \`${name(r.key)}\`: ${r.reason}`);
     return {
       ok: false,
       error: `${REPO_CONFIG_PATH} asks for more than the operator allows:\n${lines.join('\n')}`,
     };
   }
-  return { ok: true, config: rc };
+  return {
+    ok: true,
+    config: {
+      ...rc,
+      max_revisions: rc.max_revisions ?? limits.ceilings.revisions,
+      ci_feedback: { ...rc.ci_feedback, max_rounds: rc.ci_feedback.max_rounds ?? limits.ceilings.ciRounds },
+    },
+  };
 }
 
 export type FileResult = { ok: true; text: string | null } | { ok: false; error: string };

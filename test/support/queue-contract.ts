@@ -27,6 +27,14 @@ export const newRun = (issue: number): NewRun => ({
   base_commit: 'a'.repeat(40),
 });
 
+/** Records the run's delivery as the endpoint would, then the run: workers run only such runs. */
+export async function recordedRun(store: RunStore, input: NewRun): Promise<RunRecord> {
+  await store.claimDeliveries([
+    { id: input.delivery_id, event: 'issues', body: input.delivery_id, sha256: null },
+  ]);
+  return store.createRun(input);
+}
+
 /** A job that runs until released or aborted, recording what it saw. */
 export class Jobs implements QueueHooks {
   started: string[] = [];
@@ -100,7 +108,7 @@ export function runQueueContract(backend: QueueBackend): void {
     const jobs = new Jobs();
     const q = await make(jobs, 2);
     const runs: RunRecord[] = [];
-    for (const i of [1, 2, 3]) runs.push(await store.createRun(newRun(i)));
+    for (const i of [1, 2, 3]) runs.push(await recordedRun(store, newRun(i)));
     for (const r of runs) await q.enqueue(r);
     await until('two started', () => jobs.started.length === 2);
     await settle();
@@ -121,10 +129,10 @@ export function runQueueContract(backend: QueueBackend): void {
   it('a new trigger aborts the running run of the issue, then starts after it stopped', async () => {
     const jobs = new Jobs();
     const q = await make(jobs, 2);
-    const first = await store.createRun(newRun(5));
+    const first = await recordedRun(store, newRun(5));
     await q.enqueue(first);
     await until('the first started', () => jobs.started.length === 1);
-    const second = await store.createRun(newRun(5));
+    const second = await recordedRun(store, newRun(5));
     await q.enqueue(second);
     await until('the second started', () => jobs.started.length === 2);
     expect(jobs.started).toEqual([first.id, second.id]);
@@ -139,11 +147,11 @@ export function runQueueContract(backend: QueueBackend): void {
   it('a queued run that is superseded before it starts never runs', async () => {
     const jobs = new Jobs();
     const q = await make(jobs, 1);
-    const busy = await store.createRun(newRun(1));
+    const busy = await recordedRun(store, newRun(1));
     await q.enqueue(busy);
     await until('the busy one started', () => jobs.started.length === 1);
-    const a = await store.createRun(newRun(2));
-    const b = await store.createRun(newRun(2));
+    const a = await recordedRun(store, newRun(2));
+    const b = await recordedRun(store, newRun(2));
     await q.enqueue(a);
     await q.enqueue(b);
     await until('a superseded', async () => (await stateOf(a.id)) === 'superseded');
@@ -169,7 +177,7 @@ export function runQueueContract(backend: QueueBackend): void {
         }),
     };
     const q = await make(hooks, 1);
-    const run = await store.createRun(newRun(3));
+    const run = await recordedRun(store, newRun(3));
     await q.enqueue(run);
     await until('started', () => started);
     expect(await q.cancel('acme', 'calc', 4, 'bob')).toBeNull(); // another issue: nothing to cancel
@@ -183,10 +191,10 @@ export function runQueueContract(backend: QueueBackend): void {
   it('cancel drops a queued run before it starts', async () => {
     const jobs = new Jobs();
     const q = await make(jobs, 1);
-    const busy = await store.createRun(newRun(1));
+    const busy = await recordedRun(store, newRun(1));
     await q.enqueue(busy);
     await until('the busy one started', () => jobs.started.length === 1);
-    const waiting = await store.createRun(newRun(2));
+    const waiting = await recordedRun(store, newRun(2));
     await q.enqueue(waiting);
     expect((await q.cancel('acme', 'calc', 2, 'bob'))?.id).toBe(waiting.id);
     await until('recorded', async () => (await stateOf(waiting.id)) === 'cancelled');
@@ -199,7 +207,7 @@ export function runQueueContract(backend: QueueBackend): void {
   it('enqueueing the same run twice (a redelivered webhook) runs it once', async () => {
     const jobs = new Jobs();
     const q = await make(jobs, 2);
-    const run = await store.createRun(newRun(9));
+    const run = await recordedRun(store, newRun(9));
     await q.enqueue(run);
     await q.enqueue(run);
     await until('started', () => jobs.started.length === 1);
@@ -214,7 +222,7 @@ export function runQueueContract(backend: QueueBackend): void {
 
   it('a job that throws ends failed with its error', async () => {
     const q = await make({ execute: async () => Promise.reject(new Error('API down')) }, 1);
-    const run = await store.createRun(newRun(1));
+    const run = await recordedRun(store, newRun(1));
     await q.enqueue(run);
     await q.idle();
     expect(await store.get(run.id)).toMatchObject({ state: 'failed', error: 'API down' });
@@ -230,8 +238,8 @@ export function runQueueContract(backend: QueueBackend): void {
       onError: (_run, err) => errors.push(err),
     };
     const q = await make(hooks, 1);
-    const a = await store.createRun(newRun(1));
-    const b = await store.createRun(newRun(2));
+    const a = await recordedRun(store, newRun(1));
+    const b = await recordedRun(store, newRun(2));
     await q.enqueue(a);
     await q.enqueue(b);
     await q.idle();
@@ -243,7 +251,7 @@ export function runQueueContract(backend: QueueBackend): void {
   it('stopping without grace aborts running runs, which end interrupted', async () => {
     const jobs = new Jobs();
     const q = await make(jobs, 1);
-    const a = await store.createRun(newRun(1));
+    const a = await recordedRun(store, newRun(1));
     await q.enqueue(a);
     await until('started', () => jobs.started.length === 1);
     await closeQueue!();

@@ -146,6 +146,10 @@ export function runStoreContract(backend: StoreBackend): void {
       { id: 'b', event: 'issue_comment', payload: { action: 'created', n: 2 }, body_sha256: 'hb' },
     ]);
     expect(await claim(reopened, 'a', 'issues', {}, 'ha')).toBe('seen'); // done deliveries stay claimed
+    // What a worker checks a run against: done or not, a recorded delivery stays recorded.
+    expect(await reopened.deliveryRecorded('a')).toBe(true);
+    expect(await reopened.deliveryRecorded('b')).toBe(true);
+    expect(await reopened.deliveryRecorded('never')).toBe(false);
     await reopened.close();
   });
 

@@ -267,8 +267,8 @@ const CASES: Case[] = [
   },
   {
     name: 'FIFOs at the top and nested, and a FIFO named like a config file',
-    planted: 'fifo',
-    // gVisor refuses FIFOs on the mounted worktree: a plain file stands in there.
+    planted: 'deep/er',
+    // Under gVisor a FIFO made on the mounted worktree does not reach the host: the directory shows the planting ran.
     plant: async () =>
       '(mkfifo fifo || echo refused > fifo) && mkdir -p deep/er && (mkfifo deep/er/pipe; mkfifo .gitignore.fifo; true)',
   },

@@ -138,7 +138,8 @@ describe('context policy', () => {
       revision: 'r',
       stale: false as const,
     };
-    const ctx = new ContextManager(params, 'SYS', 'TASK', () => lastTest);
+    const left = { tokens: 900, requests: 9, tool_calls: 20, time_s: 600 };
+    const ctx = new ContextManager(params, 'SYS', 'TASK', () => ({ last_test: lastTest, budget_left: left }));
     read(ctx, 'a', 'src/a.js', 'A'.repeat(80));
     read(ctx, 'b', 'src/b.js', 'B'.repeat(80));
     call(ctx, 'e', 'edit_file');
@@ -199,6 +200,7 @@ describe('context policy', () => {
       ],
       tried_omitted: 0,
       last_test: lastTest,
+      budget_left: left,
     });
 
     // Stubs are frozen: a later edit does not rewrite them, and the history grows only at the end.

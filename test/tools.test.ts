@@ -791,7 +791,7 @@ describe('run_tests, git_diff and test staleness', () => {
       { ...loadConfig({}).context, observationMaxChars: ctx.limits.observationMaxChars },
       'S',
       'T',
-      () => lastTestState(reg.lastTest()),
+      () => ({ last_test: lastTestState(reg.lastTest()), budget_left: null }),
     );
     const seen = async (name: string, args: Record<string, unknown>) =>
       context.addObservation(name, name, args, await call(name, args), false);

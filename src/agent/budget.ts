@@ -44,6 +44,17 @@ export class Budget {
     return null;
   }
 
+  /** What is left of each limit, as the working state shows it to the model. */
+  left(): { tokens: number; requests: number; tool_calls: number; time_s: number } {
+    const l = this.limits;
+    return {
+      tokens: Math.max(0, l.tokens - this.tokens.total),
+      requests: Math.max(0, l.requests - this.requests),
+      tool_calls: Math.max(0, l.toolCalls - this.toolCalls),
+      time_s: Math.max(0, Math.round((l.timeMs - this.elapsedMs()) / 1000)),
+    };
+  }
+
   toolBudgetLeft(): boolean {
     return this.toolCalls < this.limits.toolCalls;
   }
@@ -55,10 +66,13 @@ export class Budget {
   wrapUpWarning(): string | null {
     if (this.warned) return null;
     const l = this.limits;
-    const tokensLeft = l.tokens - this.tokens.total;
-    const requestsLeft = l.requests - this.requests;
-    const toolsLeft = l.toolCalls - this.toolCalls;
-    const secondsLeft = Math.round((l.timeMs - this.elapsedMs()) / 1000);
+    const left = this.left();
+    const [tokensLeft, requestsLeft, toolsLeft, secondsLeft] = [
+      left.tokens,
+      left.requests,
+      left.tool_calls,
+      left.time_s,
+    ];
     const close =
       tokensLeft <= l.tokenReserve ||
       requestsLeft <= 2 ||

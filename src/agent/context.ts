@@ -46,7 +46,12 @@ export interface WorkingState {
   failed_omitted: number;
   /** The registry's record of the last run_tests of the agent's work (lastTestState), never another tool's result. */
   last_test: ReturnType<typeof lastTestState>;
+  /** What is left of the run's budgets when this state was written (null where the run has none). */
+  budget_left: { tokens: number; requests: number; tool_calls: number; time_s: number } | null;
 }
+
+/** The parts of the working state that live outside the context: the last test and the budget. */
+export type LiveState = Pick<WorkingState, 'last_test' | 'budget_left'>;
 
 /** Fields of a successful result its stub keeps: what the next call needs (edit_file needs `version`). */
 const KEPT: Record<string, readonly string[]> = {
@@ -125,7 +130,7 @@ export function outcomeOf(result: ToolResult): string {
  */
 export class ContextManager {
   private readonly entries: Entry[] = [];
-  private readonly s: Omit<WorkingState, 'last_test'> = {
+  private readonly s: Omit<WorkingState, keyof LiveState> = {
     steps: 0,
     files_edited: [],
     tried: [],
@@ -142,11 +147,11 @@ export class ContextManager {
     private readonly params: ContextParams,
     private readonly system: string,
     private readonly task: string,
-    private readonly lastTest: () => WorkingState['last_test'] = () => null,
+    private readonly live: () => LiveState = () => ({ last_test: null, budget_left: null }),
   ) {}
 
   get state(): WorkingState {
-    return { ...this.s, last_test: this.lastTest() };
+    return { ...this.s, ...this.live() };
   }
 
   addAssistant(message: { content: string | null; tool_calls: RawToolCall[] }): void {

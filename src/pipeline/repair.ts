@@ -160,7 +160,10 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
         ? `${env.note}\nThese paths are protected and must not change: ${opts.protectedPaths.join(', ')}.`
         : env.note,
     });
-    context = new ContextManager(contextParams, prompts.system, task, () => lastTestState(tools.lastTest()));
+    context = new ContextManager(contextParams, prompts.system, task, () => ({
+      last_test: lastTestState(tools.lastTest()),
+      budget_left: budget.left(),
+    }));
     progress('working');
     phases.start('agent');
     outcome = await runAgentLoop({

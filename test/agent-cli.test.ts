@@ -1,6 +1,5 @@
 import { jest } from '@jest/globals';
 import { execa } from 'execa';
-import { createHash } from 'node:crypto';
 import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,6 +9,7 @@ import type { RepairResult } from '../src/pipeline/types.js';
 import { splitArgv } from '../src/verify/argv.js';
 import { git } from '../src/workspace/git.js';
 import { commitAll, tempDir } from './support/git-fixtures.js';
+import { fileVersion } from '../src/tools/files.js';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/agent-repo', import.meta.url));
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -80,9 +80,7 @@ describe('agenticfix run', () => {
     cpSync(FIXTURE, repo, { recursive: true });
     await git(['init', '-q', '-b', 'main'], { cwd: repo });
     await commitAll(repo, 'fixture');
-    const version = createHash('sha256')
-      .update(readFileSync(path.join(repo, 'src/math.js')))
-      .digest('hex');
+    const version = fileVersion(readFileSync(path.join(repo, 'src/math.js')));
     const script = path.join(tmp.dir, 'script.json');
     const calls = [
       {
@@ -142,9 +140,7 @@ describe('agenticfix run', () => {
       cpSync(FIXTURE, repo, { recursive: true });
       await git(['init', '-q', '-b', 'main'], { cwd: repo });
       await commitAll(repo, 'fixture');
-      const version = createHash('sha256')
-        .update(readFileSync(path.join(repo, 'src/math.js')))
-        .digest('hex');
+      const version = fileVersion(readFileSync(path.join(repo, 'src/math.js')));
       await execa('npm', ['run', 'build'], { cwd: ROOT });
       const child = execa(
         'node',

@@ -146,7 +146,7 @@ describe('context policy', () => {
     ctx.addObservation(
       'e',
       'edit_file',
-      { path: 'src/b.js', version: 'f'.repeat(64) },
+      { path: 'src/b.js', version: 'f'.repeat(16) },
       ok({ diff: '+x' }),
       true,
     );
@@ -187,21 +187,27 @@ describe('context policy', () => {
       stale: false,
     });
     expect(JSON.parse(tool(msgs, 't'))).toMatchObject({ success: true, data: { status: 'failed' } });
-    const state = msgs.at(-1)!;
+    // The state comes right after the stubs, before the turn kept whole: the next compaction rewrites
+    // from there, so the state is not paid for uncached twice.
+    const at = msgs.findIndex((m) => m.role === 'tool' && m.tool_call_id === 'e') + 1;
+    const state = msgs[at]!;
     expect(state.role).toBe('user');
-    expect(JSON.parse((state.content as string).split('\n').slice(1).join('\n'))).toMatchObject({
+    expect(msgs[at + 1]).toMatchObject({ role: 'assistant', tool_calls: [{ id: 't' }] });
+    const sent = JSON.parse((state.content as string).split('\n').slice(1).join('\n'));
+    expect(sent).toMatchObject({
       steps: 4,
       files_edited: ['src/b.js'],
-      tried: [
-        'read_file path=src/a.js → ok',
-        'read_file path=src/b.js → ok',
-        'edit_file path=src/b.js → ok',
-        'run_tests → 1 failed, 1 passed',
-      ],
-      tried_omitted: 0,
       last_test: lastTest,
       budget_left: left,
     });
+    // `tried` repeats the stubs above it: kept in the state (result.json), not sent.
+    expect(sent).not.toHaveProperty('tried');
+    expect(ctx.state.tried).toEqual([
+      'read_file path=src/a.js → ok',
+      'read_file path=src/b.js → ok',
+      'edit_file path=src/b.js → ok',
+      'run_tests → 1 failed, 1 passed',
+    ]);
 
     // Stubs are frozen: a later edit does not rewrite them, and the history grows only at the end.
     call(ctx, 'e2', 'edit_file');
@@ -209,6 +215,21 @@ describe('context policy', () => {
     const later = ctx.messages();
     expect(prefixOf(msgs, later)).toBe(true);
     expect(JSON.parse(tool(later, 'a')).stale).toBe(false);
+  });
+
+  it('starts a compaction at the first observation its stub at least halves: smaller ones before it stay whole', () => {
+    const ctx = new ContextManager({ ...params, compactTokens: 0 }, 'S', 'T');
+    call(ctx, 'small', 'edit_file');
+    ctx.addObservation('small', 'edit_file', { path: 'a.js' }, ok({}), true);
+    const sent = ctx.messages();
+    read(ctx, 'big', 'b.js', 'x'.repeat(150));
+    read(ctx, 'newest', 'c.js', 'y'.repeat(150));
+    expect(ctx.compact()).toMatchObject({ observations: 1 });
+    const msgs = ctx.messages();
+    // Stubbing the small one would save a few tokens and make all after it uncached again.
+    expect(JSON.parse(tool(msgs, 'small'))).toMatchObject({ success: true });
+    expect(JSON.parse(tool(msgs, 'big'))).toMatchObject({ compacted: 'read_file path=b.js' });
+    expect(prefixOf(sent, msgs)).toBe(true);
   });
 
   it('appends the working state at most every few steps', () => {
@@ -228,15 +249,15 @@ describe('context policy', () => {
   });
 
   it('a compacted read keeps its path, lines and version: edit_file needs the version', () => {
-    const ctx = new ContextManager(params, 'S', 'T');
-    const version = 'a'.repeat(64);
+    const ctx = new ContextManager({ ...params, observationMaxChars: 4000 }, 'S', 'T');
+    const version = 'a'.repeat(16);
     const data = {
       path: 'src/a.js',
       version,
       total_lines: 900,
       start_line: 1,
       end_line: 400,
-      content: 'x'.repeat(300),
+      content: 'x'.repeat(3000),
     };
     call(ctx, 'r', 'read_file');
     ctx.addObservation('r', 'read_file', { path: 'src/a.js' }, ok(data), false);

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { Readable, Writable } from 'node:stream';
@@ -32,6 +31,7 @@ import {
   testConfig,
   waitFor,
 } from './app-support.js';
+import { fileVersion } from '../src/tools/files.js';
 
 /**
  * The app end to end through a real HTTP GitHub emulator: signed webhooks, installation tokens, git
@@ -841,7 +841,7 @@ describe('what the model sees and what it may publish', () => {
             path: 'calc.py',
             old_text: 'a - b',
             new_text: 'a + b',
-            version: createHash('sha256').update(WRONG).digest('hex'),
+            version: fileVersion(WRONG),
           },
         },
       ],

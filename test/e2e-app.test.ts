@@ -1,5 +1,4 @@
 import { execa } from 'execa';
-import { createHash } from 'node:crypto';
 import { readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
@@ -30,6 +29,7 @@ import { git } from '../src/workspace/git.js';
 import { SECRET, startEmulatedApp, startEmulator, tempDir, testConfig } from './app-support.js';
 import { dockerReady } from './support/docker.js';
 import { startChild, startDockerApp, until } from './support/e2e.js';
+import { fileVersion } from '../src/tools/files.js';
 
 /**
  * The product end to end: signed webhooks from the GitHub emulator into the real Probot app, the real
@@ -39,7 +39,6 @@ import { startChild, startDockerApp, until } from './support/e2e.js';
 const O = 'octo';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const FILE = 'src/calculator.js';
-const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 const docker = new Docker();
 const WAIT_MS = 120_000;
 const NEVER_ENDS = ['node', '-e', 'setTimeout(() => {}, 600000)'];
@@ -51,7 +50,10 @@ function edits(pairs: [string, string][]) {
     { name: 'read_file', arguments: { path: FILE } },
   ];
   for (const [old_text, new_text] of pairs) {
-    calls.push({ name: 'edit_file', arguments: { path: FILE, old_text, new_text, version: sha256(text) } });
+    calls.push({
+      name: 'edit_file',
+      arguments: { path: FILE, old_text, new_text, version: fileVersion(text) },
+    });
     text = text.replace(old_text, new_text);
   }
   return [...calls, { name: 'run_tests', arguments: {} }];

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../src/config/config.js';
@@ -12,6 +11,7 @@ import { machineCa } from './support/ca.js';
 import { dockerReady } from './support/docker.js';
 import { startDockerApp } from './support/e2e.js';
 import { NODE_FIXTURE, nodeDockerfile, RUNNER_ARGV } from './support/node.js';
+import { fileVersion } from '../src/tools/files.js';
 
 /**
  * A JavaScript repository whose tests need a devDependency from the npm registry (jest, from the lockfile)
@@ -51,7 +51,7 @@ beforeAll(async () => {
           path: 'slug.js',
           old_text: BUGGY,
           new_text: FIXED,
-          version: createHash('sha256').update(source).digest('hex'),
+          version: fileVersion(source),
         },
       },
       { name: 'run_tests', arguments: {} },

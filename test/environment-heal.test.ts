@@ -56,13 +56,14 @@ describe('a sandbox whose image disappeared', () => {
       {
         // Before the model's second test run is answered, the engine loses the image (as after a restart
         // or a cleanup by another process); forced, because the run's lease is what such events ignore.
+        // The image id is read while the build's observation is the newest (whole, not yet compacted).
         onRequest: async (i, body) => {
-          if (i !== 2) return;
           const msgs = (body as { messages: { role: string; tool_call_id?: string; content: string }[] })
             .messages;
-          built = JSON.parse(msgs.find((m) => m.role === 'tool' && m.tool_call_id === 'b')!.content).data
-            .image_id as string;
-          await docker.getImage(built).remove({ force: true });
+          if (i === 1)
+            built = JSON.parse(msgs.find((m) => m.role === 'tool' && m.tool_call_id === 'b')!.content).data
+              .image_id as string;
+          if (i === 2) await docker.getImage(built!).remove({ force: true });
         },
       },
     );

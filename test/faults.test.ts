@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import {
   existsSync,
   mkdirSync,
@@ -31,6 +30,7 @@ import {
   testConfig,
   waitFor,
 } from './app-support.js';
+import { fileVersion } from '../src/tools/files.js';
 
 /**
  * Nothing is lost when the world fails (issue 31): each fault ends the run in a final state, with its
@@ -246,7 +246,7 @@ describe('publishing through a GitHub outage', () => {
               path: 'calc.py',
               old_text: 'a - b',
               new_text: 'a + b',
-              version: createHash('sha256').update(WRONG).digest('hex'),
+              version: fileVersion(WRONG),
             },
           },
         ],

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadConfig, type Config } from '../src/config/config.js';
@@ -7,6 +6,7 @@ import { runRepair } from '../src/pipeline/repair.js';
 import { git } from '../src/workspace/git.js';
 import { BASE_IMAGE, dockerReady } from './support/docker.js';
 import { commitAll, tempDir } from './support/git-fixtures.js';
+import { fileVersion } from '../src/tools/files.js';
 
 // The same text as the verify-py fixture's Dockerfile, so a warm engine reuses its layers.
 const DOCKERFILE = `FROM ${BASE_IMAGE}
@@ -53,7 +53,7 @@ afterAll(() => tmp.cleanup());
 describe('test observations through the agent loop, in Docker', () => {
   it('builds, runs a script, and a failing 332-test run reaches the model as JSON with failures first; tests selects one test', async () => {
     if (!ready) return;
-    const version = createHash('sha256').update(CALC).digest('hex');
+    const version = fileVersion(CALC);
     const server = await startScriptedModelServer([
       call('bad', 'build_environment', { dockerfile: `FROM ${BASE_IMAGE}\nRUN echo building && exit 3\n` }),
       call('b', 'build_environment', { dockerfile: DOCKERFILE }),

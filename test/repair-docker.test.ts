@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { cpSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,11 +10,10 @@ import type { RepairOptions } from '../src/pipeline/types.js';
 import { git } from '../src/workspace/git.js';
 import { BASE_IMAGE, dockerReady } from './support/docker.js';
 import { commitAll, tempDir } from './support/git-fixtures.js';
+import { fileVersion } from '../src/tools/files.js';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/agent-repo', import.meta.url));
-const VERSION = createHash('sha256')
-  .update(readFileSync(path.join(FIXTURE, 'src/math.js')))
-  .digest('hex');
+const VERSION = fileVersion(readFileSync(path.join(FIXTURE, 'src/math.js')));
 // The base image has no node: a shell check stands in for the test suite, inside the container.
 const TEST_ARGV = ['sh', '-c', 'grep -q "return a + b" src/math.js && echo fixed'];
 const DOCKERFILE = `FROM ${BASE_IMAGE}\nWORKDIR /workspace\n`;

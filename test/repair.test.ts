@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { cpSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -13,10 +12,11 @@ import { runRepair } from '../src/pipeline/repair.js';
 import type { RepairOptions } from '../src/pipeline/types.js';
 import { git } from '../src/workspace/git.js';
 import { commitAll, tempDir } from './support/git-fixtures.js';
+import { fileVersion } from '../src/tools/files.js';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/agent-repo', import.meta.url));
 const MATH = readFileSync(path.join(FIXTURE, 'src/math.js'), 'utf8');
-const VERSION = createHash('sha256').update(MATH).digest('hex');
+const VERSION = fileVersion(MATH);
 const KEY = 'sk-live-0123456789abcdefghij';
 const ISSUE = {
   title: 'add() subtracts',
@@ -50,7 +50,12 @@ beforeAll(async () => {
   await git(['init', '-q', '-b', 'main'], { cwd: repo });
   await commitAll(repo, 'fixture');
   config = loadConfig(
-    { AGENTICFIX_HOME: path.join(tmp.dir, 'home'), AGENTICFIX_MODEL_RETRY_BASE_MS: '5' },
+    {
+      AGENTICFIX_HOME: path.join(tmp.dir, 'home'),
+      AGENTICFIX_MODEL_RETRY_BASE_MS: '5',
+      // These runs read whole observations back from the requests; compaction has its own tests.
+      AGENTICFIX_CONTEXT_COMPACT_TOKENS: '100000',
+    },
     tmp.dir,
   );
 });
@@ -190,8 +195,8 @@ describe('runRepair with the scripted model through the openai SDK', () => {
     expect(first.tools.map((t) => t.function.name)).toEqual(
       expect.arrayContaining(['read_file', 'edit_file', 'finish']),
     );
-    // The first test run failed and the model saw it; small observations are never compacted, so each
-    // request extends the previous one (the provider's prompt cache keeps working).
+    // The first test run failed and the model saw it; below the compaction threshold each request
+    // extends the previous one (the provider's prompt cache keeps working).
     expect(toolMessages(requests[1]!.body)[0]).toMatch(/"status":"failed"/);
     expect(events).not.toContain('context_compacted');
     const sent = requests.map((r) => JSON.stringify((r.body as { messages: unknown[] }).messages));

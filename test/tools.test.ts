@@ -25,7 +25,8 @@ import { fail, ok, type ToolContext, type ToolDefinition, type ToolResult } from
 import { RunTrace } from '../src/trace/trace.js';
 import { makeSourceRepo, tempDir } from './support/git-fixtures.js';
 
-const sha = (b: string | Buffer) => createHash('sha256').update(b).digest('hex');
+// A file's version as the tools define it, computed independently: SHA-256 cut to 16 hex digits.
+const sha = (b: string | Buffer) => createHash('sha256').update(b).digest('hex').slice(0, 16);
 const cleanups: (() => Promise<void>)[] = [];
 afterAll(async () => Promise.all(cleanups.map((c) => c())));
 

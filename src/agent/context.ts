@@ -125,7 +125,8 @@ export function outcomeOf(result: ToolResult): string {
  * request extends the previous one. Once the whole observations older than the newest
  * `keepFullObservations` add up to `compactTokens`, they are all replaced at once by small JSON stubs
  * (frozen from then on, with a `stale` mark when the file changed since), and the working state is
- * appended at the same point. A compaction rewrites only the tail, so what came before stays cached.
+ * put right after them. A compaction rewrites only the tail, so what came before stays cached; the
+ * tail is short when compactions come early and often (the default threshold is low).
  * With the policy disabled the full history is sent (observations still capped): the benchmark baseline.
  */
 export class ContextManager {
@@ -152,6 +153,12 @@ export class ContextManager {
 
   get state(): WorkingState {
     return { ...this.s, ...this.live() };
+  }
+
+  /** The state as the model is sent it: without `tried`, since the stubs above name every call and its outcome. */
+  private modelState(): Omit<WorkingState, 'tried' | 'tried_omitted'> {
+    const { tried: _tried, tried_omitted: _omitted, ...rest } = this.state;
+    return rest;
   }
 
   addAssistant(message: { content: string | null; tool_calls: RawToolCall[] }): void {
@@ -187,19 +194,30 @@ export class ContextManager {
   }
 
   /**
-   * Stubs the older whole observations when they have grown past the threshold, and appends the
-   * working state after them. Call before each request; returns what was done, or null.
+   * Stubs the older whole observations when they have grown past the threshold, and puts the
+   * working state right after them. Call before each request; returns what was done, or null.
    */
   compact(): Compaction | null {
     if (!this.params.enabled) return null;
     const whole = this.entries.flatMap((e) => (e.kind === 'observation' && !e.obs.stub ? [e.obs] : []));
-    const older = whole.slice(0, Math.max(0, whole.length - this.params.keepFullObservations));
+    const candidates = whole.slice(0, Math.max(0, whole.length - this.params.keepFullObservations));
+    // A compaction starts at the first observation its stub would at least halve: stubbing a small one
+    // saves little and makes all after it be paid for uncached again. Small ones before it stay whole.
+    const first = candidates.findIndex((o) => estimateTokens(o.text) >= 2 * estimateTokens(stubOf(o)));
+    const older = first === -1 ? [] : candidates.slice(first);
     const before = older.reduce((n, o) => n + estimateTokens(o.text), 0);
     if (older.length === 0 || before < this.params.compactTokens) return null;
     for (const o of older) o.stub = stubOf(o);
     if (this.state.steps - this.stateAt >= STATE_EVERY_STEPS) {
       this.stateAt = this.state.steps;
-      this.addNote(`Working state (kept by the host):\n${JSON.stringify(this.state)}`);
+      // Before the turn of the observations kept whole: the next compaction rewrites from those, and a
+      // state placed after them would be paid for uncached a second time.
+      const lastStub = this.entries.findIndex((e) => e.kind === 'observation' && e.obs === older.at(-1));
+      const nextTurn = this.entries.findIndex((e, i) => i > lastStub && e.kind === 'assistant');
+      this.entries.splice(nextTurn === -1 ? this.entries.length : nextTurn, 0, {
+        kind: 'note',
+        content: `Working state (kept by the host):\n${JSON.stringify(this.modelState())}`,
+      });
     }
     const after = older.reduce((n, o) => n + estimateTokens(o.stub!), 0);
     return { observations: older.length, tokens_before: before, tokens_after: after };

@@ -8,8 +8,11 @@ import { fail, type ToolContext, type ToolResult } from './types.js';
 
 /** Shared file helpers of the tools: loading with limits, versions, line numbering, tree walking. */
 
-/** A file's version is the SHA-256 of its bytes: edits must name the version they were based on. */
-export const fileVersion = (buf: Buffer | string): string => sha256(buf);
+/**
+ * A file's version is the SHA-256 of its bytes cut to 16 hex digits (every read and stub carries it; it
+ * tells versions of one file apart, nothing more): edits must name the version they were based on.
+ */
+export const fileVersion = (buf: Buffer | string): string => sha256(buf).slice(0, 16);
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 

@@ -68,8 +68,8 @@ export interface TestRecord {
 /** The last test run as the working state tells it: what it found, what it covered, whether it still holds. */
 export function lastTestState(t: TestRecord | null) {
   if (!t) return null;
-  const { status, exit_code, summary, revision, target, tests, stale } = t;
-  return { status, exit_code, summary, target, tests, revision, stale };
+  const { status, exit_code, summary, target, tests, stale } = t;
+  return { status, exit_code, summary, target, tests, stale };
 }
 
 export interface HostToolRegistry extends ToolRegistry {

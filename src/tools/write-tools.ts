@@ -15,7 +15,7 @@ import { fail, ok, type ToolDefinition } from './types.js';
 
 const version = z
   .string()
-  .regex(/^[0-9a-f]{64}$/, 'must be the 64-hex `version` returned by read_file')
+  .regex(/^[0-9a-f]{16}$/, 'must be the 16-hex `version` returned by read_file')
   .describe('The `version` read_file returned for this file');
 
 const CONTEXT_LINES = 3;

@@ -1,4 +1,5 @@
-import type { RepairResult } from '../src/pipeline/types.js';
+import { progressStatus } from '../src/pipeline/job.js';
+import type { RepairProgress, RepairResult } from '../src/pipeline/types.js';
 import {
   blockedPathsNote,
   ciBlockedNote,
@@ -324,7 +325,33 @@ const RENDERERS: Record<string, (h: string) => string> = {
   // The status comment's detail is the pipeline's (job.ts): an error or a reason, made inert there.
   renderStatus: (h) =>
     renderStatus('r1', 'b'.repeat(40), { phase: 'failed', lastTest: 'failed', detail: `Error: ${inert(h)}` }),
+  // A build step is the model's Dockerfile line, echoed by the builder.
+  statusBuildLine: (h) => renderStatus('r1', 'b'.repeat(40), progressStatus(building(h, 90_000))),
 };
+
+function building(step: string, elapsed_ms: number): RepairProgress {
+  return {
+    phase: 'building_environment',
+    step: 0,
+    tokens_used: 0,
+    token_budget: 1000,
+    last_test: null,
+    build: { step, elapsed_ms },
+  };
+}
+
+describe('the status comment while the environment builds', () => {
+  it('names a build from its first minute on, with the step it is at', () => {
+    expect(progressStatus(building('Step 2/5 : RUN npm ci', 59_000)).detail).toBeUndefined();
+    const long = renderStatus(
+      'r1',
+      'b'.repeat(40),
+      progressStatus(building('Step 2/5 : RUN npm ci', 130_000)),
+    );
+    expect(long).toContain('### AgenticFix: ⏳ Building environment');
+    expect(long).toContain('Building the test environment for 2 min: `Step 2/5 : RUN npm ci`');
+  });
+});
 
 describe('untrusted text renders inert in every comment', () => {
   it('the checker sees what GitHub would render (the old evidence, a split table row, a mention)', () => {

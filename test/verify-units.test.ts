@@ -341,7 +341,7 @@ describe('markdown evidence report', () => {
       dockerfile_sha256: 'c'.repeat(64),
     },
     build_error: null,
-    phases: { worktrees_ms: 300, build_ms: 41000, cells_ms: 5000, cells_at_once: 2 },
+    phases: { worktrees_ms: 300, build_ms: 41000, cells_ms: 5000, cells_at_once: 2, cell_limit_s: 60 },
     cells: [mkCell('base', { a: 'passed' })],
     evidence: {
       reproduced: [],

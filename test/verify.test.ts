@@ -393,4 +393,25 @@ describeDocker("judge on a JavaScript fixture with node's test runner (real git,
     expect({ verdict: reg.verdict, reason: reg.reason }).toMatchObject({ verdict: 'regression' });
     expect(reg.evidence.regressions).toEqual([expect.stringMatching(/words counts words$/)]);
   });
+
+  test('without a measured suite (task mode, eval) the base cell measures it: a hanging cell waits the derived limit, not the ceiling', async () => {
+    const hang = "const test = require('node:test');\ntest('hangs', () => { for (;;); });\n";
+    const r = await judge({
+      config: { ...config, limits: { ...config.limits, minTestTimeoutMs: 2_000, maxTestTimeoutMs: 900_000 } },
+      remote: repo.dir,
+      baseCommit: repo.sha,
+      patch: await makePatch(repo, { 'slug.js': FIXED_SLUG, 'test/hang.test.js': hang }),
+      dockerfile: repo.dockerfile,
+      testArgv: ['node', '--test', 'test/'],
+      runId: 'js-hang',
+    });
+    const base = r.cells.find((c) => c.name === 'base')!;
+    expect(base.status).not.toBe('timeout');
+    // 5 × the measured base run within the floor and the ceiling: far below the 900 s ceiling.
+    expect(r.phases!.cell_limit_s).toBeLessThan(300);
+    expect(r.phases!.cell_limit_s).toBeGreaterThanOrEqual(2);
+    const patched = r.cells.find((c) => c.name === 'patched')!;
+    expect(patched.status).toBe('timeout');
+    expect(patched.problem).toBe(`timed out after ${r.phases!.cell_limit_s} s`);
+  });
 });

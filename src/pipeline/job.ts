@@ -51,11 +51,31 @@ import { GitWorkspaceManager } from '../workspace/manager.js';
 import { freeBytes, mebibytes } from './disk.js';
 import { nextTry, PUBLISH_ATTEMPTS, readPending, removePending, writePending } from './pending.js';
 import { addressedThreads, previousSummary, revisionContext } from './revision.js';
-import type { IssueText, ModelSpec, RepairOptions, RepairResult } from './types.js';
+import type { IssueText, ModelSpec, RepairOptions, RepairProgress, RepairResult } from './types.js';
 
 /** The app's run job: repository config → runRepair → judge → publish, reporting progress on the issue. */
 
 /** The pipeline stages a job calls; the real ones by default, injectable so app tests stay fast. */
+/** A build longer than this is named on the status comment (it would otherwise look like a stuck run). */
+const LONG_BUILD_MS = 60_000;
+
+/** What the status comment shows of a repair's progress. */
+export function progressStatus(p: RepairProgress): StatusState {
+  if (p.phase === 'done') return { phase: 'verifying' };
+  return {
+    phase: p.phase,
+    step: p.step,
+    tokensUsed: p.tokens_used,
+    tokenBudget: p.token_budget,
+    lastTest: p.last_test,
+    ...(p.build && p.build.elapsed_ms >= LONG_BUILD_MS
+      ? {
+          detail: `Building the test environment for ${Math.round(p.build.elapsed_ms / 60_000)} min: ${code(p.build.step)}`,
+        }
+      : {}),
+  };
+}
+
 export interface JobDeps {
   repair(opts: RepairOptions): Promise<RepairResult>;
   judge(opts: JudgeOptions): Promise<VerificationReport>;
@@ -260,24 +280,7 @@ export class JobRunner implements QueueHooks {
       runId: run.id,
       budgets,
       signal,
-      onProgress: (p) =>
-        status.update(
-          p.phase === 'done'
-            ? { phase: 'verifying' }
-            : {
-                phase: p.phase,
-                step: p.step,
-                tokensUsed: p.tokens_used,
-                tokenBudget: p.token_budget,
-                lastTest: p.last_test,
-                // A long build would otherwise look like a stuck run.
-                ...(p.build && p.build.elapsed_ms >= 60_000
-                  ? {
-                      detail: `Building the test environment for ${Math.round(p.build.elapsed_ms / 60_000)} min: \`${p.build.step}\``,
-                    }
-                  : {}),
-              },
-        ),
+      onProgress: (p) => status.update(progressStatus(p)),
     });
     await store.update(run.id, {
       stop_reason: result.stop_reason,

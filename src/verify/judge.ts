@@ -234,7 +234,7 @@ async function decide(opts: JudgeOptions, runId: string): Promise<VerificationRe
     patch: opts.patch,
     testGlobs: opts.testGlobs,
   });
-  const phases = { worktrees_ms: 0, build_ms: 0, cells_ms: 0, cells_at_once: 1 };
+  const phases = { worktrees_ms: 0, build_ms: 0, cells_ms: 0, cells_at_once: 1, cell_limit_s: 0 };
   report.phases = phases;
   const sections = splitPatch(opts.patch);
   if (opts.patch.trim() === '') return finish(report, 'empty_patch', 'The candidate patch changes nothing.');
@@ -291,6 +291,7 @@ async function decide(opts: JudgeOptions, runId: string): Promise<VerificationRe
       );
 
     const cells = {} as Record<CellName, Cell>;
+    let suiteMs = opts.suiteMs ?? null;
     const runOne = async (cell: (typeof CELLS)[number]) => {
       if (opts.signal?.aborted) return;
       cells[cell.name] = await runCell(
@@ -299,7 +300,7 @@ async function decide(opts: JudgeOptions, runId: string): Promise<VerificationRe
           sandbox,
           worktree: paths[cell.name],
           argv: opts.testArgv,
-          timeoutMs: testLimitMs(opts.config.limits, opts.suiteMs),
+          timeoutMs: testLimitMs(opts.config.limits, suiteMs),
           maxOutputBytes: opts.config.limits.maxOutputBytes,
           maxReportBytes: opts.config.verify.maxReportBytes,
           reruns: opts.config.verify.flakyReruns,
@@ -310,7 +311,19 @@ async function decide(opts: JudgeOptions, runId: string): Promise<VerificationRe
     };
     lap = stopwatch();
     phases.cells_at_once = cellConcurrency(opts.config, opts.testArgv);
-    await inPool(CELLS, phases.cells_at_once, runOne);
+    let rest: readonly (typeof CELLS)[number][] = CELLS;
+    if (suiteMs === null) {
+      // No run measured the suite (task mode, eval, `verify`): the base cell runs first at the ceiling
+      // and measures it, so a hanging cell after it waits for the derived limit, not the ceiling.
+      const base = CELLS.find((c) => c.name === 'base')!;
+      await runOne(base);
+      const measured = cells.base;
+      if (measured && (measured.status === 'passed' || measured.status === 'failed'))
+        suiteMs = measured.duration_ms / measured.runs;
+      rest = CELLS.filter((c) => c !== base);
+    }
+    phases.cell_limit_s = Math.round(testLimitMs(opts.config.limits, suiteMs) / 1000);
+    await inPool(rest, phases.cells_at_once, runOne);
     phases.cells_ms = lap();
     if (opts.signal?.aborted) return finish(report, 'infra_error', 'The judge was cancelled.');
     for (const cell of CELLS) {

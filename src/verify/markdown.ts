@@ -81,7 +81,7 @@ function render(r: VerificationReport, hidden: number): string[] {
   }
   if (r.phases)
     out.push(
-      `**Judge timings:** worktrees ${secs(r.phases.worktrees_ms)}, image ${secs(r.phases.build_ms)}, test cells ${secs(r.phases.cells_ms)} (wall time, ${r.phases.cells_at_once} at a time).`,
+      `**Judge timings:** worktrees ${secs(r.phases.worktrees_ms)}, image ${secs(r.phases.build_ms)}, test cells ${secs(r.phases.cells_ms)} (wall time, ${r.phases.cells_at_once} at a time, ${r.phases.cell_limit_s} s limit each).`,
     );
   if (r.build_error)
     out.push(

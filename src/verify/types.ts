@@ -140,6 +140,8 @@ export const VerificationReportSchema = z.strictObject({
       cells_ms: z.number(),
       /** How many cells ran at once (see cellConcurrency). */
       cells_at_once: z.number().int().positive(),
+      /** The time limit of the cells after the first: derived from the measured suite (see time-limits.ts). */
+      cell_limit_s: z.number().int().nonnegative(),
     })
     .nullable(),
   /** What the judge ran, in order (git, docker, test argv). */

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseIssueMarkdown, progressLine, runCommand } from '../src/cli/run.js';
 import { scriptFromToolCalls } from '../src/emulator/scripted-model.js';
-import type { RepairResult } from '../src/pipeline/types.js';
+import type { RepairResult } from '../src/agent/types.js';
 import { splitArgv } from '../src/verify/argv.js';
 import { git } from '../src/workspace/git.js';
 import { commitAll, tempDir } from './support/git-fixtures.js';

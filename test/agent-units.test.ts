@@ -7,7 +7,7 @@ import { ContextManager } from '../src/agent/context.js';
 import { LoopDetector } from '../src/agent/loop-detect.js';
 import { backoffMs } from '../src/agent/model.js';
 import { loadPrompts, renderTask, wrapIssue } from '../src/agent/prompts.js';
-import { ModelConfigError, resolveModel } from '../src/agent/providers.js';
+import { ModelConfigError, resolveModel } from '../src/config/providers.js';
 import { loadConfig } from '../src/config/config.js';
 import { fail, ok } from '../src/tools/types.js';
 

@@ -9,7 +9,8 @@ import { startApp, type RunningApp, type StartAppOptions } from '../src/cli/comp
 import { loadConfig, type Config } from '../src/config/config.js';
 import { startGitHubEmulator, type GitHubEmulator } from '../src/emulator/github.js';
 import type { JobDeps } from '../src/pipeline/job.js';
-import type { RepairOptions, RepairResult } from '../src/pipeline/types.js';
+import type { RepairResult } from '../src/agent/types.js';
+import type { RepairOptions } from '../src/pipeline/types.js';
 import { appOctokit, type GitHub } from '../src/publish/github.js';
 import { finish, newReport } from '../src/verify/judge.js';
 import type { JudgeOptions, Verdict, VerificationReport } from '../src/verify/types.js';

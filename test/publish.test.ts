@@ -5,7 +5,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import type { GitHubEmulator } from '../src/emulator/github.js';
-import type { RepairResult } from '../src/pipeline/types.js';
+import type { RepairResult } from '../src/agent/types.js';
 import {
   appOctokit,
   editComment,

@@ -1,5 +1,6 @@
 import { progressStatus } from '../src/pipeline/job.js';
-import type { RepairProgress, RepairResult } from '../src/pipeline/types.js';
+import type { RepairResult } from '../src/agent/types.js';
+import type { RepairProgress } from '../src/pipeline/types.js';
 import {
   blockedPathsNote,
   ciBlockedNote,

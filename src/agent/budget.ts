@@ -1,5 +1,5 @@
 import type { Config } from '../config/config.js';
-import type { StopReason } from '../pipeline/types.js';
+import type { StopReason } from './types.js';
 import type { Usage } from './model.js';
 
 export type BudgetLimits = Config['budgets'];

@@ -1,5 +1,5 @@
 import type { Config } from '../config/config.js';
-import type { StopReason } from '../pipeline/types.js';
+import type { StopReason } from './types.js';
 import type { ToolRegistry } from '../tools/types.js';
 import type { RunTrace } from '../trace/trace.js';
 import type { Budget } from './budget.js';

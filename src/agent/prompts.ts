@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { sha256 } from '../trace/trace.js';
 import type { Config } from '../config/config.js';
 import { SUITE_FACTOR } from '../environment/time-limits.js';
-import type { IssueText } from '../pipeline/types.js';
+import type { IssueText } from './types.js';
 
 /** prompts/ at the package root; the same relative path from src/agent and dist/agent. */
 const PROMPTS_DIR = fileURLToPath(new URL('../../prompts/', import.meta.url));

@@ -4,7 +4,8 @@ import { z } from 'zod';
 import { loadConfig } from '../config/config.js';
 import { runRepair } from '../pipeline/repair.js';
 import { prepareHost } from '../pipeline/startup.js';
-import type { IssueText, ModelSpec, RepairProgress, RepairResult } from '../pipeline/types.js';
+import type { IssueText, RepairResult } from '../agent/types.js';
+import type { ModelSpec, RepairProgress } from '../pipeline/types.js';
 import { stopwatch } from '../trace/phases.js';
 import { splitArgv } from '../verify/argv.js';
 

@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse as parseDotenv } from 'dotenv';
 import { z } from 'zod';
-import { defaultModelOf, PROVIDERS } from '../agent/providers.js';
+import { defaultModelOf, PROVIDERS } from './providers.js';
 
 /**
  * The one source of truth for every host-side limit, budget and path. Values come from

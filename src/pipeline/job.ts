@@ -51,7 +51,8 @@ import { GitWorkspaceManager } from '../workspace/manager.js';
 import { freeBytes, mebibytes } from './disk.js';
 import { nextTry, PUBLISH_ATTEMPTS, readPending, removePending, writePending } from './pending.js';
 import { addressedThreads, previousSummary, revisionContext } from './revision.js';
-import type { IssueText, ModelSpec, RepairOptions, RepairProgress, RepairResult } from './types.js';
+import type { IssueText, RepairResult } from '../agent/types.js';
+import type { ModelSpec, RepairOptions, RepairProgress } from './types.js';
 
 /** The app's run job: repository config → runRepair → judge → publish, reporting progress on the issue. */
 

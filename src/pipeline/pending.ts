@@ -2,7 +2,7 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { VerificationReportSchema } from '../verify/types.js';
-import type { RepairResult } from './types.js';
+import type { RepairResult } from '../agent/types.js';
 
 /**
  * A judged run whose publishing failed (GitHub down, a push refused for a moment) waits in state

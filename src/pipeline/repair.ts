@@ -2,7 +2,7 @@ import Docker from 'dockerode';
 import { randomBytes } from 'node:crypto';
 import { Budget } from '../agent/budget.js';
 import { ContextManager } from '../agent/context.js';
-import { createModelClient, type ModelHandle } from '../agent/factory.js';
+import { createModelClient, type ModelHandle } from './model-client.js';
 import { runAgentLoop, type LoopOutcome } from '../agent/loop.js';
 import { limitsNote, loadPrompts, renderTask } from '../agent/prompts.js';
 import { loadEnv, SECRET_ENV_NAMES } from '../config/config.js';
@@ -27,7 +27,8 @@ import { GitWorkspaceManager } from '../workspace/manager.js';
 import { diskUsage } from '../workspace/usage.js';
 import type { Worktree } from '../workspace/types.js';
 import { removeOldWorktrees } from './startup.js';
-import type { RepairOptions, RepairProgress, RepairResult, StopReason } from './types.js';
+import type { RepairResult, StopReason } from '../agent/types.js';
+import type { RepairOptions, RepairProgress } from './types.js';
 import { PhaseClock, stopwatch } from '../trace/phases.js';
 
 /** Time-sortable (UTC timestamp to the millisecond) and unique (random suffix). */

@@ -1,4 +1,4 @@
-import type { RepairResult } from '../pipeline/types.js';
+import type { RepairResult } from '../agent/types.js';
 import type { Feedback } from '../queue/feedback.js';
 import type { RunRecord } from '../queue/store.js';
 import type { VerificationReport } from '../verify/types.js';

@@ -1,8 +1,8 @@
 import type { Config } from '../config/config.js';
 import { loadScript, startScriptedModelServer } from '../emulator/scripted-model.js';
-import type { ModelSpec } from '../pipeline/types.js';
-import { HumanModel, OpenAIChatModel, type ModelClient, type RetryInfo } from './model.js';
-import { resolveModel } from './providers.js';
+import type { ModelSpec } from './types.js';
+import { HumanModel, OpenAIChatModel, type ModelClient, type RetryInfo } from '../agent/model.js';
+import { resolveModel } from '../config/providers.js';
 
 export interface ModelHandle {
   client: ModelClient;

@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import type { Config } from '../config/config.js';
 
 /** Where each supported provider serves its OpenAI-compatible chat-completions API, and a sensible default model. */
 const PROVIDER_PRESETS = {
@@ -39,8 +38,16 @@ export type ResolvedModel = z.infer<typeof ResolvedModelSchema>;
 
 export class ModelConfigError extends Error {}
 
+/** The model settings a resolution starts from (the `model` part of the config). */
+export interface ModelSettings {
+  provider?: Provider;
+  name?: string;
+  apiKey?: string;
+  baseUrl?: string;
+}
+
 /** Turns provider + optional name/key/base URL into a complete endpoint description, or explains what is missing. */
-export function resolveModel(model: Config['model']): ResolvedModel {
+export function resolveModel(model: ModelSettings): ResolvedModel {
   if (!model.provider) {
     throw new ModelConfigError(`AGENTICFIX_MODEL_PROVIDER is not set (one of: ${PROVIDERS.join(', ')})`);
   }

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { execa } from 'execa';
 import { Probot } from 'probot';
 import pino from 'pino';
-import { startApp, type RunningApp, type StartAppOptions } from '../src/cli/compose.js';
+import { startApp, type RunningApp, type StartAppOptions } from '../src/app.js';
 import { loadConfig, type Config } from '../src/config/config.js';
 import { startGitHubEmulator, type GitHubEmulator } from '../src/emulator/github.js';
 import type { JobDeps } from '../src/pipeline/job.js';

@@ -14,7 +14,7 @@ import { REAL_JOB_DEPS } from '../src/pipeline/job.js';
 import { branchFor } from '../src/publish/pr.js';
 import { SqliteRunStore } from '../src/queue/sqlite-store.js';
 import { StoreInUseError } from '../src/queue/store.js';
-import { startApp, type RunningApp } from '../src/cli/compose.js';
+import { startApp, type RunningApp } from '../src/app.js';
 import type { Config } from '../src/config/config.js';
 import {
   APP_ID,

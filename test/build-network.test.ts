@@ -24,7 +24,7 @@ import {
   type BuildNetworkNames,
   type FamilyRules,
 } from '../src/environment/network.js';
-import { startApp, type RunningApp } from '../src/cli/compose.js';
+import { startApp, type RunningApp } from '../src/app.js';
 import { APP_ID, PRIVATE_KEY, quietLog, SECRET, tempDir, testConfig } from './app-support.js';
 import { BASE_IMAGE, dockerReady } from './support/docker.js';
 

@@ -9,7 +9,7 @@ import type { GitHubEmulator } from '../src/emulator/github.js';
 import { branchFor } from '../src/publish/pr.js';
 import type { JudgeOptions } from '../src/verify/types.js';
 import { HANDLED, PAYLOADS } from '../src/webhook/payloads.js';
-import { startApp, type RunningApp } from '../src/cli/compose.js';
+import { startApp, type RunningApp } from '../src/app.js';
 import {
   CALC_FILES,
   CALC_TEST,

@@ -5,7 +5,7 @@ import { repoSource } from '../src/demo/calculator.js';
 import type { GitHubEmulator } from '../src/emulator/github.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../src/emulator/scripted-model.js';
 import { branchFor } from '../src/publish/pr.js';
-import type { RunningApp } from '../src/cli/compose.js';
+import type { RunningApp } from '../src/app.js';
 import { startEmulator, tempDir, testConfig } from './app-support.js';
 import { machineCa } from './support/ca.js';
 import { dockerReady } from './support/docker.js';

@@ -12,7 +12,7 @@ import type { GitHubEmulator } from '../src/emulator/github.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../src/emulator/scripted-model.js';
 import { branchFor } from '../src/publish/pr.js';
 import { fileVersion } from '../src/tools/files.js';
-import type { RunningApp } from '../src/cli/compose.js';
+import type { RunningApp } from '../src/app.js';
 import { git } from '../src/workspace/git.js';
 import { startEmulator, tempDir, testConfig } from './app-support.js';
 import { dockerReady } from './support/docker.js';

@@ -13,7 +13,7 @@ import { sweepContainers } from '../src/environment/startup.js';
 import { branchFor } from '../src/publish/pr.js';
 import type { RunRecord } from '../src/queue/store.js';
 import { maxOverlap } from '../src/bench/stats.js';
-import type { RunningApp } from '../src/cli/compose.js';
+import type { RunningApp } from '../src/app.js';
 import { startEmulatedApp, startEmulator, tempDir, testConfig } from './app-support.js';
 import { dockerReady } from './support/docker.js';
 import { startChild, until } from './support/e2e.js';

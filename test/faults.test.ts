@@ -12,7 +12,7 @@ import { statfs } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { execa, execaSync } from 'execa';
-import type { RunningApp } from '../src/cli/compose.js';
+import type { RunningApp } from '../src/app.js';
 import type { Config } from '../src/config/config.js';
 import type { GitHubEmulator } from '../src/emulator/github.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../src/emulator/scripted-model.js';

@@ -9,7 +9,7 @@ import { DEADLINE_LABEL, DockerSandbox, hostPath, OWNER_LABEL } from '../src/env
 import { processOwner } from '../src/environment/lending.js';
 import { sweepContainers } from '../src/environment/startup.js';
 import { prepareHost } from '../src/pipeline/startup.js';
-import { startApp } from '../src/cli/compose.js';
+import { startApp } from '../src/app.js';
 import { APP_ID, PRIVATE_KEY, quietLog, SECRET } from './app-support.js';
 import { BASE_IMAGE, dockerReady } from './support/docker.js';
 import { tempDir } from './support/git-fixtures.js';

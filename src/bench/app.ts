@@ -13,7 +13,7 @@ import { runAppDemo } from '../demo/app.js';
 import { DockerEnvironmentBuilder } from '../environment/builder.js';
 import { dockerAvailable } from '../environment/docker.js';
 import { REAL_JOB_DEPS, type JobDeps } from '../pipeline/job.js';
-import { startApp } from '../cli/compose.js';
+import { startApp } from '../app.js';
 import { githubSpacingWaitMs } from '../publish/github.js';
 import { VerificationReportSchema } from '../verify/types.js';
 import type { BenchOptions } from './options.js';

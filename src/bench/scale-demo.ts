@@ -8,7 +8,7 @@ import { execa, type ResultPromise } from 'execa';
 import pg from 'pg';
 import pino from 'pino';
 import { childAppEnv } from '../cli/app-env.js';
-import { startApp } from '../cli/compose.js';
+import { startApp } from '../app.js';
 import { loadConfig } from '../config/config.js';
 import { calculatorScript, CALCULATOR_TEST_ARGV, repoSource } from '../demo/calculator.js';
 import { startGitHubEmulator } from '../emulator/github.js';

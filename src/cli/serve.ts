@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { loadConfig, loadEnv } from '../config/config.js';
 import { ensureBuildNetwork } from '../environment/network.js';
 import { StoreInUseError } from '../queue/store.js';
-import { startApp } from './compose.js';
+import { startApp } from '../app.js';
 import { appCredentials, issuesLine, untilStopped } from './app-env.js';
 
 const ServeEnv = z.object({

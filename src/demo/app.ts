@@ -7,7 +7,7 @@ import type { Config } from '../config/config.js';
 import { startGitHubEmulator } from '../emulator/github.js';
 import { startScriptedModelServer } from '../emulator/scripted-model.js';
 import type { ModelSpec } from '../pipeline/types.js';
-import { startApp } from '../cli/compose.js';
+import { startApp } from '../app.js';
 import {
   CALCULATOR_ISSUE,
   CALCULATOR_TEST_ARGV,

@@ -2,7 +2,7 @@ import { execa, type ResultPromise } from 'execa';
 import { mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { childAppEnv, type ChildRole } from '../../src/cli/app-env.js';
-import type { RunningApp } from '../../src/cli/compose.js';
+import type { RunningApp } from '../../src/app.js';
 import type { Config } from '../../src/config/config.js';
 import type { GitHubEmulator } from '../../src/emulator/github.js';
 import { APP_ID, PRIVATE_KEY, startEmulatedApp } from '../app-support.js';

@@ -1,17 +1,17 @@
 import pino from 'pino';
 import { Probot, type Logger } from 'probot';
-import { ConfigError, type Config } from '../config/config.js';
-import { JobRunner, type JobDeps } from '../pipeline/job.js';
-import { applyRetention, prepareHost } from '../pipeline/startup.js';
-import type { ModelSpec } from '../pipeline/types.js';
-import { appOctokit, type GitHub } from '../publish/github.js';
-import { BullRunQueue } from '../queue/bullmq.js';
-import { LocalRunQueue, type RunQueue } from '../queue/queue.js';
-import { openStore } from '../queue/open-store.js';
-import { INSTANCE_STALE_MS, type RunStore } from '../queue/store.js';
-import { createApp } from '../webhook/app.js';
-import { Intake } from '../webhook/intake.js';
-import { listenForWebhooks } from '../webhook/server.js';
+import { ConfigError, type Config } from './config/config.js';
+import { JobRunner, type JobDeps } from './pipeline/job.js';
+import { applyRetention, prepareHost } from './pipeline/startup.js';
+import type { ModelSpec } from './pipeline/types.js';
+import { appOctokit, type GitHub } from './publish/github.js';
+import { BullRunQueue } from './queue/bullmq.js';
+import { LocalRunQueue, type RunQueue } from './queue/queue.js';
+import { openStore } from './queue/open-store.js';
+import { INSTANCE_STALE_MS, type RunStore } from './queue/store.js';
+import { createApp } from './webhook/app.js';
+import { Intake } from './webhook/intake.js';
+import { listenForWebhooks } from './webhook/server.js';
 
 /**
  * The GitHub App put together (serve, demo, the tests): the run store, the queue (in-process, or

@@ -744,6 +744,12 @@ describe('run_tests, git_diff and test staleness', () => {
   it('runs the named target in the sandbox and marks results stale after edits', async () => {
     const { call, reg, wt, ctx } = await setup(files);
     expect(reg.hasEdits()).toBe(false);
+    // The loop asks the registry which tools change files (stale reads, files_edited).
+    expect([reg.mutates('edit_file'), reg.mutates('read_file'), reg.mutates('no_such_tool')]).toEqual([
+      true,
+      false,
+      false,
+    ]);
     const first = await call('run_tests', {});
     expect(first.success).toBe(true);
     expect(first.data).toMatchObject({

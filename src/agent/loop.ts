@@ -19,8 +19,6 @@ import { ModelCancelled, ModelError, type ModelClient } from './model.js';
 export interface LoopInput {
   model: ModelClient;
   registry: ToolRegistry;
-  /** Names of the tools that change files (stale reads, edited-file state). */
-  mutating: ReadonlySet<string>;
   context: ContextManager;
   budget: Budget;
   agent: Config['agent'];
@@ -85,7 +83,7 @@ export async function runAgentLoop(a: LoopInput): Promise<LoopOutcome> {
         if (!parsed.ok) trace.event('malformed_call', { tool: name, arguments: call.function.arguments });
         const result = parsed.ok ? await registry.call(name, parsed.args) : parsed.result;
         budget.addToolCall();
-        const obs = context.addObservation(call.id, name, args, result, a.mutating.has(name));
+        const obs = context.addObservation(call.id, name, args, result, a.registry.mutates(name));
         if (result.fatal) return stop('fatal', { error: result.error });
         wellFormed ||= !isMalformed(result);
         if (loops.record(name, args ?? call.function.arguments, obs)) return stop('loop_detected');

@@ -5,7 +5,7 @@ import { loadConfig, type Config } from '../config/config.js';
 import { runRepair } from '../pipeline/repair.js';
 import { prepareHost } from '../pipeline/startup.js';
 import type { ModelSpec } from '../pipeline/types.js';
-import { newRunId } from '../verify/judge.js';
+import { newRunId } from '../trace/ids.js';
 import { gradeInstance, loadTasks, summarize, taskArgv, type RunSummary } from '../verify/task.js';
 import type { VerificationReport } from '../verify/types.js';
 import { stopwatch } from '../trace/phases.js';

@@ -1,5 +1,5 @@
 import Docker from 'dockerode';
-import { randomBytes } from 'node:crypto';
+import { newRunId } from '../trace/ids.js';
 import { Budget } from '../agent/budget.js';
 import { ContextManager } from '../agent/context.js';
 import { createModelClient, type ModelHandle } from './model-client.js';
@@ -30,10 +30,6 @@ import { removeOldWorktrees } from './startup.js';
 import type { RepairResult, StopReason } from '../agent/types.js';
 import type { RepairOptions, RepairProgress } from './types.js';
 import { PhaseClock, stopwatch } from '../trace/phases.js';
-
-/** Time-sortable (UTC timestamp to the millisecond) and unique (random suffix). */
-export const newRunId = (now = new Date()): string =>
-  `${now.toISOString().replace(/[-:.]/g, '')}-${randomBytes(4).toString('hex')}`;
 
 const message = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
@@ -170,7 +166,6 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
     outcome = await runAgentLoop({
       model: model.client,
       registry: tools,
-      mutating: new Set(env.tools.filter((t) => t.mutates).map((t) => t.name)),
       context,
       budget,
       agent: config.agent,

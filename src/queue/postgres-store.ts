@@ -1,3 +1,4 @@
+import { newRunId } from '../trace/ids.js';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import {
@@ -5,7 +6,6 @@ import {
   INSTANCE_ROW,
   MIGRATIONS,
   newInstance,
-  newRunId,
   now,
   RUN_ROW,
   StoreInUseError,

@@ -1,3 +1,4 @@
+import { newRunId } from '../trace/ids.js';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
@@ -7,7 +8,6 @@ import {
   INSTANCE_ROW,
   MIGRATIONS,
   newInstance,
-  newRunId,
   now,
   RUN_ROW,
   StoreInUseError,

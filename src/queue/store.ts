@@ -300,15 +300,6 @@ export function holderGone(h: InstanceHolder): boolean {
   }
 }
 
-let seq = 0;
-
-/** Sortable, unique, readable: `r<time>-<seq><random>`. */
-export function newRunId(): string {
-  const t = Date.now().toString(36).padStart(9, '0');
-  const s = (seq++ % 1296).toString(36).padStart(2, '0');
-  return `r${t}-${s}${Math.random().toString(36).slice(2, 6)}`;
-}
-
 export function now(): string {
   return new Date().toISOString();
 }

@@ -194,6 +194,7 @@ export function createRegistry(ctx: ToolContext, tools: ToolDefinition[] = DEFAU
   return {
     context: ctx,
     names: () => [...byName.keys()],
+    mutates: (name) => byName.get(name)?.mutates ?? false,
     schemas: () => tools.map((t) => toSchema(t, ctx.limits)),
     call(name, args) {
       const run = queue.then(() => invoke(name, args));

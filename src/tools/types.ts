@@ -113,6 +113,8 @@ export interface ToolSchema {
 export interface ToolRegistry {
   readonly context: ToolContext;
   names(): string[];
+  /** Whether the tool may change files (its `mutates`); false for an unknown name. */
+  mutates(name: string): boolean;
   schemas(): ToolSchema[];
   /** Validates args against the tool's strict schema, runs it, traces start/end; never throws for expected failures. */
   call(name: string, args: unknown): Promise<ToolResult>;

@@ -1,4 +1,5 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
+import { newRunId } from '../trace/ids.js';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { availableParallelism, totalmem } from 'node:os';
 import path from 'node:path';
@@ -22,9 +23,6 @@ import { stopwatch } from '../trace/phases.js';
 
 const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
 const firstLines = (s: string, n = 3) => s.trim().split('\n').slice(0, n).join(' / ');
-
-export const newRunId = (prefix: string) =>
-  `${prefix}-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
 
 /** A report with no evidence yet; `finish` fills in the verdict. */
 export function newReport(a: {

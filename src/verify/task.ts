@@ -8,7 +8,8 @@ import { worktreeGit } from '../workspace/git.js';
 import type { WorktreeGit } from '../workspace/types.js';
 import { runCell } from './cells.js';
 import { splitArgv } from './argv.js';
-import { buildEnvironment, finish, infraReason, newReport, newRunId, Worktrees } from './judge.js';
+import { newRunId } from '../trace/ids.js';
+import { buildEnvironment, finish, infraReason, newReport, Worktrees } from './judge.js';
 import type { RebuildPolicy, VerificationReport } from './types.js';
 
 /** SWE-bench stores test lists as JSON-encoded strings; plain arrays are accepted too. */

@@ -102,6 +102,8 @@ describe('repository config', () => {
     ['max_revisions: -1', 'max_revisions'],
     ['ci_feedback: { enabled: true, rounds: 9 }', 'ci_feedback'],
     ['ci_feedback: { apps: [GitHub Actions] }', 'ci_feedback.apps.0'],
+    ['guidance_file: ../../etc/passwd', 'guidance_file'],
+    ['guidance_file: /etc/passwd', 'guidance_file'],
   ])('reports %s as an error naming the field', (text, field) => {
     const r = parseRepoConfig(text, operator);
     expect(r.ok).toBe(false);

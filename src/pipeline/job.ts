@@ -275,6 +275,7 @@ export class JobRunner implements QueueHooks {
       issue,
       testArgv: rc.test,
       protectedPaths: [...NEVER_PUSHED, ...rc.protected_paths],
+      ...(rc.guidance_file ? { guidanceFiles: [rc.guidance_file] } : {}),
       model: spec,
       sandbox: this.o.sandbox ?? 'docker',
       dockerfile,

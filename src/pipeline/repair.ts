@@ -4,7 +4,14 @@ import { Budget } from '../agent/budget.js';
 import { ContextManager } from '../agent/context.js';
 import { createModelClient, type ModelHandle } from './model-client.js';
 import { runAgentLoop, type LoopOutcome } from '../agent/loop.js';
-import { limitsNote, loadPrompts, renderTask } from '../agent/prompts.js';
+import {
+  GUIDANCE_FILES,
+  GUIDANCE_MAX_CHARS,
+  limitsNote,
+  loadPrompts,
+  renderTask,
+  type Guidance,
+} from '../agent/prompts.js';
 import { loadEnv, SECRET_ENV_NAMES } from '../config/config.js';
 import { DockerEnvironmentBuilder } from '../environment/builder.js';
 import { CONTAINER_WORKTREE } from '../environment/docker.js';
@@ -119,6 +126,21 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
     baseCommit = await workspaces.resolve(opts.remote, opts.baseCommit);
     worktree = await workspaces.create(opts.remote, baseCommit, runId);
     trace.event('workspace_ready', { base_commit: baseCommit, worktree: worktree.path });
+    // From the mirror's objects at the base commit, before any code runs in the worktree.
+    let guidance: Guidance | null = null;
+    for (const file of opts.guidanceFiles ?? GUIDANCE_FILES) {
+      const text = await workspaces.fileAt(opts.remote, baseCommit, file);
+      if (text !== null) {
+        guidance = { path: file, text };
+        break;
+      }
+    }
+    if (guidance)
+      trace.event('repository_guidance', {
+        path: guidance.path,
+        chars: guidance.text.length,
+        cut: guidance.text.length > GUIDANCE_MAX_CHARS,
+      });
 
     phases.start('environment');
     const env = await prepareEnvironment(opts, builder, runId, worktree.path, trace, signal, {
@@ -149,6 +171,7 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
     const tools = createRegistry(ctx, env.tools);
     registry = tools;
     const task = renderTask(prompts.task, {
+      guidance,
       limits: limitsNote(config.limits, budgets),
       issue: opts.issue,
       baseCommit,

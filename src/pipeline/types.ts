@@ -27,6 +27,8 @@ export interface RepairOptions {
   /** Progress callback (step n, tokens used, last test status) for status comments. */
   onProgress?: (p: RepairProgress) => void;
   keepWorktree?: boolean;
+  /** Where to look for the repository's guidance for agents, first found wins (default GUIDANCE_FILES). */
+  guidanceFiles?: readonly string[];
 }
 
 export interface RepairProgress {

@@ -106,6 +106,8 @@ const REPO_CONFIG_SCHEMA = z.strictObject({
     })
     .default({}),
   protected_paths: z.array(pathPattern).default([]),
+  // The repository's guidance for agents, instead of AGENTS.md / .github/copilot-instructions.md.
+  guidance_file: repoPath.optional(),
   ci_entry_points: CI_ENTRY_POINTS,
   publish_unverified: z.boolean().default(false),
   verify: z.strictObject({ rebuild: RebuildPolicySchema.default('changed') }).default({ rebuild: 'changed' }),

@@ -104,6 +104,19 @@ export class GitWorkspaceManager implements WorkspaceManager {
     return (await git(['diff', '--binary', from, to], { cwd: this.mirrorPath(remote) })).stdout;
   }
 
+  /**
+   * A regular file's text at a commit already in the mirror, read from git's objects (never from a
+   * worktree): null when the path is absent or not a regular file (a link, a submodule, a directory).
+   */
+  async fileAt(remote: string, commit: string, file: string): Promise<string | null> {
+    FullSha.parse(commit);
+    const mirror = this.mirrorPath(remote);
+    const ls = await git(['ls-tree', '-z', commit, '--', file], { cwd: mirror, allowFail: true });
+    const entry = /^100(?:644|755) blob ([0-9a-f]{40,64})\t([^\0]*)\0/.exec(ls.stdout);
+    if (!entry || entry[2] !== file) return null;
+    return (await git(['cat-file', 'blob', entry[1]!], { cwd: mirror })).stdout;
+  }
+
   async create(remote: string, baseCommit: string, runId: string): Promise<Worktree> {
     return (await this.createMany(remote, baseCommit, [runId]))[0]!;
   }

@@ -314,7 +314,8 @@ describe('a crash mid-run (the served app killed with SIGKILL) is reported after
     } finally {
       child.kill('SIGKILL');
     }
-  });
+    // It builds dist/ and starts a child first: on a loaded 2-CPU machine that alone took over 60 s.
+  }, 300_000);
 });
 
 /** `agenticfix serve` from dist/ in its own process (so it can be SIGKILLed), receiving the emulator's webhooks. */

@@ -163,17 +163,20 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
     }
 
   // Judged runs whose publishing failed: tried again when due, now and periodically (their run
-  // directories are where they ran: distributed, on the workers' machines, which this does not reach yet).
+  // directories are where they ran: distributed, on the workers' machines, which this does not reach
+  // yet); with them, or alone when distributed, the final GitHub writes the store keeps.
   const resumePublishing = () =>
-    void runner.resumePublishing().catch((err: unknown) => log.error({ err }, 'could not resume publishing'));
-  if (!distributed) resumePublishing();
+    void (distributed ? runner.deliverWrites() : runner.resumePublishing()).catch((err: unknown) =>
+      log.error({ err }, 'could not resume publishing'),
+    );
+  resumePublishing();
   // Periodically: runs whose end the store would not take (a full disk) are recorded once it does;
   // retention (a distributed serve has no run directories, its workers do).
   let ticks = 0;
   const upkeep = setInterval(() => {
     if (queue instanceof LocalRunQueue)
       queue.reconcile().catch((err: unknown) => log.error({ err }, 'could not reconcile the runs'));
-    if (!distributed) resumePublishing();
+    resumePublishing();
     if (!distributed && ++ticks % RETENTION_TICKS === 0)
       applyRetention(o.config, isRunning).then(
         (retained) => log.info(retained, 'retention applied'),

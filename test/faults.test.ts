@@ -314,3 +314,95 @@ describe('publishing through a GitHub outage', () => {
     expect(existsSync(path.join(home, 'runs', run!.id, 'publish.json'))).toBe(false);
   }, 120_000);
 });
+
+describe('final status and comments through a GitHub outage', () => {
+  const R = 'finals';
+  let emu: GitHubEmulator;
+  let app: RunningApp;
+  let home: string;
+  const EDITS = { method: 'PATCH', path: /\/issues\/comments\/\d+$/ };
+  const POSTS = { method: 'POST', path: /\/issues\/\d+\/comments$/ };
+  // Every try of one write fails: the first and the client's three retries.
+  const outage = Array(4).fill({ status: 503 });
+  let issue = 0;
+
+  beforeAll(async () => {
+    emu = await startEmulator();
+    emu.createRepo(O, R, { files: { ...CALC_FILES, '.github/agenticfix.yml': CALC_CONFIG } });
+    emu.setPermission(O, R, 'maint', 'maintain');
+    home = mkdtempSync(path.join(tmpdir(), 'faults-finals-'));
+    const deps = fakeDeps({ edits: () => CALC_FIX });
+    app = await startEmulatedApp(emu, {
+      config: testConfig(home, { AGENTICFIX_PUBLISH_RETRY_BASE_S: '0' }),
+      deps: {
+        ...deps,
+        judge: async (o) => report('verified', 'The failing test passes now.', o, []),
+        // Once `issue`'s status shows the judging, GitHub fails the status edits: the final "Done" meets the outage.
+        renderEvidence: async () => {
+          if (issue === 0) return 'Verdict verified.';
+          await waitFor(() => emu.comments(issue).some((c) => c.body.includes('⏳ Verifying')));
+          emu.failNext(EDITS, outage);
+          issue = 0;
+          return 'Verdict verified.';
+        },
+      },
+      sandbox: 'local',
+    });
+    emu.setWebhookUrl(app.url);
+  });
+  afterAll(async () => {
+    await app?.close();
+    await emu?.close();
+    rmSync(home, { recursive: true, force: true });
+  });
+
+  // Issue 31: the final status edit was dropped on a 5xx (the issue stayed at "⏳ Verifying").
+  it('a final status edit that meets 503s is kept in the store and lands once GitHub answers', async () => {
+    const n = (issue = emu.createIssue(O, R, { title: 'add() subtracts', user: 'alice' }));
+    await emu.label(O, R, n, 'agenticfix', 'maint');
+    await waitFor(async () => (await app.store.forIssue(O, R, n)).length === 1);
+    await app.idle();
+    const [run] = await app.store.forIssue(O, R, n);
+    expect(run).toMatchObject({ state: 'done', pr_number: emu.pulls[0]!.number });
+    const status = () => emu.comments(n).find((c) => c.id === run!.status_comment_id)!.body;
+    expect(status()).not.toContain('✅ Done'); // as found: the outage ate the last edit
+    const kept = await app.store.dueWrites(new Date(Date.now() + 3600_000).toISOString());
+    expect(kept).toMatchObject([{ id: `${run!.id}:status`, comment_id: run!.status_comment_id }]);
+
+    await app.runner.deliverWrites();
+    expect(status()).toContain('✅ Done');
+    expect(status()).toContain(`Draft pull request #${run!.pr_number} opened.`);
+    expect(await app.store.dueWrites(new Date(Date.now() + 3600_000).toISOString())).toEqual([]);
+  }, 60_000);
+
+  it('an interrupted run’s report (status edit and comment) waits out the outage, then lands once', async () => {
+    const n = emu.createIssue(O, R, { title: 'add() subtracts again', user: 'alice' });
+    await emu.label(O, R, n, 'agenticfix', 'maint');
+    await waitFor(async () => (await app.store.forIssue(O, R, n)).length === 1);
+    await app.idle();
+    const [run] = await app.store.forIssue(O, R, n);
+    const before = emu.comments(n).length;
+    emu.failNext(EDITS, outage);
+    emu.failNext(POSTS, outage);
+    await app.runner.reportInterrupted(run!, 'its worker stopped'); // neither write throws
+    expect(emu.comments(n)).toHaveLength(before);
+
+    // Still failing at the first retry: the writes stay, tried again later.
+    emu.failNext(EDITS, outage);
+    emu.failNext(POSTS, outage);
+    await app.runner.deliverWrites();
+    expect(emu.comments(n)).toHaveLength(before);
+    const kept = await app.store.dueWrites(new Date(Date.now() + 3600_000).toISOString());
+    expect(kept.map((w) => w.attempts)).toEqual([1, 1]);
+
+    await app.runner.deliverWrites();
+    await app.runner.deliverWrites(); // nothing twice
+    const comments = emu.comments(n);
+    expect(comments).toHaveLength(before + 1);
+    expect(comments.at(-1)!.body).toContain(
+      `AgenticFix run \`${run!.id}\` was interrupted because its worker stopped`,
+    );
+    expect(comments.find((c) => c.id === run!.status_comment_id)!.body).toContain('⚠️ Interrupted');
+    expect((await app.store.get(run!.id))!.comment_ids).toContain(comments.at(-1)!.id);
+  }, 60_000);
+});

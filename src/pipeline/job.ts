@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'probot';
@@ -109,6 +110,7 @@ export class JobRunner implements QueueHooks {
   private readonly statuses = new Map<string, StatusComment>();
   private readonly finishing = new Set<Promise<void>>();
   private resuming: Promise<void> | null = null;
+  private delivering: Promise<void> | null = null;
   private readonly deps: JobDeps;
   private readonly workspaces: GitWorkspaceManager;
 
@@ -143,7 +145,7 @@ export class JobRunner implements QueueHooks {
     const status = this.status(run);
     const ending = endingFor(run);
     const p = (async () => {
-      if (ending) await status.final(ending);
+      if (ending) await this.finalStatus(run, status, ending);
       await status.settled();
     })()
       .catch((e) => this.o.log?.warn({ err: e, run: run.id }, 'final status update failed'))
@@ -158,6 +160,7 @@ export class JobRunner implements QueueHooks {
   async settled(): Promise<void> {
     while (this.finishing.size > 0) await Promise.all([...this.finishing]);
     await this.resuming?.catch(() => undefined); // its errors are its caller's
+    await this.delivering?.catch(() => undefined);
   }
 
   /** Whether the run behind an engine label (a run's, or its judge's `<id>-verify`) is over. */
@@ -178,14 +181,17 @@ export class JobRunner implements QueueHooks {
         phase: 'interrupted',
         detail: `Interrupted: ${why}.`,
       });
-      await editComment(gh, ref, run.status_comment_id, body).catch(() => undefined);
+      await editComment(gh, ref, run.status_comment_id, body).then(
+        () => this.o.store.removeWrite(statusWrite(run)),
+        (e: unknown) => this.keep(run, e, { id: statusWrite(run), comment_id: run.status_comment_id, body }),
+      );
     }
-    const id = await postComment(
+    await this.tell(
+      run,
       gh,
       ref,
       `AgenticFix run \`${run.id}\` was interrupted because ${why} before it finished. Nothing was published. Comment \`/agenticfix rerun\` to start again.`,
     );
-    await this.o.store.addComment(run.id, id);
   }
 
   async execute(run: RunRecord, signal: AbortSignal): Promise<RunUpdate> {
@@ -341,10 +347,12 @@ export class JobRunner implements QueueHooks {
 
   /**
    * Publishes the runs waiting to (`publish_pending`) whose next try is due: at start-up and
-   * periodically. After PUBLISH_ATTEMPTS the run fails and the issue gets the patch.
+   * periodically. After PUBLISH_ATTEMPTS the run fails and the issue gets the patch. Kept writes go
+   * first: a kept "publishing pending" status must not land over the "Done" of its publication.
    */
   async resumePublishing(): Promise<void> {
     this.resuming ??= (async () => {
+      await this.deliverWrites();
       for (const run of await this.o.store.list('publish_pending')) await this.republish(run);
     })().finally(() => (this.resuming = null));
     await this.resuming;
@@ -395,7 +403,7 @@ export class JobRunner implements QueueHooks {
         return;
       }
       // The run's patch stays in its run directory; the issue is told, with the patch attached.
-      await this.comment(
+      await this.tell(
         run,
         gh,
         ref,
@@ -458,7 +466,7 @@ export class JobRunner implements QueueHooks {
       );
       const why = notes.length > 0 ? notes.join('\n\n') : undefined;
       await this.comment(run, gh, ref, unverifiedComment({ run, result, report, evidence, why }));
-      await status.final({
+      await this.finalStatus(run, status, {
         phase: endPhase(report),
         detail: `Verdict \`${report.verdict}\`: ${inert(report.reason)}\n\nNo pull request was opened.`,
       });
@@ -545,7 +553,7 @@ export class JobRunner implements QueueHooks {
         },
       }),
     );
-    await status.final({
+    await this.finalStatus(run, status, {
       phase: 'done',
       detail: `Verdict \`${report.verdict}\`: ${inert(report.reason)}\n\nDraft pull request #${pr.number} ${pr.created ? 'opened' : 'updated'}.`,
       links: [{ label: `Pull request #${pr.number}`, url: pr.url }],
@@ -575,9 +583,9 @@ export class JobRunner implements QueueHooks {
     const notPushed = async (report: VerificationReport | null, why?: string) => {
       const evidence = report ? await this.deps.renderEvidence(report) : '';
       const notes = feedbackNotes(run.feedback);
-      await this.comment(run, gh, ref, unverifiedComment({ run, result, report, evidence, why, notes }));
+      await this.tell(run, gh, ref, unverifiedComment({ run, result, report, evidence, why, notes }));
       const said = why ?? `Verdict \`${report?.verdict}\`: ${report?.reason}`;
-      await status.final({
+      await this.finalStatus(run, status, {
         phase: endPhase(report),
         detail: `Revision ${n}: ${inert(said)} Nothing was pushed.`,
       });
@@ -684,7 +692,7 @@ export class JobRunner implements QueueHooks {
     }).catch((e: unknown) =>
       this.o.log?.warn({ err: e, run: run.id }, 'could not update the PR description'),
     );
-    await status.final({
+    await this.finalStatus(run, status, {
       phase: 'done',
       detail: `Revision ${n}: verdict \`${report.verdict}\`: ${inert(report.reason)}\n\nCommit ${made.commit} pushed to \`${branch}\`.`,
     });
@@ -729,7 +737,7 @@ export class JobRunner implements QueueHooks {
 
   /** The issue is told why; the status comment's final edit (onFinished) shows the error too. */
   private async failWith(run: RunRecord, gh: GitHub, error: string, title: string): Promise<RunUpdate> {
-    await this.comment(
+    await this.tell(
       run,
       gh,
       refOf(run),
@@ -740,6 +748,74 @@ export class JobRunner implements QueueHooks {
 
   private async comment(run: RunRecord, gh: GitHub, ref: IssueRef, body: string): Promise<void> {
     await this.o.store.addComment(run.id, await postComment(gh, ref, body));
+  }
+
+  /** A final comment: posted now or, when GitHub fails, kept in the store until it lands (deliverWrites). */
+  private async tell(run: RunRecord, gh: GitHub, ref: IssueRef, body: string): Promise<void> {
+    let id: number;
+    try {
+      id = await postComment(gh, ref, body);
+    } catch (e) {
+      return this.keep(run, e, { id: `${run.id}:${randomUUID()}`, comment_id: null, body }, ref);
+    }
+    await this.o.store.addComment(run.id, id);
+  }
+
+  /** A run's last status: edited now or, when GitHub fails, kept in the store until it lands. */
+  private async finalStatus(run: RunRecord, status: StatusComment, state: StatusState): Promise<void> {
+    if (await status.final(state)) return this.o.store.removeWrite(statusWrite(run));
+    const body = renderStatus(run.id, run.base_commit, state);
+    await this.keep(run, 'the status edit failed', { id: statusWrite(run), comment_id: status.id, body });
+  }
+
+  private async keep(
+    run: RunRecord,
+    err: unknown,
+    w: { id: string; comment_id: number | null; body: string },
+    ref = refOf(run),
+  ): Promise<void> {
+    this.o.log?.warn({ err, run: run.id }, 'a GitHub write failed: it is kept and tried again');
+    await this.o.store.queueWrite({
+      ...w,
+      run_id: run.id,
+      installation_id: run.installation_id,
+      ...ref,
+      next_at: nextTry(1, this.o.config.app.publishRetryBaseMs),
+    });
+  }
+
+  /**
+   * Makes the kept GitHub writes that are due (deliverWrites' queue): tried with the back-off of
+   * publishing, without end; one GitHub refuses for good (the comment deleted, the app uninstalled)
+   * is dropped and logged.
+   */
+  async deliverWrites(): Promise<void> {
+    this.delivering ??= (async () => {
+      const { store, config } = this.o;
+      for (const w of await store.dueWrites(new Date().toISOString())) {
+        let posted: number | null = null;
+        try {
+          const gh = await this.o.auth(w.installation_id);
+          if (w.comment_id !== null) await editComment(gh, w, w.comment_id, w.body);
+          else posted = await postComment(gh, w, w.body);
+        } catch (e) {
+          if (refused(e)) {
+            this.o.log?.error({ err: e, run: w.run_id }, 'GitHub refused a kept write: it is dropped');
+            await store.removeWrite(w.id);
+          } else {
+            const next = nextTry(Math.min(w.attempts + 2, PUBLISH_ATTEMPTS), config.app.publishRetryBaseMs);
+            await store.deferWrite(w.id, next);
+          }
+          continue;
+        }
+        await store.removeWrite(w.id);
+        if (posted === null) continue;
+        if (w.id === statusWrite({ id: w.run_id }))
+          await store.update(w.run_id, { status_comment_id: posted });
+        else await store.addComment(w.run_id, posted);
+      }
+    })().finally(() => (this.delivering = null));
+    await this.delivering;
   }
 
   private modelFor(name: string | null): { spec: ModelSpec; runConfig: Config } {
@@ -771,6 +847,15 @@ export class JobRunner implements QueueHooks {
 }
 
 const message = (e: unknown): string => (e instanceof Error ? e.message : String(e));
+
+/** The id under which a run's final status edit is kept (a newer one replaces it). */
+const statusWrite = (run: Pick<RunRecord, 'id'>): string => `${run.id}:status`;
+
+/** An answer no retry changes (rate limits, 403 and 429, are retried). */
+const refused = (e: unknown): boolean => {
+  const status = (e as { status?: unknown }).status;
+  return typeof status === 'number' && status >= 400 && status < 500 && status !== 403 && status !== 429;
+};
 
 /** Where a run reports: its issue, or for a revision the pull request it revises. */
 const refOf = (run: RunRecord): IssueRef => ({

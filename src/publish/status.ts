@@ -105,11 +105,17 @@ export class StatusComment {
     else this.timer = setTimeout(() => this.enqueueWrite(), wait);
   }
 
-  /** Writes `state` as soon as earlier writes finish, whatever the interval; resolves once it landed. */
-  async final(state: StatusState): Promise<void> {
+  /** Writes `state` as soon as earlier writes finish, whatever the interval; resolves with whether it landed. */
+  async final(state: StatusState): Promise<boolean> {
     this.latest = state;
     if (!this.queued) this.enqueueWrite();
     await this.chain;
+    return this.written === state;
+  }
+
+  /** The comment's id, once it was posted. */
+  get id(): number | null {
+    return this.commentId;
   }
 
   /** Resolves once every scheduled write (including a pending trailing one) has landed. */

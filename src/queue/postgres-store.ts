@@ -7,11 +7,13 @@ import {
   MIGRATIONS,
   newInstance,
   now,
+  GITHUB_WRITE,
   RUN_ROW,
   StoreInUseError,
   updateColumns,
   type Claim,
   type DeliveryClaim,
+  type GitHubWrite,
   type InstanceHolder,
   type NewRun,
   type PendingDelivery,
@@ -303,6 +305,37 @@ export class PostgresRunStore implements RunStore {
       [owner, repo, issue, at.toISOString(), since],
     );
     return res.rowCount === 1;
+  }
+
+  async queueWrite(w: Omit<GitHubWrite, 'attempts'>): Promise<void> {
+    await this.pool.query(
+      `INSERT INTO github_writes
+           (id, run_id, installation_id, owner, repo, issue, comment_id, body, attempts, next_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0, $9)
+         ON CONFLICT (id) DO UPDATE SET run_id = excluded.run_id, installation_id = excluded.installation_id,
+           owner = excluded.owner, repo = excluded.repo, issue = excluded.issue,
+           comment_id = excluded.comment_id, body = excluded.body, attempts = 0, next_at = excluded.next_at`,
+      [w.id, w.run_id, w.installation_id, w.owner, w.repo, w.issue, w.comment_id, w.body, w.next_at],
+    );
+  }
+
+  async dueWrites(at: string): Promise<GitHubWrite[]> {
+    const { rows } = await this.pool.query(
+      'SELECT * FROM github_writes WHERE next_at <= $1 ORDER BY next_at, id',
+      [at],
+    );
+    return rows.map((r) => GITHUB_WRITE.parse(r));
+  }
+
+  async deferWrite(id: string, nextAt: string): Promise<void> {
+    await this.pool.query('UPDATE github_writes SET attempts = attempts + 1, next_at = $1 WHERE id = $2', [
+      nextAt,
+      id,
+    ]);
+  }
+
+  async removeWrite(id: string): Promise<void> {
+    await this.pool.query('DELETE FROM github_writes WHERE id = $1', [id]);
   }
 
   async close(): Promise<void> {

@@ -9,11 +9,13 @@ import {
   MIGRATIONS,
   newInstance,
   now,
+  GITHUB_WRITE,
   RUN_ROW,
   StoreInUseError,
   updateColumns,
   type Claim,
   type DeliveryClaim,
+  type GitHubWrite,
   type InstanceHolder,
   type NewRun,
   type PendingDelivery,
@@ -239,6 +241,31 @@ export class SqliteRunStore implements RunStore {
            WHERE replied_at <= ?`,
       ).run(owner, repo, issue, at.toISOString(), since).changes === 1
     );
+  }
+
+  async queueWrite(w: Omit<GitHubWrite, 'attempts'>): Promise<void> {
+    this.statement(
+      `INSERT OR REPLACE INTO github_writes
+           (id, run_id, installation_id, owner, repo, issue, comment_id, body, attempts, next_at)
+         VALUES (@id, @run_id, @installation_id, @owner, @repo, @issue, @comment_id, @body, 0, @next_at)`,
+    ).run(w);
+  }
+
+  async dueWrites(at: string): Promise<GitHubWrite[]> {
+    return this.statement('SELECT * FROM github_writes WHERE next_at <= ? ORDER BY next_at, id')
+      .all(at)
+      .map((r) => GITHUB_WRITE.parse(r));
+  }
+
+  async deferWrite(id: string, nextAt: string): Promise<void> {
+    this.statement('UPDATE github_writes SET attempts = attempts + 1, next_at = ? WHERE id = ?').run(
+      nextAt,
+      id,
+    );
+  }
+
+  async removeWrite(id: string): Promise<void> {
+    this.statement('DELETE FROM github_writes WHERE id = ?').run(id);
   }
 
   async close(): Promise<void> {

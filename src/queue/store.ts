@@ -122,6 +122,26 @@ export function updateColumns(update: RunUpdate): [string, unknown][] {
   return set;
 }
 
+/**
+ * A GitHub write that is never dropped (a run's final status edit, a final comment on its issue): kept
+ * in the store until it lands, tried again with back-off by whichever process serves the store.
+ */
+export const GITHUB_WRITE = z.strictObject({
+  /** `<run>:status` for a run's final status edit (a newer one replaces it), else unique. */
+  id: z.string(),
+  run_id: z.string(),
+  installation_id: z.number().int(),
+  owner: z.string(),
+  repo: z.string(),
+  issue: z.number().int(),
+  /** The comment to edit; null: a new comment. */
+  comment_id: z.number().int().nullable(),
+  body: z.string(),
+  attempts: z.number().int().min(0),
+  next_at: z.string(),
+});
+export type GitHubWrite = z.output<typeof GITHUB_WRITE>;
+
 /** A delivery acknowledged but not taken in yet. */
 export interface PendingDelivery {
   id: string;
@@ -193,6 +213,14 @@ export interface RunStore {
    * false when one was posted within the interval. Durable, so a restart does not reset it.
    */
   claimOutsiderReply(owner: string, repo: string, issue: number, intervalMs: number): Promise<boolean>;
+  /** Keeps a GitHub write until it lands; one under the same id is replaced (its tries start over). */
+  queueWrite(write: Omit<GitHubWrite, 'attempts'>): Promise<void>;
+  /** Writes due at `at` (ISO time), oldest due first. */
+  dueWrites(at: string): Promise<GitHubWrite[]>;
+  /** One more failed try of write `id`: the next is due at `nextAt`. */
+  deferWrite(id: string, nextAt: string): Promise<void>;
+  /** Write `id` landed (or can never land): it is forgotten. */
+  removeWrite(id: string): Promise<void>;
   /** Closes the store; the instance claim (if any) is given up first. */
   close(): Promise<void>;
 }
@@ -247,6 +275,13 @@ export const MIGRATIONS = [
    ALTER TABLE runs ADD COLUMN pushed_commit TEXT;`,
   // Workers on many machines: which one ran a run (its run directory stays on that machine).
   `ALTER TABLE runs ADD COLUMN worker TEXT;`,
+  // GitHub writes that must land (pipeline/job.ts): a run's final status edit and final comments.
+  `CREATE TABLE github_writes (
+     id TEXT PRIMARY KEY, run_id TEXT NOT NULL, installation_id INTEGER NOT NULL,
+     owner TEXT NOT NULL, repo TEXT NOT NULL, issue INTEGER NOT NULL, comment_id INTEGER,
+     body TEXT NOT NULL, attempts INTEGER NOT NULL, next_at TEXT NOT NULL
+   );
+   CREATE INDEX github_writes_due ON github_writes (next_at);`,
 ];
 
 /** How long an instance that stopped heart-beating keeps the store (a crash on another host, a hang). */

@@ -279,6 +279,51 @@ export function runStoreContract(backend: StoreBackend): void {
     await reopened.close();
   });
 
+  it('keeps GitHub writes until they land: due ones oldest first, deferred, replaced by id, across a reopen', async () => {
+    const store = await open();
+    const write = (id: string, next_at: string, body = `body of ${id}`) => ({
+      id,
+      run_id: 'r1',
+      installation_id: 2 ** 40, // GitHub ids outgrow 32 bits
+      owner: 'acme',
+      repo: 'calc',
+      issue: 7,
+      comment_id: id.endsWith(':status') ? 2 ** 40 + 1 : null,
+      body,
+      next_at,
+    });
+    await store.queueWrite(write('r1:status', '2026-01-01T00:00:02.000Z', 'pending'));
+    await store.queueWrite(write('r1:c1', '2026-01-01T00:00:01.000Z'));
+    await store.queueWrite(write('r1:c2', '2026-01-01T00:00:09.000Z'));
+    expect((await store.dueWrites('2026-01-01T00:00:05.000Z')).map((w) => w.id)).toEqual([
+      'r1:c1',
+      'r1:status',
+    ]);
+    await store.deferWrite('r1:c1', '2026-01-01T00:01:00.000Z');
+    await store.close();
+    const reopened = await open();
+    expect(await reopened.dueWrites('2026-01-01T00:00:05.000Z')).toEqual([
+      { ...write('r1:status', '2026-01-01T00:00:02.000Z', 'pending'), attempts: 0 },
+    ]);
+    expect((await reopened.dueWrites('2026-01-01T00:01:00.000Z')).map((w) => [w.id, w.attempts])).toEqual([
+      ['r1:status', 0],
+      ['r1:c2', 0],
+      ['r1:c1', 1],
+    ]);
+    // A newer final status replaces the queued one, its tries starting over.
+    await reopened.deferWrite('r1:status', '2026-01-01T00:00:03.000Z');
+    await reopened.queueWrite(write('r1:status', '2026-01-01T00:00:04.000Z', 'done'));
+    expect(
+      (await reopened.dueWrites('2026-01-01T00:00:04.000Z')).map((w) => [w.id, w.body, w.attempts]),
+    ).toEqual([['r1:status', 'done', 0]]);
+    await reopened.removeWrite('r1:status');
+    expect((await reopened.dueWrites('2026-01-02T00:00:00.000Z')).map((w) => w.id)).toEqual([
+      'r1:c2',
+      'r1:c1',
+    ]);
+    await reopened.close();
+  });
+
   it('processes opening one new store at once both find it migrated', async () => {
     const stores = await Promise.all([open(), open(), open()]);
     const run = await stores[0]!.createRun(newRun());

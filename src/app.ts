@@ -2,7 +2,7 @@ import pino from 'pino';
 import { Probot, type Logger } from 'probot';
 import { ConfigError, type Config } from './config/config.js';
 import { JobRunner, type JobDeps } from './pipeline/job.js';
-import { applyRetention, prepareHost } from './pipeline/startup.js';
+import { applyRetention, prepareHost, sweepEngine } from './pipeline/startup.js';
 import type { ModelSpec } from './pipeline/types.js';
 import { appOctokit, type GitHub } from './publish/github.js';
 import { BullRunQueue } from './queue/bullmq.js';
@@ -171,12 +171,18 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
     );
   resumePublishing();
   // Periodically: runs whose end the store would not take (a full disk) are recorded once it does;
-  // retention (a distributed serve has no run directories, its workers do).
+  // containers and image leases of finished runs and gone processes (an engine that stopped mid-run
+  // kept them); retention (a distributed serve has no run directories nor engine, its workers do).
   let ticks = 0;
   const upkeep = setInterval(() => {
     if (queue instanceof LocalRunQueue)
       queue.reconcile().catch((err: unknown) => log.error({ err }, 'could not reconcile the runs'));
     resumePublishing();
+    if (!distributed && (o.sandbox ?? 'docker') === 'docker')
+      sweepEngine((id) => runner.isFinished(id)).then(
+        (removed) => removed.length > 0 && log.info({ removed }, 'containers of finished runs removed'),
+        (err: unknown) => log.warn({ err }, 'could not sweep the engine'),
+      );
     if (!distributed && ++ticks % RETENTION_TICKS === 0)
       applyRetention(o.config, isRunning).then(
         (retained) => log.info(retained, 'retention applied'),

@@ -11,13 +11,18 @@ import {
 import { statfs } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import Docker from 'dockerode';
 import { execa, execaSync } from 'execa';
 import type { RunningApp } from '../src/app.js';
 import type { Config } from '../src/config/config.js';
 import type { GitHubEmulator } from '../src/emulator/github.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../src/emulator/scripted-model.js';
 import { REAL_JOB_DEPS } from '../src/pipeline/job.js';
-import { prepareHost } from '../src/pipeline/startup.js';
+import { prepareHost, sweepEngine } from '../src/pipeline/startup.js';
+import { ImageLeases } from '../src/environment/leases.js';
+import { BASE_IMAGE, dockerReady } from './support/docker.js';
 import {
   CALC_CONFIG,
   CALC_FILES,
@@ -404,5 +409,42 @@ describe('final status and comments through a GitHub outage', () => {
     );
     expect(comments.find((c) => c.id === run!.status_comment_id)!.body).toContain('⚠️ Interrupted');
     expect((await app.store.get(run!.id))!.comment_ids).toContain(comments.at(-1)!.id);
+  }, 60_000);
+});
+
+describe('image leases of a holder that is gone (a real engine)', () => {
+  // Issue 31: a lease container outlived an engine restart; its holder label (host/pid) was one no
+  // sweep could read, so it stayed until its TTL ran out.
+  it('the engine sweep clears them at once; a live holder’s lease stays', async () => {
+    if (!(await dockerReady())) return;
+    const docker = new Docker();
+    const image = (await docker.getImage(BASE_IMAGE).inspect()).Id;
+    const run = `lease-${randomUUID().slice(0, 8)}`;
+    // A holder that takes a lease and dies without releasing it (its engine was gone at the run's end).
+    const root = fileURLToPath(new URL('..', import.meta.url));
+    const leases = path.join(root, 'dist/environment/leases.js');
+    const script = `
+      import Docker from 'dockerode';
+      import { ImageLeases } from ${JSON.stringify(leases)};
+      await new ImageLeases(new Docker(), 3_600_000).acquire('${run}-dead', '${image}');
+      process.kill(process.pid, 'SIGKILL');`;
+    const child = await execa(process.execPath, ['--input-type=module', '-e', script], {
+      reject: false,
+      cwd: root,
+    });
+    expect(child.signal).toBe('SIGKILL');
+    const mine = new ImageLeases(docker, 3_600_000);
+    await mine.acquire(`${run}-live`, image);
+    try {
+      const dead = (await ImageLeases.list(docker)).find((l) => l.run === `${run}-dead`)!;
+      expect(dead.expires).toBeGreaterThan(Date.now() + 3_000_000); // GC would keep it for the hour
+      expect(await sweepEngine()).toContain(dead.container);
+      const left = (await ImageLeases.list(docker)).map((l) => l.run);
+      expect(left).not.toContain(`${run}-dead`);
+      expect(left).toContain(`${run}-live`);
+    } finally {
+      await mine.release(`${run}-live`);
+      await mine.release(`${run}-dead`); // on the old code, the lease the sweep left
+    }
   }, 60_000);
 });

@@ -4,7 +4,7 @@ import { Probot } from 'probot';
 import { loadConfig, loadEnv } from '../config/config.js';
 import { ensureBuildNetwork } from '../environment/network.js';
 import { JobRunner } from '../pipeline/job.js';
-import { prepareHost } from '../pipeline/startup.js';
+import { ENGINE_SWEEP_MS, prepareHost, sweepEngine } from '../pipeline/startup.js';
 import { appOctokit, type GitHub } from '../publish/github.js';
 import { RunWorker } from '../queue/bullmq.js';
 import { openStore } from '../queue/open-store.js';
@@ -75,6 +75,11 @@ export async function workerCommand(_argv: string[]): Promise<number> {
     onQueueError: (err) => log.warn({ err }, 'queue error'),
   });
   await worker.start();
+  const sweep = setInterval(() => {
+    sweepEngine((id) => runner.isFinished(id)).catch((err: unknown) =>
+      log.warn({ err }, 'could not sweep the engine'),
+    );
+  }, ENGINE_SWEEP_MS).unref();
   process.stdout.write(
     `agenticfix worker ${worker.id} taking runs (concurrency ${config.app.concurrency})\n`,
   );
@@ -82,6 +87,7 @@ export async function workerCommand(_argv: string[]): Promise<number> {
   process.stdout.write(
     `agenticfix worker ${worker.id} stopping (grace ${distributed.workerGraceMs / 1000} s)\n`,
   );
+  clearInterval(sweep);
   await worker.close(distributed.workerGraceMs);
   await runner.settled();
   await store.close();

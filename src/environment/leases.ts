@@ -1,11 +1,9 @@
-import { hostname } from 'node:os';
 import type Docker from 'dockerode';
-import { LABEL, RUN_LABEL } from './docker.js';
+import { LABEL, OWNER_LABEL, RUN_LABEL } from './docker.js';
+import { processOwner } from './lending.js';
 
 /** The run holding the lease. */
 export const LEASE_LABEL = 'agenticfix.lease';
-/** Host and pid of the holder: who to ask when a lease looks stuck. */
-export const LEASE_OWNER_LABEL = 'agenticfix.lease.owner';
 /** Milliseconds since the epoch after which the lease is dead unless renewed. */
 export const LEASE_EXPIRES_LABEL = 'agenticfix.lease.expires';
 
@@ -20,7 +18,8 @@ export interface Lease {
  * Image leases that every process sharing the engine sees. A lease is a container of the image that is
  * created and never started: the engine refuses to remove an image a container references, and every
  * GC skips leased images. Its holder renews it (a new container with a later expiry replaces the old
- * one) every third of the TTL; a holder that dies stops renewing, and GC reclaims the lease once expired.
+ * one) every third of the TTL; a holder that dies stops renewing, and GC reclaims the lease once expired
+ * (on this host at once: the engine sweep sees its holder gone).
  */
 export class ImageLeases {
   /** run → image id → lease container id. */
@@ -87,7 +86,9 @@ export class ImageLeases {
         [LABEL]: '1',
         [RUN_LABEL]: runId,
         [LEASE_LABEL]: runId,
-        [LEASE_OWNER_LABEL]: `${hostname()}/${process.pid}`,
+        // The holder process, as on test containers: the start-up sweep and the sweep after the engine
+        // came back (sweepContainers) clear a lease whose holder is gone without waiting for it to expire.
+        [OWNER_LABEL]: processOwner(),
         [LEASE_EXPIRES_LABEL]: String(Date.now() + this.ttlMs),
       },
       NetworkDisabled: true,

@@ -55,6 +55,18 @@ export async function prepareHost(o: PrepareHostOptions): Promise<HostCleanup> {
   return { containers, restored_worktrees: restored, removed_worktrees: removed, retained };
 }
 
+/**
+ * Containers of finished runs and of gone processes, image leases included, whenever the engine
+ * answers: run periodically (every ENGINE_SWEEP_MS on a worker, with serve's upkeep), it clears what an engine that stopped mid-run kept (a run could not
+ * release its lease) once the engine is back.
+ */
+export const ENGINE_SWEEP_MS = 60_000;
+
+export async function sweepEngine(isFinished?: (runId: string) => Promise<boolean>): Promise<string[]> {
+  const docker = new Docker();
+  return (await dockerAvailable(docker)) ? sweepContainers(docker, { isFinished }) : [];
+}
+
 /** The age policy (AGENTICFIX_WORKTREE_MAX_AGE_H); worktrees lent to a container right now are spared. */
 export function removeOldWorktrees(config: Config): Promise<string[]> {
   const workspaces = new GitWorkspaceManager({ cacheDir: config.cacheDir, worktreeDir: config.worktreeDir });

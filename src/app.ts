@@ -170,9 +170,19 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
       log.error({ err }, 'could not resume publishing'),
     );
   resumePublishing();
+  // Deliveries older than AGENTICFIX_DELIVERY_MAX_AGE_D are forgotten (their events are refused by age).
+  const pruneDeliveries = () =>
+    void store
+      .pruneDeliveries(new Date(Date.now() - o.config.app.retention.deliveryMaxAgeMs).toISOString())
+      .then(
+        (pruned) => pruned > 0 && log.info({ pruned }, 'deliveries pruned'),
+        (err: unknown) => log.error({ err }, 'could not prune deliveries'),
+      );
+  pruneDeliveries();
+
   // Periodically: runs whose end the store would not take (a full disk) are recorded once it does;
   // containers and image leases of finished runs and gone processes (an engine that stopped mid-run
-  // kept them); retention (a distributed serve has no run directories nor engine, its workers do).
+  // kept them); deliveries and retention (a distributed serve has no run directories nor engine, its workers do).
   let ticks = 0;
   const upkeep = setInterval(() => {
     if (queue instanceof LocalRunQueue)
@@ -183,7 +193,8 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
         (removed) => removed.length > 0 && log.info({ removed }, 'containers of finished runs removed'),
         (err: unknown) => log.warn({ err }, 'could not sweep the engine'),
       );
-    if (!distributed && ++ticks % RETENTION_TICKS === 0)
+    if (++ticks % RETENTION_TICKS === 0) pruneDeliveries();
+    if (!distributed && ticks % RETENTION_TICKS === 0)
       applyRetention(o.config, isRunning).then(
         (retained) => log.info(retained, 'retention applied'),
         (err: unknown) => log.error({ err }, 'could not apply retention'),

@@ -53,6 +53,14 @@ describe('config', () => {
     expect(() => loadConfig({ AGENTICFIX_IMAGE_LEASE_TTL_S: '5' })).toThrow(/AGENTICFIX_IMAGE_LEASE_TTL_S/);
   });
 
+  it('keeps deliveries a week, and never less than GitHub redelivers (3 days)', () => {
+    expect(loadConfig({}).app.retention.deliveryMaxAgeMs).toBe(7 * 86_400_000);
+    expect(loadConfig({ AGENTICFIX_DELIVERY_MAX_AGE_D: '3' }).app.retention.deliveryMaxAgeMs).toBe(
+      3 * 86_400_000,
+    );
+    expect(() => loadConfig({ AGENTICFIX_DELIVERY_MAX_AGE_D: '2' })).toThrow(/AGENTICFIX_DELIVERY_MAX_AGE_D/);
+  });
+
   it('reads an optional .env file, real environment variables winning', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'cfg-'));
     writeFileSync(path.join(dir, '.env'), 'AGENTICFIX_MAX_READ_LINES=10\nAGENTICFIX_MAX_FILE_BYTES=99\n');

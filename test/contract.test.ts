@@ -8,7 +8,7 @@ import { z } from 'zod';
 import type { GitHubEmulator } from '../src/emulator/github.js';
 import { branchFor } from '../src/publish/pr.js';
 import type { JudgeOptions } from '../src/verify/types.js';
-import { HANDLED, PAYLOADS } from '../src/webhook/payloads.js';
+import { EVENT_TIME, HANDLED, PAYLOADS } from '../src/webhook/payloads.js';
 import { startApp, type RunningApp } from '../src/app.js';
 import {
   CALC_FILES,
@@ -76,6 +76,14 @@ describe.each(DESCRIPTIONS)('payload schemas against the %s description', (name)
       expect(found).toEqual([]);
     },
   );
+  // The event time the freshness check reads (a delivery without it is refused).
+  it.each(Object.entries(HANDLED))('%s.%s: its event time is always sent', (event, action) => {
+    const ours = z.toJSONSchema(EVENT_TIME[event]!, { io: 'input' }) as Schema;
+    const doc = description(name);
+    const found = stricterThanGitHub(doc, ours, webhookSchema(doc, event, action), '', []);
+    summary.violations += found.length;
+    expect(found).toEqual([]);
+  });
 });
 
 describe('the contract checks refuse what GitHub does not document', () => {

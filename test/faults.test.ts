@@ -448,3 +448,42 @@ describe('image leases of a holder that is gone (a real engine)', () => {
     }
   }, 60_000);
 });
+
+describe('deliveries are pruned, and events older than the delivery retention are refused', () => {
+  // Issue 31: deliveries were never pruned; pruning alone would let a forgotten signed body act again.
+  it('a signed delivery whose event is older than AGENTICFIX_DELIVERY_MAX_AGE_D starts nothing', async () => {
+    const emu = await startEmulator();
+    const home = mkdtempSync(path.join(tmpdir(), 'faults-deliveries-'));
+    const app = await startEmulatedApp(emu, {
+      config: testConfig(home, { AGENTICFIX_DELIVERY_MAX_AGE_D: '3' }),
+      deps: fakeDeps({ edits: () => CALC_FIX }),
+      sandbox: 'local',
+    });
+    try {
+      emu.createRepo(O, 'old', { files: { ...CALC_FILES, '.github/agenticfix.yml': CALC_CONFIG } });
+      emu.setPermission(O, 'old', 'maint', 'maintain');
+      emu.setWebhookUrl(app.url);
+      const n = emu.createIssue(O, 'old', { title: 'add() subtracts', user: 'alice' });
+      await emu.label(O, 'old', n, 'bug', 'maint'); // a genuine delivery whose payload is reused
+      const payload = JSON.parse(emu.deliveries.at(-1)!.body);
+      payload.label = { name: 'agenticfix' };
+      // What a replay of a delivery pruned after the retention looks like: its event is that old.
+      payload.issue.updated_at = new Date(Date.now() - 3.1 * 86_400_000).toISOString();
+      const stale = await emu.deliver('issues', payload);
+      expect(stale.status).toBe(200); // answered, recorded, not acted on
+      await app.idle();
+      expect(await app.store.forIssue(O, 'old', n)).toEqual([]);
+      expect(await app.store.pendingDeliveries()).toEqual([]); // its intake is over
+
+      // The same event within the retention (GitHub's redelivery window is 3 days) does start a run.
+      payload.issue.updated_at = new Date(Date.now() - 2.9 * 86_400_000).toISOString();
+      expect((await emu.deliver('issues', payload)).status).toBe(200);
+      await waitFor(async () => (await app.store.forIssue(O, 'old', n)).length === 1);
+      await app.idle();
+    } finally {
+      await app.close();
+      await emu.close();
+      rmSync(home, { recursive: true, force: true });
+    }
+  }, 60_000);
+});

@@ -155,6 +155,9 @@ const ENV_SCHEMA = z.object({
   AGENTICFIX_RUNS_KEEP: int(500, 1), // run directories kept, newest first
   AGENTICFIX_RUNS_MAX_AGE_D: int(90, 1), // run directories older than this are removed
   AGENTICFIX_MIRROR_MAX_AGE_D: int(30, 1), // a mirror in cache/ no run used for this long is removed
+  // Deliveries are forgotten after this, and an event older than this is refused (a replay of a
+  // forgotten one); at least GitHub's redelivery window of 3 days, or a redelivery would be refused.
+  AGENTICFIX_DELIVERY_MAX_AGE_D: int(7, 3),
   AGENTICFIX_GITHUB_WRITE_INTERVAL_MS: int(1000, 0), // pace of writes beyond a burst (3x for notifying ones)
   AGENTICFIX_GITHUB_RETRY_BASE_MS: int(1000, 0), // unit of Retry-After and of the 5xx back-off
   AGENTICFIX_GITHUB_TIMEOUT_MS: int(30_000, 100), // one GitHub request; a timed-out one is retried as a 5xx
@@ -285,7 +288,7 @@ export interface Config {
     /** A run is refused when less than this is free where worktrees or run directories live. */
     minFreeBytes: number;
     /** Retention, at start-up and periodically: run directories (newest kept), mirrors, deliveries. */
-    retention: { runsKeep: number; runsMaxAgeMs: number; mirrorMaxAgeMs: number };
+    retention: { runsKeep: number; runsMaxAgeMs: number; mirrorMaxAgeMs: number; deliveryMaxAgeMs: number };
     githubWriteIntervalMs: number;
     githubRetryBaseMs: number;
     githubTimeoutMs: number;
@@ -465,6 +468,7 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
         runsKeep: e.AGENTICFIX_RUNS_KEEP,
         runsMaxAgeMs: e.AGENTICFIX_RUNS_MAX_AGE_D * 86_400_000,
         mirrorMaxAgeMs: e.AGENTICFIX_MIRROR_MAX_AGE_D * 86_400_000,
+        deliveryMaxAgeMs: e.AGENTICFIX_DELIVERY_MAX_AGE_D * 86_400_000,
       },
       githubWriteIntervalMs: e.AGENTICFIX_GITHUB_WRITE_INTERVAL_MS,
       githubRetryBaseMs: e.AGENTICFIX_GITHUB_RETRY_BASE_MS,

@@ -377,7 +377,7 @@ export class Shapes {
     );
     const repoRef = { id: repo.id, name: repo.name, url: this.api(`/repos/${repo.fullName}`) };
     const base = (ref: string) => (branchExists(repo.bareDir, ref) && resolveCommit(repo.bareDir, ref)) || '';
-    // The emulator keeps no times nor commit details for a suite; GitHub's fields are there, as it documents them.
+    // The emulator keeps no commit details for a suite; GitHub's fields are there, as it documents them.
     const at = '2024-01-01T00:00:00Z';
     return {
       id: suite.id,
@@ -388,8 +388,8 @@ export class Shapes {
       conclusion,
       before: null,
       after: suite.headSha,
-      created_at: at,
-      updated_at: at,
+      created_at: suite.createdAt,
+      updated_at: suite.updatedAt,
       head_commit: {
         id: suite.headSha,
         tree_id: suite.headSha,

@@ -125,6 +125,9 @@ export interface CheckSuiteRecord {
   /** Null for a push to a fork (a fork pull request's workflows), as on GitHub. */
   headBranch: string | null;
   headSha: string;
+  createdAt: string;
+  /** Its last run's completion (GitHub's check_suite.updated_at): the event time of check_suite.completed. */
+  updatedAt: string;
 }
 
 export interface InstallationRecord {

@@ -567,6 +567,8 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
         app: input.app ?? 'github-actions',
         headBranch: input.fork ? null : input.branch,
         headSha,
+        createdAt: timestamp(),
+        updatedAt: timestamp(),
       };
       state.checkSuites.push(suite);
       const runs = input.runs.map((r) => {
@@ -593,10 +595,9 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
       if (!run) throw new Error(`no check run ${runId} in ${repo.fullName}`);
       run.status = 'completed';
       finishRun(run, result);
-      return deliverIfComplete(
-        repo,
-        state.checkSuites.find((c) => c.id === run.suiteId)!,
-      );
+      const suite = state.checkSuites.find((c) => c.id === run.suiteId)!;
+      suite.updatedAt = timestamp();
+      return deliverIfComplete(repo, suite);
     },
     resolveThread(owner, repoName, rootId, resolved = true) {
       const repo = repoOf(owner, repoName);

@@ -163,6 +163,15 @@ export class PostgresRunStore implements RunStore {
     return (await this.pool.query('SELECT 1 FROM deliveries WHERE id = $1', [deliveryId])).rowCount === 1;
   }
 
+  async pruneDeliveries(before: string): Promise<number> {
+    const res = await this.pool.query(
+      `DELETE FROM deliveries WHERE received_at < $1 AND done_at IS NOT NULL
+           AND id NOT IN (SELECT delivery_id FROM runs WHERE state IN ('queued', 'running'))`,
+      [before],
+    );
+    return res.rowCount ?? 0;
+  }
+
   async createRun(input: NewRun): Promise<RunRecord> {
     const { rows } = await this.pool.query(
       `INSERT INTO runs (id, owner, repo, issue, installation_id, trigger, triggered_by, delivery_id,

@@ -96,6 +96,13 @@ export class SqliteRunStore implements RunStore {
     return this.statement('SELECT 1 FROM deliveries WHERE id = ?').get(deliveryId) !== undefined;
   }
 
+  async pruneDeliveries(before: string): Promise<number> {
+    return this.statement(
+      `DELETE FROM deliveries WHERE received_at < ? AND done_at IS NOT NULL
+           AND id NOT IN (SELECT delivery_id FROM runs WHERE state IN ('queued', 'running'))`,
+    ).run(before).changes;
+  }
+
   async createRun(input: NewRun): Promise<RunRecord> {
     const id = newRunId();
     this.statement(

@@ -4,10 +4,11 @@ import { capMiddle } from '../trace/cap.js';
 import { FEEDBACK } from './feedback.js';
 
 /**
- * Persistent record of every run and webhook delivery. Runs are never deleted. One interface, two
- * implementations that pass one contract suite (test/support/store-contract.ts): embedded SQLite for a
- * single process (sqlite-store.ts) and PostgreSQL shared by `serve` and workers on many machines
- * (postgres-store.ts). Both apply the same MIGRATIONS. Async because PostgreSQL is.
+ * Persistent record of every run and webhook delivery (deliveries are pruned after
+ * AGENTICFIX_DELIVERY_MAX_AGE_D; runs are never deleted). One interface, two implementations that pass
+ * one contract suite (test/support/store-contract.ts): embedded SQLite for a single process
+ * (sqlite-store.ts) and PostgreSQL shared by `serve` and workers on many machines (postgres-store.ts).
+ * Both apply the same MIGRATIONS. Async because PostgreSQL is.
  */
 
 const RUN_STATES = [
@@ -166,8 +167,8 @@ export interface RunStore {
    * Records webhook deliveries (their signed body as it came, with its SHA-256) in one transaction: a
    * burst shares one commit. Per delivery: `seen` when its id was recorded before (GitHub's "redeliver"
    * reuses it); `replay` when the same signed body came before under another delivery id, also earlier
-   * in the same batch. Only `new` may act. Hashes are kept as long as the deliveries (never pruned), far
-   * beyond the days within which GitHub redelivers.
+   * in the same batch. Only `new` may act. Hashes are kept as long as the deliveries (pruneDeliveries:
+   * AGENTICFIX_DELIVERY_MAX_AGE_D), beyond the days within which GitHub redelivers.
    */
   claimDeliveries(batch: readonly DeliveryClaim[]): Promise<Claim[]>;
   /** The delivery's intake is over: its payload is no longer needed. */
@@ -184,6 +185,12 @@ export interface RunStore {
    * only runs that came from one, never a record written straight into the store.
    */
   deliveryRecorded(deliveryId: string): Promise<boolean>;
+  /**
+   * Forgets deliveries received before `before` (ISO time) whose intake is done and whose run, if any,
+   * is over; returns how many. Only with the webhook's freshness check (an event older than the
+   * retention is refused): a forgotten body could otherwise act again.
+   */
+  pruneDeliveries(before: string): Promise<number>;
   /** Records a new queued run; a second run for the same delivery id is refused by the schema. */
   createRun(input: NewRun): Promise<RunRecord>;
   get(id: string): Promise<RunRecord | null>;

@@ -13,6 +13,7 @@ import {
   CHECKED,
   COMMENTED,
   GH_REVIEW_COMMENT,
+  eventTime,
   HANDLED,
   LABELED,
   REVIEW_COMMENTED,
@@ -570,6 +571,12 @@ export function createApp(deps: AppDeps) {
       if (why) log.warn({ err: why, delivery: id, event }, 'unexpected payload');
       await store.finishDelivery(id);
     };
+    // Deliveries are pruned after AGENTICFIX_DELIVERY_MAX_AGE_D: an older event may be a replay of one.
+    const at = eventTime(event, payload);
+    if (at === null || at < Date.now() - config.app.retention.deliveryMaxAgeMs) {
+      log.warn({ delivery: id, event, event_time: at }, 'refused: event older than the delivery retention');
+      return ignore();
+    }
     if (event === 'pull_request_review') {
       const p = REVIEWED.safeParse(payload);
       if (!p.success) return ignore(p.error);

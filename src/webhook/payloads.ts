@@ -78,6 +78,38 @@ export const HANDLED: Record<string, string> = {
   check_suite: 'completed',
 };
 
+/**
+ * When each handled event happened, by GitHub's clock, read from the signed body: the labelled issue's
+ * `updated_at` (labelling updates it), the comment's `created_at`, the review's `submitted_at` (GitHub
+ * may send null: then the pull request's `updated_at`), the check suite's `updated_at`. It is never later than the delivery's first receipt, so an event older
+ * than AGENTICFIX_DELIVERY_MAX_AGE_D may be one whose record was pruned: such a delivery is refused.
+ */
+export const EVENT_TIME: Record<keyof typeof HANDLED, z.ZodType<string>> = {
+  issues: z.object({ issue: z.object({ updated_at: z.string() }) }).transform((p) => p.issue.updated_at),
+  issue_comment: z
+    .object({ comment: z.object({ created_at: z.string() }) })
+    .transform((p) => p.comment.created_at),
+  pull_request_review: z
+    .object({
+      review: z.object({ submitted_at: z.string().nullable() }),
+      pull_request: z.object({ updated_at: z.string() }),
+    })
+    .transform((p) => p.review.submitted_at ?? p.pull_request.updated_at),
+  pull_request_review_comment: z
+    .object({ comment: z.object({ created_at: z.string() }) })
+    .transform((p) => p.comment.created_at),
+  check_suite: z
+    .object({ check_suite: z.object({ updated_at: z.string() }) })
+    .transform((p) => p.check_suite.updated_at),
+};
+
+/** The event's time in ms since the epoch (EVENT_TIME), or null when the payload has none. */
+export function eventTime(event: string, payload: unknown): number | null {
+  const read = Object.hasOwn(EVENT_TIME, event) ? EVENT_TIME[event]!.safeParse(payload) : null;
+  const at = read?.success ? Date.parse(read.data) : NaN;
+  return Number.isNaN(at) ? null : at;
+}
+
 /** Each handled event's payload schema. */
 export const PAYLOADS = {
   issues: LABELED,

@@ -153,6 +153,25 @@ export function runStoreContract(backend: StoreBackend): void {
     await reopened.close();
   });
 
+  it('prunes deliveries received before a time, done and with no run going on; others stay', async () => {
+    const store = await open();
+    for (const id of ['done', 'pending', 'queued', 'over'])
+      await claim(store, id, 'issues', { id }, `h-${id}`);
+    for (const id of ['done', 'queued', 'over']) await store.finishDelivery(id);
+    await store.createRun(newRun({ delivery_id: 'queued' })); // a run still waiting for a worker
+    const over = await store.createRun(newRun({ delivery_id: 'over', issue: 8 }));
+    await store.update(over.id, { state: 'done' });
+    expect(await store.pruneDeliveries(new Date(Date.now() - 3600_000).toISOString())).toBe(0);
+    expect(await store.pruneDeliveries(new Date(Date.now() + 3600_000).toISOString())).toBe(2);
+    expect(await store.deliveryRecorded('done')).toBe(false);
+    expect(await store.deliveryRecorded('over')).toBe(false);
+    expect(await store.deliveryRecorded('queued')).toBe(true); // its worker checks it
+    expect((await store.pendingDeliveries()).map((d) => d.id)).toEqual(['pending']);
+    // A pruned body is forgotten with it: only the webhook's freshness check stands between it and a replay.
+    expect(await claim(store, 'other', 'issues', { id: 'done' }, 'h-done')).toBe('new');
+    await store.close();
+  });
+
   it('after a crash marks queued and running runs interrupted and returns them', async () => {
     const store = await open();
     const queued = await store.createRun(newRun());

@@ -162,13 +162,10 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
       log.warn({ err }, 'start-up cleanup failed');
     }
 
-  // Judged runs whose publishing failed: tried again when due, now and periodically (their run
-  // directories are where they ran: distributed, on the workers' machines, which this does not reach
-  // yet); with them, or alone when distributed, the final GitHub writes the store keeps.
+  // Judged runs whose publishing failed, whichever machine ran them (what publishing needs is in the
+  // store), and the final GitHub writes the store keeps: tried again when due, now and periodically.
   const resumePublishing = () =>
-    void (distributed ? runner.deliverWrites() : runner.resumePublishing()).catch((err: unknown) =>
-      log.error({ err }, 'could not resume publishing'),
-    );
+    void runner.resumePublishing().catch((err: unknown) => log.error({ err }, 'could not resume publishing'));
   resumePublishing();
   // Deliveries older than AGENTICFIX_DELIVERY_MAX_AGE_D are forgotten (their events are refused by age).
   const pruneDeliveries = () =>

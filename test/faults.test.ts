@@ -276,7 +276,7 @@ describe('publishing through a GitHub outage', () => {
   });
 
   // Issue 31: the branch was pushed, no PR opened, the run `failed` and only a rerun (the whole repair) helped.
-  it('4×502 on POST /pulls, then 503 on comments: publishing waits and is resumed, the model never runs again', async () => {
+  it('4×502 on POST /pulls, then 503 on comments: publishing waits in the store and is resumed without the run directory, the model never runs again', async () => {
     const completions = () => model.requests.filter((r) => r.path === '/v1/chat/completions').length;
     emu.failNext(
       { method: 'POST', path: new RegExp(`/repos/${O}/${R}/pulls$`) },
@@ -298,6 +298,12 @@ describe('publishing through a GitHub outage', () => {
     const asked = completions();
     expect(asked).toBe(3);
 
+    // What publishing needs is in the store: it resumes where neither the run directory nor the mirror
+    // is (distributed, another machine ran the run).
+    expect(JSON.parse(run!.publish!)).toMatchObject({ attempts: 1, patch: expect.stringContaining('a + b') });
+    rmSync(path.join(home, 'runs', run!.id), { recursive: true, force: true });
+    rmSync(path.join(home, 'cache'), { recursive: true, force: true });
+
     // GitHub is back for pulls, not yet for comments: the PR opens, its evidence cannot be posted.
     emu.failNext({ method: 'POST', path: /\/issues\/\d+\/comments$/ }, Array(4).fill({ status: 503 }));
     await app.runner.resumePublishing();
@@ -316,7 +322,7 @@ describe('publishing through a GitHub outage', () => {
     expect(prComments.some((b) => b.startsWith('## Test evidence'))).toBe(true);
     expect(status()).toContain('✅ Done');
     expect(completions()).toBe(asked);
-    expect(existsSync(path.join(home, 'runs', run!.id, 'publish.json'))).toBe(false);
+    expect(run!.publish).toBeNull();
   }, 120_000);
 });
 

@@ -50,7 +50,7 @@ import { capMiddle } from '../trace/cap.js';
 import { RunTrace } from '../trace/trace.js';
 import { GitWorkspaceManager } from '../workspace/manager.js';
 import { freeBytes, mebibytes } from './disk.js';
-import { nextTry, PUBLISH_ATTEMPTS, readPending, removePending, writePending } from './pending.js';
+import { nextTry, pendingFields, PUBLISH_ATTEMPTS, readPending } from './pending.js';
 import { addressedThreads, previousSummary, revisionContext } from './revision.js';
 import type { IssueText, RepairResult } from '../agent/types.js';
 import type { ModelSpec, RepairOptions, RepairProgress } from './types.js';
@@ -329,9 +329,10 @@ export class JobRunner implements QueueHooks {
       });
     } catch (e) {
       // Publishing waits and is tried again (resumePublishing); the model is not run again.
-      const { patch: _patch, ...kept } = result;
-      writePending(config.runsDir, run.id, {
+      const { patch, ...kept } = result;
+      const pending = pendingFields({
         result: kept,
+        patch,
         report,
         budgets,
         model_label: modelLabel,
@@ -341,7 +342,7 @@ export class JobRunner implements QueueHooks {
         attempts: 1,
         next_at: nextTry(1, config.app.publishRetryBaseMs),
       });
-      return { state: 'publish_pending', error: capMiddle(`publishing failed: ${message(e)}`) };
+      return { ...pending, state: 'publish_pending', error: capMiddle(`publishing failed: ${message(e)}`) };
     }
   }
 
@@ -360,19 +361,20 @@ export class JobRunner implements QueueHooks {
 
   private async republish(run: RunRecord): Promise<void> {
     const { config, store } = this.o;
-    const read = readPending(config.runsDir, run.id);
+    const read = readPending(run);
     if (read.ok && Date.parse(read.pending.next_at) > Date.now()) return;
     const gh = await this.o.auth(run.installation_id);
     const ref = refOf(run);
-    const ended = (fields: RunUpdate) => {
-      removePending(config.runsDir, run.id);
-      return store.update(run.id, { finished_at: new Date().toISOString(), ...fields });
-    };
+    const ended = (fields: RunUpdate) =>
+      store.update(run.id, { finished_at: new Date().toISOString(), publish: null, ...fields });
     if (!read.ok) return void (await ended({ state: 'failed', error: read.error }));
     const { pending, result } = read;
     const loaded = await loadRepoConfig(gh, run.owner, run.repo, run.base_commit, config);
     if (!loaded.ok) return void (await ended({ state: 'failed', error: loaded.error }));
     try {
+      // This machine's mirror may lack the base commit (another one ran the run): fetched with the token.
+      const { token } = (await gh.auth({ type: 'installation' })) as { token: string };
+      await this.workspaces.mirror(pending.remote, tokenAuth(token), run.base_commit);
       const fields = await this.publish({
         run,
         gh,
@@ -394,15 +396,11 @@ export class JobRunner implements QueueHooks {
       const error = capMiddle(`publishing failed: ${message(e)}`);
       const attempts = pending.attempts + 1;
       if (attempts <= PUBLISH_ATTEMPTS) {
-        writePending(config.runsDir, run.id, {
-          ...pending,
-          attempts,
-          next_at: nextTry(attempts, config.app.publishRetryBaseMs),
-        });
-        await store.update(run.id, { error });
+        const next = { ...pending, attempts, next_at: nextTry(attempts, config.app.publishRetryBaseMs) };
+        await store.update(run.id, { ...pendingFields(next), error });
         return;
       }
-      // The run's patch stays in its run directory; the issue is told, with the patch attached.
+      // The run's patch stays in its run directory (on the machine that ran it); the issue is told, with the patch attached.
       await this.tell(
         run,
         gh,

@@ -69,6 +69,7 @@ export const RUN_ROW = z.strictObject({
     .transform((s) => (s === null ? null : FEEDBACK.parse(JSON.parse(s)))),
   pushed_commit: z.string().nullable(), // the commit the run pushed to its branch
   worker: z.string().nullable(), // the worker that ran it (`host:pid` or AGENTICFIX_WORKER_ID); its run_dir is there
+  publish: z.string().nullable(), // publish_pending: what publishing needs, as JSON (pipeline/pending.ts)
 });
 
 export type RunRecord = z.output<typeof RUN_ROW>;
@@ -282,8 +283,10 @@ export const MIGRATIONS = [
    ALTER TABLE runs ADD COLUMN pushed_commit TEXT;`,
   // Workers on many machines: which one ran a run (its run directory stays on that machine).
   `ALTER TABLE runs ADD COLUMN worker TEXT;`,
-  // GitHub writes that must land (pipeline/job.ts): a run's final status edit and final comments.
-  `CREATE TABLE github_writes (
+  // GitHub writes that must land (pipeline/job.ts): a run's final status edit and final comments. What a
+  // publish_pending run's publishing needs (pipeline/pending.ts), where any process serving the store finds it.
+  `ALTER TABLE runs ADD COLUMN publish TEXT;
+   CREATE TABLE github_writes (
      id TEXT PRIMARY KEY, run_id TEXT NOT NULL, installation_id INTEGER NOT NULL,
      owner TEXT NOT NULL, repo TEXT NOT NULL, issue INTEGER NOT NULL, comment_id INTEGER,
      body TEXT NOT NULL, attempts INTEGER NOT NULL, next_at TEXT NOT NULL

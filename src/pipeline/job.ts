@@ -51,6 +51,7 @@ import { RunTrace } from '../trace/trace.js';
 import { GitWorkspaceManager } from '../workspace/manager.js';
 import { freeBytes, mebibytes } from './disk.js';
 import { nextTry, pendingFields, PUBLISH_ATTEMPTS, readPending } from './pending.js';
+import { deliverDue, statusWrite } from './writes.js';
 import { addressedThreads, previousSummary, revisionContext } from './revision.js';
 import type { IssueText, RepairResult } from '../agent/types.js';
 import type { ModelSpec, RepairOptions, RepairProgress } from './types.js';
@@ -782,37 +783,14 @@ export class JobRunner implements QueueHooks {
     });
   }
 
-  /**
-   * Makes the kept GitHub writes that are due (deliverWrites' queue): tried with the back-off of
-   * publishing, without end; one GitHub refuses for good (the comment deleted, the app uninstalled)
-   * is dropped and logged.
-   */
+  /** Makes the kept GitHub writes that are due (writes.ts); one pass at a time. */
   async deliverWrites(): Promise<void> {
-    this.delivering ??= (async () => {
-      const { store, config } = this.o;
-      for (const w of await store.dueWrites(new Date().toISOString())) {
-        let posted: number | null = null;
-        try {
-          const gh = await this.o.auth(w.installation_id);
-          if (w.comment_id !== null) await editComment(gh, w, w.comment_id, w.body);
-          else posted = await postComment(gh, w, w.body);
-        } catch (e) {
-          if (refused(e)) {
-            this.o.log?.error({ err: e, run: w.run_id }, 'GitHub refused a kept write: it is dropped');
-            await store.removeWrite(w.id);
-          } else {
-            const next = nextTry(Math.min(w.attempts + 2, PUBLISH_ATTEMPTS), config.app.publishRetryBaseMs);
-            await store.deferWrite(w.id, next);
-          }
-          continue;
-        }
-        await store.removeWrite(w.id);
-        if (posted === null) continue;
-        if (w.id === statusWrite({ id: w.run_id }))
-          await store.update(w.run_id, { status_comment_id: posted });
-        else await store.addComment(w.run_id, posted);
-      }
-    })().finally(() => (this.delivering = null));
+    this.delivering ??= deliverDue({
+      store: this.o.store,
+      auth: this.o.auth,
+      retryBaseMs: this.o.config.app.publishRetryBaseMs,
+      log: this.o.log,
+    }).finally(() => (this.delivering = null));
     await this.delivering;
   }
 
@@ -845,15 +823,6 @@ export class JobRunner implements QueueHooks {
 }
 
 const message = (e: unknown): string => (e instanceof Error ? e.message : String(e));
-
-/** The id under which a run's final status edit is kept (a newer one replaces it). */
-const statusWrite = (run: Pick<RunRecord, 'id'>): string => `${run.id}:status`;
-
-/** An answer no retry changes (rate limits, 403 and 429, are retried). */
-const refused = (e: unknown): boolean => {
-  const status = (e as { status?: unknown }).status;
-  return typeof status === 'number' && status >= 400 && status < 500 && status !== 403 && status !== 429;
-};
 
 /** Where a run reports: its issue, or for a revision the pull request it revises. */
 const refOf = (run: RunRecord): IssueRef => ({

@@ -762,7 +762,8 @@ describe('AgenticFix app through the GitHub emulator', () => {
     const before = new SqliteRunStore(crashConfig.dbPath);
     const payload = {
       action: 'labeled',
-      issue: { number: n, title: 'add() subtracts', body: null, updated_at: '2026-01-01T00:00:00Z' },
+      // Labelled just now: an event older than AGENTICFIX_DELIVERY_MAX_AGE_D is refused.
+      issue: { number: n, title: 'add() subtracts', body: null, updated_at: new Date().toISOString() },
       label: { name: 'agenticfix' },
       repository: { name: R, owner: { login: O }, default_branch: 'main' },
       sender: { login: 'maint', type: 'User' },

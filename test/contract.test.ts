@@ -225,7 +225,7 @@ describe("GitHub's example payloads through the app", () => {
 
   /**
    * The example as GitHub would send it to this app: about the emulator's repository, from its
-   * installation, sent by a maintainer; everything else as published.
+   * installation, sent by a maintainer, happening now; everything else as published.
    */
   function adapt(event: string, ex: Example): Record<string, unknown> {
     const p = structuredClone(ex) as Record<string, Record<string, unknown>>;
@@ -238,6 +238,17 @@ describe("GitHub's example payloads through the app", () => {
       default_branch: 'main',
     };
     p.sender = { ...p.sender, login: WRITER, type: 'User' };
+    // Happening now: the app refuses events older than AGENTICFIX_DELIVERY_MAX_AGE_D (EVENT_TIME).
+    const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const times = {
+      issue: 'updated_at',
+      comment: 'created_at',
+      review: 'submitted_at',
+      check_suite: 'updated_at',
+    };
+    for (const [object, field] of Object.entries(times))
+      if (typeof p[object]?.[field] === 'string') p[object] = { ...p[object], [field]: now };
+    if (p.pull_request) p.pull_request = { ...p.pull_request, updated_at: now };
     return { event, ...p };
   }
 

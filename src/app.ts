@@ -2,6 +2,7 @@ import pino from 'pino';
 import { Probot, type Logger } from 'probot';
 import { ConfigError, type Config } from './config/config.js';
 import { JobRunner, type JobDeps } from './pipeline/job.js';
+import { publicScrubber } from './pipeline/public.js';
 import { applyRetention, prepareHost } from './pipeline/startup.js';
 import type { ModelSpec } from './pipeline/types.js';
 import { appOctokit, type GitHub } from './publish/github.js';
@@ -82,7 +83,7 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
     privateKey: o.privateKey,
     secret: o.webhookSecret,
     baseUrl: o.baseUrl,
-    Octokit: appOctokit(o.config),
+    Octokit: appOctokit(o.config, publicScrubber(o.config, o.model)),
     log,
   });
   const auth = async (installationId: number) => (await probot.auth(installationId)) as GitHub;

@@ -4,6 +4,7 @@ import { Probot } from 'probot';
 import { loadConfig, loadEnv } from '../config/config.js';
 import { ensureBuildNetwork } from '../environment/network.js';
 import { JobRunner } from '../pipeline/job.js';
+import { publicScrubber } from '../pipeline/public.js';
 import { prepareHost } from '../pipeline/startup.js';
 import { appOctokit, type GitHub } from '../publish/github.js';
 import { RunWorker } from '../queue/bullmq.js';
@@ -41,7 +42,7 @@ export async function workerCommand(_argv: string[]): Promise<number> {
     return 2;
   }
   const log = pino({ level: process.env.LOG_LEVEL ?? 'info' });
-  const probot = new Probot({ ...app, Octokit: appOctokit(config), log });
+  const probot = new Probot({ ...app, Octokit: appOctokit(config, publicScrubber(config)), log });
   const store = await openStore(config);
   const runner = new JobRunner({
     config,

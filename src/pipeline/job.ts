@@ -207,20 +207,20 @@ export class JobRunner implements QueueHooks {
     const free = await freeBytes([config.worktreeDir, config.runsDir]);
     if (free < config.app.minFreeBytes) {
       const error = `only ${mebibytes(free)} MB are free for worktrees and run directories, and a run needs ${mebibytes(config.app.minFreeBytes)} MB (AGENTICFIX_MIN_FREE_MB). Comment \`/agenticfix rerun\` once the operator has freed space.`;
-      return this.failWith(run, gh, error, 'not enough disk space');
+      return this.failWith(error, 'Not enough disk space');
     }
 
     // The issue as it was when the run was triggered: an edit made after the label is never read.
     if (run.issue_title === null || run.issue_body === null) {
       const error = 'this run has no snapshot of the issue (recorded by an older version of the app).';
-      return this.failWith(run, gh, error, 'cannot run');
+      return this.failWith(error, 'Cannot run');
     }
     const issue: IssueText = { title: run.issue_title, body: run.issue_body, number: run.issue };
     const [repo, loaded] = await Promise.all([
       gh.rest.repos.get({ owner: run.owner, repo: run.repo }),
       loadRepoConfig(gh, run.owner, run.repo, run.base_commit, config),
     ]);
-    if (!loaded.ok) return this.failWith(run, gh, loaded.error, 'configuration error');
+    if (!loaded.ok) return this.failWith(loaded.error, 'Configuration error');
     const rc = loaded.config;
     let dockerfile: string | undefined;
     if (rc.dockerfile) {
@@ -234,7 +234,7 @@ export class JobRunner implements QueueHooks {
       );
       if (!file.ok || file.text === null) {
         const error = `${REPO_CONFIG_PATH}: the maintainer Dockerfile: ${file.ok ? `\`${rc.dockerfile}\` does not exist at ${run.base_commit.slice(0, 12)}.` : file.error}`;
-        return this.failWith(run, gh, error, 'configuration error');
+        return this.failWith(error, 'Configuration error');
       }
       dockerfile = file.text;
     }
@@ -727,15 +727,12 @@ export class JobRunner implements QueueHooks {
     }
   }
 
-  /** The issue is told why; the status comment's final edit (onFinished) shows the error too. */
-  private async failWith(run: RunRecord, gh: GitHub, error: string, title: string): Promise<RunUpdate> {
-    await this.comment(
-      run,
-      gh,
-      refOf(run),
-      `## AgenticFix: ${title}\n\n${inert(capMiddle(error))}\n\nNothing was run.`,
-    );
-    return { state: 'failed', error };
+  /**
+   * A run refused before anything ran: the issue learns why from the status comment's final edit
+   * (onFinished), its one report (a comment of its own as well said the same thing twice).
+   */
+  private failWith(error: string, title: string): RunUpdate {
+    return { state: 'failed', error: `${title}; nothing was run. ${error}` };
   }
 
   private async comment(run: RunRecord, gh: GitHub, ref: IssueRef, body: string): Promise<void> {
@@ -795,7 +792,7 @@ function endingFor(run: RunRecord): StatusState | null {
         detail: 'The app shut down before the run finished. Comment `/agenticfix rerun` to start again.',
       };
     case 'failed':
-      return { phase: 'failed', detail: `Error: ${inert(capMiddle(run.error ?? 'unknown', 500))}` };
+      return { phase: 'failed', detail: inert(capMiddle(run.error ?? 'unknown')) };
     case 'publish_pending':
       return {
         phase: 'publish_pending',

@@ -1,4 +1,3 @@
-import pino from 'pino';
 import { Probot, type Logger } from 'probot';
 import { ConfigError, type Config } from './config/config.js';
 import { JobRunner, type JobDeps } from './pipeline/job.js';
@@ -13,6 +12,7 @@ import { INSTANCE_STALE_MS, type RunStore } from './queue/store.js';
 import { createApp } from './webhook/app.js';
 import { Intake } from './webhook/intake.js';
 import { listenForWebhooks } from './webhook/server.js';
+import { appLogger, healthChecks, observeRoutes } from './observe.js';
 
 /**
  * The GitHub App put together (serve, demo, the tests): the run store, the queue (in-process, or
@@ -77,7 +77,7 @@ const withoutPayloads = (log: Logger): Logger =>
  * instances would each take the other's runs for crashed ones.
  */
 export async function startApp(o: StartAppOptions): Promise<RunningApp> {
-  const log = withoutPayloads(o.log ?? pino({ level: process.env.LOG_LEVEL ?? 'info' }));
+  const log = withoutPayloads(o.log ?? appLogger(o.config));
   const probot = new Probot({
     appId: o.appId,
     privateKey: o.privateKey,
@@ -197,6 +197,15 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
       port: o.port,
       host: o.host,
       log,
+      // Docker only where runs run: a distributed serve needs no engine.
+      routes: observeRoutes(
+        healthChecks({
+          store,
+          queue: queue instanceof BullRunQueue ? () => queue.ping() : undefined,
+          docker: !distributed && (o.sandbox ?? 'docker') === 'docker',
+        }),
+        store,
+      ),
     });
   } catch (err) {
     clearInterval(heartbeat);

@@ -1,5 +1,4 @@
 import Docker from 'dockerode';
-import pino from 'pino';
 import { Probot } from 'probot';
 import { loadConfig, loadEnv } from '../config/config.js';
 import { ensureBuildNetwork } from '../environment/network.js';
@@ -10,6 +9,7 @@ import { appOctokit, type GitHub } from '../publish/github.js';
 import { RunWorker } from '../queue/bullmq.js';
 import { openStore } from '../queue/open-store.js';
 import { appCredentials, untilStopped } from './app-env.js';
+import { appLogger, healthChecks, listenObserve, observeRoutes } from '../observe.js';
 
 /**
  * `agenticfix worker`: takes runs from the queue (AGENTICFIX_REDIS_URL) and runs them on this machine
@@ -41,7 +41,7 @@ export async function workerCommand(_argv: string[]): Promise<number> {
     );
     return 2;
   }
-  const log = pino({ level: process.env.LOG_LEVEL ?? 'info' });
+  const log = appLogger(config);
   const probot = new Probot({ ...app, Octokit: appOctokit(config, publicScrubber(config)), log });
   const store = await openStore(config);
   const runner = new JobRunner({
@@ -75,15 +75,18 @@ export async function workerCommand(_argv: string[]): Promise<number> {
     installationLimit: distributed.installationLimit,
     onQueueError: (err) => log.warn({ err }, 'queue error'),
   });
+  const routes = observeRoutes(healthChecks({ store, queue: () => worker.ping(), docker: true }), store);
+  const listener = await listenObserve(routes, config.workerListen.port, config.workerListen.host);
   await worker.start();
   process.stdout.write(
-    `agenticfix worker ${worker.id} taking runs (concurrency ${config.app.concurrency})\n`,
+    `agenticfix worker ${worker.id} taking runs (concurrency ${config.app.concurrency}); health and metrics on ${listener.url}\n`,
   );
   await untilStopped();
   process.stdout.write(
     `agenticfix worker ${worker.id} stopping (grace ${distributed.workerGraceMs / 1000} s)\n`,
   );
   await worker.close(distributed.workerGraceMs);
+  await listener.close();
   await runner.settled();
   await store.close();
   return 0;

@@ -46,6 +46,7 @@ import {
 import { matchingPattern } from '../tools/path-patterns.js';
 import { isLent } from '../environment/lending.js';
 import { capMiddle } from '../trace/cap.js';
+import { metrics } from '../trace/metrics.js';
 import { RunTrace } from '../trace/trace.js';
 import { GitWorkspaceManager } from '../workspace/manager.js';
 import { freeBytes, mebibytes } from './disk.js';
@@ -140,6 +141,17 @@ export class JobRunner implements QueueHooks {
   }
 
   onFinished(run: RunRecord): void {
+    metrics.runsEnded.inc({ state: run.state, verdict: run.verdict ?? 'none' });
+    this.o.log?.info(
+      {
+        run: run.id,
+        state: run.state,
+        verdict: run.verdict,
+        stop_reason: run.stop_reason,
+        tokens: run.tokens,
+      },
+      'run ended',
+    );
     const status = this.status(run);
     const ending = endingFor(run);
     const p = (async () => {
@@ -189,8 +201,12 @@ export class JobRunner implements QueueHooks {
   }
 
   async execute(run: RunRecord, signal: AbortSignal): Promise<RunUpdate> {
+    const log = { run: run.id, repo: `${run.owner}/${run.repo}`, issue: run.issue, trigger: run.trigger };
+    this.o.log?.info(log, 'run started');
     try {
-      return await this.work(run, signal);
+      const fields = await this.work(run, signal);
+      this.o.log?.info({ ...log, state: fields.state, error: fields.error }, 'run work done');
+      return fields;
     } catch (err) {
       // Whatever failed (a full disk, the store, GitHub), the run leaves its record and gives its space back.
       await this.salvage(run, err);
@@ -268,6 +284,7 @@ export class JobRunner implements QueueHooks {
       });
     }
 
+    let phase = '';
     const result = await this.deps.repair({
       config: runConfig,
       remote,
@@ -282,8 +299,12 @@ export class JobRunner implements QueueHooks {
       runId: run.id,
       budgets,
       signal,
-      onProgress: (p) => status.update(progressStatus(p)),
+      onProgress: (p) => {
+        if (p.phase !== phase) this.o.log?.info({ run: run.id, phase: (phase = p.phase) }, 'run phase');
+        status.update(progressStatus(p));
+      },
     });
+    observeRepair(result);
     await store.update(run.id, {
       stop_reason: result.stop_reason,
       tokens: result.tokens.total,
@@ -768,6 +789,15 @@ export class JobRunner implements QueueHooks {
 }
 
 const message = (e: unknown): string => (e instanceof Error ? e.message : String(e));
+
+/** A repair's figures for /metrics: its time, each phase's and its tokens. */
+function observeRepair(result: RepairResult): void {
+  metrics.runSeconds.observe({ stop_reason: result.stop_reason }, result.duration_ms / 1000);
+  for (const [phase, ms] of Object.entries(result.phases_ms))
+    metrics.phaseSeconds.observe({ phase }, ms / 1000);
+  for (const kind of ['prompt', 'completion', 'cached'] as const)
+    metrics.tokens.inc({ kind }, result.tokens[kind]);
+}
 
 /** Where a run reports: its issue, or for a revision the pull request it revises. */
 const refOf = (run: RunRecord): IssueRef => ({

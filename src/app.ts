@@ -1,7 +1,7 @@
-import pino from 'pino';
 import { Probot, type Logger } from 'probot';
 import { ConfigError, type Config } from './config/config.js';
 import { JobRunner, type JobDeps } from './pipeline/job.js';
+import { publicScrubber } from './pipeline/public.js';
 import { applyRetention, prepareHost, sweepEngine } from './pipeline/startup.js';
 import type { ModelSpec } from './pipeline/types.js';
 import { appOctokit, type GitHub } from './publish/github.js';
@@ -12,6 +12,7 @@ import { INSTANCE_STALE_MS, type RunStore } from './queue/store.js';
 import { createApp } from './webhook/app.js';
 import { Intake } from './webhook/intake.js';
 import { listenForWebhooks } from './webhook/server.js';
+import { appLogger, healthChecks, observeRoutes } from './observe.js';
 
 /**
  * The GitHub App put together (serve, demo, the tests): the run store, the queue (in-process, or
@@ -76,13 +77,13 @@ const withoutPayloads = (log: Logger): Logger =>
  * instances would each take the other's runs for crashed ones.
  */
 export async function startApp(o: StartAppOptions): Promise<RunningApp> {
-  const log = withoutPayloads(o.log ?? pino({ level: process.env.LOG_LEVEL ?? 'info' }));
+  const log = withoutPayloads(o.log ?? appLogger(o.config));
   const probot = new Probot({
     appId: o.appId,
     privateKey: o.privateKey,
     secret: o.webhookSecret,
     baseUrl: o.baseUrl,
-    Octokit: appOctokit(o.config),
+    Octokit: appOctokit(o.config, publicScrubber(o.config, o.model)),
     log,
   });
   const auth = async (installationId: number) => (await probot.auth(installationId)) as GitHub;
@@ -213,6 +214,15 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
       port: o.port,
       host: o.host,
       log,
+      // Docker only where runs run: a distributed serve needs no engine.
+      routes: observeRoutes(
+        healthChecks({
+          store,
+          queue: queue instanceof BullRunQueue ? () => queue.ping() : undefined,
+          docker: !distributed && (o.sandbox ?? 'docker') === 'docker',
+        }),
+        store,
+      ),
     });
   } catch (err) {
     clearInterval(heartbeat);

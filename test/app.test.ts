@@ -598,10 +598,13 @@ describe('AgenticFix app through the GitHub emulator', () => {
       .comments(n, `${O}/broken`)
       .filter((c) => c.user === emu.botLogin)
       .map((c) => c.body);
-    const report = bodies.find((b) => b.startsWith('## AgenticFix: configuration error'))!;
+    // Issue 27, item 7: said once, in the status comment (a comment of its own repeated it).
+    expect(bodies).toHaveLength(1);
+    const report = bodies[0]!;
+    expect(report).toContain('❌ Failed');
+    expect(report).toContain('Configuration error; nothing was run. .github/agenticfix.yml is invalid');
     expect(report).toContain('`test`');
     expect(report).toContain('`budgets.tokens`');
-    expect(bodies.find((b) => b.includes('❌ Failed'))).toBeDefined();
   });
 
   // Issue 10, item 3: `rerun budget=` went up to 10 M tokens and any model name was taken.
@@ -651,7 +654,7 @@ describe('AgenticFix app through the GitHub emulator', () => {
     const report = emu
       .comments(n, `${O}/greedy`)
       .map((c) => c.body)
-      .find((b) => b.startsWith('## AgenticFix: configuration error'))!;
+      .find((b) => b.includes('Configuration error; nothing was run.'))!;
     expect(report).toContain(
       "`budgets.tokens`: 1000000000000 exceeds the operator's ceiling of 150000 tokens",
     );
@@ -749,7 +752,7 @@ describe('AgenticFix app through the GitHub emulator', () => {
     await app.idle();
     expect((await app.store.forIssue(O, 'huge', n))[0]).toMatchObject({ state: 'failed' });
     const bodies = emu.comments(n, `${O}/huge`).map((c) => c.body);
-    const report = bodies.find((b) => b.startsWith('## AgenticFix: configuration error'))!;
+    const report = bodies.find((b) => b.includes('Configuration error; nothing was run.'))!;
     expect(report).toContain(`\`.github/agenticfix.yml\` has ${big.length} bytes, over the 65536-byte limit`);
     expect(emu.requests.some((q) => q.path.startsWith('/repos/acme/huge/git/blobs/'))).toBe(false);
   });

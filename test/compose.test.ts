@@ -1,5 +1,7 @@
 import { readFileSync } from 'node:fs';
+import dockerignoreModule from '@balena/dockerignore';
 import { parse } from 'yaml';
+import { loadConfig } from '../src/config/config.js';
 
 /**
  * Issue 24, item 5: docker-compose.yml ran Redis without a password and PostgreSQL with the default
@@ -9,8 +11,17 @@ import { parse } from 'yaml';
  */
 
 const text = readFileSync('docker-compose.yml', 'utf8');
-const compose = parse(text) as {
-  services: Record<string, { command?: string[]; environment?: Record<string, string> }>;
+interface Service {
+  command?: string[];
+  environment?: Record<string, string>;
+  healthcheck?: { test: string[] };
+  depends_on?: Record<string, { condition: string }>;
+  group_add?: string[];
+  ports?: string[];
+}
+// `<<:` merges the shared app settings into each service, as compose does.
+const compose = parse(text, { merge: true }) as {
+  services: Record<string, Service>;
   'x-distributed': Record<string, string>;
 };
 
@@ -42,5 +53,58 @@ describe('docker-compose.yml', () => {
   it('publishes neither store to the host', () => {
     for (const name of ['redis', 'postgres'])
       expect(Object.keys(compose.services[name]!)).not.toContain('ports');
+  });
+});
+
+/** Issue 27, item 6: no healthchecks, a DOCKER_GID default wrong on most hosts, a 230 MB build context. */
+describe('docker-compose.yml: start order and health', () => {
+  it('checks every service, and starts serve and workers only once Redis and PostgreSQL are healthy', () => {
+    for (const [name, service] of Object.entries(compose.services))
+      expect([name, service.healthcheck?.test[0]]).toEqual([name, 'CMD']);
+    for (const name of ['serve', 'worker'])
+      expect(compose.services[name]!.depends_on).toEqual({
+        redis: { condition: 'service_healthy' },
+        postgres: { condition: 'service_healthy' },
+      });
+  });
+
+  it("asks serve's and the workers' /healthz on the ports they listen on", () => {
+    const config = loadConfig({});
+    const port = (name: string) =>
+      /http:\/\/127\.0\.0\.1:(\d+)\/healthz/.exec(compose.services[name]!.healthcheck!.test.join(' '))?.[1];
+    expect(port('serve')).toBe(compose.services.serve!.ports![0]!.split(':')[1]);
+    expect(port('worker')).toBe(String(config.workerListen.port));
+  });
+
+  it('gives the workers the Docker socket group the operator sets, with no default', () => {
+    expect(compose.services.worker!.group_add).toEqual([expect.stringMatching(/^\$\{DOCKER_GID:\?/)]);
+  });
+});
+
+describe('.dockerignore', () => {
+  // The package's CommonJS export, as src/environment/docker-context.ts takes it.
+  const ignore = dockerignoreModule as unknown as typeof dockerignoreModule.default;
+  const rules = ignore().add(readFileSync('.dockerignore', 'utf8'));
+  const dockerfile = readFileSync('Dockerfile', 'utf8');
+
+  it('keeps out of the build context what the image does not need, secrets included', () => {
+    for (const p of [
+      'node_modules/pino/package.json',
+      '.git/HEAD',
+      'runs/r1/events.jsonl',
+      '.agenticfix/runs.sqlite',
+      'dist/cli/index.js',
+      '.env',
+      '.env.production',
+      'test/app.test.ts',
+    ])
+      expect([p, rules.ignores(p)]).toEqual([p, true]);
+    expect(rules.ignores('.env.example')).toBe(false);
+  });
+
+  it('sends everything the Dockerfile copies from the context', () => {
+    const copied = [...dockerfile.matchAll(/^COPY (?!--from)(.+) \S+$/gm)].flatMap((m) => m[1]!.split(/\s+/));
+    expect(copied).toEqual(expect.arrayContaining(['package.json', 'src', 'prompts']));
+    for (const p of copied) expect([p, rules.ignores(p)]).toEqual([p, false]);
   });
 });

@@ -230,13 +230,15 @@ describe("GitHub's example payloads through the app", () => {
   function adapt(event: string, ex: Example): Record<string, unknown> {
     const p = structuredClone(ex) as Record<string, Record<string, unknown>>;
     p.installation = { id: emu.installationId(O), node_id: 'MDIzOkluc3RhbGxhdGlvbjE=' };
-    p.repository = {
-      ...p.repository,
-      name: R,
-      full_name: `${O}/${R}`,
-      owner: { ...(p.repository!.owner as object), login: O },
-      default_branch: 'main',
-    };
+    // Installation events name no repository.
+    if (p.repository)
+      p.repository = {
+        ...p.repository,
+        name: R,
+        full_name: `${O}/${R}`,
+        owner: { ...(p.repository.owner as object), login: O },
+        default_branch: 'main',
+      };
     p.sender = { ...p.sender, login: WRITER, type: 'User' };
     // Happening now: the app refuses events older than AGENTICFIX_DELIVERY_MAX_AGE_D (EVENT_TIME).
     const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
@@ -263,8 +265,28 @@ describe("GitHub's example payloads through the app", () => {
   };
   const prHead = () => emu.branchHead(O, R, branchFor(issue))!;
 
+  /** The example's repositories (or one of its own shape) as the emulator's repository. */
+  const ours = (listed: unknown) =>
+    ((listed as object[] | undefined) ?? [{}])
+      .slice(0, 1)
+      .map((r) => ({ ...r, name: R, full_name: `${O}/${R}` }));
+  const labelled = () => emu.repoLabels(O, R).some((l) => l.name === 'agenticfix');
+
   /** Each handled action, what the adapted example must make the app do. */
   const acted: Record<string, (ex: Example) => Promise<void>> = {
+    // Installed: the trigger label is made where it is missing (the first time), found after.
+    installation: async (ex) => {
+      const p = adapt('installation', ex);
+      p.repositories = ours(p.repositories);
+      await deliver('installation', p);
+      expect(labelled()).toBe(true);
+    },
+    installation_repositories: async (ex) => {
+      const p = adapt('installation_repositories', ex);
+      p.repositories_added = ours(p.repositories_added);
+      await deliver('installation_repositories', p);
+      expect(labelled()).toBe(true);
+    },
     issues: async (ex) => {
       issue = emu.createIssue(O, R, { title: 'add() subtracts', body: 'add(2, 3) is -1', user: 'alice' });
       const p = adapt('issues', ex);
@@ -349,6 +371,8 @@ describe("GitHub's example payloads through the app", () => {
 
   // Handled actions first (in the order a pull request needs), then the rest, which must be ignored.
   const order = [
+    'installation',
+    'installation_repositories',
     'issues',
     'issue_comment',
     'pull_request_review',

@@ -147,8 +147,8 @@ afterAll(() => {
       const [run] = await app.store.forIssue(O, R, n);
       expect(run).toMatchObject({ state: 'failed' });
       expect(run!.error).toMatch(/MB are free .*\(AGENTICFIX_MIN_FREE_MB\)/);
-      const refusal = emu.comments(n).find((c) => c.body.startsWith('## AgenticFix: not enough disk space'));
-      expect(refusal?.body).toContain('Nothing was run.');
+      const refusal = emu.comments(n).find((c) => c.id === run!.status_comment_id);
+      expect(refusal?.body).toContain('Not enough disk space; nothing was run.');
       expect(model.remaining()).toBe(1); // the model was not asked again
     } finally {
       rmSync(fillFile, { force: true });

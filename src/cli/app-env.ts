@@ -70,7 +70,13 @@ export function childAppEnv(
     AGENTICFIX_MODEL_NAME: 'scripted',
     ...(o.role === 'serve'
       ? { WEBHOOK_SECRET: o.webhookSecret, HOST: '127.0.0.1', PORT: String(o.port) }
-      : { AGENTICFIX_WORKER_ID: o.workerId, AGENTICFIX_CONCURRENCY: String(o.concurrency) }),
+      : {
+          AGENTICFIX_WORKER_ID: o.workerId,
+          AGENTICFIX_CONCURRENCY: String(o.concurrency),
+          // Several workers on one host: each its own free port for /healthz and /metrics.
+          AGENTICFIX_WORKER_PORT: '0',
+          AGENTICFIX_WORKER_HOST: '127.0.0.1',
+        }),
     ...overrides,
   };
 }

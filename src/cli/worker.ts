@@ -1,14 +1,15 @@
 import Docker from 'dockerode';
-import pino from 'pino';
 import { Probot } from 'probot';
 import { loadConfig, loadEnv } from '../config/config.js';
 import { ensureBuildNetwork } from '../environment/network.js';
 import { JobRunner } from '../pipeline/job.js';
+import { publicScrubber } from '../pipeline/public.js';
 import { ENGINE_SWEEP_MS, prepareHost, sweepEngine } from '../pipeline/startup.js';
 import { appOctokit, type GitHub } from '../publish/github.js';
 import { RunWorker } from '../queue/bullmq.js';
 import { openStore } from '../queue/open-store.js';
 import { appCredentials, untilStopped } from './app-env.js';
+import { appLogger, healthChecks, listenObserve, observeRoutes } from '../observe.js';
 
 /**
  * `agenticfix worker`: takes runs from the queue (AGENTICFIX_REDIS_URL) and runs them on this machine
@@ -40,8 +41,8 @@ export async function workerCommand(_argv: string[]): Promise<number> {
     );
     return 2;
   }
-  const log = pino({ level: process.env.LOG_LEVEL ?? 'info' });
-  const probot = new Probot({ ...app, Octokit: appOctokit(config), log });
+  const log = appLogger(config);
+  const probot = new Probot({ ...app, Octokit: appOctokit(config, publicScrubber(config)), log });
   const store = await openStore(config);
   const runner = new JobRunner({
     config,
@@ -74,6 +75,8 @@ export async function workerCommand(_argv: string[]): Promise<number> {
     installationLimit: distributed.installationLimit,
     onQueueError: (err) => log.warn({ err }, 'queue error'),
   });
+  const routes = observeRoutes(healthChecks({ store, queue: () => worker.ping(), docker: true }), store);
+  const listener = await listenObserve(routes, config.workerListen.port, config.workerListen.host);
   await worker.start();
   const sweep = setInterval(() => {
     sweepEngine((id) => runner.isFinished(id)).catch((err: unknown) =>
@@ -81,7 +84,7 @@ export async function workerCommand(_argv: string[]): Promise<number> {
     );
   }, ENGINE_SWEEP_MS).unref();
   process.stdout.write(
-    `agenticfix worker ${worker.id} taking runs (concurrency ${config.app.concurrency})\n`,
+    `agenticfix worker ${worker.id} taking runs (concurrency ${config.app.concurrency}); health and metrics on ${listener.url}\n`,
   );
   await untilStopped();
   process.stdout.write(
@@ -89,6 +92,7 @@ export async function workerCommand(_argv: string[]): Promise<number> {
   );
   clearInterval(sweep);
   await worker.close(distributed.workerGraceMs);
+  await listener.close();
   await runner.settled();
   await store.close();
   return 0;

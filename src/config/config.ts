@@ -164,6 +164,12 @@ const ENV_SCHEMA = z.object({
   AGENTICFIX_PUBLISH_RETRY_BASE_S: int(60, 0), // a judged run whose publishing failed: first wait, doubling
   AGENTICFIX_WEBHOOK_MAX_BYTES: int(25 * MiB, 1024), // GitHub caps payloads at 25 MB
   AGENTICFIX_OUTSIDER_REPLY_INTERVAL_S: int(3600, 0),
+  // Observability: a worker's /healthz, /ping and /metrics listener (serve has them on its own port)
+  AGENTICFIX_WORKER_PORT: int(3001, 0),
+  AGENTICFIX_WORKER_HOST: z.string().min(1).default('0.0.0.0'),
+  LOG_LEVEL: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
+  // As Probot: `pretty` (readable lines) or `json` (one object a line, for collectors); default json
+  LOG_FORMAT: z.enum(['pretty', 'json']).default('json'),
 });
 
 export interface Config {
@@ -301,6 +307,9 @@ export interface Config {
     /** Check apps allowed to start revisions; null: GitHub Actions and those on the default branch's head. */
     checkApps: string[] | null;
   };
+  log: { level: string; format: 'pretty' | 'json' };
+  /** Where a worker answers /healthz, /ping and /metrics. */
+  workerListen: { port: number; host: string };
 }
 
 export class ConfigError extends Error {}
@@ -478,6 +487,8 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       outsiderReplyIntervalMs: e.AGENTICFIX_OUTSIDER_REPLY_INTERVAL_S * 1000,
       checkApps: e.AGENTICFIX_CHECK_APPS ? splitList(e.AGENTICFIX_CHECK_APPS) : null,
     },
+    log: { level: e.LOG_LEVEL, format: e.LOG_FORMAT },
+    workerListen: { port: e.AGENTICFIX_WORKER_PORT, host: e.AGENTICFIX_WORKER_HOST },
   };
 }
 

@@ -140,6 +140,14 @@ const IssueBody = z.strictObject({
   assignees: z.array(z.string()).optional(),
 });
 const CommentBody = z.strictObject({ body: z.string().min(1) });
+const LabelBody = z.strictObject({
+  name: z.string().min(1),
+  color: z
+    .string()
+    .regex(/^#?[0-9a-fA-F]{6}$/)
+    .optional(),
+  description: z.string().max(100).optional(),
+});
 const ReactionBody = z.strictObject({ content: z.enum(REACTIONS) });
 const PullCreateBody = z.strictObject({
   title: z.string().min(1),
@@ -481,8 +489,30 @@ export function createRouter({
     return ok(shapes.issue(ctx.repo, issue), 201);
   });
   onRepo('GET', '/repos/:owner/:repo/issues/:number', (ctx) => ok(shapes.issue(ctx.repo, issueOf(ctx))));
+  onRepo('GET', '/repos/:owner/:repo/labels', (ctx) =>
+    paginate(
+      [...ctx.repo.labels.values()].map((l) => shapes.label(ctx.repo, l.name)),
+      ctx,
+      baseUrl(),
+    ),
+  );
+  onRepo('GET', '/repos/:owner/:repo/labels/:name', (ctx) => {
+    const label = ctx.repo.labels.get((ctx.params.name as string).toLowerCase()) ?? throwIt(notFound());
+    return ok(shapes.label(ctx.repo, label.name));
+  });
+  onRepo('POST', '/repos/:owner/:repo/labels', (ctx) => {
+    const input = parseBody(LabelBody, ctx.body);
+    if (ctx.repo.labels.has(input.name.toLowerCase()))
+      throw validationFailed({ resource: 'Label', code: 'already_exists', field: 'name' });
+    ctx.repo.labels.set(input.name.toLowerCase(), {
+      name: input.name,
+      color: (input.color ?? 'ededed').replace(/^#/, '').toLowerCase(),
+      description: input.description ?? null,
+    });
+    return ok(shapes.label(ctx.repo, input.name), 201);
+  });
   onRepo('GET', '/repos/:owner/:repo/issues/:number/labels', (ctx) =>
-    ok(issueOf(ctx).labels.map((l) => shapes.label(l))),
+    ok(issueOf(ctx).labels.map((l) => shapes.label(ctx.repo, l))),
   );
   onRepo('POST', '/repos/:owner/:repo/issues/:number/labels', (ctx) => {
     const issue = issueOf(ctx);
@@ -492,7 +522,7 @@ export function createRouter({
     );
     issue.labels = [...new Set([...issue.labels, ...names])];
     issue.updatedAt = timestamp();
-    return ok(issue.labels.map((l) => shapes.label(l)));
+    return ok(issue.labels.map((l) => shapes.label(ctx.repo, l)));
   });
   onRepo('DELETE', '/repos/:owner/:repo/issues/:number/labels/:name', (ctx) => {
     const issue = issueOf(ctx);
@@ -501,7 +531,7 @@ export function createRouter({
     }
     issue.labels = issue.labels.filter((l) => l !== ctx.params.name);
     issue.updatedAt = timestamp();
-    return ok(issue.labels.map((l) => shapes.label(l)));
+    return ok(issue.labels.map((l) => shapes.label(ctx.repo, l)));
   });
   onRepo('GET', '/repos/:owner/:repo/issues/:number/comments', (ctx) => {
     const issue = issueOf(ctx);

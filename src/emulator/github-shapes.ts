@@ -150,9 +150,19 @@ export class Shapes {
     return this.api(`/git/${repo.fullName}.git`);
   }
 
-  label(name: string): Json {
+  /** A label as GitHub renders it: the repository's own definition, or a plain one for a name it lacks. */
+  label(repo: RepoRecord, name: string): Json {
     const id = this.state.labelId(name);
-    return { id, node_id: `LA_${id}`, name, color: 'ededed', default: false, description: null };
+    const def = repo.labels.get(name.toLowerCase());
+    return {
+      id,
+      node_id: `LA_${id}`,
+      url: this.api(`/repos/${repo.fullName}/labels/${encodeURIComponent(def?.name ?? name)}`),
+      name: def?.name ?? name,
+      color: def?.color ?? 'ededed',
+      default: false,
+      description: def?.description ?? null,
+    };
   }
 
   /** The relationship GitHub reports next to a comment or issue author. */
@@ -175,7 +185,7 @@ export class Shapes {
       state: issue.state,
       locked: false,
       user: this.user(issue.user),
-      labels: issue.labels.map((l) => this.label(l)),
+      labels: issue.labels.map((l) => this.label(repo, l)),
       assignees: [],
       comments: this.state.comments.filter((c) => c.repo === repo.fullName && c.issueNumber === issue.number)
         .length,
@@ -286,7 +296,7 @@ export class Shapes {
       title: issue.title,
       body: issue.body,
       user: this.user(issue.user),
-      labels: issue.labels.map((l) => this.label(l)),
+      labels: issue.labels.map((l) => this.label(repo, l)),
       draft: pull.draft,
       merged: false,
       merged_at: null,

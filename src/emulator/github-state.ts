@@ -24,6 +24,14 @@ export interface RepoRecord {
   permissions: Map<string, Permission>;
   /** Private repositories need the installation token for fetches too. */
   private: boolean;
+  /** The repository's labels by lower-cased name (GitHub matches label names case-insensitively). */
+  labels: Map<string, LabelRecord>;
+}
+
+export interface LabelRecord {
+  name: string;
+  color: string;
+  description: string | null;
 }
 
 export interface PullFields {
@@ -203,6 +211,7 @@ export class EmulatorState {
       installationId,
       permissions: new Map([[owner, 'admin']]),
       private: isPrivate,
+      labels: new Map(),
     };
     this.repos.set(repo.fullName.toLowerCase(), repo);
     return repo;

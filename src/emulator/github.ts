@@ -28,6 +28,7 @@ import {
   timestamp,
   type CommentRecord,
   type IssueRecord,
+  type LabelRecord,
   type Permission,
   type ReactionRecord,
   type RepoRecord,
@@ -198,6 +199,13 @@ export interface GitHubEmulator {
   installationId(owner: string): number;
   /** Issues an installation token directly, skipping the JWT exchange. */
   installationToken(owner: string): string;
+  /**
+   * Delivers what GitHub sends when `owner` installs the app on all its repositories
+   * (`installation.created`, listing them), sent by `sender` (the account itself by default).
+   */
+  install(owner: string, sender?: string): Promise<DeliveryResult>;
+  /** The repository's labels as defined on it (not those merely named on issues). */
+  repoLabels(owner: string, repo: string): LabelRecord[];
   /** Expires every installation token issued so far. */
   revokeTokens(): void;
   /** The next matching requests get these responses, one each, instead of the real handler. */
@@ -504,7 +512,7 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
       return webhooks.deliver('issues', {
         action: 'labeled',
         issue: shapes.issue(repo, issue),
-        label: shapes.label(label),
+        label: shapes.label(repo, label),
         ...envelope(repo, sender),
       });
     },
@@ -639,6 +647,24 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
     },
     installationId,
     installationToken: (owner) => auth.issueToken(installationId(owner)).token,
+    install(owner, sender = owner) {
+      const id = installationId(owner);
+      const repos = [...state.repos.values()].filter((r) => r.installationId === id);
+      return webhooks.deliver('installation', {
+        action: 'created',
+        installation: { id, node_id: `MDIz_${id}`, account: shapes.user(owner), repository_selection: 'all' },
+        repositories: repos.map((r) => ({
+          id: r.id,
+          node_id: `R_${r.id}`,
+          name: r.name,
+          full_name: r.fullName,
+          private: r.private,
+        })),
+        requester: null,
+        sender: shapes.user(sender),
+      });
+    },
+    repoLabels: (owner, name) => [...repoOf(owner, name).labels.values()].map((l) => ({ ...l })),
     revokeTokens: () => auth.revokeAll(),
     failNext(match, responses) {
       faults.push({ match, responses: [...responses] });

@@ -47,6 +47,7 @@ import {
 import { matchingPattern } from '../tools/path-patterns.js';
 import { isLent } from '../environment/lending.js';
 import { capMiddle } from '../trace/cap.js';
+import { metrics } from '../trace/metrics.js';
 import { RunTrace } from '../trace/trace.js';
 import { GitWorkspaceManager } from '../workspace/manager.js';
 import { freeBytes, mebibytes } from './disk.js';
@@ -143,6 +144,17 @@ export class JobRunner implements QueueHooks {
   }
 
   onFinished(run: RunRecord): void {
+    metrics.runsEnded.inc({ state: run.state, verdict: run.verdict ?? 'none' });
+    this.o.log?.info(
+      {
+        run: run.id,
+        state: run.state,
+        verdict: run.verdict,
+        stop_reason: run.stop_reason,
+        tokens: run.tokens,
+      },
+      'run ended',
+    );
     const status = this.status(run);
     const ending = endingFor(run);
     const p = (async () => {
@@ -196,8 +208,12 @@ export class JobRunner implements QueueHooks {
   }
 
   async execute(run: RunRecord, signal: AbortSignal): Promise<RunUpdate> {
+    const log = { run: run.id, repo: `${run.owner}/${run.repo}`, issue: run.issue, trigger: run.trigger };
+    this.o.log?.info(log, 'run started');
     try {
-      return await this.work(run, signal);
+      const fields = await this.work(run, signal);
+      this.o.log?.info({ ...log, state: fields.state, error: fields.error }, 'run work done');
+      return fields;
     } catch (err) {
       // Whatever failed (a full disk, the store, GitHub), the run leaves its record and gives its space back.
       await this.salvage(run, err);
@@ -214,20 +230,20 @@ export class JobRunner implements QueueHooks {
     const free = await freeBytes([config.worktreeDir, config.runsDir]);
     if (free < config.app.minFreeBytes) {
       const error = `only ${mebibytes(free)} MB are free for worktrees and run directories, and a run needs ${mebibytes(config.app.minFreeBytes)} MB (AGENTICFIX_MIN_FREE_MB). Comment \`/agenticfix rerun\` once the operator has freed space.`;
-      return this.failWith(run, gh, error, 'not enough disk space');
+      return this.failWith(error, 'Not enough disk space');
     }
 
     // The issue as it was when the run was triggered: an edit made after the label is never read.
     if (run.issue_title === null || run.issue_body === null) {
       const error = 'this run has no snapshot of the issue (recorded by an older version of the app).';
-      return this.failWith(run, gh, error, 'cannot run');
+      return this.failWith(error, 'Cannot run');
     }
     const issue: IssueText = { title: run.issue_title, body: run.issue_body, number: run.issue };
     const [repo, loaded] = await Promise.all([
       gh.rest.repos.get({ owner: run.owner, repo: run.repo }),
       loadRepoConfig(gh, run.owner, run.repo, run.base_commit, config),
     ]);
-    if (!loaded.ok) return this.failWith(run, gh, loaded.error, 'configuration error');
+    if (!loaded.ok) return this.failWith(loaded.error, 'Configuration error');
     const rc = loaded.config;
     let dockerfile: string | undefined;
     if (rc.dockerfile) {
@@ -241,7 +257,7 @@ export class JobRunner implements QueueHooks {
       );
       if (!file.ok || file.text === null) {
         const error = `${REPO_CONFIG_PATH}: the maintainer Dockerfile: ${file.ok ? `\`${rc.dockerfile}\` does not exist at ${run.base_commit.slice(0, 12)}.` : file.error}`;
-        return this.failWith(run, gh, error, 'configuration error');
+        return this.failWith(error, 'Configuration error');
       }
       dockerfile = file.text;
     }
@@ -275,6 +291,7 @@ export class JobRunner implements QueueHooks {
       });
     }
 
+    let phase = '';
     const result = await this.deps.repair({
       config: runConfig,
       remote,
@@ -289,8 +306,12 @@ export class JobRunner implements QueueHooks {
       runId: run.id,
       budgets,
       signal,
-      onProgress: (p) => status.update(progressStatus(p)),
+      onProgress: (p) => {
+        if (p.phase !== phase) this.o.log?.info({ run: run.id, phase: (phase = p.phase) }, 'run phase');
+        status.update(progressStatus(p));
+      },
     });
+    observeRepair(result);
     await store.update(run.id, {
       stop_reason: result.stop_reason,
       tokens: result.tokens.total,
@@ -734,15 +755,12 @@ export class JobRunner implements QueueHooks {
     }
   }
 
-  /** The issue is told why; the status comment's final edit (onFinished) shows the error too. */
-  private async failWith(run: RunRecord, gh: GitHub, error: string, title: string): Promise<RunUpdate> {
-    await this.tell(
-      run,
-      gh,
-      refOf(run),
-      `## AgenticFix: ${title}\n\n${inert(capMiddle(error))}\n\nNothing was run.`,
-    );
-    return { state: 'failed', error };
+  /**
+   * A run refused before anything ran: the issue learns why from the status comment's final edit
+   * (onFinished), its one report (a comment of its own as well said the same thing twice).
+   */
+  private failWith(error: string, title: string): RunUpdate {
+    return { state: 'failed', error: `${title}; nothing was run. ${error}` };
   }
 
   private async comment(run: RunRecord, gh: GitHub, ref: IssueRef, body: string): Promise<void> {
@@ -824,6 +842,15 @@ export class JobRunner implements QueueHooks {
 
 const message = (e: unknown): string => (e instanceof Error ? e.message : String(e));
 
+/** A repair's figures for /metrics: its time, each phase's and its tokens. */
+function observeRepair(result: RepairResult): void {
+  metrics.runSeconds.observe({ stop_reason: result.stop_reason }, result.duration_ms / 1000);
+  for (const [phase, ms] of Object.entries(result.phases_ms))
+    metrics.phaseSeconds.observe({ phase }, ms / 1000);
+  for (const kind of ['prompt', 'completion', 'cached'] as const)
+    metrics.tokens.inc({ kind }, result.tokens[kind]);
+}
+
 /** Where a run reports: its issue, or for a revision the pull request it revises. */
 const refOf = (run: RunRecord): IssueRef => ({
   owner: run.owner,
@@ -847,7 +874,7 @@ function endingFor(run: RunRecord): StatusState | null {
         detail: 'The app shut down before the run finished. Comment `/agenticfix rerun` to start again.',
       };
     case 'failed':
-      return { phase: 'failed', detail: `Error: ${inert(capMiddle(run.error ?? 'unknown', 500))}` };
+      return { phase: 'failed', detail: inert(capMiddle(run.error ?? 'unknown')) };
     case 'publish_pending':
       return {
         phase: 'publish_pending',

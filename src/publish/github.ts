@@ -18,13 +18,15 @@ export interface IssueRef {
  * three hops a request (15 ms against 1 ms for the request itself, measured against the emulator).
  * Writes are paced per installation as GitHub asks once more than a few come together, 5xx answers are
  * retried with back-off, secondary rate limits after Retry-After and primary ones after the reset; the
- * pacing and the back-off unit are configurable so tests against the emulator stay fast.
+ * pacing and the back-off unit are configurable so tests against the emulator stay fast. `scrub`
+ * rewrites every `body` sent (comments, pull request descriptions, replies): the one way out to GitHub.
  */
-export function appOctokit(config: Config): typeof ProbotOctokit {
+export function appOctokit(config: Config, scrub?: { text(s: string): string }): typeof ProbotOctokit {
   const paced = githubLimits({
     baseMs: config.app.githubRetryBaseMs,
     intervalMs: config.app.githubWriteIntervalMs,
     timeoutMs: config.app.githubTimeoutMs,
+    scrub,
   });
   return ProbotOctokit.plugin(paced).defaults((options: Record<string, unknown>) => ({
     ...options,
@@ -69,6 +71,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 interface RequestOptions {
   method: string;
   url: string;
+  body?: unknown;
   request?: { signal?: AbortSignal };
 }
 interface FailedRequest {
@@ -113,12 +116,18 @@ function retryAfter(err: FailedRequest, attempt: number, baseMs: number): number
  * The request hook: pacing per installation, then the request with its retries. Each try is cut off
  * after `timeoutMs` (an answer that never comes would hold a run forever) and retried as a 5xx is.
  */
-function githubLimits(o: { baseMs: number; intervalMs: number; timeoutMs: number }) {
+function githubLimits(o: {
+  baseMs: number;
+  intervalMs: number;
+  timeoutMs: number;
+  scrub?: { text(s: string): string };
+}) {
   const pacers = new Map<string, { write: (now: number) => number; notify: (now: number) => number }>();
   return (octokit: unknown, options: { auth?: { installationId?: number | string } }) => {
     const gh = octokit as HookedOctokit;
     const key = String(options.auth?.installationId ?? 'app');
     gh.hook.wrap('request', async (request, req) => {
+      if (o.scrub && typeof req.body === 'string') req.body = o.scrub.text(req.body);
       const path = new URL(req.url, 'http://github.test').pathname;
       const write = req.method !== 'GET' && req.method !== 'HEAD' && !isTokenRequest(req.method, path);
       if (write) {

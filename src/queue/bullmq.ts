@@ -133,6 +133,11 @@ export class BullRunQueue implements RunQueue {
    * runs whose worker died meanwhile end `interrupted`; runs recorded but never enqueued (serve
    * stopped in between) are enqueued.
    */
+  /** Whether Redis answers (the health check). */
+  async ping(): Promise<void> {
+    await this.redis.ping();
+  }
+
   async ready(): Promise<void> {
     await Promise.all([this.queue.waitUntilReady(), this.events.waitUntilReady()]);
     for (const run of [...(await this.store.list('queued')), ...(await this.store.list('running'))]) {
@@ -298,6 +303,11 @@ export class RunWorker {
   }
 
   /** Subscribes to stop requests, then starts taking jobs. */
+  /** Whether Redis answers (the health check). */
+  async ping(): Promise<void> {
+    await this.redis.ping();
+  }
+
   async start(): Promise<void> {
     await this.subscriber.subscribe(this.keys.channel);
     void this.worker.run();

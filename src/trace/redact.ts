@@ -40,3 +40,27 @@ export class Redactor {
     return v;
   }
 }
+
+/**
+ * Operator details (host paths, private endpoints) replaced by placeholders wherever text goes public.
+ * A value is replaced only as a whole path or URL: `/srv/x` in `/srv/x/runs` or `/srv/x:` but not in `/srv/xy`.
+ */
+export class Scrubber {
+  private readonly rules: { re: RegExp; placeholder: string }[];
+  constructor(values: Iterable<[value: string | undefined | null, placeholder: string]>) {
+    const seen = new Set<string>();
+    this.rules = [...values]
+      .map(([v, p]) => [v?.replace(/\/+$/, '') ?? '', p] as const)
+      .filter(([v]) => v.length >= 4 && !seen.has(v) && seen.add(v))
+      // Longest first, so a worktree directory wins over the home holding it.
+      .sort((a, b) => b[0].length - a[0].length)
+      .map(([v, placeholder]) => ({
+        re: new RegExp(`(?<![\\w.-])${v.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?![\\w.-])`, 'g'),
+        placeholder,
+      }));
+  }
+
+  text(s: string): string {
+    return this.rules.reduce((out, r) => out.replace(r.re, r.placeholder), s);
+  }
+}

@@ -15,6 +15,8 @@ import {
   GH_REVIEW_COMMENT,
   eventTime,
   HANDLED,
+  INSTALLED,
+  INSTALLED_REPOS,
   LABELED,
   REVIEW_COMMENTED,
   REVIEWED,
@@ -168,6 +170,27 @@ async function lookUpWrite(gh: GitHub, owner: string, repo: string, username: st
   }
 }
 
+/** Creates label `name` in the repository unless it is there (GitHub matches label names case-insensitively). */
+async function ensureLabel(gh: GitHub, owner: string, repo: string, name: string): Promise<void> {
+  const found = await gh.rest.issues.getLabel({ owner, repo, name }).then(
+    () => true,
+    (e: { status?: number }) => (e.status === 404 ? false : Promise.reject(e)),
+  );
+  if (found) return;
+  await gh.rest.issues
+    .createLabel({
+      owner,
+      repo,
+      name,
+      color: '5319e7',
+      description: 'AgenticFix: a maintainer adds it to have the app fix the issue',
+    })
+    // Made meanwhile (another delivery, a person): what was wanted.
+    .catch((e: { status?: number; response?: { data?: { errors?: { code?: string }[] } } }) => {
+      if (e.status !== 422 || !e.response?.data?.errors?.some((x) => x.code === 'already_exists')) throw e;
+    });
+}
+
 const politeNo = (login: string, what: string) =>
   `Thanks, @${login}! Only people with write access to this repository can ${what}, so nothing was started. A maintainer can do it for you.`;
 
@@ -231,6 +254,19 @@ export function createApp(deps: AppDeps) {
       },
       id,
     );
+  }
+
+  /**
+   * The app installed (or given more repositories): each gets the trigger label when it lacks it, so
+   * maintainers find it in the label list. One repository refusing (archived, say) stops no other.
+   */
+  async function onInstalled(gh: GitHub, repos: { full_name: string }[], log: Probot['log']): Promise<void> {
+    for (const { full_name } of repos) {
+      const [owner = '', repo = ''] = full_name.split('/');
+      await ensureLabel(gh, owner, repo, config.app.label).catch((err: unknown) =>
+        log.warn({ err, repository: full_name }, 'could not create the trigger label'),
+      );
+    }
   }
 
   async function onComment(id: string, gh: GitHub, d: z.infer<typeof COMMENTED>): Promise<void> {
@@ -571,6 +607,12 @@ export function createApp(deps: AppDeps) {
       if (why) log.warn({ err: why, delivery: id, event }, 'unexpected payload');
       await store.finishDelivery(id);
     };
+    if (event === 'installation' || event === 'installation_repositories') {
+      const p = (event === 'installation' ? INSTALLED : INSTALLED_REPOS).safeParse(payload);
+      if (!p.success) return ignore(p.error);
+      const repos = 'repositories_added' in p.data ? p.data.repositories_added : (p.data.repositories ?? []);
+      return intake.run(id, async () => onInstalled(await auth(p.data.installation.id), repos, log));
+    }
     // Deliveries are pruned after AGENTICFIX_DELIVERY_MAX_AGE_D: an older event may be a replay of one.
     const at = eventTime(event, payload);
     if (at === null || at < Date.now() - config.app.retention.deliveryMaxAgeMs) {

@@ -69,6 +69,21 @@ export const CHECKED = z.object({
   }),
 });
 
+/** A repository as installation events list them. */
+const INSTALLED_REPO = z.object({ name: z.string(), full_name: z.string() });
+/** The app installed on an account: `repositories` lists those it may reach (absent in some of GitHub's examples). */
+export const INSTALLED = z.object({
+  installation: COMMON.installation,
+  sender: USER,
+  repositories: z.array(INSTALLED_REPO).optional(),
+});
+/** Repositories added to an installation. */
+export const INSTALLED_REPOS = z.object({
+  installation: COMMON.installation,
+  sender: USER,
+  repositories_added: z.array(INSTALLED_REPO),
+});
+
 /** The events (and their one action) the app acts on; every other delivery is answered and dropped. */
 export const HANDLED: Record<string, string> = {
   issues: 'labeled',
@@ -76,6 +91,9 @@ export const HANDLED: Record<string, string> = {
   pull_request_review: 'submitted',
   pull_request_review_comment: 'created',
   check_suite: 'completed',
+  // Installation events reach every app without a subscription: the trigger label is made then.
+  installation: 'created',
+  installation_repositories: 'added',
 };
 
 /**
@@ -117,4 +135,6 @@ export const PAYLOADS = {
   pull_request_review: REVIEWED,
   pull_request_review_comment: REVIEW_COMMENTED,
   check_suite: CHECKED,
+  installation: INSTALLED,
+  installation_repositories: INSTALLED_REPOS,
 } satisfies Record<keyof typeof HANDLED, z.ZodType>;

@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import type { Logger, Probot } from 'probot';
 import type { RunStore } from '../queue/store.js';
 import { wanted } from './app.js';
+import { metrics } from '../trace/metrics.js';
 import { RoutingBacklog } from './backlog.js';
 import { DeliveryRecorder } from './recorder.js';
 
@@ -27,6 +28,8 @@ export interface WebhookServerOptions {
   port?: number; // 0 = any free port
   host?: string;
   log: Logger;
+  /** Other routes on the same port (/healthz, /metrics): resolves false for a path it does not serve. */
+  routes?: (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
 }
 
 export interface WebhookServer {
@@ -59,7 +62,10 @@ export async function listenForWebhooks(o: WebhookServerOptions): Promise<Webhoo
    */
   async function takeIn(req: IncomingMessage, res: ServerResponse): Promise<void> {
     backlog.arrived();
-    if ((req.url ?? '').split('?')[0] !== WEBHOOK_PATH) return refuse(res, 404, 'not found');
+    if ((req.url ?? '').split('?')[0] !== WEBHOOK_PATH) {
+      if (!(await o.routes?.(req, res))) refuse(res, 404, 'not found');
+      return;
+    }
     if (req.method !== 'POST') return refuse(res, 405, 'POST only');
     // For the log: what the sender claims, capped.
     const delivery = {
@@ -67,23 +73,31 @@ export async function listenForWebhooks(o: WebhookServerOptions): Promise<Webhoo
       event: header(req, 'x-github-event')?.slice(0, 100),
     };
     const body = await readBounded(req, maxBytes);
+    const count = (outcome: string) => metrics.deliveries.inc({ event: delivery.event ?? '', outcome });
     if (body === 'too_large') {
+      count('refused');
       log.warn({ ...delivery, max_bytes: maxBytes }, 'webhook body over the limit: refused');
       return tooLarge(req, res, maxBytes);
     }
     if (body === 'aborted') return;
     if (!signatureMatches(o.webhookSecret, body, header(req, 'x-hub-signature-256'))) {
+      count('refused');
       log.warn({ ...delivery, bytes: body.length }, 'webhook signature does not match: refused');
       return refuse(res, 401, 'signature does not match');
     }
     const text = body.toString('utf8');
     const event = delivery.event ?? '';
-    if (!wanted(event, text)) return answer(res, 'ignored');
+    if (!wanted(event, text)) {
+      count('ignored');
+      return answer(res, 'ignored');
+    }
     const id = delivery.delivery ?? '';
     if (!DELIVERY_ID.test(id)) return refuse(res, 400, 'missing or malformed X-GitHub-Delivery');
     const sha256 = createHash('sha256').update(body).digest('hex');
     const claim = await recorder.record({ id, event, body: text, sha256 });
     answer(res, claim);
+    count(claim);
+    if (claim === 'new') log.info(delivery, 'delivery taken');
     if (claim === 'replay') log.warn(delivery, 'ignored a replay: this signed body came before');
     if (claim !== 'new') return;
     backlog.add(() => route(id, event, text, delivery));

@@ -76,14 +76,18 @@ describe.each(DESCRIPTIONS)('payload schemas against the %s description', (name)
       expect(found).toEqual([]);
     },
   );
-  // The event time the freshness check reads (a delivery without it is refused).
-  it.each(Object.entries(HANDLED))('%s.%s: its event time is always sent', (event, action) => {
-    const ours = z.toJSONSchema(EVENT_TIME[event]!, { io: 'input' }) as Schema;
-    const doc = description(name);
-    const found = stricterThanGitHub(doc, ours, webhookSchema(doc, event, action), '', []);
-    summary.violations += found.length;
-    expect(found).toEqual([]);
-  });
+  // The event time the freshness check reads (a delivery without it is refused). Installation events
+  // are taken without one: creating a missing label again is harmless.
+  it.each(Object.entries(HANDLED).filter(([event]) => event in EVENT_TIME))(
+    '%s.%s: its event time is always sent',
+    (event, action) => {
+      const ours = z.toJSONSchema(EVENT_TIME[event]!, { io: 'input' }) as Schema;
+      const doc = description(name);
+      const found = stricterThanGitHub(doc, ours, webhookSchema(doc, event, action), '', []);
+      summary.violations += found.length;
+      expect(found).toEqual([]);
+    },
+  );
 });
 
 describe('the contract checks refuse what GitHub does not document', () => {

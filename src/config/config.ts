@@ -164,7 +164,47 @@ const ENV_SCHEMA = z.object({
   AGENTICFIX_PUBLISH_RETRY_BASE_S: int(60, 0), // a judged run whose publishing failed: first wait, doubling
   AGENTICFIX_WEBHOOK_MAX_BYTES: int(25 * MiB, 1024), // GitHub caps payloads at 25 MB
   AGENTICFIX_OUTSIDER_REPLY_INTERVAL_S: int(3600, 0),
+  AGENTICFIX_CHECK_TIMEOUT_S: int(5, 1), // each start-up check (model, Docker, Redis, PostgreSQL) waits this long
 });
+
+/** `AGENTICFIX_*` names that the scripts and the tests read, not the app: no warning for them. */
+const SCRIPT_ENV_NAMES = new Set([
+  'AGENTICFIX_TEST_REDIS_URL',
+  'AGENTICFIX_TEST_DATABASE_URL',
+  'AGENTICFIX_SERVICES_ENV',
+  'AGENTICFIX_CONTRACT_SUMMARY',
+  'AGENTICFIX_DOCKERD_LOG',
+  'AGENTICFIX_BASE_SUITE',
+  'AGENTICFIX_APT_MIRROR',
+]);
+
+/**
+ * One warning per `AGENTICFIX_*` variable that is no setting, naming the closest setting: a misspelt
+ * name would otherwise be ignored and its default used without a word.
+ */
+export function unknownSettings(env: Record<string, string | undefined>): string[] {
+  const known = Object.keys(ENV_SCHEMA.shape);
+  return Object.keys(env)
+    .filter((k) => k.startsWith('AGENTICFIX_') && !(k in ENV_SCHEMA.shape) && !SCRIPT_ENV_NAMES.has(k))
+    .sort()
+    .map((k) => {
+      const [best] = known.map((n) => [n, editDistance(k, n)] as const).sort((a, b) => a[1] - b[1]);
+      const hint = best && best[1] <= 3 ? ` (did you mean ${best[0]}?)` : '';
+      return `${k} is not a setting and is ignored${hint}`;
+    });
+}
+
+/** Levenshtein distance: one row at a time. */
+function editDistance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++)
+      next.push(Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1)));
+    row = next;
+  }
+  return row[b.length]!;
+}
 
 export interface Config {
   cacheDir: string;
@@ -174,6 +214,8 @@ export interface Config {
   /** PostgreSQL run store shared by serve and workers; null: SQLite at dbPath. */
   databaseUrl: string | null;
   databaseSchema: string;
+  /** How long each start-up check (model, Docker, Redis, PostgreSQL) may take. */
+  checkTimeoutMs: number;
   /** The queue across machines (BullMQ on Redis); null: serve runs the runs itself. */
   distributed: {
     redisUrl: string;
@@ -371,6 +413,7 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
     dbPath: path.resolve(cwd, e.AGENTICFIX_DB_PATH ?? path.join(home, 'runs.sqlite')),
     databaseUrl: e.AGENTICFIX_DATABASE_URL ?? null,
     databaseSchema: e.AGENTICFIX_DATABASE_SCHEMA,
+    checkTimeoutMs: e.AGENTICFIX_CHECK_TIMEOUT_S * 1000,
     distributed: e.AGENTICFIX_REDIS_URL
       ? {
           redisUrl: e.AGENTICFIX_REDIS_URL,

@@ -83,7 +83,7 @@ export function privateKeyPem(text: string): string | null {
 }
 
 /** Settings set to the empty string count as not set, as loadConfig treats them. */
-const emptyUnset = (raw: Record<string, string>) =>
+export const emptyUnset = (raw: Record<string, string>) =>
   Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== ''));
 
 /** The role-specific part of a child's environment: what `serve` or `worker` reads beyond the common part. */

@@ -6,7 +6,7 @@ import { resolveModel } from '../agent/providers.js';
 import { ConfigError, loadConfig, loadEnv, unknownSettings, type Config } from '../config/config.js';
 import { ensureBuildNetwork } from '../environment/network.js';
 import { stripUserinfo } from '../workspace/git.js';
-import { appCredentials, issuesLine, type AppCredentials } from './app-env.js';
+import { appCredentials, emptyUnset, issuesLine, type AppCredentials } from './app-env.js';
 import { command, parseCli } from './program.js';
 
 /** What `serve` reads beyond the app's credentials. */
@@ -64,7 +64,7 @@ export async function startupCheck(
   const problems: string[] = [];
   const app = appCredentials(raw);
   if (typeof app === 'string') problems.push(app);
-  const serve = ServeEnv.safeParse(raw);
+  const serve = ServeEnv.safeParse(emptyUnset(raw));
   if (role === 'serve' && !serve.success) problems.push(issuesLine(serve.error));
   let config: Config | null = null;
   try {

@@ -18,7 +18,7 @@ const bool = (def: boolean) =>
 
 const MiB = 1024 * 1024;
 
-const ENV_SCHEMA = z.object({
+export const ENV_SCHEMA = z.object({
   // Paths
   AGENTICFIX_HOME: z.string().min(1).default('.agenticfix'),
   AGENTICFIX_CACHE_DIR: z.string().min(1).optional(),
@@ -166,6 +166,9 @@ const ENV_SCHEMA = z.object({
   AGENTICFIX_OUTSIDER_REPLY_INTERVAL_S: int(3600, 0),
   AGENTICFIX_CHECK_TIMEOUT_S: int(5, 1), // each start-up check (model, Docker, Redis, PostgreSQL) waits this long
 });
+
+/** A setting's name. */
+export type EnvName = keyof typeof ENV_SCHEMA.shape;
 
 /** `AGENTICFIX_*` names that the scripts and the tests read, not the app: no warning for them. */
 const SCRIPT_ENV_NAMES = new Set([

@@ -87,7 +87,8 @@ export async function startupCheck(
   const runsHere = role === 'worker' || !config.distributed;
   const probe = async (name: CheckResult['name'], work: () => Promise<string | null>) => {
     const detail = await within(ms, work()).catch((err: unknown) => String((err as Error).message ?? err));
-    checks.push({ name, ok: detail === null, detail: detail ?? '' });
+    // One line each: tools' output (iptables, the engine) comes with line breaks.
+    checks.push({ name, ok: detail === null, detail: detail?.replace(/\s*\n\s*/g, ' ') ?? '' });
   };
   if (runsHere) {
     await probe('model', () => modelAnswers(config));

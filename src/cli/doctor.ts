@@ -2,7 +2,7 @@ import Docker from 'dockerode';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { z } from 'zod';
-import { resolveModel } from '../agent/providers.js';
+import { resolveModel } from '../config/providers.js';
 import { ConfigError, loadConfig, loadEnv, unknownSettings, type Config } from '../config/config.js';
 import { ensureBuildNetwork } from '../environment/network.js';
 import { stripUserinfo } from '../workspace/git.js';

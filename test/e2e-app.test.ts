@@ -251,7 +251,9 @@ describe('a crash mid-run (the served app killed with SIGKILL) is reported after
     try {
       const n = emu.createIssue(O, 'crashy', { title: 'crash me', user: 'rae' });
       expect((await emu.label(O, 'crashy', n, 'agenticfix', 'maint')).status).toBe(200);
-      await until('the run to be mid-way', () => model.requests.length >= 3, WAIT_MS);
+      // Completions only: serve's start-up check asks GET /v1/models first.
+      const completions = () => model.requests.filter((r) => r.method === 'POST').length;
+      await until('the run to be mid-way', () => completions() >= 3, WAIT_MS);
       child.kill('SIGKILL');
       await child.exited;
 

@@ -106,6 +106,8 @@ const DOCS: Record<EnvName, string> = {
   AGENTICFIX_WEBHOOK_MAX_BYTES: 'largest webhook body taken in',
   AGENTICFIX_OUTSIDER_REPLY_INTERVAL_S:
     'people without write access get at most one reply per issue in this interval',
+  AGENTICFIX_DELIVERY_MAX_AGE_D:
+    'webhook deliveries are forgotten this long after they came; older events are refused (at least 3)',
   AGENTICFIX_CHECK_TIMEOUT_S: 'each start-up check (model, Docker, Redis, PostgreSQL) waits this long',
 };
 

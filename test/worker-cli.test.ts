@@ -25,7 +25,7 @@ describe('agenticfix worker', () => {
   it('refuses to start without the app credentials or the shared queue and store, saying what to set', async () => {
     expect(await run({})).toEqual([
       2,
-      expect.stringMatching(/^agenticfix worker: settings: APP_ID is not set; /),
+      expect.stringMatching(/^agenticfix worker: settings: APP_ID is not set; /m),
     ]);
     const app = { APP_ID: String(APP_ID), PRIVATE_KEY };
     expect(await run(app)).toEqual([

@@ -29,7 +29,9 @@ describe('agenticfix run', () => {
       expect(await runCommand(['--repo', 'x'])).toBe(2);
       expect(await runCommand(['--nope'])).toBe(2);
       expect(await runCommand(['--repo', 'x', '--issue', 'i', '--test', 't', '--model', 'gpt'])).toBe(2);
-      expect(String(err.mock.calls.at(-1)?.[0])).toMatch(/--model must be scripted:<file> or human/);
+      expect(String(err.mock.calls.at(-1)?.[0])).toMatch(
+        /^agenticfix run: --model: must be scripted:<file> or human/,
+      );
     } finally {
       err.mockRestore();
     }

@@ -1,6 +1,7 @@
 import { execa } from 'execa';
 import { readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
+import http from 'node:http';
+import { createServer, type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
@@ -251,7 +252,9 @@ describe('a crash mid-run (the served app killed with SIGKILL) is reported after
     try {
       const n = emu.createIssue(O, 'crashy', { title: 'crash me', user: 'rae' });
       expect((await emu.label(O, 'crashy', n, 'agenticfix', 'maint')).status).toBe(200);
-      await until('the run to be mid-way', () => model.requests.length >= 3, WAIT_MS);
+      // Completions only: serve's start-up check asks GET /v1/models first.
+      const completions = () => model.requests.filter((r) => r.method === 'POST').length;
+      await until('the run to be mid-way', () => completions() >= 3, WAIT_MS);
       child.kill('SIGKILL');
       await child.exited;
 
@@ -284,8 +287,12 @@ describe('a crash mid-run (the served app killed with SIGKILL) is reported after
     const issues = Array.from({ length: 40 }, (_, i) =>
       emu.createIssue(O, 'bursty', { title: `burst ${i}`, user: 'rae' }),
     );
-    // No model at all: whatever runs start in the child fail; what matters is what its answers promised.
-    const child = await serveInChild(burstHome, 'http://127.0.0.1:9/v1');
+    // A model endpoint that answers (serve's start-up check asks it) but only with 503: whatever runs start
+    // in the child fail; what matters is what its answers promised.
+    const failing = http.createServer((_, res) => res.writeHead(503).end());
+    await new Promise<void>((r) => failing.listen(0, '127.0.0.1', r));
+    const modelUrl = `http://127.0.0.1:${(failing.address() as AddressInfo).port}/v1`;
+    const child = await serveInChild(burstHome, modelUrl);
     try {
       const answers = await Promise.all(issues.map((n) => emu.label(O, 'bursty', n, 'agenticfix', 'maint')));
       child.kill('SIGKILL'); // the moment the last 200 arrived
@@ -313,6 +320,7 @@ describe('a crash mid-run (the served app killed with SIGKILL) is reported after
       }
     } finally {
       child.kill('SIGKILL');
+      failing.close();
     }
     // It builds dist/ and starts a child first: on a loaded 2-CPU machine that alone took over 60 s.
   }, 300_000);

@@ -40,7 +40,7 @@ async function cli(argv: string[]): Promise<{ code: number; out: string; err: st
 
 describe('agenticfix verify', () => {
   test('usage errors exit 2 and say what is missing', async () => {
-    expect((await cli([])).err).toMatch(/--patch is required/);
+    expect((await cli([])).err).toMatch(/^agenticfix verify: --patch is required/);
     const patch = path.join(root, 'p.diff');
     await writeFile(patch, '');
     const r = await cli(['--patch', patch, '--repo', repo]);

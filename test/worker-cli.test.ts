@@ -23,14 +23,18 @@ describe('agenticfix worker', () => {
   }
 
   it('refuses to start without the app credentials or the shared queue and store, saying what to set', async () => {
-    expect(await run({})).toEqual([2, expect.stringMatching(/^agenticfix worker: APP_ID: /)]);
+    expect(await run({})).toEqual([
+      2,
+      expect.stringMatching(/^agenticfix worker: settings: APP_ID is not set; /m),
+    ]);
     const app = { APP_ID: String(APP_ID), PRIVATE_KEY };
     expect(await run(app)).toEqual([
       2,
-      expect.stringContaining('set AGENTICFIX_REDIS_URL and AGENTICFIX_DATABASE_URL'),
+      expect.stringContaining('AGENTICFIX_REDIS_URL and AGENTICFIX_DATABASE_URL are not set'),
     ]);
-    await expect(run({ ...app, AGENTICFIX_REDIS_URL: 'redis://127.0.0.1:1' })).rejects.toThrow(
-      /AGENTICFIX_REDIS_URL needs AGENTICFIX_DATABASE_URL/,
-    );
+    expect(await run({ ...app, AGENTICFIX_REDIS_URL: 'redis://127.0.0.1:1' })).toEqual([
+      2,
+      expect.stringContaining('AGENTICFIX_REDIS_URL needs AGENTICFIX_DATABASE_URL'),
+    ]);
   });
 });

@@ -1,20 +1,17 @@
+import { createPrivateKey } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 
 /** Probot's usual variables; the private key comes inline (PRIVATE_KEY) or from a file (PRIVATE_KEY_PATH). */
-const AppEnv = z
-  .object({
-    APP_ID: z.coerce.number().int().positive(),
-    PRIVATE_KEY: z.string().min(1).optional(),
-    PRIVATE_KEY_PATH: z.string().min(1).optional(),
-    GHE_HOST: z.string().min(1).optional(),
-    GHE_PROTOCOL: z.enum(['https', 'http']).default('https'),
-  })
-  .refine((e) => e.PRIVATE_KEY || e.PRIVATE_KEY_PATH, {
-    message: 'set PRIVATE_KEY or PRIVATE_KEY_PATH',
-    path: ['PRIVATE_KEY'],
-  });
+const AppEnv = z.object({
+  APP_ID: z
+    .string()
+    .regex(/^[1-9]\d*$/, "must be the app's number (its settings page shows it)")
+    .transform(Number),
+  GHE_HOST: z.string().min(1).optional(),
+  GHE_PROTOCOL: z.enum(['https', 'http']).default('https'),
+});
 
 /** What serve and worker need to act as the GitHub App: both mint installation tokens themselves. */
 export interface AppCredentials {
@@ -26,15 +23,68 @@ export interface AppCredentials {
 
 /** The app's credentials from the environment, or the problems as one line. */
 export function appCredentials(raw: Record<string, string>): AppCredentials | string {
-  const parsed = AppEnv.safeParse(raw);
-  if (!parsed.success) return issuesLine(parsed.error);
+  const parsed = AppEnv.safeParse(emptyUnset(raw));
+  const key = privateKeyOf(raw);
+  const problems = [parsed.success ? '' : issuesLine(parsed.error), key.problem ?? ''].filter(Boolean);
+  if (!parsed.success || key.pem === null) return problems.join('; ');
   const env = parsed.data;
   return {
     appId: env.APP_ID,
-    privateKey: env.PRIVATE_KEY?.replace(/\\n/g, '\n') ?? readFileSync(env.PRIVATE_KEY_PATH!, 'utf8'),
+    privateKey: key.pem,
     baseUrl: env.GHE_HOST ? `${env.GHE_PROTOCOL}://${env.GHE_HOST}/api/v3` : undefined,
   };
 }
+
+/** The private key from PRIVATE_KEY or the file at PRIVATE_KEY_PATH (relative to the working directory). */
+function privateKeyOf(
+  raw: Record<string, string>,
+): { pem: string; problem?: never } | { pem: null; problem: string } {
+  let text: string;
+  if (raw.PRIVATE_KEY) text = raw.PRIVATE_KEY;
+  else if (raw.PRIVATE_KEY_PATH) {
+    try {
+      text = readFileSync(path.resolve(raw.PRIVATE_KEY_PATH), 'utf8');
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      return {
+        pem: null,
+        problem: `PRIVATE_KEY_PATH: cannot read ${raw.PRIVATE_KEY_PATH} (${code === 'ENOENT' ? 'no such file' : (code ?? String(err))})`,
+      };
+    }
+  } else
+    return {
+      pem: null,
+      problem: 'PRIVATE_KEY is not set (nor PRIVATE_KEY_PATH): the key GitHub generates for the app',
+    };
+  const pem = privateKeyPem(text);
+  return pem
+    ? { pem }
+    : {
+        pem: null,
+        problem: `${raw.PRIVATE_KEY ? 'PRIVATE_KEY' : 'PRIVATE_KEY_PATH'}: not a PEM private key (expected the .pem file GitHub generates for the app)`,
+      };
+}
+
+/**
+ * The key as a PEM that parses, or null. `docker run --env-file` keeps quotes and writes newlines as `\n`,
+ * so surrounding quotes are dropped and `\n` turned into newlines before parsing (as dotenv does).
+ */
+export function privateKeyPem(text: string): string | null {
+  const pem = text
+    .trim()
+    .replace(/^(["'])([\s\S]*)\1$/, '$2')
+    .replace(/\\n/g, '\n');
+  try {
+    createPrivateKey(pem);
+    return pem;
+  } catch {
+    return null;
+  }
+}
+
+/** Settings set to the empty string count as not set, as loadConfig treats them. */
+export const emptyUnset = (raw: Record<string, string>) =>
+  Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== ''));
 
 /** The role-specific part of a child's environment: what `serve` or `worker` reads beyond the common part. */
 export type ChildRole =
@@ -81,8 +131,18 @@ export function childAppEnv(
   };
 }
 
+/** Zod's issues named by variable: `APP_ID is not set; WEBHOOK_SECRET is not set`. */
 export const issuesLine = (error: z.ZodError) =>
-  error.issues.map((i) => `${String(i.path[0])}: ${i.message}`).join('; ');
+  error.issues
+    .map((i) => {
+      if (i.path.length === 0) return i.message;
+      const name = String(i.path[0]);
+      // A missing value reads "expected string, received undefined" in zod's words.
+      return i.code === 'invalid_type' && i.input === undefined
+        ? `${name} is not set`
+        : `${name}: ${i.message}`;
+    })
+    .join('; ');
 
 /** Resolves on the first SIGINT or SIGTERM. */
 export function untilStopped(): Promise<void> {

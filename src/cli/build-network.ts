@@ -1,6 +1,8 @@
 import Docker from 'dockerode';
+import { z } from 'zod';
 import { loadConfig } from '../config/config.js';
 import { chainListing, ensureBuildNetwork, hostRules } from '../environment/network.js';
+import { command, parseCli } from './program.js';
 
 /**
  * `agenticfix build-network`: creates the build network and installs its rules (as root, on the host),
@@ -8,10 +10,12 @@ import { chainListing, ensureBuildNetwork, hostRules } from '../environment/netw
  * rules do not survive a reboot, so run it at boot after Docker has started.
  */
 export async function buildNetworkCommand(argv: string[]): Promise<number> {
-  if (argv.length > 0) {
-    process.stderr.write('usage: agenticfix build-network\n');
-    return 2;
-  }
+  const parsed = parseCli(
+    command('build-network', 'create the build network and install its iptables rules (as root)'),
+    z.strictObject({}),
+    argv,
+  );
+  if (typeof parsed === 'number') return parsed;
   const cfg = { ...loadConfig().sandbox.buildNetwork, mode: 'isolated' as const };
   try {
     await ensureBuildNetwork(new Docker(), cfg);

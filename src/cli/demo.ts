@@ -1,16 +1,36 @@
 import Docker from 'dockerode';
-import { parseArgs } from 'node:util';
+import { Option } from 'commander';
 import { z } from 'zod';
 import { loadConfig } from '../config/config.js';
 import { runAppDemo } from '../demo/app.js';
 import { runToolsOnlyDemo } from '../demo/tools-only.js';
 import { dockerAvailable } from '../environment/docker.js';
+import { command, parseCli } from './program.js';
+
+const cli = () =>
+  command('demo', 'run the built-in calculator demo (no GitHub account, no API key)')
+    .option('--json', 'print the summary as one JSON object', false)
+    .option('--tools-only', 'the trusted tool-chain demo: no model, no app', false)
+    .addOption(
+      new Option('--sandbox <kind>', 'with --tools-only: where the tests run (default local)').choices([
+        'local',
+        'docker',
+      ]),
+    )
+    .option('--keep-worktrees', 'with --tools-only: keep the worktrees', false)
+    .addOption(
+      new Option(
+        '--model <model>',
+        'scripted, or the one configured in AGENTICFIX_MODEL_* (default: configured if set)',
+      ).choices(['scripted', 'configured']),
+    )
+    .option('--revise', 'then review the pull request and let the app revise it', false);
 
 const Flags = z.strictObject({
-  json: z.boolean().default(false),
-  'keep-worktrees': z.boolean().default(false),
-  'tools-only': z.boolean().default(false),
-  revise: z.boolean().default(false),
+  json: z.boolean(),
+  keepWorktrees: z.boolean(),
+  toolsOnly: z.boolean(),
+  revise: z.boolean(),
   sandbox: z.enum(['local', 'docker']).optional(),
   model: z.enum(['scripted', 'configured']).optional(),
 });
@@ -24,28 +44,18 @@ const fmt = (c: { passed: number; failed: number } | null) =>
  * demo instead (no model, no app; `--sandbox local|docker`).
  */
 export async function demoCommand(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      json: { type: 'boolean' },
-      'keep-worktrees': { type: 'boolean' },
-      'tools-only': { type: 'boolean' },
-      revise: { type: 'boolean' },
-      sandbox: { type: 'string' },
-      model: { type: 'string' },
-    },
-    strict: true,
-  });
-  const flags = Flags.parse(values);
+  const parsed = parseCli(cli(), Flags, argv);
+  if (typeof parsed === 'number') return parsed;
+  const flags = parsed.opts;
   const config = loadConfig();
   const out = (s: string) => process.stdout.write(s);
   const log = flags.json ? () => {} : (line: string) => out(`  ${line}\n`);
 
-  if (flags['tools-only']) {
+  if (flags.toolsOnly) {
     const summary = await runToolsOnlyDemo({
       config,
       sandbox: flags.sandbox ?? 'local',
-      keepWorktrees: flags['keep-worktrees'],
+      keepWorktrees: flags.keepWorktrees,
       log,
     });
     if (flags.json) out(JSON.stringify(summary) + '\n');

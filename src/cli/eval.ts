@@ -1,6 +1,6 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
+import { z } from 'zod';
 import { loadConfig, type Config } from '../config/config.js';
 import { runRepair } from '../pipeline/repair.js';
 import { prepareHost } from '../pipeline/startup.js';
@@ -9,14 +9,32 @@ import { newRunId } from '../trace/ids.js';
 import { gradeInstance, loadTasks, summarize, taskArgv, type RunSummary } from '../verify/task.js';
 import type { VerificationReport } from '../verify/types.js';
 import { stopwatch } from '../trace/phases.js';
+import { command, parseCli, usageLine, userFile } from './program.js';
 
-const USAGE = `usage: agenticfix eval <tasks.jsonl> [--model <name> | --model scripted:<file>] [--runs K]
-                       [--instance <id>]... [--out <dir>] [--json]
-
+const cli = () =>
+  command('eval', 'run the agent and the judge on a JSON Lines task file')
+    .argument('[tasks.jsonl]', 'the task file (required)')
+    .option('--model <name>', 'a model name, or scripted:<file> (default: AGENTICFIX_MODEL_*)')
+    .option('--runs <K>', 'runs per task', '1')
+    .option('--instance <id>', 'only this instance (repeatable)', (v: string, p: string[]) => [...p, v], [])
+    .option('--out <dir>', 'where the reports go (default: <runs dir>/eval-<id>)')
+    .option('--json', 'print the summary as JSON', false)
+    .addHelpText(
+      'after',
+      `
 Runs the agent then the independent judge on every task, K times each, and reports resolved
 per run, the mean, pass@K, tokens and time per task. Per-instance report.json files and
-summary.json go under --out (default: <runs dir>/eval-<id>).
-`;
+summary.json go under --out.
+`,
+    );
+
+const Flags = z.strictObject({
+  model: z.string().min(1).optional(),
+  runs: z.coerce.number().int().min(1, 'must be 1 or more'),
+  instance: z.array(z.string().min(1)),
+  out: z.string().min(1).optional(),
+  json: z.boolean(),
+});
 
 /** One agent run graded by the judge. */
 export interface EvalRecord {
@@ -80,40 +98,21 @@ function modelSpec(flag: string | undefined, config: Config): ModelSpec {
 }
 
 export async function evalCommand(argv: string[]): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: {
-        model: { type: 'string' },
-        runs: { type: 'string', default: '1' },
-        instance: { type: 'string', multiple: true },
-        out: { type: 'string' },
-        json: { type: 'boolean', default: false },
-        help: { type: 'boolean', short: 'h', default: false },
-      },
-    });
-  } catch (err) {
-    process.stderr.write(`agenticfix eval: ${(err as Error).message}\n${USAGE}`);
+  const parsed = parseCli(cli(), Flags, argv);
+  if (typeof parsed === 'number') return parsed;
+  const values = parsed.opts;
+  const runs = values.runs;
+  if (parsed.args.length === 0) {
+    process.stderr.write(usageLine('eval', 'the task file is required'));
     return 2;
   }
-  const { values, positionals } = parsed;
-  if (values.help) {
-    process.stdout.write(USAGE);
-    return 0;
-  }
-  const runs = Number(values.runs);
-  if (positionals.length !== 1 || !Number.isInteger(runs) || runs < 1) {
-    process.stderr.write(`agenticfix eval: one task file and --runs ≥ 1 are required\n${USAGE}`);
-    return 2;
-  }
+  const taskFile = userFile('the task file', parsed.args[0]!);
   const config = loadConfig();
   await prepareHost({ config, docker: true, checkMounts: true });
   const model = modelSpec(values.model, config);
-  const only = values.instance;
+  const only = values.instance.length > 0 ? values.instance : null;
   const tasks = (
-    await loadTasks(positionals[0]!, (m) => process.stderr.write(`agenticfix eval: warning: ${m}\n`))
+    await loadTasks(taskFile, (m) => process.stderr.write(`agenticfix eval: warning: ${m}\n`))
   ).filter((t) => !only || only.includes(t.instance_id));
   const outDir = path.resolve(values.out ?? path.join(config.runsDir, newRunId('eval')));
   const records: EvalRecord[] = [];

@@ -1,5 +1,4 @@
-import { readFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
+import { Option } from 'commander';
 import { z } from 'zod';
 import { loadConfig } from '../config/config.js';
 import { runRepair } from '../pipeline/repair.js';
@@ -8,29 +7,38 @@ import type { IssueText, RepairResult } from '../agent/types.js';
 import type { ModelSpec, RepairProgress } from '../pipeline/types.js';
 import { stopwatch } from '../trace/phases.js';
 import { splitArgv } from '../verify/argv.js';
+import { command, parseCli, readUserFile, resolveRepo, usageLine } from './program.js';
 
-const USAGE = `usage: agenticfix run --repo <path or URL> --base <rev> --issue <markdown file> --test "<argv>"
-                      [--model scripted:<file> | human] [--sandbox docker|local] [--dockerfile <file>]
-                      [--keep-worktree] [--json]
-
-Without --model the model comes from AGENTICFIX_MODEL_PROVIDER / _NAME / _API_KEY / _BASE_URL.
---sandbox local runs the tests on this machine without isolation: trusted repositories only.
-`;
+const cli = () =>
+  command('run', 'repair one issue in a fresh worktree')
+    .usage('--repo <path|URL> --issue <file> --test "<argv>" [options]')
+    .option('--repo <path|URL>', 'the repository (a path is taken from the working directory)')
+    .option('--base <rev>', 'the revision to start from', 'HEAD')
+    .option('--issue <file>', 'the issue as Markdown: first line the title, the rest the body')
+    .option('--test <argv>', 'the test command, e.g. "npm test"')
+    .option('--model <model>', 'scripted:<file> or human (default: AGENTICFIX_MODEL_*)')
+    .addOption(
+      new Option('--sandbox <kind>', 'local runs tests on this machine: trusted repositories only')
+        .choices(['docker', 'local'])
+        .default('docker'),
+    )
+    .option('--dockerfile <file>', 'the environment to use instead of one the model writes')
+    .option('--keep-worktree', 'keep the worktree after the run', false)
+    .option('--json', 'print the result as JSON (all else goes to stderr)', false);
 
 const Flags = z.strictObject({
-  repo: z.string().min(1, '--repo is required'),
-  base: z.string().min(1).default('HEAD'),
-  issue: z.string().min(1, '--issue is required'),
-  test: z.string().min(1, '--test is required'),
+  repo: z.string().min(1),
+  base: z.string().min(1),
+  issue: z.string().min(1),
+  test: z.string().min(1),
   model: z
     .string()
-    .regex(/^(scripted:.+|human)$/, '--model must be scripted:<file> or human')
+    .regex(/^(scripted:.+|human)$/, 'must be scripted:<file> or human')
     .optional(),
-  sandbox: z.enum(['docker', 'local']).default('docker'),
+  sandbox: z.enum(['docker', 'local']),
   dockerfile: z.string().min(1).optional(),
-  'keep-worktree': z.boolean().default(false),
-  json: z.boolean().default(false),
-  help: z.boolean().default(false),
+  keepWorktree: z.boolean(),
+  json: z.boolean(),
 });
 
 /** The first heading (or first line) is the title; the rest is the body. */
@@ -79,38 +87,19 @@ export function progressLine(p: RepairProgress, runMs: number): string | null {
 
 /** `agenticfix run`: one repair; prints the result (text, or the RepairResult as JSON). Exit 0 when completed. */
 export async function runCommand(argv: string[]): Promise<number> {
-  let flags: z.infer<typeof Flags>;
+  const parsed = parseCli(cli(), Flags, argv);
+  if (typeof parsed === 'number') return parsed;
+  const flags = parsed.opts;
   let testArgv: string[];
   try {
-    const { values } = parseArgs({
-      args: argv,
-      options: {
-        repo: { type: 'string' },
-        base: { type: 'string' },
-        issue: { type: 'string' },
-        test: { type: 'string' },
-        model: { type: 'string' },
-        sandbox: { type: 'string' },
-        dockerfile: { type: 'string' },
-        'keep-worktree': { type: 'boolean' },
-        json: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
-      strict: true,
-    });
-    if (values.help) {
-      process.stdout.write(USAGE);
-      return 0;
-    }
-    const parsed = Flags.safeParse(values);
-    if (!parsed.success) throw new Error(parsed.error.issues.map((i) => i.message).join('\n'));
-    flags = parsed.data;
     testArgv = splitArgv(flags.test);
-    if (testArgv.length === 0) throw new Error('--test must name a command');
+    if (testArgv.length === 0) throw new Error('must name a command');
   } catch (err) {
-    process.stderr.write(`${(err as Error).message}\n${USAGE}`);
+    process.stderr.write(usageLine('run', `--test: ${(err as Error).message}`));
     return 2;
   }
+  const issue = parseIssueMarkdown(readUserFile('--issue', flags.issue));
+  const dockerfile = flags.dockerfile ? readUserFile('--dockerfile', flags.dockerfile) : undefined;
 
   // With --json, stdout carries only the result; everything else goes to stderr.
   const log = flags.json ? process.stderr : process.stdout;
@@ -124,14 +113,14 @@ export async function runCommand(argv: string[]): Promise<number> {
     await prepareHost({ config, docker: flags.sandbox === 'docker', checkMounts: true });
     const result = await runRepair({
       config,
-      remote: flags.repo,
+      remote: resolveRepo(flags.repo),
       baseCommit: flags.base,
-      issue: parseIssueMarkdown(readFileSync(flags.issue, 'utf8')),
+      issue,
       testArgv,
       model: modelSpec(flags.model, log),
       sandbox: flags.sandbox,
-      dockerfile: flags.dockerfile ? readFileSync(flags.dockerfile, 'utf8') : undefined,
-      keepWorktree: flags['keep-worktree'],
+      dockerfile,
+      keepWorktree: flags.keepWorktree,
       signal: controller.signal,
       onProgress: (p) => {
         const line = progressLine(p, started());

@@ -1,5 +1,4 @@
-import { readFile } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
+import { z } from 'zod';
 import { loadConfig } from '../config/config.js';
 import { prepareHost } from '../pipeline/startup.js';
 import { splitArgv } from '../verify/argv.js';
@@ -7,52 +6,61 @@ import { judge } from '../verify/judge.js';
 import { renderMarkdown } from '../verify/markdown.js';
 import { gradeInstance, loadTasks } from '../verify/task.js';
 import type { VerificationReport } from '../verify/types.js';
+import { command, parseCli, readUserFile, resolveRepo, usageLine } from './program.js';
 
-const USAGE = `usage: agenticfix verify --repo <path|URL> --base <rev> --patch <file> --dockerfile <file> --test "<argv>"
-                         [--test-glob <glob>]... [--json]
-       agenticfix verify --task <tasks.jsonl> --instance <id> --patch <file> [--dockerfile <file>] [--json]
+const collect = (value: string, previous: string[]) => [...previous, value];
 
+const cli = () =>
+  command('verify', 'judge a candidate patch in a clean worktree and a fresh container')
+    .usage(
+      '--repo <path|URL> --base <rev> --patch <file> --dockerfile <file> --test "<argv>" [--test-glob <glob>]... [--json]\n' +
+        '       agenticfix verify --task <tasks.jsonl> --instance <id> --patch <file> [--dockerfile <file>] [--json]',
+    )
+    .addHelpText(
+      'after',
+      `
 Judges a candidate patch in fresh worktrees, in containers of the Dockerfile's image: an image
 already built from the same content (Dockerfile, context, base image) is reused, as the report's
 image.reused says; anything else is built.
 Prints the evidence report as Markdown (or JSON with --json). Exit code 0 when verified
 (task mode: resolved), 1 for any other verdict, 2 for a usage error.
-`;
+`,
+    )
+    .option('--repo <path|URL>', 'the repository (a path is taken from the working directory)')
+    .option('--base <rev>', 'the revision the patch applies to')
+    .option('--patch <file>', 'the candidate patch')
+    .option('--dockerfile <file>', "the environment's Dockerfile")
+    .option('--test <argv>', 'the test command')
+    .option('--test-glob <glob>', 'test files the patch may not touch (repeatable)', collect, [])
+    .option('--task <tasks.jsonl>', 'task mode: the task file')
+    .option('--instance <id>', 'task mode: the instance')
+    .option('--json', 'print the report as JSON', false);
 
-const OPTIONS = {
-  repo: { type: 'string' },
-  base: { type: 'string' },
-  patch: { type: 'string' },
-  dockerfile: { type: 'string' },
-  test: { type: 'string' },
-  'test-glob': { type: 'string', multiple: true },
-  task: { type: 'string' },
-  instance: { type: 'string' },
-  json: { type: 'boolean', default: false },
-  help: { type: 'boolean', short: 'h', default: false },
-} as const;
+const Flags = z.strictObject({
+  repo: z.string().min(1).optional(),
+  base: z.string().min(1).optional(),
+  patch: z.string().min(1),
+  dockerfile: z.string().min(1).optional(),
+  test: z.string().min(1).optional(),
+  testGlob: z.array(z.string().min(1)),
+  task: z.string().min(1).optional(),
+  instance: z.string().min(1).optional(),
+  json: z.boolean(),
+});
 
 const usage = (problem: string) => {
-  process.stderr.write(`agenticfix verify: ${problem}\n${USAGE}`);
+  process.stderr.write(usageLine('verify', problem));
   return 2;
 };
 
 export async function verifyCommand(argv: string[]): Promise<number> {
-  let values;
-  try {
-    values = parseArgs({ args: argv, options: OPTIONS, allowPositionals: false, strict: true }).values;
-  } catch (err) {
-    return usage((err as Error).message);
-  }
-  if (values.help) {
-    process.stdout.write(USAGE);
-    return 0;
-  }
-  if (!values.patch) return usage('--patch is required');
+  const parsed = parseCli(cli(), Flags, argv);
+  if (typeof parsed === 'number') return parsed;
+  const values = parsed.opts;
+  const patch = readUserFile('--patch', values.patch);
+  const dockerfile = values.dockerfile ? readUserFile('--dockerfile', values.dockerfile) : undefined;
   const config = loadConfig();
   await prepareHost({ config, docker: true, checkMounts: true });
-  const patch = await readFile(values.patch, 'utf8');
-  const dockerfile = values.dockerfile ? await readFile(values.dockerfile, 'utf8') : undefined;
   let report: VerificationReport;
 
   if (values.task || values.instance) {
@@ -63,7 +71,7 @@ export async function verifyCommand(argv: string[]): Promise<number> {
     if (!task) return usage(`no instance ${values.instance} in ${values.task}`);
     const overridden = {
       ...task,
-      repo: values.repo ?? task.repo,
+      repo: values.repo ? resolveRepo(values.repo) : task.repo,
       base_commit: values.base ?? task.base_commit,
       test_command: values.test ?? task.test_command,
     };
@@ -79,12 +87,12 @@ export async function verifyCommand(argv: string[]): Promise<number> {
     }
     report = await judge({
       config,
-      remote: values.repo!,
+      remote: resolveRepo(values.repo!),
       baseCommit: values.base!,
       patch,
       dockerfile: dockerfile!,
       testArgv,
-      testGlobs: values['test-glob'],
+      testGlobs: values.testGlob.length > 0 ? values.testGlob : undefined,
     });
   }
   process.stdout.write(values.json ? `${JSON.stringify(report, null, 2)}\n` : renderMarkdown(report));

@@ -1,15 +1,15 @@
-import Docker from 'dockerode';
 import { Probot } from 'probot';
-import { loadConfig, loadEnv } from '../config/config.js';
-import { ensureBuildNetwork } from '../environment/network.js';
+import { z } from 'zod';
+import { appLogger, healthChecks, listenObserve, observeRoutes } from '../observe.js';
 import { JobRunner } from '../pipeline/job.js';
 import { publicScrubber } from '../pipeline/public.js';
 import { ENGINE_SWEEP_MS, prepareHost, sweepEngine } from '../pipeline/startup.js';
 import { appOctokit, type GitHub } from '../publish/github.js';
 import { RunWorker } from '../queue/bullmq.js';
 import { openStore } from '../queue/open-store.js';
-import { appCredentials, untilStopped } from './app-env.js';
-import { appLogger, healthChecks, listenObserve, observeRoutes } from '../observe.js';
+import { untilStopped } from './app-env.js';
+import { reportCheck, startupCheck } from './doctor.js';
+import { command, parseCli } from './program.js';
 
 /**
  * `agenticfix worker`: takes runs from the queue (AGENTICFIX_REDIS_URL) and runs them on this machine
@@ -17,30 +17,21 @@ import { appLogger, healthChecks, listenObserve, observeRoutes } from '../observ
  * itself, and records its runs in the shared store (AGENTICFIX_DATABASE_URL). On SIGTERM or SIGINT it
  * takes no more runs and gives running ones AGENTICFIX_WORKER_GRACE_S before they end `interrupted`.
  */
-export async function workerCommand(_argv: string[]): Promise<number> {
-  const raw = loadEnv();
-  const app = appCredentials(raw);
-  if (typeof app === 'string') {
-    process.stderr.write(`agenticfix worker: ${app}\n`);
-    return 2;
-  }
-  const config = loadConfig(raw);
-  const distributed = config.distributed;
-  if (!distributed) {
-    process.stderr.write(
-      'agenticfix worker: set AGENTICFIX_REDIS_URL and AGENTICFIX_DATABASE_URL (the queue and the run store serve shares)\n',
-    );
-    return 2;
-  }
-  const docker = new Docker();
-  try {
-    await ensureBuildNetwork(docker, config.sandbox.buildNetwork);
-  } catch (err) {
-    process.stderr.write(
-      `agenticfix worker: build network: ${err instanceof Error ? err.message : String(err)}\n`,
-    );
-    return 2;
-  }
+export async function workerCommand(argv: string[]): Promise<number> {
+  const parsed = parseCli(
+    command('worker', 'take runs from the shared queue (AGENTICFIX_REDIS_URL) and run them here').addHelpText(
+      'after',
+      '\nSettings come from the environment and ./.env: APP_ID, PRIVATE_KEY or PRIVATE_KEY_PATH, the model\n' +
+        '(AGENTICFIX_MODEL_*), AGENTICFIX_REDIS_URL, AGENTICFIX_DATABASE_URL; `agenticfix doctor --worker` checks them.\n',
+    ),
+    z.strictObject({}),
+    argv,
+  );
+  if (typeof parsed === 'number') return parsed;
+  const checked = await startupCheck('worker');
+  if (!reportCheck('worker', checked)) return 2;
+  const { app, config } = checked.ready!;
+  const distributed = config.distributed!;
   const log = appLogger(config);
   const probot = new Probot({ ...app, Octokit: appOctokit(config, publicScrubber(config)), log });
   const store = await openStore(config);

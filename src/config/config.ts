@@ -18,7 +18,7 @@ const bool = (def: boolean) =>
 
 const MiB = 1024 * 1024;
 
-const ENV_SCHEMA = z.object({
+export const ENV_SCHEMA = z.object({
   // Paths
   AGENTICFIX_HOME: z.string().min(1).default('.agenticfix'),
   AGENTICFIX_CACHE_DIR: z.string().min(1).optional(),
@@ -170,7 +170,50 @@ const ENV_SCHEMA = z.object({
   LOG_LEVEL: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
   // As Probot: `pretty` (readable lines) or `json` (one object a line, for collectors); default json
   LOG_FORMAT: z.enum(['pretty', 'json']).default('json'),
+  AGENTICFIX_CHECK_TIMEOUT_S: int(5, 1), // each start-up check (model, Docker, Redis, PostgreSQL) waits this long
 });
+
+/** A setting's name. */
+export type EnvName = keyof typeof ENV_SCHEMA.shape;
+
+/** `AGENTICFIX_*` names that the scripts and the tests read, not the app: no warning for them. */
+const SCRIPT_ENV_NAMES = new Set([
+  'AGENTICFIX_TEST_REDIS_URL',
+  'AGENTICFIX_TEST_DATABASE_URL',
+  'AGENTICFIX_SERVICES_ENV',
+  'AGENTICFIX_CONTRACT_SUMMARY',
+  'AGENTICFIX_DOCKERD_LOG',
+  'AGENTICFIX_BASE_SUITE',
+  'AGENTICFIX_APT_MIRROR',
+]);
+
+/**
+ * One warning per `AGENTICFIX_*` variable that is no setting, naming the closest setting: a misspelt
+ * name would otherwise be ignored and its default used without a word.
+ */
+export function unknownSettings(env: Record<string, string | undefined>): string[] {
+  const known = Object.keys(ENV_SCHEMA.shape);
+  return Object.keys(env)
+    .filter((k) => k.startsWith('AGENTICFIX_') && !(k in ENV_SCHEMA.shape) && !SCRIPT_ENV_NAMES.has(k))
+    .sort()
+    .map((k) => {
+      const [best] = known.map((n) => [n, editDistance(k, n)] as const).sort((a, b) => a[1] - b[1]);
+      const hint = best && best[1] <= 3 ? ` (did you mean ${best[0]}?)` : '';
+      return `${k} is not a setting and is ignored${hint}`;
+    });
+}
+
+/** Levenshtein distance: one row at a time. */
+function editDistance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++)
+      next.push(Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1)));
+    row = next;
+  }
+  return row[b.length]!;
+}
 
 export interface Config {
   cacheDir: string;
@@ -180,6 +223,8 @@ export interface Config {
   /** PostgreSQL run store shared by serve and workers; null: SQLite at dbPath. */
   databaseUrl: string | null;
   databaseSchema: string;
+  /** How long each start-up check (model, Docker, Redis, PostgreSQL) may take. */
+  checkTimeoutMs: number;
   /** The queue across machines (BullMQ on Redis); null: serve runs the runs itself. */
   distributed: {
     redisUrl: string;
@@ -380,6 +425,7 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
     dbPath: path.resolve(cwd, e.AGENTICFIX_DB_PATH ?? path.join(home, 'runs.sqlite')),
     databaseUrl: e.AGENTICFIX_DATABASE_URL ?? null,
     databaseSchema: e.AGENTICFIX_DATABASE_SCHEMA,
+    checkTimeoutMs: e.AGENTICFIX_CHECK_TIMEOUT_S * 1000,
     distributed: e.AGENTICFIX_REDIS_URL
       ? {
           redisUrl: e.AGENTICFIX_REDIS_URL,

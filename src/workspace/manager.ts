@@ -21,7 +21,8 @@ export class WorkspaceError extends Error {
   override name = 'WorkspaceError';
 }
 
-const isUrl = (remote: string) =>
+/** A URL or scp-like `user@host:path`; anything else is a local path. */
+export const isUrl = (remote: string) =>
   /^[a-z][a-z0-9+.-]*:\/\//i.test(remote) || /^[^/\\]+@[^/\\:]+:/.test(remote);
 
 /** One mirror per repository, whatever spelling of the remote (credentials, trailing slash or `.git`). */

@@ -1,0 +1,40 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { ENV_SCHEMA, unknownSettings } from '../src/config/config.js';
+import { envExample, withSettingsTable } from '../src/config/settings-doc.js';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const read = (name: string) => readFileSync(`${ROOT}${name}`, 'utf8');
+
+describe('the settings table', () => {
+  it('README.md and .env.example are what the schema generates (node scripts/settings-doc.mjs)', () => {
+    expect(read('README.md')).toBe(withSettingsTable(read('README.md')));
+    expect(read('.env.example')).toBe(envExample());
+    for (const name of Object.keys(ENV_SCHEMA.shape)) {
+      expect(read('README.md')).toContain(`| \`${name}\` |`);
+      expect(read('.env.example')).toContain(`# ${name}=`);
+    }
+  });
+
+  it('a stale table is told apart: a setting missing from it changes the generated README', () => {
+    const readme = read('README.md');
+    const stale = readme.replace(/^\| `AGENTICFIX_CHECK_TIMEOUT_S` \|.*\n/m, '');
+    expect(stale).not.toBe(readme);
+    expect(withSettingsTable(stale)).toBe(readme);
+  });
+
+  it('unknown AGENTICFIX_ variables are named with the nearest setting; script variables are not', () => {
+    expect(
+      unknownSettings({
+        AGENTICFIX_TOKEN_BUDJET: '1',
+        AGENTICFIX_FROBNICATE: '1',
+        AGENTICFIX_TEST_REDIS_URL: 'redis://x',
+        AGENTICFIX_LABEL: 'x',
+        PATH: '/bin',
+      }),
+    ).toEqual([
+      'AGENTICFIX_FROBNICATE is not a setting and is ignored',
+      'AGENTICFIX_TOKEN_BUDJET is not a setting and is ignored (did you mean AGENTICFIX_TOKEN_BUDGET?)',
+    ]);
+  });
+});

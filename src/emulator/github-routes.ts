@@ -232,8 +232,11 @@ export function createRouter({
     access_tokens_url: `${baseUrl()}/app/installations/${inst.id}/access_tokens`,
     html_url: `${baseUrl()}/settings/installations/${inst.id}`,
   });
-  const issueOf = (ctx: RepoCtx, n = ctx.params.number) =>
-    state.issue(ctx.repo, intParam(n)) ?? throwIt(notFound());
+  const issueOf = (ctx: RepoCtx, n = ctx.params.number) => {
+    if (state.deletedIssues.has(`${ctx.repo.fullName}#${intParam(n)}`))
+      throw new ApiError(410, { message: 'This issue was deleted', documentation_url: DOCS });
+    return state.issue(ctx.repo, intParam(n)) ?? throwIt(notFound());
+  };
   const pullOf = (ctx: RepoCtx) => {
     const issue = issueOf(ctx);
     return issue.pull ? issue : throwIt(notFound());

@@ -1,12 +1,16 @@
 import { rmSync } from 'node:fs';
-import type { RunningApp } from '../src/cli/compose.js';
-import type { GitHubEmulator } from '../src/emulator/github.js';
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import type { RunningApp } from '../src/app.js';
+import type { FaultResponse, GitHubEmulator } from '../src/emulator/github.js';
+import type { GitHub } from '../src/publish/github.js';
 import { branchFor } from '../src/publish/pr.js';
 import {
   CALC_FILES,
   CALC_FIX,
   CALC_TEST,
   fakeDeps,
+  installationClient,
   startEmulatedApp,
   startEmulator,
   tempDir,
@@ -211,5 +215,93 @@ describe('GitHub failing under a run', () => {
     ]);
     const n = await labelled('add() subtracts, rate limited');
     expect(await latest(n)).toMatchObject({ state: 'done' });
+  });
+});
+
+describe('rate limits as GitHub documents them', () => {
+  let emu: GitHubEmulator;
+  let gh: GitHub;
+  const home = tempDir('github-limits-');
+  const BASE = 20; // ms the client waits per second GitHub asks for
+  const warnings: string[] = [];
+
+  beforeAll(async () => {
+    emu = await startEmulator();
+    emu.createRepo(O, R, { files: CALC_FILES });
+    const log = pino(
+      { level: 'warn' },
+      new Writable({
+        write(line: Buffer, _enc, done) {
+          warnings.push((JSON.parse(line.toString()) as { msg: string }).msg);
+          done();
+        },
+      }),
+    );
+    gh = await installationClient(
+      emu,
+      testConfig(home, { AGENTICFIX_GITHUB_RETRY_BASE_MS: String(BASE) }),
+      O,
+      undefined,
+      { log },
+    );
+  });
+  afterAll(async () => {
+    await emu?.close();
+    rmSync(home, { recursive: true, force: true });
+  });
+
+  /** GET the repository once with `fault` answered first: the time it took and the requests sent. */
+  async function through(fault: FaultResponse) {
+    warnings.length = 0;
+    const sent = emu.requests.length;
+    emu.failNext({ method: 'GET', path: new RegExp(`^/repos/${O}/${R}$`) }, [fault]);
+    const started = Date.now();
+    const answer = await gh.rest.repos.get({ owner: O, repo: R }).then(
+      (r) => r.status,
+      (e: Error) => e.message,
+    );
+    const repoRequests = emu.requests.slice(sent).filter((r) => r.path === `/repos/${O}/${R}`);
+    return { answer, ms: Date.now() - started, tries: repoRequests.length };
+  }
+
+  it('429 with retry-after: retried after that many seconds', async () => {
+    const r = await through({
+      status: 429,
+      headers: { 'retry-after': '5' },
+      body: { message: 'Too Many Requests' },
+    });
+    expect(r).toMatchObject({ answer: 200, tries: 2 });
+    expect(r.ms).toBeGreaterThanOrEqual(5 * BASE);
+    expect(warnings).toEqual([`GitHub answered 429 to GET /repos/${O}/${R}; retrying in ${5 * BASE} ms`]);
+  });
+
+  it('403 naming a secondary rate limit, without headers: retried after a minute', async () => {
+    const r = await through({
+      status: 403,
+      body: {
+        message: 'You have exceeded a secondary rate limit. Please wait a few minutes before you try again.',
+      },
+    });
+    expect(r).toMatchObject({ answer: 200, tries: 2 });
+    expect(r.ms).toBeGreaterThanOrEqual(60 * BASE);
+  });
+
+  it('403 with x-ratelimit-remaining 0 (primary limit): retried after x-ratelimit-reset', async () => {
+    const reset = Math.ceil(Date.now() / 1000) + 3;
+    const r = await through({
+      status: 403,
+      headers: { 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(reset) },
+      body: { message: 'API rate limit exceeded for installation ID 1.' },
+    });
+    expect(r).toMatchObject({ answer: 200, tries: 2 });
+    expect(r.ms).toBeGreaterThanOrEqual(3 * BASE);
+  });
+
+  it('a 403 that is no rate limit is final: not retried, and the error says what GitHub answered to what', async () => {
+    const r = await through({ status: 403, body: { message: 'Resource not accessible by integration' } });
+    expect(r).toMatchObject({
+      answer: `GitHub answered 403 to GET /repos/${O}/${R}: Resource not accessible by integration`,
+      tries: 1,
+    });
   });
 });

@@ -518,29 +518,6 @@ describe('revisions of the app’s draft pull request', () => {
     expect(deps.calls.at(-1)!.issue.revision).toContain('Check "shard 100" (failure): shard 100 failed');
   });
 
-  // Found (issue 26): only the first 100 review threads were read, so a resolved thread past them was
-  // shown to the model as open.
-  it('a resolved review thread on the second page of threads is read as resolved (GraphQL pages them, 100 at most)', async () => {
-    const c = emu.createIssue(O, R, { title: 'add() subtracts, many threads', user: 'alice' });
-    await emu.label(O, R, c, 'agenticfix', 'maint');
-    await app.idle();
-    const pr = emu.pulls.find((p) => p.pull?.head === branchFor(c))!.number;
-    const comments = Array.from({ length: 101 }, (_, i) => ({
-      path: 'calc.py',
-      line: 2,
-      body: `thread ${i}`,
-    }));
-    await emu.review(O, R, pr, { user: 'maint', state: 'comment', comments });
-    emu.resolveThread(O, R, emu.reviewComments(pr).at(-1)!.id);
-    await emu.review(O, R, pr, { user: 'maint', state: 'request_changes', body: 'add a docstring' });
-    await app.idle();
-    const [run] = await app.store.forIssue(O, R, c);
-    expect(run).toMatchObject({ trigger: 'review', revision: 1 });
-    const { threads } = run!.feedback as { threads: { body: string; resolved: boolean }[] };
-    expect(threads).toHaveLength(101);
-    expect(threads.filter((t) => t.resolved).map((t) => t.body)).toEqual(['thread 100']);
-  }, 300_000); // 101 inline comments: a diff hunk and a delivery each
-
   // Issue 24, item 1: every failing run on the head's commit was taken, whatever app or fork made it.
   it('failing checks from another app or a fork on the same commit start nothing and reach no prompt', async () => {
     emu.pushFiles(

@@ -88,7 +88,12 @@ const THREADS = z.object({
 const MAX_THREAD_PAGES = 50;
 
 /** First comments of the pull request's resolved review threads, every page; none when GraphQL cannot say. */
-async function resolvedThreads(gh: GitHub, owner: string, repo: string, pr: number): Promise<Set<number>> {
+export async function resolvedThreads(
+  gh: GitHub,
+  owner: string,
+  repo: string,
+  pr: number,
+): Promise<Set<number>> {
   const resolved = new Set<number>();
   try {
     let after: string | null = null;

@@ -2,6 +2,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Octokit } from '@octokit/rest';
 import { startGitHubEmulator, type GitHubEmulator } from '../src/emulator/github.js';
+import type { GitHub } from '../src/publish/github.js';
+import { resolvedThreads } from '../src/webhook/app.js';
 
 /**
  * The emulator's reviews, review comments, review requests and checks, read back through Octokit as
@@ -144,6 +146,42 @@ describe('GitHub emulator: reviews and checks', () => {
     expect(after.find((c) => c.id === comment!.id)).toMatchObject({ line: null, original_line: 2 });
     expect((await gh.rest.pulls.listCommits({ owner: O, repo: R, pull_number: pr })).data).toHaveLength(2);
     expect(emu.pullCommits(O, R, pr)).toHaveLength(2);
+  });
+
+  // Found (issue 26): the app read the first 100 review threads only, so a resolved thread past them
+  // reached the model as open; the emulator did not page them.
+  it('review threads are paged as GitHub pages them (first ≤ 100, cursors), and the app reads every page', async () => {
+    const comments = Array.from({ length: 101 }, (_, i) => ({ path: 'calc.py', line: 2, body: `t${i}` }));
+    await emu.review(O, R, pr, { user: 'maint', state: 'comment', comments });
+    const roots = emu.reviewComments(pr).filter((c) => c.inReplyTo === null);
+    const last = roots.at(-1)!.id;
+    emu.resolveThread(O, R, last);
+    type Page = {
+      repository: {
+        pullRequest: {
+          reviewThreads: {
+            nodes: { isResolved: boolean }[];
+            pageInfo: { hasNextPage: boolean; endCursor: string | null };
+          };
+        };
+      };
+    };
+    const page = async (first: number, after: string | null) =>
+      (
+        (await gh.graphql(
+          `query ($owner: String!, $repo: String!, $pr: Int!, $after: String) {
+            repository(owner: $owner, name: $repo) { pullRequest(number: $pr) {
+              reviewThreads(first: ${first}, after: $after) { nodes { isResolved } pageInfo { hasNextPage endCursor } } } } }`,
+          { owner: O, repo: R, pr, after },
+        )) as Page
+      ).repository.pullRequest.reviewThreads;
+    await expect(page(101, null)).rejects.toThrow('exceeds the `first` limit of 100 records');
+    const one = await page(100, null);
+    expect([one.nodes.length, one.pageInfo.hasNextPage]).toEqual([100, true]);
+    const two = await page(100, one.pageInfo.endCursor);
+    expect([two.nodes.length, two.pageInfo.hasNextPage]).toEqual([roots.length - 100, false]);
+    expect(two.nodes.at(-1)).toMatchObject({ isResolved: true });
+    expect((await resolvedThreads(gh as unknown as GitHub, O, R, pr)).has(last)).toBe(true);
   });
 
   it('check suites: completed only when every run is, with runs and annotations readable per commit', async () => {

@@ -173,7 +173,12 @@ const ReviewersBody = z.strictObject({
 // GraphQL is served for one query only: a pull request's review threads and whether they are resolved.
 const GraphqlBody = z.object({
   query: z.string(),
-  variables: z.object({ owner: z.string(), repo: z.string(), pr: z.number().int() }),
+  variables: z.object({
+    owner: z.string(),
+    repo: z.string(),
+    pr: z.number().int(),
+    after: z.string().nullish(),
+  }),
 });
 const TokenBody = z
   .strictObject({
@@ -232,8 +237,11 @@ export function createRouter({
     access_tokens_url: `${baseUrl()}/app/installations/${inst.id}/access_tokens`,
     html_url: `${baseUrl()}/settings/installations/${inst.id}`,
   });
-  const issueOf = (ctx: RepoCtx, n = ctx.params.number) =>
-    state.issue(ctx.repo, intParam(n)) ?? throwIt(notFound());
+  const issueOf = (ctx: RepoCtx, n = ctx.params.number) => {
+    if (state.deletedIssues.has(`${ctx.repo.fullName}#${intParam(n)}`))
+      throw new ApiError(410, { message: 'This issue was deleted', documentation_url: DOCS });
+    return state.issue(ctx.repo, intParam(n)) ?? throwIt(notFound());
+  };
   const pullOf = (ctx: RepoCtx) => {
     const issue = issueOf(ctx);
     return issue.pull ? issue : throwIt(notFound());
@@ -775,15 +783,52 @@ export function createRouter({
         return ok({ errors: [{ message: 'the emulator answers only reviewThreads queries' }] });
       const pull = state.issue(ctx.repo!, variables.pr);
       if (!pull?.pull) return ok({ data: { repository: { pullRequest: null } } });
+      // Paged as GitHub pages connections: `first` (at most 100) from the opaque cursor `after`.
+      const args = /reviewThreads\(([^)]*)\)/.exec(query)?.[1] ?? '';
+      const arg = (name: string): unknown => {
+        const v = new RegExp(`\\b${name}:\\s*(\\$\\w+|\\d+)`).exec(args)?.[1];
+        return v?.startsWith('$') ? (variables as Record<string, unknown>)[v.slice(1)] : v && Number(v);
+      };
+      const first = arg('first');
+      if (typeof first !== 'number')
+        return ok({
+          errors: [
+            {
+              message:
+                'You must provide a `first` or `last` value to properly paginate the `reviewThreads` connection.',
+            },
+          ],
+        });
+      if (first > 100)
+        return ok({
+          errors: [
+            {
+              message: `Requesting ${first} records on the \`reviewThreads\` connection exceeds the \`first\` limit of 100 records.`,
+            },
+          ],
+        });
+      const after = arg('after');
+      const from = typeof after === 'string' ? cursorIndex(after) + 1 : 0;
       const roots = state.reviewComments.filter(
         (c) => c.repo === ctx.repo!.fullName && c.pullNumber === pull.number && c.inReplyTo === null,
       );
-      const nodes = roots.map((c) => ({
+      const page = roots.slice(from, from + first);
+      const nodes = page.map((c) => ({
         isResolved: state.resolvedThreads.has(c.id),
         isOutdated: shapes.reviewComment(ctx.repo!, c).line === null,
         comments: { nodes: [{ databaseId: c.id }] },
       }));
-      return ok({ data: { repository: { pullRequest: { reviewThreads: { nodes } } } } });
+      const pageInfo = {
+        hasNextPage: from + page.length < roots.length,
+        hasPreviousPage: from > 0,
+        startCursor: page.length > 0 ? cursorOf(from) : null,
+        endCursor: page.length > 0 ? cursorOf(from + page.length - 1) : null,
+      };
+      return ok({
+        data: {
+          repository: { pullRequest: { reviewThreads: { totalCount: roots.length, nodes, pageInfo } } },
+        },
+      });
     },
   });
 
@@ -826,6 +871,11 @@ export function createRouter({
     return { ...ctx, repo };
   }
 }
+
+/** GraphQL cursors are opaque strings; the emulator's say which item they follow. */
+const cursorOf = (index: number): string => Buffer.from(`cursor:v2:${index}`).toString('base64');
+const cursorIndex = (cursor: string): number =>
+  Number(/^cursor:v2:(\d+)$/.exec(Buffer.from(cursor, 'base64').toString('utf8'))?.[1] ?? -1);
 
 function throwIt(err: Error): never {
   throw err;

@@ -186,14 +186,20 @@ export class Shapes {
       locked: false,
       user: this.user(issue.user),
       labels: issue.labels.map((l) => this.label(repo, l)),
+      assignee: null,
       assignees: [],
+      milestone: null,
       comments: this.state.comments.filter((c) => c.repo === repo.fullName && c.issueNumber === issue.number)
         .length,
       author_association: this.authorAssociation(repo, issue.user),
       created_at: issue.createdAt,
       updated_at: issue.updatedAt,
-      closed_at: null,
+      closed_at: issue.state === 'closed' ? issue.updatedAt : null,
       url: this.api(`/repos/${repo.fullName}/issues/${issue.number}`),
+      repository_url: this.api(`/repos/${repo.fullName}`),
+      labels_url: this.api(`/repos/${repo.fullName}/issues/${issue.number}/labels{/name}`),
+      comments_url: this.api(`/repos/${repo.fullName}/issues/${issue.number}/comments`),
+      events_url: this.api(`/repos/${repo.fullName}/issues/${issue.number}/events`),
       html_url: html,
       ...(issue.pull
         ? {
@@ -300,7 +306,7 @@ export class Shapes {
       draft: pull.draft,
       merged: false,
       merged_at: null,
-      closed_at: null,
+      closed_at: issue.state === 'closed' ? issue.updatedAt : null,
       created_at: issue.createdAt,
       updated_at: issue.updatedAt,
       requested_reviewers: [...(this.state.reviewRequests.get(`${repo.fullName}#${issue.number}`) ?? [])].map(

@@ -157,6 +157,8 @@ export class EmulatorState {
   readonly reviewComments: ReviewCommentRecord[] = [];
   /** Review threads (by their first comment's id) marked resolved. */
   readonly resolvedThreads = new Set<number>();
+  /** Deleted issues (`repo#number`): GitHub answers 410 Gone for them, not 404. */
+  readonly deletedIssues = new Set<string>();
   readonly checkSuites: CheckSuiteRecord[] = [];
   readonly checkRuns: CheckRunRecord[] = [];
   /** Logins asked to review, by `repo#number`. */
@@ -239,8 +241,15 @@ export class EmulatorState {
     fields: { title: string; body?: string | null; user: string; labels?: string[]; pull?: PullFields },
   ): IssueRecord {
     this.user(fields.user);
+    // As on GitHub, a deleted issue's number is never given again.
+    const deleted = [...this.deletedIssues].filter((k) => k.startsWith(`${repo.fullName}#`));
     const number =
-      1 + Math.max(0, ...this.issues.filter((i) => i.repo === repo.fullName).map((i) => i.number));
+      1 +
+      Math.max(
+        0,
+        ...this.issues.filter((i) => i.repo === repo.fullName).map((i) => i.number),
+        ...deleted.map((k) => Number(k.slice(repo.fullName.length + 1))),
+      );
     const now = timestamp();
     const issue: IssueRecord = {
       id: this.newId(),

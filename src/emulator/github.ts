@@ -18,6 +18,7 @@ import {
   commitsBetween,
   createBareRepo,
   diffHunk,
+  git,
   resolveCommit,
   serveGitHttp,
 } from './github-git.js';
@@ -170,6 +171,10 @@ export interface GitHubEmulator {
     runId: number,
     result: Omit<CheckRunInput, 'name' | 'status'>,
   ): Promise<DeliveryResult | null>;
+  /** Someone deletes the issue with its comments: GitHub answers 410 Gone for it from then on; no webhook. */
+  deleteIssue(owner: string, repo: string, issue: number): void;
+  /** Someone deletes the branch; an open pull request from it is closed, as on GitHub; no webhook. */
+  deleteBranch(owner: string, repo: string, branch: string): void;
   /** Marks the review thread that starts with comment `rootId` resolved (or unresolved). */
   resolveThread(owner: string, repo: string, rootId: number, resolved?: boolean): void;
   /**
@@ -208,7 +213,10 @@ export interface GitHubEmulator {
   repoLabels(owner: string, repo: string): LabelRecord[];
   /** Expires every installation token issued so far. */
   revokeTokens(): void;
-  /** The next matching requests get these responses, one each, instead of the real handler. */
+  /**
+   * The next matching requests get these responses, one each, instead of the real handler; git's smart
+   * HTTP requests (`/git/<owner>/<repo>.git/...`) too.
+   */
   failNext(match: FaultMatch, responses: FaultResponse[]): void;
   /** Every REST answer from now on waits `ms` first: GitHub's own latency, for benchmarks. */
   setLatency(ms: number): void;
@@ -271,6 +279,12 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
       return 404;
     }
     const rest = m[3] as string;
+    const fault = takeFault(req.method ?? 'GET', safeDecode(url.pathname));
+    if (fault) {
+      res.writeHead(fault.status, { 'content-type': 'text/plain', ...fault.headers });
+      res.end(`${STATUS_CODES[fault.status] ?? 'Error'}\n`);
+      return fault.status;
+    }
     const isPush = url.searchParams.get('service') === 'git-receive-pack' || rest === '/git-receive-pack';
     let remoteUser: string | undefined;
     if (isPush || repo.private) {
@@ -606,6 +620,26 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
       const suite = state.checkSuites.find((c) => c.id === run.suiteId)!;
       suite.updatedAt = timestamp();
       return deliverIfComplete(repo, suite);
+    },
+    deleteIssue(owner, repoName, number) {
+      const repo = repoOf(owner, repoName);
+      const issue = issueOf(repo, number);
+      state.issues.splice(state.issues.indexOf(issue), 1);
+      for (const c of state.comments.filter((x) => x.repo === repo.fullName && x.issueNumber === number))
+        state.comments.splice(state.comments.indexOf(c), 1);
+      state.deletedIssues.add(`${repo.fullName}#${number}`);
+    },
+    deleteBranch(owner, repoName, branch) {
+      const { bareDir } = repoOf(owner, repoName);
+      if (!branchExists(bareDir, branch)) throw new Error(`no branch ${branch} in ${owner}/${repoName}`);
+      if (!git(bareDir, ['update-ref', '-d', `refs/heads/${branch}`]).ok)
+        throw new Error(`could not delete ${branch}`);
+      // As on GitHub: an open pull request whose head branch goes is closed.
+      for (const i of state.issues)
+        if (i.repo === `${owner}/${repoName}` && i.pull?.head === branch && i.state === 'open') {
+          i.state = 'closed';
+          i.updatedAt = timestamp();
+        }
     },
     resolveThread(owner, repoName, rootId, resolved = true) {
       const repo = repoOf(owner, repoName);

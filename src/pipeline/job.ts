@@ -4,9 +4,10 @@ import path from 'node:path';
 import type { Logger } from 'probot';
 import type { Config } from '../config/config.js';
 import { patchFiles } from '../patch/patch.js';
-import { editComment, postComment, type GitHub, type IssueRef } from '../publish/github.js';
+import { editComment, issueGone, postComment, type GitHub, type IssueRef } from '../publish/github.js';
 import {
   branchFor,
+  branchHead,
   runBranch,
   commitOnto,
   pushCommit,
@@ -227,6 +228,9 @@ export class JobRunner implements QueueHooks {
     const gh = await this.o.auth(run.installation_id);
     const ref = refOf(run);
     status.update({ phase: 'preparing_workspace' });
+    // An issue deleted or transferred while the run was queued has nobody left to read its result.
+    const gone = await issueGone(gh, ref);
+    if (gone) return { state: 'failed', error: `${gone}; the run stopped before it started` };
     const free = await freeBytes([config.worktreeDir, config.runsDir]);
     if (free < config.app.minFreeBytes) {
       const error = `only ${mebibytes(free)} MB are free for worktrees and run directories, and a run needs ${mebibytes(config.app.minFreeBytes)} MB (AGENTICFIX_MIN_FREE_MB). Comment \`/agenticfix rerun\` once the operator has freed space.`;
@@ -412,7 +416,7 @@ export class JobRunner implements QueueHooks {
         remote: pending.remote,
         dockerfile: pending.dockerfile ?? undefined,
       });
-      await ended({ ...fields, error: null });
+      await ended({ error: null, ...fields });
       this.statuses.delete(run.id);
     } catch (e) {
       const error = capMiddle(`publishing failed: ${message(e)}`);
@@ -474,6 +478,13 @@ export class JobRunner implements QueueHooks {
     dockerfile: string | undefined;
   }): Promise<RunUpdate> {
     const { run, gh, ref, status, result, report, rc } = a;
+    // Nothing is pushed or opened for an issue that went while the run worked.
+    const gone = await issueGone(gh, ref);
+    if (gone)
+      return {
+        state: 'failed',
+        error: `${gone}; nothing was published (the patch is kept with the run: ${result.patch_path})`,
+      };
     const evidence = await this.deps.renderEvidence(report);
     const files = patchFiles(result.patch);
     const blocked = files.filter((f) => matchingPattern(f, [...NEVER_PUSHED, ...rc.protected_paths]));
@@ -499,11 +510,7 @@ export class JobRunner implements QueueHooks {
     let reused: string | null = null;
     if (run.pushed_commit !== null)
       for (const branch of [wanted, runBranch(wanted, run.id)]) {
-        const head = await gh.rest.repos.getBranch({ owner: run.owner, repo: run.repo, branch }).then(
-          (r) => r.data.commit.sha,
-          () => null,
-        );
-        if (head === run.pushed_commit) {
+        if ((await branchHead(gh, { owner: run.owner, repo: run.repo, branch })) === run.pushed_commit) {
           reused = branch;
           break;
         }
@@ -643,7 +650,8 @@ export class JobRunner implements QueueHooks {
       await this.o.store.update(run.id, { verdict: report.verdict });
       return { ...made, parent, report };
     };
-    const push = (commit: string) =>
+    // Only while the branch is still at the commit's parent.
+    const push = (commit: string, from: string) =>
       pushCommit({
         gh,
         workspaces: this.workspaces,
@@ -651,22 +659,32 @@ export class JobRunner implements QueueHooks {
         runId: run.id,
         commit,
         branch,
-        mode: 'fast-forward',
+        mode: { from },
       });
+    /** After a refused push, what the branch says: deleted or not moved (a reason to stop), or its new head. */
+    const refused = async (error: string, parent: string): Promise<{ why: string } | { moved: string }> => {
+      const now = await branchHead(gh, { owner: run.owner, repo: run.repo, branch });
+      if (now === null)
+        return {
+          why: `The branch \`${branch}\` was deleted while the revision ran (GitHub closes its pull request with it), and the app does not make it again.`,
+        };
+      if (now === parent) return { why: `The push to \`${branch}\` failed: ${error}` };
+      return { moved: now };
+    };
 
     let made = await judged(head);
     if (!made.ok) return notPushed(null, `The revision could not be committed: ${made.error}`);
     if (a.signal.aborted) return {};
     if (made.report.verdict !== 'verified') return notPushed(made.report);
-    let pushed = await push(made.commit);
+    let pushed = await push(made.commit, made.parent);
     if (!pushed.ok) {
       // The branch moved while the revision ran: the change is replayed on its new head and judged
       // again, once; a change that no longer applies stops there. Nobody's commit is overwritten.
-      const { data } = await gh.rest.repos.getBranch({ owner: run.owner, repo: run.repo, branch });
-      const moved = data.commit.sha;
+      const found = await refused(pushed.error, made.parent);
+      if ('why' in found) return notPushed(made.report, found.why);
+      const { moved } = found;
       const why = (detail: string) =>
         `The branch moved to ${moved} while the revision ran, and the app never overwrites a commit: ${detail} Comment \`/agenticfix revise\` again to revise the new head.`;
-      if (moved === made.parent) return notPushed(made.report, why(pushed.error));
       const { token } = (await gh.auth({ type: 'installation' })) as { token: string };
       await this.workspaces.mirror(a.remote, tokenAuth(token));
       const rebased = await judged(moved);
@@ -676,8 +694,11 @@ export class JobRunner implements QueueHooks {
       made = rebased;
       if (made.report.verdict !== 'verified')
         return notPushed(made.report, why('on it, the judge did not verify the change.'));
-      pushed = await push(made.commit);
-      if (!pushed.ok) return notPushed(made.report, why(pushed.error));
+      pushed = await push(made.commit, made.parent);
+      if (!pushed.ok) {
+        const again = await refused(pushed.error, made.parent);
+        return notPushed(made.report, 'why' in again ? again.why : why(pushed.error));
+      }
     }
     const report = made.report;
     await this.o.store.update(run.id, { pushed_commit: made.commit });

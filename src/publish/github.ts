@@ -94,17 +94,25 @@ interface HookedOctokit {
   log: { warn(msg: string): void };
 }
 
-/** How long to wait before retrying `err` (the `attempt`th retry), or null when it is not retried. */
+/**
+ * How long to wait before retrying `err` (the `attempt`th retry), or null when it is not retried. A
+ * 403 or 429 is a rate limit as GitHub documents them: `retry-after` seconds when it says so, else until
+ * `x-ratelimit-reset` when no requests remain, else a minute when the message names a secondary limit.
+ */
 function retryAfter(err: FailedRequest, attempt: number, baseMs: number): number | null {
   const status = err.status ?? 0;
   const headers = err.response?.headers ?? {};
   if (status === 403 || status === 429) {
-    if (/\bsecondary rate\b/i.test(err.message ?? ''))
-      return attempt < RETRIES.secondary ? (Number(headers['retry-after']) || 60) * baseMs : null;
-    if (headers['x-ratelimit-remaining'] === '0' && attempt < RETRIES.primary) {
+    const after = Number(headers['retry-after']);
+    if (headers['retry-after'] !== undefined && after >= 0)
+      return attempt < RETRIES.secondary ? after * baseMs : null;
+    if (headers['x-ratelimit-remaining'] === '0') {
+      if (attempt >= RETRIES.primary) return null;
       const reset = Number(headers['x-ratelimit-reset']) * 1000;
       return Math.max(Math.ceil((reset - Date.now()) / 1000) + 1, 0) * baseMs;
     }
+    if (/\bsecondary rate\b/i.test(err.message ?? ''))
+      return attempt < RETRIES.secondary ? 60 * baseMs : null;
     return null;
   }
   if (status >= 400 && !FINAL_STATUSES.includes(status) && attempt < RETRIES.server)
@@ -160,12 +168,18 @@ function githubLimits(o: {
           // A nested request (the installation token) was retried by its own hook: one retry layer.
           if (err.name === 'AbortError' || (err.request?.url && err.request.url !== url)) throw e;
           const wait = retryAfter(err, attempt, o.baseMs);
-          if (wait === null) throw e;
           const sent = `${req.method} ${new URL(url, 'http://github.test').pathname}`;
           const what = err.response
             ? `GitHub answered ${err.status} to ${sent}`
-            : `GitHub could not be reached for ${sent} (${err.message})`;
-          gh.log.warn(`${what}; retrying in ${wait} ms`);
+            : `GitHub could not be reached for ${sent}`;
+          if (wait === null) {
+            // What the run's error and its status line say: who answered what to which call, after how
+            // many tries (GitHub's own words stay in the message, where callers look for them).
+            const tries = attempt > 0 ? ` after ${attempt + 1} tries` : '';
+            if (e instanceof Error) e.message = `${what}${tries}: ${e.message}`;
+            throw e;
+          }
+          gh.log.warn(`${what}${err.response ? '' : ` (${err.message})`}; retrying in ${wait} ms`);
           await sleep(wait);
         }
       }
@@ -209,4 +223,27 @@ export async function editComment(gh: GitHub, ref: IssueRef, commentId: number, 
   await withBody(body, (b) =>
     gh.rest.issues.updateComment({ owner: ref.owner, repo: ref.repo, comment_id: commentId, body: b }),
   );
+}
+
+/** GitHub's answer for what is gone (410) or out of the app's sight (404), as Octokit reports it. */
+export const isGone = (err: unknown): boolean =>
+  [404, 410].includes((err as { status?: number })?.status ?? 0);
+
+/**
+ * Why a run can no longer report on its issue (or pull request): deleted (410), out of the app's sight
+ * (404: transferred to a repository it is not installed on, or deleted), or transferred (GitHub's 301,
+ * which the client follows, leads to another repository's issue); null while it is there.
+ */
+export async function issueGone(gh: GitHub, ref: IssueRef): Promise<string | null> {
+  try {
+    const { data } = await gh.rest.issues.get({ owner: ref.owner, repo: ref.repo, issue_number: ref.issue });
+    const here = `/repos/${ref.owner}/${ref.repo}`.toLowerCase();
+    if (data.number === ref.issue && data.repository_url.toLowerCase().endsWith(here)) return null;
+    return `issue #${ref.issue} was transferred (to ${data.html_url})`;
+  } catch (e) {
+    if (!isGone(e)) throw e;
+    const status = (e as { status: number }).status;
+    const what = status === 410 ? 'was deleted' : 'was deleted or transferred out of the app’s sight';
+    return `issue #${ref.issue} ${what} (${(e as Error).message})`;
+  }
 }

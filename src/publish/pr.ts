@@ -5,7 +5,7 @@ import { capStderr, git, type GitConfig } from '../workspace/git.js';
 import type { GitWorkspaceManager } from '../workspace/manager.js';
 import { applyPatch } from '../patch/patch.js';
 import { Redactor } from '../trace/redact.js';
-import type { GitHub } from './github.js';
+import { isGone, type GitHub } from './github.js';
 import { fitBody } from './render.js';
 
 /** Pushing a verified patch to `agenticfix/issue-<n>` and opening or updating its draft pull request. */
@@ -86,23 +86,24 @@ export async function commitOnto(
 }
 
 /**
- * Pushes `commit` to the branch. `create`: only when the branch does not exist (`--force-with-lease`
- * expecting no ref); `fast-forward`: a plain push, which git refuses unless the branch head is an
- * ancestor of the commit. Either way nobody's commit is ever dropped. The installation token reaches git
+ * Pushes `commit` to the branch, leased on what the branch must hold (`--force-with-lease`): `create`,
+ * only when the branch does not exist; `{ from }`, only while it is at `from` (the commit's parent: a
+ * fast-forward), so a branch that moved is never overwritten and one deleted meanwhile is never made
+ * again (its pull request was closed with it). Nobody's commit is ever dropped. The installation token reaches git
  * only as a per-call `http.extraHeader` in the environment of the network calls: nothing is written to
  * any config file, and it never appears in the process list.
  */
 export async function pushCommit(
-  o: Where & { gh: GitHub; commit: string; branch: string; mode: 'create' | 'fast-forward' },
+  o: Where & { gh: GitHub; commit: string; branch: string; mode: 'create' | { from: string } },
 ): Promise<PushResult> {
   // The commit is already in the mirror (commitOnto made it there): git pushes from the mirror itself,
   // with no worktree to check out.
   const mirror = o.workspaces.mirrorPath(o.cloneUrl);
   const { token } = (await o.gh.auth({ type: 'installation' })) as { token: string };
   const ref = `refs/heads/${o.branch}`;
-  const lease = o.mode === 'create' ? [`--force-with-lease=${ref}:`] : [];
+  const lease = `--force-with-lease=${ref}:${o.mode === 'create' ? '' : o.mode.from}`;
   const pushed = await authGit(
-    ['push', '--porcelain', ...lease, o.cloneUrl, `${o.commit}:${ref}`],
+    ['push', '--porcelain', lease, o.cloneUrl, `${o.commit}:${ref}`],
     mirror,
     token,
   );
@@ -132,6 +133,19 @@ async function authGit(
     };
   } catch (e) {
     return { ok: false, error: redactor.text(e instanceof Error ? e.message : String(e)) };
+  }
+}
+
+/** The branch's head commit, or null when GitHub has no such branch (404). */
+export async function branchHead(
+  gh: GitHub,
+  a: { owner: string; repo: string; branch: string },
+): Promise<string | null> {
+  try {
+    return (await gh.rest.repos.getBranch(a)).data.commit.sha;
+  } catch (e) {
+    if (isGone(e)) return null;
+    throw e;
   }
 }
 

@@ -54,11 +54,15 @@ const feedbackComment = (c: z.infer<typeof GH_REVIEW_COMMENT>, resolved: Set<num
   outdated: (c.line ?? null) === null,
 });
 
-// Whether a thread is resolved is only in the GraphQL API.
-const THREADS_QUERY = `query ($owner: String!, $repo: String!, $pr: Int!) {
+// Whether a thread is resolved is only in the GraphQL API. A thread is known by its first comment (what
+// the REST API's in_reply_to_id names), so one comment of each is read; the threads are read page by page.
+const THREADS_QUERY = `query ($owner: String!, $repo: String!, $pr: Int!, $after: String) {
   repository(owner: $owner, name: $repo) {
     pullRequest(number: $pr) {
-      reviewThreads(first: 100) { nodes { isResolved comments(first: 1) { nodes { databaseId } } } }
+      reviewThreads(first: 100, after: $after) {
+        nodes { isResolved comments(first: 1) { nodes { databaseId } } }
+        pageInfo { hasNextPage endCursor }
+      }
     }
   }
 }`;
@@ -73,20 +77,35 @@ const THREADS = z.object({
               comments: z.object({ nodes: z.array(z.object({ databaseId: z.number().int().nullable() })) }),
             }),
           ),
+          pageInfo: z.object({ hasNextPage: z.boolean(), endCursor: z.string().nullable() }),
         }),
       })
       .nullable(),
   }),
 });
 
-/** First comments of the pull request's resolved review threads; none when GraphQL cannot say. */
-async function resolvedThreads(gh: GitHub, owner: string, repo: string, pr: number): Promise<Set<number>> {
+/** Pages of review threads read at most: 5,000 threads, far past what a pull request holds. */
+const MAX_THREAD_PAGES = 50;
+
+/** First comments of the pull request's resolved review threads, every page; none when GraphQL cannot say. */
+export async function resolvedThreads(
+  gh: GitHub,
+  owner: string,
+  repo: string,
+  pr: number,
+): Promise<Set<number>> {
+  const resolved = new Set<number>();
   try {
-    const data = THREADS.parse(await gh.graphql(THREADS_QUERY, { owner, repo, pr }));
-    const threads = data.repository.pullRequest?.reviewThreads.nodes ?? [];
-    return new Set(
-      threads.filter((t) => t.isResolved).flatMap((t) => t.comments.nodes.map((c) => c.databaseId ?? -1)),
-    );
+    let after: string | null = null;
+    for (let page = 0; page < MAX_THREAD_PAGES; page++) {
+      const data = THREADS.parse(await gh.graphql(THREADS_QUERY, { owner, repo, pr, after }));
+      const threads = data.repository.pullRequest?.reviewThreads;
+      for (const t of threads?.nodes ?? [])
+        if (t.isResolved) for (const c of t.comments.nodes) resolved.add(c.databaseId ?? -1);
+      if (!threads?.pageInfo.hasNextPage || !threads.pageInfo.endCursor) break;
+      after = threads.pageInfo.endCursor;
+    }
+    return resolved;
   } catch {
     return new Set();
   }

@@ -7,6 +7,7 @@ import pg from 'pg';
 import pino from 'pino';
 import { startApp, type RunningApp } from '../src/app.js';
 import type { GitHubEmulator } from '../src/emulator/github.js';
+import { startScriptedModelServer, type ScriptedModelServer } from '../src/emulator/scripted-model.js';
 import {
   APP_ID,
   CALC_CONFIG,
@@ -155,9 +156,12 @@ const database = process.env.AGENTICFIX_TEST_DATABASE_URL;
   let emu: GitHubEmulator;
   let home: string;
   let worker: ReturnType<typeof startChild> | null = null;
+  // The worker's start-up check asks the model endpoint (GET /v1/models) before it takes runs.
+  let model: ScriptedModelServer | null = null;
   beforeAll(async () => {
     if (!(await dockerReady())) return;
     await execa('npm', ['run', 'build'], { cwd: ROOT });
+    model = await startScriptedModelServer([]);
     emu = await startEmulator();
     home = tempDir('observe-worker-');
   }, 300_000);
@@ -165,6 +169,7 @@ const database = process.env.AGENTICFIX_TEST_DATABASE_URL;
     worker?.child.kill('SIGTERM');
     await worker?.child;
     await emu?.close();
+    await model?.close();
     const admin = new pg.Client({ connectionString: database });
     await admin.connect();
     await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
@@ -178,7 +183,7 @@ const database = process.env.AGENTICFIX_TEST_DATABASE_URL;
       emu,
       { role: 'worker', workerId: 'w-observe', concurrency: 1 },
       path.join(home, 'w'),
-      'http://127.0.0.1:9/v1',
+      model!.url,
       {
         AGENTICFIX_REDIS_URL: redis!,
         AGENTICFIX_DATABASE_URL: database!,

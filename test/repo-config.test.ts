@@ -355,7 +355,7 @@ describe('fetching repository files', () => {
     expect(r).toEqual({
       ok: false,
       error: expect.stringMatching(
-        /^`\.github\/agenticfix\.yml` could not be read \(403: This API returns blobs up to 100 MB/,
+        /^`\.github\/agenticfix\.yml` could not be read \(403: GitHub answered 403 to GET \S+: This API returns blobs up to 100 MB/,
       ),
     });
   });

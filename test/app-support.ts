@@ -8,6 +8,8 @@ import pino from 'pino';
 import { startApp, type RunningApp, type StartAppOptions } from '../src/app.js';
 import { loadConfig, type Config } from '../src/config/config.js';
 import { startGitHubEmulator, type GitHubEmulator } from '../src/emulator/github.js';
+import type { ScriptStep } from '../src/emulator/scripted-model.js';
+import { fileVersion } from '../src/tools/files.js';
 import type { JobDeps } from '../src/pipeline/job.js';
 import type { RepairResult } from '../src/agent/types.js';
 import type { RepairOptions } from '../src/pipeline/types.js';
@@ -89,6 +91,25 @@ export const CALC_FILES = {
 export const CALC_TEST = ['python3', '-c', 'import calc; assert calc.add(2, 3) == 5, calc.add(2, 3)'];
 export const CALC_CONFIG = `test: ${JSON.stringify(CALC_TEST)}\n`;
 export const CALC_FIX = { 'calc.py': 'def add(a, b):\n    return a + b\n' };
+
+/** The scripted model's fix of CALC_FILES: read, edit `a - b` into `a + b`, optionally test, finish. */
+export function calcFixScript(
+  summary: string,
+  o: { delayMs?: number; runTests?: boolean } = {},
+): ScriptStep[] {
+  const call = (name: string, args: Record<string, unknown>) => ({ tool_calls: [{ name, arguments: args }] });
+  return [
+    { ...call('read_file', { path: 'calc.py' }), delay_ms: o.delayMs ?? 0 },
+    call('edit_file', {
+      path: 'calc.py',
+      old_text: 'a - b',
+      new_text: 'a + b',
+      version: fileVersion(CALC_FILES['calc.py']),
+    }),
+    ...(o.runTests ? [call('run_tests', {})] : []),
+    call('finish', { summary }),
+  ];
+}
 
 export interface FakeOptions {
   /** Files the "agent" writes for this call (`call` counts calls of this fake). */

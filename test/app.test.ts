@@ -5,11 +5,7 @@ import pino from 'pino';
 import { connect, postBytes } from '../src/bench/raw-http.js';
 import type { GitHubEmulator } from '../src/emulator/github.js';
 import { signBody } from '../src/emulator/github-webhooks.js';
-import {
-  startScriptedModelServer,
-  type ScriptedModelServer,
-  type ScriptStep,
-} from '../src/emulator/scripted-model.js';
+import { startScriptedModelServer, type ScriptedModelServer } from '../src/emulator/scripted-model.js';
 import { REAL_JOB_DEPS } from '../src/pipeline/job.js';
 import { branchFor } from '../src/publish/pr.js';
 import { SqliteRunStore } from '../src/queue/sqlite-store.js';
@@ -17,6 +13,7 @@ import { StoreInUseError } from '../src/queue/store.js';
 import { startApp, type RunningApp } from '../src/app.js';
 import type { Config } from '../src/config/config.js';
 import {
+  calcFixScript,
   APP_ID,
   CALC_CONFIG,
   CALC_FILES,
@@ -31,7 +28,6 @@ import {
   testConfig,
   waitFor,
 } from './app-support.js';
-import { fileVersion } from '../src/tools/files.js';
 
 /**
  * The app end to end through a real HTTP GitHub emulator: signed webhooks, installation tokens, git
@@ -834,24 +830,7 @@ describe('what the model sees and what it may publish', () => {
   let app: RunningApp;
   let home: string;
   let model: ScriptedModelServer;
-  const WRONG = CALC_FILES['calc.py'];
-  const fix = (summary: string, delay_ms = 0): ScriptStep[] => [
-    { tool_calls: [{ name: 'read_file', arguments: { path: 'calc.py' } }], delay_ms },
-    {
-      tool_calls: [
-        {
-          name: 'edit_file',
-          arguments: {
-            path: 'calc.py',
-            old_text: 'a - b',
-            new_text: 'a + b',
-            version: fileVersion(WRONG),
-          },
-        },
-      ],
-    },
-    { tool_calls: [{ name: 'finish', arguments: { summary } }] },
-  ];
+  const fix = (summary: string, delayMs = 0) => calcFixScript(summary, { delayMs });
   const INJECTED_SUMMARY = [
     'Fixed add. Fixes #1, closes acme/other#7 and resolves: https://github.com/acme/calc/issues/3.',
     'cc @admin @acme/security; see [the docs](https://evil.example/x), <https://evil.example/y>,',

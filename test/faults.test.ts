@@ -24,6 +24,7 @@ import { prepareHost, sweepEngine } from '../src/pipeline/startup.js';
 import { ImageLeases } from '../src/environment/leases.js';
 import { BASE_IMAGE, dockerReady } from './support/docker.js';
 import {
+  calcFixScript,
   CALC_CONFIG,
   CALC_FILES,
   CALC_FIX,
@@ -35,7 +36,6 @@ import {
   testConfig,
   waitFor,
 } from './app-support.js';
-import { fileVersion } from '../src/tools/files.js';
 
 /**
  * Nothing is lost when the world fails (issue 31): each fault ends the run in a final state, with its
@@ -235,29 +235,12 @@ describe('publishing through a GitHub outage', () => {
   let app: RunningApp;
   let model: ScriptedModelServer;
   let home: string;
-  const WRONG = CALC_FILES['calc.py'];
 
   beforeAll(async () => {
     emu = await startEmulator();
     emu.createRepo(O, R, { files: { ...CALC_FILES, '.github/agenticfix.yml': CALC_CONFIG } });
     emu.setPermission(O, R, 'maint', 'maintain');
-    model = await startScriptedModelServer([
-      { tool_calls: [{ name: 'read_file', arguments: { path: 'calc.py' } }] },
-      {
-        tool_calls: [
-          {
-            name: 'edit_file',
-            arguments: {
-              path: 'calc.py',
-              old_text: 'a - b',
-              new_text: 'a + b',
-              version: fileVersion(WRONG),
-            },
-          },
-        ],
-      },
-      { tool_calls: [{ name: 'finish', arguments: { summary: 'Changed `add` to add.' } }] },
-    ]);
+    model = await startScriptedModelServer(calcFixScript('Changed `add` to add.'));
     home = mkdtempSync(path.join(tmpdir(), 'faults-outage-'));
     app = await startEmulatedApp(emu, {
       // Due at once: the test says when "later" is.

@@ -7,8 +7,8 @@ import { startScriptedModelServer, type ScriptedModelServer } from '../src/emula
 import { REAL_JOB_DEPS } from '../src/pipeline/job.js';
 import { publicScrubber } from '../src/pipeline/public.js';
 import { Scrubber } from '../src/trace/redact.js';
-import { fileVersion } from '../src/tools/files.js';
 import {
+  calcFixScript,
   CALC_FILES,
   fakeDeps,
   installationClient,
@@ -170,24 +170,7 @@ describe('a published run shows neither the model endpoint nor host paths', () =
     emu.setPermission(O, R, 'maint', 'write');
     home = tempDir('public-');
     config = testConfig(home, { AGENTICFIX_BASE_IMAGE: BASE_IMAGE });
-    model = await startScriptedModelServer([
-      { tool_calls: [{ name: 'read_file', arguments: { path: 'calc.py' } }] },
-      {
-        tool_calls: [
-          {
-            name: 'edit_file',
-            arguments: {
-              path: 'calc.py',
-              old_text: 'a - b',
-              new_text: 'a + b',
-              version: fileVersion(CALC_FILES['calc.py']),
-            },
-          },
-        ],
-      },
-      { tool_calls: [{ name: 'run_tests', arguments: {} }] },
-      { tool_calls: [{ name: 'finish', arguments: { summary: 'add adds.' } }] },
-    ]);
+    model = await startScriptedModelServer(calcFixScript('add adds.', { runTests: true }));
     app = await startEmulatedApp(emu, {
       config,
       deps: REAL_JOB_DEPS,

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { Octokit } from '@octokit/rest';
 import { startGitHubEmulator, type GitHubEmulator } from '../src/emulator/github.js';
 import type { GitHub } from '../src/publish/github.js';
-import { resolvedThreads } from '../src/webhook/app.js';
+import { resolvedThreads } from '../src/revision/feedback.js';
 
 /**
  * The emulator's reviews, review comments, review requests and checks, read back through Octokit as

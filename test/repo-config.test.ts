@@ -7,8 +7,8 @@ import {
   fetchFile,
   parseRepoConfig,
   REPO_CONFIG_MAX_BYTES,
-} from '../src/webhook/repo-config.js';
-import { matchingPattern, parsePathPattern } from '../src/tools/path-patterns.js';
+} from '../src/config/repo-config.js';
+import { matchingPattern, parsePathPattern } from '../src/config/path-patterns.js';
 import { installationClient, startEmulator, tempDir, testConfig } from './app-support.js';
 
 const home = tempDir('repo-config-');

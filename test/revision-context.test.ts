@@ -1,6 +1,6 @@
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { addressedThreads, previousSummary, revisionContext } from '../src/pipeline/revision.js';
+import { addressedThreads, previousSummary, revisionContext } from '../src/revision/prompt.js';
 import type { Feedback } from '../src/queue/feedback.js';
 import type { RunRecord } from '../src/queue/store.js';
 import { tempDir } from './app-support.js';

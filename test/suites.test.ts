@@ -9,7 +9,7 @@ import { readOnlyNote } from '../src/tools/run-command.js';
 import { runCell, type CellContext } from '../src/verify/cells.js';
 import { REPORT_DIR } from '../src/verify/reports/runner.js';
 import { CONTAINER_ROOT } from '../src/verify/reports/types.js';
-import { parseRepoConfig, repoLimits } from '../src/webhook/repo-config.js';
+import { parseRepoConfig, repoLimits } from '../src/config/repo-config.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'agenticfix-suites-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -9,8 +9,8 @@ import { git } from '../src/workspace/git.js';
 import { judge } from '../src/verify/judge.js';
 import { renderMarkdown } from '../src/verify/markdown.js';
 import { gradeInstance, loadTasks, summarize } from '../src/verify/task.js';
+import type { RebuildPolicy } from '../src/config/repo-config.js';
 import {
-  type RebuildPolicy,
   VerificationReportSchema,
   type VerificationReport,
 } from '../src/verify/types.js';

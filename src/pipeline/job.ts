@@ -44,8 +44,8 @@ import {
   REPO_CONFIG_PATH,
   repoLimits,
   type RepoConfig,
-} from '../webhook/repo-config.js';
-import { matchingPattern } from '../tools/path-patterns.js';
+} from '../config/repo-config.js';
+import { matchingPattern } from '../config/path-patterns.js';
 import { isLent } from '../environment/lending.js';
 import { capMiddle } from '../trace/cap.js';
 import { metrics } from '../trace/metrics.js';
@@ -54,7 +54,7 @@ import { GitWorkspaceManager } from '../workspace/manager.js';
 import { freeBytes, mebibytes } from './disk.js';
 import { nextTry, pendingFields, PUBLISH_ATTEMPTS, readPending } from './pending.js';
 import { deliverDue, statusWrite } from './writes.js';
-import { addressedThreads, previousSummary, revisionContext } from './revision.js';
+import { addressedThreads, previousSummary, revisionContext } from '../revision/prompt.js';
 import type { IssueText, RepairResult } from '../agent/types.js';
 import type { ModelSpec, RepairOptions, RepairProgress } from './types.js';
 

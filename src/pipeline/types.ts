@@ -17,7 +17,7 @@ export interface RepairOptions {
   testArgv: string[];
   model: ModelSpec;
   sandbox: 'docker' | 'local';
-  /** Path patterns (src/tools/path-patterns.ts) the agent's tools refuse to change. */
+  /** Path patterns (src/config/path-patterns.ts) the agent's tools refuse to change. */
   protectedPaths?: string[];
   /** A maintainer-provided Dockerfile used instead of asking the model to write one. */
   dockerfile?: string;

@@ -1,7 +1,7 @@
 import { lstatSync, mkdirSync, realpathSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { matchingPattern } from './path-patterns.js';
+import { matchingPattern } from '../config/path-patterns.js';
 import { fail, type ToolContext, type ToolResult } from './types.js';
 
 /**

@@ -17,7 +17,8 @@ import { evaluate } from './evaluate.js';
 import { renderMarkdown } from './markdown.js';
 import { formatFlag, scanPatch, staticTestModifications } from './scan.js';
 import { classifyPatch, joinPatch, splitPatch } from './split.js';
-import type { Cell, CellName, JudgeOptions, RebuildPolicy, VerificationReport, Verdict } from './types.js';
+import type { RebuildPolicy } from '../config/repo-config.js';
+import type { Cell, CellName, JudgeOptions, VerificationReport, Verdict } from './types.js';
 import { VerificationReportSchema } from './types.js';
 import { stopwatch } from '../trace/phases.js';
 

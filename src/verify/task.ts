@@ -10,7 +10,8 @@ import { runCell } from './cells.js';
 import { splitArgv } from './argv.js';
 import { newRunId } from '../trace/ids.js';
 import { buildEnvironment, finish, infraReason, newReport, Worktrees } from './judge.js';
-import type { RebuildPolicy, VerificationReport } from './types.js';
+import type { RebuildPolicy } from '../config/repo-config.js';
+import type { VerificationReport } from './types.js';
 
 /** SWE-bench stores test lists as JSON-encoded strings; plain arrays are accepted too. */
 const IdList = z.union([

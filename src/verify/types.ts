@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Config } from '../config/config.js';
+import type { RebuildPolicy } from '../config/repo-config.js';
 import { RunnerSchema, TestResultSchema } from './reports/types.js';
 
 export const VerdictSchema = z.enum([
@@ -14,15 +15,6 @@ export const VerdictSchema = z.enum([
   'infra_error',
 ]);
 export type Verdict = z.infer<typeof VerdictSchema>;
-
-/**
- * When the judge builds its image from scratch: `changed` reuses an image whose content key (the
- * Dockerfile and every file it copies, see docker-context.ts) matches, so the test containers still run
- * an image that is exactly what this Dockerfile and worktree produce; `always` rebuilds with --no-cache
- * (repository config `verify: {rebuild: always}`), for repositories whose builds fetch moving targets.
- */
-export const RebuildPolicySchema = z.enum(['changed', 'always']);
-export type RebuildPolicy = z.infer<typeof RebuildPolicySchema>;
 
 export interface JudgeOptions {
   config: Config;

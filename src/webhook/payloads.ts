@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { GH_REVIEW_COMMENT } from '../revision/feedback.js';
 
 /**
  * The webhook payloads the app acts on, as far as it reads them: shared by the handlers and the contract
@@ -39,18 +40,6 @@ export const REVIEWED = z.object({
   pull_request: z.object({ number: z.number().int() }),
 });
 
-/** A review comment as the REST API and webhooks render it. */
-export const GH_REVIEW_COMMENT = z.object({
-  id: z.number().int(),
-  body: z.string(),
-  user: z.object({ login: z.string() }).nullable(),
-  path: z.string(),
-  line: z.number().int().nullish(), // null: outdated
-  diff_hunk: z.string(),
-  in_reply_to_id: z.number().int().nullish(),
-  pull_request_review_id: z.number().int().nullish(),
-});
-
 export const REVIEW_COMMENTED = z.object({
   ...COMMON,
   comment: GH_REVIEW_COMMENT,
@@ -85,7 +74,7 @@ export const INSTALLED_REPOS = z.object({
 });
 
 /** The events (and their one action) the app acts on; every other delivery is answered and dropped. */
-export const HANDLED: Record<string, string> = {
+export const HANDLED: Readonly<Record<string, string>> = {
   issues: 'labeled',
   issue_comment: 'created',
   pull_request_review: 'submitted',
@@ -102,7 +91,7 @@ export const HANDLED: Record<string, string> = {
  * may send null: then the pull request's `updated_at`), the check suite's `updated_at`. It is never later than the delivery's first receipt, so an event older
  * than AGENTICFIX_DELIVERY_MAX_AGE_D may be one whose record was pruned: such a delivery is refused.
  */
-export const EVENT_TIME: Record<keyof typeof HANDLED, z.ZodType<string>> = {
+export const EVENT_TIME: Readonly<Record<string, z.ZodType<string>>> = {
   issues: z.object({ issue: z.object({ updated_at: z.string() }) }).transform((p) => p.issue.updated_at),
   issue_comment: z
     .object({ comment: z.object({ created_at: z.string() }) })
@@ -138,3 +127,4 @@ export const PAYLOADS = {
   installation: INSTALLED,
   installation_repositories: INSTALLED_REPOS,
 } satisfies Record<keyof typeof HANDLED, z.ZodType>;
+export type HandledEvent = keyof typeof PAYLOADS;

@@ -1,11 +1,18 @@
 import { Lexer, parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import type { Config } from '../config/config.js';
-import type { GitHub } from '../publish/github.js';
-import { parsePathPattern } from '../tools/path-patterns.js';
-import { RebuildPolicySchema } from '../verify/types.js';
+import type { Config } from './config.js';
+import { parsePathPattern } from './path-patterns.js';
 
 /** Per-repository settings from `.github/agenticfix.yml` (at the run's base commit). */
+
+/**
+ * When the judge builds its image from scratch: `changed` reuses an image whose content key (the
+ * Dockerfile and every file it copies, see environment/docker-context.ts) matches, so the test containers still run
+ * an image that is exactly what this Dockerfile and worktree produce; `always` rebuilds with --no-cache
+ * (repository config `verify: {rebuild: always}`), for repositories whose builds fetch moving targets.
+ */
+export const RebuildPolicySchema = z.enum(['changed', 'always']);
+export type RebuildPolicy = z.infer<typeof RebuildPolicySchema>;
 
 export const REPO_CONFIG_PATH = '.github/agenticfix.yml';
 /** Checked against the contents API's `size` before anything is decoded or parsed. */
@@ -73,7 +80,7 @@ const repoPath = z
     'must be relative and inside the repository',
   );
 
-/** A path pattern (see src/tools/path-patterns.ts), normalised; refused with its reason otherwise. */
+/** A path pattern (see src/config/path-patterns.ts), normalised; refused with its reason otherwise. */
 const pathPattern = z.string().transform((entry, ctx) => {
   const r = parsePathPattern(entry);
   if (r.ok) return r.pattern;
@@ -284,6 +291,23 @@ export function parseRepoConfig(text: string | null, limits: OperatorLimits): Re
   };
 }
 
+/**
+ * The two reads of GitHub's API that fetching a file takes, as the installation client offers them
+ * (named here so that settings stay below the stages that hold a client).
+ */
+export interface ContentsReader {
+  rest: {
+    repos: {
+      getContent(p: { owner: string; repo: string; path: string; ref: string }): Promise<{ data: unknown }>;
+    };
+    git: {
+      getBlob(p: { owner: string; repo: string; file_sha: string }): Promise<{
+        data: { size?: number | null; encoding?: string; content?: string };
+      }>;
+    };
+  };
+}
+
 export type FileResult = { ok: true; text: string | null } | { ok: false; error: string };
 
 /**
@@ -292,7 +316,7 @@ export type FileResult = { ok: true; text: string | null } | { ok: false; error:
  * (`encoding: "none"`); those are read through the git blob API.
  */
 export async function fetchFile(
-  gh: GitHub,
+  gh: ContentsReader,
   owner: string,
   repo: string,
   path: string,
@@ -330,7 +354,7 @@ export async function fetchFile(
 }
 
 export async function loadRepoConfig(
-  gh: GitHub,
+  gh: ContentsReader,
   owner: string,
   repo: string,
   ref: string,

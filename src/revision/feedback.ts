@@ -1,0 +1,282 @@
+import { z } from 'zod';
+import type { Config } from '../config/config.js';
+import type { GitHub } from '../publish/github.js';
+import type { Feedback, ReviewComment } from '../queue/feedback.js';
+import type { RunStore } from '../queue/store.js';
+import { capMiddle } from '../trace/cap.js';
+import type { Target } from './admission.js';
+
+/**
+ * Reading a revision's feedback from GitHub once it is admitted: the review with its comments and the
+ * writers' earlier threads, a mention, or the failing runs of a check suite. Every text read here is
+ * untrusted and reaches the model only as the feedback of the person or check app that gave it.
+ */
+
+/** A review comment as the REST API and webhooks render it. */
+export const GH_REVIEW_COMMENT = z.object({
+  id: z.number().int(),
+  body: z.string(),
+  user: z.object({ login: z.string() }).nullable(),
+  path: z.string(),
+  line: z.number().int().nullish(), // null: outdated
+  diff_hunk: z.string(),
+  in_reply_to_id: z.number().int().nullish(),
+  pull_request_review_id: z.number().int().nullish(),
+});
+type GhReviewComment = z.infer<typeof GH_REVIEW_COMMENT>;
+
+/** As a revision keeps it: `id` is the thread's first comment, where a reply goes. */
+const feedbackComment = (c: GhReviewComment, resolved: Set<number>): ReviewComment => ({
+  id: c.in_reply_to_id ?? c.id,
+  resolved: resolved.has(c.in_reply_to_id ?? c.id),
+  path: c.path,
+  line: c.line ?? null,
+  diff_hunk: c.diff_hunk,
+  body: c.body,
+  user: c.user?.login ?? 'ghost',
+  outdated: (c.line ?? null) === null,
+});
+
+// Whether a thread is resolved is only in the GraphQL API. A thread is known by its first comment (what
+// the REST API's in_reply_to_id names), so one comment of each is read; the threads are read page by page.
+const THREADS_QUERY = `query ($owner: String!, $repo: String!, $pr: Int!, $after: String) {
+  repository(owner: $owner, name: $repo) {
+    pullRequest(number: $pr) {
+      reviewThreads(first: 100, after: $after) {
+        nodes { isResolved comments(first: 1) { nodes { databaseId } } }
+        pageInfo { hasNextPage endCursor }
+      }
+    }
+  }
+}`;
+const THREADS = z.object({
+  repository: z.object({
+    pullRequest: z
+      .object({
+        reviewThreads: z.object({
+          nodes: z.array(
+            z.object({
+              isResolved: z.boolean(),
+              comments: z.object({ nodes: z.array(z.object({ databaseId: z.number().int().nullable() })) }),
+            }),
+          ),
+          pageInfo: z.object({ hasNextPage: z.boolean(), endCursor: z.string().nullable() }),
+        }),
+      })
+      .nullable(),
+  }),
+});
+
+/** Pages of review threads read at most: 5,000 threads, far past what a pull request holds. */
+const MAX_THREAD_PAGES = 50;
+
+/** First comments of the pull request's resolved review threads, every page; none when GraphQL cannot say. */
+export async function resolvedThreads(
+  gh: GitHub,
+  owner: string,
+  repo: string,
+  pr: number,
+): Promise<Set<number>> {
+  const resolved = new Set<number>();
+  try {
+    let after: string | null = null;
+    for (let page = 0; page < MAX_THREAD_PAGES; page++) {
+      const data = THREADS.parse(await gh.graphql(THREADS_QUERY, { owner, repo, pr, after }));
+      const threads = data.repository.pullRequest?.reviewThreads;
+      for (const t of threads?.nodes ?? [])
+        if (t.isResolved) for (const c of t.comments.nodes) resolved.add(c.databaseId ?? -1);
+      if (!threads?.pageInfo.hasNextPage || !threads.pageInfo.endCursor) break;
+      after = threads.pageInfo.endCursor;
+    }
+    return resolved;
+  } catch {
+    return new Set();
+  }
+}
+
+/**
+ * A review that requested changes: its own comments, and earlier threads for context, of which only
+ * writers' reach the model (anyone can comment on a public pull request).
+ */
+export async function reviewFeedback(
+  gh: GitHub,
+  t: Target,
+  review: { id: number; body?: string | null | undefined; user: string },
+  isWriter: (login: string) => Promise<boolean>,
+): Promise<Feedback> {
+  const [all, resolved] = await Promise.all([
+    gh.paginate(gh.rest.pulls.listReviewComments, {
+      owner: t.owner,
+      repo: t.repo,
+      pull_number: t.pr,
+      per_page: 100,
+    }),
+    resolvedThreads(gh, t.owner, t.repo, t.pr),
+  ]);
+  const comments = all.map((c) => GH_REVIEW_COMMENT.parse(c));
+  const own = comments.filter((c) => c.pull_request_review_id === review.id);
+  const others = comments.filter((c) => c.pull_request_review_id !== review.id && !c.in_reply_to_id);
+  const writers = await Promise.all(others.map((c) => (c.user ? isWriter(c.user.login) : false)));
+  const threads = others.filter((_, i) => writers[i]);
+  return {
+    kind: 'review',
+    user: review.user,
+    review_id: review.id,
+    body: review.body ?? '',
+    comments: own.map((c) => feedbackComment(c, resolved)),
+    threads: threads.map((c) => feedbackComment(c, resolved)),
+    left_out: others.length - threads.length,
+  };
+}
+
+/**
+ * A review comment that mentions the app. One in a review that requests changes is left to that
+ * review's event when reviews start revisions too (null).
+ */
+export async function mentionFeedback(
+  gh: GitHub,
+  t: Target,
+  comment: GhReviewComment,
+  user: string,
+): Promise<Feedback | null> {
+  if (comment.pull_request_review_id && t.rc.revise_on.includes('changes_requested')) {
+    const { data: review } = await gh.rest.pulls.getReview({
+      owner: t.owner,
+      repo: t.repo,
+      pull_number: t.pr,
+      review_id: comment.pull_request_review_id,
+    });
+    if (review.state === 'CHANGES_REQUESTED') return null;
+  }
+  const resolved = await resolvedThreads(gh, t.owner, t.repo, t.pr);
+  return { kind: 'mention', user, comment: feedbackComment(comment, resolved) };
+}
+
+/** A check run as the checks API lists it. */
+const GH_CHECK_RUN = z.object({
+  id: z.number().int(),
+  name: z.string(),
+  status: z.string(),
+  conclusion: z.string().nullable(),
+  output: z.object({ summary: z.string().nullish(), text: z.string().nullish() }),
+  check_suite: z.object({ id: z.number().int() }).nullable(),
+  app: z.object({ slug: z.string().optional() }).nullable(),
+});
+const CHECK_RUNS = z.array(GH_CHECK_RUN);
+const CHECK_SUITES = z.object({
+  check_suites: z.array(z.object({ app: z.object({ slug: z.string().optional() }).nullable() })),
+});
+
+/** Check run conclusions that ask for a fix (neutral, skipped and stale do not). */
+const FAILING = new Set(['failure', 'timed_out', 'cancelled', 'action_required', 'startup_failure']);
+const OUTPUT_TAIL_CHARS = 3000;
+const SUMMARY_KEEP = 1000; // characters kept at each end of a check run's summary
+const MAX_ANNOTATIONS = 50;
+
+/**
+ * Check apps whose failing runs may start a revision: the repository's `ci_feedback.apps`, else the
+ * operator's AGENTICFIX_CHECK_APPS, else GitHub Actions and the apps that reported on the default
+ * branch's head (the repository's own CI).
+ */
+async function checkApps(gh: GitHub, t: Target, operatorApps: string[] | null, base: string) {
+  const listed = t.rc.ci_feedback.apps ?? operatorApps;
+  if (listed) return new Set(listed);
+  const { data } = await gh.rest.checks.listSuitesForRef({
+    owner: t.owner,
+    repo: t.repo,
+    ref: base,
+    per_page: 100,
+  });
+  const onBase = CHECK_SUITES.parse(data).check_suites.flatMap((c) => (c.app ? [c.app.slug] : []));
+  return new Set(['github-actions', ...onBase]);
+}
+
+/** A completed check suite as its webhook names it. */
+export interface Suite {
+  id: number;
+  head_sha: string;
+  head_branch: string | null;
+  app?: { slug?: string | undefined } | null | undefined;
+}
+
+/**
+ * The failing runs of a completed check suite on the pull request's head. Only that suite's runs are
+ * read, only when it ran on the pull request's own branch in this repository (a fork's pull request on
+ * the same commit has no head branch here), and only when its app is allowed: anyone with
+ * `checks:write`, or a fork's workflows, can put failing runs on the same commit, and their text would
+ * become the model's instructions. The other failing runs on the commit are named as ignored, never
+ * shown to the model. Null, with `ignored` told why where it matters: nothing to revise.
+ */
+export async function checksFeedback(
+  gh: GitHub,
+  store: RunStore,
+  config: Pick<Config, 'app'>,
+  t: Target,
+  a: { suite: Suite; defaultBranch: string; ignored: (why: string) => void },
+): Promise<Feedback | null> {
+  const { suite } = a;
+  const head = t.pull.sha;
+  if (suite.head_sha !== head) return null; // checks of an older commit
+  if (suite.head_branch !== t.pull.ref || t.pull.repo !== `${t.owner}/${t.repo}`) {
+    a.ignored('not the pull request’s own branch in this repository');
+    return null;
+  }
+  const allowed = await checkApps(gh, t, config.app.checkApps, a.defaultBranch);
+  // Most webhook payloads name the suite's app by slug; where one does not, the suite itself does.
+  const slug =
+    suite.app?.slug ??
+    (await gh.rest.checks.getSuite({ owner: t.owner, repo: t.repo, check_suite_id: suite.id })).data.app
+      ?.slug;
+  if (!slug || !allowed.has(slug)) {
+    a.ignored('its app is not an allowed check app');
+    return null;
+  }
+  const seen = await store.forPr(t.owner, t.repo, t.pr);
+  if (seen.some((run) => run.trigger === 'checks' && run.head_commit === head)) return null;
+  // Every page: a suite or a commit can have more check runs than one page holds.
+  const [own, all] = await Promise.all(
+    [
+      gh.paginate(gh.rest.checks.listForSuite, {
+        owner: t.owner,
+        repo: t.repo,
+        check_suite_id: suite.id,
+        per_page: 100,
+      }),
+      gh.paginate(gh.rest.checks.listForRef, { owner: t.owner, repo: t.repo, ref: head, per_page: 100 }),
+    ].map(async (p) => CHECK_RUNS.parse(await p)),
+  );
+  const failing = own!.filter((c) => c.check_suite?.id === suite.id && FAILING.has(c.conclusion ?? ''));
+  if (failing.length === 0) return null;
+  const others = all!
+    .filter((c) => c.check_suite?.id !== suite.id && FAILING.has(c.conclusion ?? ''))
+    .map((c) => ({
+      name: c.name,
+      app: c.app?.slug ?? 'unknown',
+      why: allowed.has(c.app?.slug ?? '')
+        ? 'another check suite, not the one that triggered this revision'
+        : 'its app is not an allowed check app',
+    }));
+  const runs = await Promise.all(
+    failing.map(async (c) => {
+      const notes = await gh.rest.checks.listAnnotations({
+        owner: t.owner,
+        repo: t.repo,
+        check_run_id: c.id,
+        per_page: MAX_ANNOTATIONS,
+      });
+      return {
+        id: c.id,
+        name: c.name,
+        conclusion: c.conclusion ?? 'failure',
+        summary: capMiddle(c.output.summary ?? '', SUMMARY_KEEP),
+        annotations: notes.data.map((n) => ({
+          path: n.path,
+          line: n.start_line,
+          message: capMiddle(n.message ?? '', SUMMARY_KEEP / 4),
+        })),
+        output_tail: (c.output.text ?? '').slice(-OUTPUT_TAIL_CHARS),
+      };
+    }),
+  );
+  return { kind: 'checks', user: slug, head_sha: head, suite_id: suite.id, runs, ignored: others };
+}

@@ -1,6 +1,7 @@
 import { Probot, type Logger } from 'probot';
 import { ConfigError, type Config } from './config/config.js';
-import { JobRunner, type JobDeps } from './pipeline/job.js';
+import type { JobDeps } from './pipeline/context.js';
+import { JobRunner } from './pipeline/job.js';
 import { publicScrubber } from './pipeline/public.js';
 import { applyRetention, prepareHost, sweepEngine } from './pipeline/startup.js';
 import type { ModelSpec } from './pipeline/types.js';

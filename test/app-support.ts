@@ -10,7 +10,7 @@ import { loadConfig, type Config } from '../src/config/config.js';
 import { startGitHubEmulator, type GitHubEmulator } from '../src/emulator/github.js';
 import type { ScriptStep } from '../src/emulator/scripted-model.js';
 import { fileVersion } from '../src/tools/files.js';
-import type { JobDeps } from '../src/pipeline/job.js';
+import type { JobDeps } from '../src/pipeline/context.js';
 import type { RepairResult } from '../src/agent/types.js';
 import type { RepairOptions } from '../src/pipeline/types.js';
 import { appOctokit, type GitHub } from '../src/publish/github.js';

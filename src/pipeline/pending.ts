@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { RunRecord, RunUpdate } from '../queue/store.js';
 import { VerificationReportSchema } from '../verify/types.js';
 import type { RepairResult } from '../agent/types.js';
+import { BUDGETS } from './types.js';
 
 /**
  * A judged run whose publishing failed (GitHub down, a push refused for a moment) waits in state
@@ -21,7 +22,7 @@ export const PENDING_PUBLISH = z.strictObject({
   ),
   patch: z.string(),
   report: VerificationReportSchema,
-  budgets: z.record(z.string(), z.number()),
+  budgets: BUDGETS,
   model_label: z.string(),
   default_branch: z.string(),
   remote: z.string(),

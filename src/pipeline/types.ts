@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import type { Config } from '../config/config.js';
 import type { RunOutcome } from '../environment/types.js';
 import type { IssueText } from '../agent/types.js';
@@ -40,3 +41,12 @@ export interface RepairProgress {
   /** While an image builds: the step it is at and the time since the build's first step. */
   build?: { step: string; elapsed_ms: number };
 }
+
+/** A run's budgets as the repository config and a rerun command leave them (shown on the PR, kept while publishing waits). */
+export const BUDGETS = z.strictObject({
+  tokens: z.number(),
+  requests: z.number(),
+  toolCalls: z.number(),
+  timeMs: z.number(),
+});
+export type Budgets = z.infer<typeof BUDGETS>;

@@ -1,0 +1,147 @@
+import type { RepairResult } from '../agent/types.js';
+import { existsSync, readFileSync } from 'node:fs';
+import { issueGone } from '../publish/github.js';
+import { branchFor, branchHead, pushPatch, runBranch, upsertDraftPr } from '../publish/pr.js';
+import {
+  blockedPathsNote,
+  ciBlockedNote,
+  ciFlagNote,
+  configComment,
+  evidenceComment,
+  prBody,
+  prTitle,
+  supersededNote,
+  traceComment,
+  unverifiedComment,
+} from '../publish/render.js';
+import type { RunUpdate } from '../queue/store.js';
+import type { VerificationReport } from '../verify/types.js';
+import { code, inert } from '../verify/untrusted.js';
+import type { RunContext } from './context.js';
+import { endPhase, pushPolicy } from './policy.js';
+
+/**
+ * Publishes a judged run: a verified patch (or an unverified one where the repository allows it) is
+ * pushed to the issue's branch and opened as a draft pull request with its evidence, trace and
+ * configuration; anything else is reported on the issue. Throws when pushing or opening fails: the run
+ * then waits to be published again (resume.ts), without running the model again.
+ */
+export async function openPr(
+  c: RunContext,
+  result: RepairResult,
+  report: VerificationReport,
+): Promise<RunUpdate> {
+  const { run, gh, ref, rc } = c;
+  const { store, reporter, deps, config } = c.s;
+  // Nothing is pushed or opened for an issue that went while the run worked.
+  const gone = await issueGone(gh, ref);
+  if (gone)
+    return {
+      state: 'failed',
+      error: `${gone}; nothing was published (the patch is kept with the run: ${result.patch_path})`,
+    };
+  const evidence = await deps.renderEvidence(report);
+  const { blocked, ci, ciBlocked } = pushPolicy(rc, result.patch);
+  const wantPr = report.verdict === 'verified' || rc.publish_unverified;
+  if (!wantPr || blocked.length > 0 || ciBlocked || !result.patch.trim()) {
+    const notes = [blocked.length > 0 && blockedPathsNote(blocked), ciBlocked && ciBlockedNote(ci)].filter(
+      (n): n is string => typeof n === 'string',
+    );
+    const why = notes.length > 0 ? notes.join('\n\n') : undefined;
+    await reporter.comment(run, gh, ref, unverifiedComment({ run, result, report, evidence, why }));
+    await reporter.finalStatus(run, {
+      phase: endPhase(report),
+      detail: `Verdict \`${report.verdict}\`: ${inert(report.reason)}\n\nNo pull request was opened.`,
+    });
+    return { state: 'done' };
+  }
+
+  const title = prTitle({ number: run.issue, title: c.issueTitle });
+  const wanted = branchFor(run.issue);
+  // A try after a failed one reuses the commit it pushed, on whichever name its branch got, while the
+  // branch still holds it.
+  let reused: string | null = null;
+  if (run.pushed_commit !== null)
+    for (const branch of [wanted, runBranch(wanted, run.id)]) {
+      if ((await branchHead(gh, { owner: run.owner, repo: run.repo, branch })) === run.pushed_commit) {
+        reused = branch;
+        break;
+      }
+    }
+  const pushed =
+    reused !== null && run.pushed_commit !== null
+      ? { ok: true as const, commit: run.pushed_commit, branch: reused }
+      : await pushPatch({
+          gh,
+          workspaces: c.s.workspaces,
+          cloneUrl: c.remote,
+          baseCommit: run.base_commit,
+          patch: result.patch,
+          branch: wanted,
+          message: `${title}\n\nFixes #${run.issue}\nAgenticFix run ${run.id}`,
+          runId: run.id,
+        });
+  if (!pushed.ok) throw new Error(pushed.error);
+  await store.update(run.id, { pushed_commit: pushed.commit });
+  // The issue's latest earlier pull request stays as it is (its commits may be a maintainer's or
+  // revisions): the new one links it.
+  const earlier =
+    (await store.forIssue(run.owner, run.repo, run.issue)).find(
+      (r) => r.id !== run.id && r.revision === null && r.pr_number !== null,
+    )?.pr_number ?? null;
+  const pr = await upsertDraftPr(gh, {
+    owner: run.owner,
+    repo: run.repo,
+    branch: pushed.branch,
+    base: c.defaultBranch,
+    title,
+    body: prBody({ issue: run.issue, run, result, report, earlier }),
+  });
+  await store.update(run.id, { pr_number: pr.number });
+  if (earlier !== null && earlier !== pr.number)
+    await reporter.comment(run, gh, { ...ref, issue: earlier }, supersededNote(run, pr.number));
+  // The maintainer who started the run is asked to review the draft it opened.
+  if (pr.created)
+    await gh.rest.pulls
+      .requestReviewers({
+        owner: run.owner,
+        repo: run.repo,
+        pull_number: pr.number,
+        reviewers: [run.triggered_by],
+      })
+      .catch((e: unknown) => c.s.log?.warn({ err: e, run: run.id }, 'could not request a review'));
+  const prRef = { ...ref, issue: pr.number };
+  const events = existsSync(result.trace_path) ? readFileSync(result.trace_path, 'utf8') : '';
+  await reporter.comment(
+    run,
+    gh,
+    prRef,
+    evidenceComment(run, evidence, ci.length > 0 ? [ciFlagNote(ci)] : []),
+  );
+  await reporter.comment(run, gh, prRef, traceComment(run, result, events));
+  await reporter.comment(
+    run,
+    gh,
+    prRef,
+    configComment({
+      run,
+      result,
+      model: result.model_name ?? c.model,
+      budgets: c.budgets,
+      testArgv: rc.test,
+      dockerfileSource: c.dockerfile
+        ? `maintainer Dockerfile ${code(rc.dockerfile ?? '')}`
+        : 'Dockerfile written by the agent',
+      buildNetwork: {
+        proxy: config.sandbox.buildNetwork.proxy !== undefined,
+        ca: config.sandbox.buildNetwork.caFile !== undefined,
+      },
+    }),
+  );
+  await reporter.finalStatus(run, {
+    phase: 'done',
+    detail: `Verdict \`${report.verdict}\`: ${inert(report.reason)}\n\nDraft pull request #${pr.number} ${pr.created ? 'opened' : 'updated'}.`,
+    links: [{ label: `Pull request #${pr.number}`, url: pr.url }],
+  });
+  return { state: 'done', pr_number: pr.number };
+}

@@ -1,0 +1,52 @@
+import type { RepairResult } from '../agent/types.js';
+import { matchingPattern } from '../config/path-patterns.js';
+import { repoLimits, type RepoConfig } from '../config/repo-config.js';
+import { patchFiles } from '../patch/patch.js';
+import type { StatusState } from '../publish/status.js';
+import type { VerificationReport } from '../verify/types.js';
+import type { RunContext } from './context.js';
+
+/** Paths the app never pushes: changing workflows needs a permission the app does not hold, by design. */
+export const NEVER_PUSHED = ['.github/workflows'];
+
+/**
+ * The one push policy, for a new pull request and a revision alike: files under protected paths are
+ * never pushed; files that are CI entry points are flagged, or block the push under `policy: block`.
+ */
+export function pushPolicy(
+  rc: RepoConfig,
+  patch: string,
+): { blocked: string[]; ci: string[]; ciBlocked: boolean } {
+  const files = patchFiles(patch);
+  const blocked = files.filter((f) => matchingPattern(f, [...NEVER_PUSHED, ...rc.protected_paths]));
+  const ci = files.filter((f) => matchingPattern(f, rc.ci_entry_points.paths));
+  return { blocked, ci, ciBlocked: rc.ci_entry_points.policy === 'block' && ci.length > 0 };
+}
+
+/**
+ * The judge on a run's patch (or, for a revision, the pull request's whole change against the base).
+ * The judge itself answers empty_patch, and build_failed when there is no usable Dockerfile.
+ */
+export function judgeRun(
+  c: RunContext,
+  result: RepairResult,
+  cumulative?: string,
+): Promise<VerificationReport> {
+  const { config, deps } = c.s;
+  return deps.judge({
+    config: { ...config, limits: repoLimits(config.limits, c.rc) },
+    suiteMs: result.suite_ms,
+    remote: c.remote,
+    baseCommit: c.run.base_commit,
+    patch: cumulative ?? result.patch,
+    dockerfile: result.dockerfile ?? c.dockerfile ?? '',
+    testArgv: c.rc.test,
+    rebuild: c.rc.verify.rebuild,
+    runId: `${c.run.id}-verify`,
+    signal: c.signal,
+  });
+}
+
+/** The status a judged run ends on: an infrastructure error is no verdict on the patch. */
+export const endPhase = (report: VerificationReport | null): StatusState['phase'] =>
+  report?.verdict === 'infra_error' ? 'infra_error' : 'done';

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { ENV_SCHEMA, unknownSettings } from '../src/config/config.js';
+import { parseRepoConfig, repoConfigJsonSchema } from '../src/config/repo-config.js';
 import { envExample, withSettingsTable } from '../src/config/settings-doc.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -36,5 +37,24 @@ describe('the settings table', () => {
       'AGENTICFIX_FROBNICATE is not a setting and is ignored',
       'AGENTICFIX_TOKEN_BUDJET is not a setting and is ignored (did you mean AGENTICFIX_TOKEN_BUDGET?)',
     ]);
+  });
+
+  it('schema/agenticfix.schema.json is the repository config schema, strict like the parser', () => {
+    const schema = repoConfigJsonSchema() as {
+      properties: Record<string, { description?: string }>;
+      additionalProperties: boolean;
+    };
+    expect(JSON.parse(read('schema/agenticfix.schema.json'))).toEqual(schema);
+    expect(schema.additionalProperties).toBe(false);
+    // Every key the parser takes is in the schema, with its description; the parser refuses what it lacks.
+    const limits = {
+      ceilings: { tokens: 1, requests: 1, toolCalls: 1, timeMs: 1, revisions: 5, ciRounds: 2 },
+      model: { allowlist: [] },
+    };
+    for (const [key, prop] of Object.entries(schema.properties))
+      expect([key, prop.description]).toEqual([key, expect.any(String)]);
+    expect(parseRepoConfig('publish_unverified: true\n', limits)).toMatchObject({ ok: true });
+    expect(parseRepoConfig('frobnicate: true\n', limits)).toMatchObject({ ok: false });
+    expect(Object.keys(schema.properties)).toContain('ci_feedback');
   });
 });

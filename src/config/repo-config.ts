@@ -99,54 +99,102 @@ const CI_ENTRY_POINTS = z
   ])
   .default({ paths: DEFAULT_CI_ENTRY_POINTS, policy: 'flag' });
 
+const d = <T extends z.ZodType>(schema: T, description: string): T => schema.describe(description);
+
+/** `.github/agenticfix.yml`; the descriptions also document its JSON Schema (repoConfigJsonSchema). */
 const REPO_CONFIG_SCHEMA = z.strictObject({
-  label: z.string().min(1).max(50).optional(), // default: the app's configured label
-  test: z.array(z.string().min(1)).min(1).default(DEFAULT_TEST_ARGV),
-  dockerfile: repoPath.optional(), // maintainer Dockerfile used instead of asking the model
-  model: z.string().min(1).max(100).optional(),
-  budgets: z
-    .strictObject({
-      tokens: z.number().int().positive().optional(),
-      requests: z.number().int().positive().optional(),
-      tool_calls: z.number().int().positive().optional(),
-      time_s: z.number().int().positive().optional(),
-    })
-    .default({}),
-  protected_paths: z.array(pathPattern).default([]),
-  // The repository's guidance for agents, instead of AGENTS.md / .github/copilot-instructions.md.
-  guidance_file: repoPath.optional(),
-  ci_entry_points: CI_ENTRY_POINTS,
-  publish_unverified: z.boolean().default(false),
-  verify: z.strictObject({ rebuild: RebuildPolicySchema.default('changed') }).default({ rebuild: 'changed' }),
-  // The longest a test run may take here, within the operator's ceiling (AGENTICFIX_MAX_TEST_TIMEOUT_S).
-  test_timeout_s: z.number().int().positive().optional(),
-  // What starts a revision of the app's draft pull request (from people with write access).
-  revise_on: z
-    .array(z.enum(['command', 'changes_requested', 'mention']))
-    .default(['command'])
-    .transform((l) => [...new Set(l)]),
-  // Per pull request; default and ceiling: the operator's AGENTICFIX_MAX_REVISIONS.
-  max_revisions: z.number().int().min(0).optional(),
-  // Failing checks on the head of the app's branch start a revision, at most `max_rounds` times per PR
-  // (default and ceiling: AGENTICFIX_CI_FEEDBACK_MAX_ROUNDS), only from the check apps allowed.
-  ci_feedback: z
-    .strictObject({
-      enabled: z.boolean().default(false),
-      max_rounds: z.number().int().min(1).optional(),
-      // App slugs (`github-actions`); default: the operator's AGENTICFIX_CHECK_APPS, else GitHub Actions
-      // and the apps that reported on the default branch's head.
-      apps: z
-        .array(
+  label: d(z.string().min(1).max(50).optional(), "The trigger label (default: the app's AGENTICFIX_LABEL)."),
+  test: d(
+    z.array(z.string().min(1)).min(1).default(DEFAULT_TEST_ARGV),
+    'The test command as an argv (never a shell).',
+  ),
+  dockerfile: d(
+    repoPath.optional(),
+    "The maintainer's Dockerfile, used instead of asking the model to write one.",
+  ),
+  model: d(
+    z.string().min(1).max(100).optional(),
+    "The model; must be on the operator's AGENTICFIX_MODEL_ALLOWLIST.",
+  ),
+  budgets: d(
+    z
+      .strictObject({
+        tokens: z.number().int().positive().optional(),
+        requests: z.number().int().positive().optional(),
+        tool_calls: z.number().int().positive().optional(),
+        time_s: z.number().int().positive().optional(),
+      })
+      .default({}),
+    "A run's budgets; each at most the operator's ceiling.",
+  ),
+  protected_paths: d(
+    z.array(pathPattern).default([]),
+    'Path patterns the agent may not change and the app never pushes.',
+  ),
+  guidance_file: d(
+    repoPath.optional(),
+    "The repository's guidance for agents, instead of AGENTS.md / .github/copilot-instructions.md.",
+  ),
+  ci_entry_points: d(
+    CI_ENTRY_POINTS,
+    'Files that decide what CI executes: `flag` warns on a patch that touches one, `block` does not push it.',
+  ),
+  publish_unverified: d(z.boolean().default(false), 'Open a draft pull request for unverified results too.'),
+  verify: d(
+    z.strictObject({ rebuild: RebuildPolicySchema.default('changed') }).default({ rebuild: 'changed' }),
+    'When the judge builds its image from scratch: `changed` reuses an image of the same content, `always` rebuilds.',
+  ),
+  test_timeout_s: d(
+    z.number().int().positive().optional(),
+    "The longest a test run may take here, within the operator's AGENTICFIX_MAX_TEST_TIMEOUT_S.",
+  ),
+  revise_on: d(
+    z
+      .array(z.enum(['command', 'changes_requested', 'mention']))
+      .default(['command'])
+      .transform((l) => [...new Set(l)]),
+    "What starts a revision of the app's draft pull request (from people with write access).",
+  ),
+  max_revisions: d(
+    z.number().int().min(0).optional(),
+    "Revisions per pull request; default and ceiling: the operator's AGENTICFIX_MAX_REVISIONS.",
+  ),
+  ci_feedback: d(
+    z
+      .strictObject({
+        enabled: z.boolean().default(false),
+        max_rounds: d(
+          z.number().int().min(1).optional(),
+          'Revisions started by checks per pull request; default and ceiling: AGENTICFIX_CI_FEEDBACK_MAX_ROUNDS.',
+        ),
+        apps: d(
           z
-            .string()
-            .regex(/^[a-z0-9][a-z0-9-]{0,99}$/, 'an app slug')
-            .max(100),
-        )
-        .max(50)
-        .optional(),
-    })
-    .default({ enabled: false }),
+            .array(
+              z
+                .string()
+                .regex(/^[a-z0-9][a-z0-9-]{0,99}$/, 'an app slug')
+                .max(100),
+            )
+            .max(50)
+            .optional(),
+          "Check apps whose failing runs count (default: the operator's AGENTICFIX_CHECK_APPS, else GitHub Actions and the apps that reported on the default branch's head).",
+        ),
+      })
+      .default({ enabled: false }),
+    "Failing checks on the head of the app's branch start a revision.",
+  ),
 });
+
+/**
+ * The JSON Schema of `.github/agenticfix.yml` as a person writes it, for editors (schema/agenticfix.schema.json,
+ * written by scripts/settings-doc.mjs and kept in sync by a test).
+ */
+export function repoConfigJsonSchema(): Record<string, unknown> {
+  return {
+    ...z.toJSONSchema(REPO_CONFIG_SCHEMA, { io: 'input', unrepresentable: 'any' }),
+    title: `AgenticFix repository configuration (${REPO_CONFIG_PATH})`,
+  };
+}
 
 type ParsedRepoConfig = z.infer<typeof REPO_CONFIG_SCHEMA>;
 /** The repository's settings, with the operator's defaults filled in. */

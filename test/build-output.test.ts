@@ -6,7 +6,8 @@ import { PassThrough, Readable } from 'node:stream';
 import Docker from 'dockerode';
 import { loadConfig, type Config } from '../src/config/config.js';
 import { BuildStepFilter } from '../src/environment/build-ca.js';
-import { DockerEnvironmentBuilder, readBuildOutput, readProgress } from '../src/environment/builder.js';
+import { DockerEnvironmentBuilder } from '../src/environment/builder.js';
+import { readBuildOutput, readProgress } from '../src/environment/build-progress.js';
 import { BASE_IMAGE, dockerReady } from './support/docker.js';
 
 /**

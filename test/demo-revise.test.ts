@@ -27,5 +27,5 @@ describe('demo --revise: label → draft PR → changes requested → verified r
     const evidence = prComments.find((b) => b.startsWith('## Revision 1\n'));
     expect(evidence).toContain(s.revisions[0]!.commit);
     expect(evidence).toContain('verified');
-  });
+  }, 300_000); // two Docker runs, each built and judged
 });

@@ -145,5 +145,5 @@ describe('revisions through the real pipeline', () => {
     await app.idle();
     expect(await app.store.forIssue(O, R, issue)).toHaveLength(3);
     expect(model.remaining()).toBe(0);
-  });
+  }, 300_000); // three Docker runs (a fix, two revisions), each built and judged
 });

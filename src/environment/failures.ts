@@ -1,12 +1,5 @@
-import {
-  detectFormat,
-  failurePointer,
-  fitParts,
-  PASS_LINE,
-  splitOutput,
-  stripAnsi,
-  type Part,
-} from './output.js';
+import { detectFormat, failurePointer, PASS_LINE, splitOutput, stripAnsi, type Part } from './output.js';
+import { fitParts } from './output-fit.js';
 
 /**
  * Which tests failed, and why, read from a runner's console output: what the model needs first from a

@@ -1,4 +1,4 @@
-import { fitOutput } from '../environment/output.js';
+import { fitOutput } from '../environment/output-fit.js';
 import type { ToolResult } from './types.js';
 
 /**

@@ -7,7 +7,8 @@ import Docker from 'dockerode';
 import { execa } from 'execa';
 import { buildNetworkCommand } from '../src/cli/build-network.js';
 import { serveCommand } from '../src/cli/serve.js';
-import { loadConfig, SECRET_ENV_NAMES, type Config } from '../src/config/config.js';
+import { loadConfig, type Config } from '../src/config/config.js';
+import { SECRET_ENV_NAMES } from '../src/config/env.js';
 import { DockerEnvironmentBuilder } from '../src/environment/builder.js';
 import {
   BLOCKED_V4,

@@ -4,11 +4,11 @@ import type { GitHubEmulator } from '../src/emulator/github.js';
 import {
   DEFAULT_CI_ENTRY_POINTS,
   DEFAULT_TEST_ARGV,
-  fetchFile,
   parseRepoConfig,
   REPO_CONFIG_MAX_BYTES,
 } from '../src/config/repo-config.js';
 import { matchingPattern, parsePathPattern } from '../src/config/path-patterns.js';
+import { fetchFile } from '../src/config/repo-file.js';
 import { installationClient, startEmulator, tempDir, testConfig } from './app-support.js';
 
 const home = tempDir('repo-config-');

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { ENV_SCHEMA, unknownSettings } from '../src/config/config.js';
+import { ENV_SCHEMA, unknownSettings } from '../src/config/env.js';
 import { parseRepoConfig, repoConfigJsonSchema } from '../src/config/repo-config.js';
 import { envExample, withSettingsTable } from '../src/config/settings-doc.js';
 

@@ -1,4 +1,4 @@
-import { ENV_SCHEMA, type EnvName } from './config.js';
+import { ENV_SCHEMA, type EnvName } from './env.js';
 
 /**
  * One line per setting, for the README's table and `.env.example` (`scripts/settings-doc.mjs` writes both;

@@ -1,13 +1,8 @@
 import type { Logger } from 'probot';
 import type { IssueText, RepairResult } from '../agent/types.js';
 import type { Config } from '../config/config.js';
-import {
-  fetchFile,
-  loadRepoConfig,
-  REPO_CONFIG_PATH,
-  repoLimits,
-  type RepoConfig,
-} from '../config/repo-config.js';
+import { REPO_CONFIG_PATH, repoLimits, type RepoConfig } from '../config/repo-config.js';
+import { fetchFile, loadRepoConfig } from '../config/repo-file.js';
 import { issueGone, type GitHub, type IssueRef } from '../publish/github.js';
 import { tokenAuth } from '../publish/pr.js';
 import type { StatusComment } from '../publish/status.js';

@@ -12,7 +12,8 @@ import {
   renderTask,
   type Guidance,
 } from '../agent/prompts.js';
-import { loadEnv, SECRET_ENV_NAMES } from '../config/config.js';
+import { loadEnv } from '../config/config.js';
+import { SECRET_ENV_NAMES } from '../config/env.js';
 import { DockerEnvironmentBuilder } from '../environment/builder.js';
 import { CONTAINER_WORKTREE } from '../environment/docker.js';
 import { LocalSandbox } from '../environment/local.js';

@@ -1,4 +1,4 @@
-import { loadRepoConfig } from '../config/repo-config.js';
+import { loadRepoConfig } from '../config/repo-file.js';
 import type { GitHub } from '../publish/github.js';
 import { tokenAuth } from '../publish/pr.js';
 import { collapsed } from '../publish/render.js';

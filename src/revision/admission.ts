@@ -1,4 +1,5 @@
-import { loadRepoConfig, type OperatorLimits, type RepoConfig } from '../config/repo-config.js';
+import type { OperatorLimits, RepoConfig } from '../config/repo-config.js';
+import { loadRepoConfig } from '../config/repo-file.js';
 import type { GitHub } from '../publish/github.js';
 import type { Feedback } from '../queue/feedback.js';
 import type { NewRun, RunRecord, RunStore } from '../queue/store.js';

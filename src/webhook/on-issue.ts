@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { loadRepoConfig } from '../config/repo-config.js';
+import { loadRepoConfig } from '../config/repo-file.js';
 import type { GitHub } from '../publish/github.js';
 import { headOf, replyTo, start, type Delivery } from './delivery.js';
 import type { INSTALLED, INSTALLED_REPOS, LABELED } from './payloads.js';

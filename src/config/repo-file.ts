@@ -1,0 +1,82 @@
+import {
+  parseRepoConfig,
+  REPO_CONFIG_MAX_BYTES,
+  REPO_CONFIG_PATH,
+  type OperatorLimits,
+  type RepoConfigResult,
+} from './repo-config.js';
+
+/** Reading a file of the repository at a commit through GitHub's contents API, size-checked first. */
+
+/**
+ * The two reads of GitHub's API that fetching a file takes, as the installation client offers them
+ * (named here so that settings stay below the stages that hold a client).
+ */
+export interface ContentsReader {
+  rest: {
+    repos: {
+      getContent(p: { owner: string; repo: string; path: string; ref: string }): Promise<{ data: unknown }>;
+    };
+    git: {
+      getBlob(p: { owner: string; repo: string; file_sha: string }): Promise<{
+        data: { size?: number | null; encoding?: string; content?: string };
+      }>;
+    };
+  };
+}
+
+export type FileResult = { ok: true; text: string | null } | { ok: false; error: string };
+
+/**
+ * A file's text at `ref` (null when it does not exist), refused by the contents API's `size` before
+ * anything is decoded when it is over `maxBytes`. The contents API leaves files over 1 MB out
+ * (`encoding: "none"`); those are read through the git blob API.
+ */
+export async function fetchFile(
+  gh: ContentsReader,
+  owner: string,
+  repo: string,
+  path: string,
+  ref: string,
+  maxBytes: number,
+): Promise<FileResult> {
+  const tooBig = (size: number): FileResult => ({
+    ok: false,
+    error: `\`${path}\` has ${size} bytes, over the ${maxBytes}-byte limit; nothing was read.`,
+  });
+  try {
+    const { data } = (await gh.rest.repos.getContent({ owner, repo, path, ref })) as {
+      data: { type?: string; size?: number; sha?: string; content?: string; encoding?: string };
+    };
+    if (data.type !== 'file') return { ok: true, text: null };
+    if (!(typeof data.size === 'number' && data.size <= maxBytes)) return tooBig(data.size ?? NaN);
+    let b64 = data.encoding === 'base64' ? data.content : undefined;
+    if (data.encoding === 'none' && data.sha) {
+      const blob = await gh.rest.git.getBlob({ owner, repo, file_sha: data.sha });
+      const size = blob.data.size ?? NaN;
+      if (!(size <= maxBytes)) return tooBig(size);
+      if (blob.data.encoding === 'base64') b64 = blob.data.content;
+    }
+    if (b64 === undefined)
+      return { ok: false, error: `\`${path}\` came back in an unexpected encoding (\`${data.encoding}\`).` };
+    const buf = Buffer.from(b64, 'base64');
+    return buf.length > maxBytes ? tooBig(buf.length) : { ok: true, text: buf.toString('utf8') };
+  } catch (e) {
+    const { status, message } = e as { status?: number; message?: string };
+    if (status === 404) return { ok: true, text: null };
+    // GitHub refuses files over 100 MB with 403; the issue is told, never a silent failure.
+    const why = `${status ?? 'error'}: ${String(message ?? e)}`.slice(0, 300);
+    return { ok: false, error: `\`${path}\` could not be read (${why}).` };
+  }
+}
+
+export async function loadRepoConfig(
+  gh: ContentsReader,
+  owner: string,
+  repo: string,
+  ref: string,
+  limits: OperatorLimits,
+): Promise<RepoConfigResult> {
+  const file = await fetchFile(gh, owner, repo, REPO_CONFIG_PATH, ref, REPO_CONFIG_MAX_BYTES);
+  return file.ok ? parseRepoConfig(file.text, limits) : { ok: false, error: file.error };
+}

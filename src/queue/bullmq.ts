@@ -1,11 +1,10 @@
 import { hostname } from 'node:os';
 import { DelayedError, Queue, QueueEvents, Worker, type Job } from 'bullmq';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import {
   executeRun,
   finishRun,
   RetryRun,
-  issueKey,
   STOP_REQUEST,
   stoppedFields,
   type QueueHooks,
@@ -13,6 +12,7 @@ import {
   type StopRequest,
 } from './queue.js';
 import type { RunRecord, RunStore } from './store.js';
+import { Connections, keys, RELEASE, RENEW, TAKE_SLOT } from './redis-keys.js';
 
 /**
  * The run queue across machines: BullMQ on Redis, the job id being the run id. `serve` enqueues,
@@ -67,28 +67,6 @@ const STALLED_REASON = 'job stalled more than allowable limit';
 const BUSY_RETRY_MS = 500;
 /** Stop requests outlive any queue wait. */
 const STOP_TTL_MS = 24 * 3600_000;
-
-const keys = (name: string) => ({
-  stop: (runId: string) => `${name}:stop:${runId}`,
-  issue: (run: RunRecord) => `${name}:issue:${issueKey(run)}`,
-  installation: (run: RunRecord) => `${name}:installation:${run.installation_id}`,
-  channel: `${name}:stop`,
-});
-
-/** Connections to close: BullMQ leaves the ones it is given open. */
-class Connections {
-  private readonly all: Redis[] = [];
-  constructor(private readonly url: string) {}
-  open(): Redis {
-    // BullMQ requires maxRetriesPerRequest null on its connections (blocking commands).
-    const r = new Redis(this.url, { maxRetriesPerRequest: null });
-    this.all.push(r);
-    return r;
-  }
-  close(): void {
-    for (const r of this.all) r.disconnect();
-  }
-}
 
 const isActive = (r: RunRecord) => r.state === 'queued' || r.state === 'running';
 
@@ -241,20 +219,6 @@ export class BullRunQueue implements RunQueue {
     }
   }
 }
-
-/** Deletes the issue lock only while it is this run's (it may have expired and been taken since). */
-const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0`;
-/** Extends the issue lock only while it is this run's. */
-const RENEW = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0`;
-
-/** Takes (or keeps) an installation slot for ARGV[3] until ARGV[2] when fewer than ARGV[4] are held at ARGV[1]. */
-const TAKE_SLOT = `
-redis.call('zremrangebyscore', KEYS[1], '-inf', ARGV[1])
-if redis.call('zscore', KEYS[1], ARGV[3]) or redis.call('zcard', KEYS[1]) < tonumber(ARGV[4]) then
-  redis.call('zadd', KEYS[1], ARGV[2], ARGV[3])
-  return 1
-end
-return 0`;
 
 /** A worker's side: takes jobs, at most `concurrency` at a time, one per issue across all workers. */
 export class RunWorker {

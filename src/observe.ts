@@ -4,7 +4,7 @@ import Docker from 'dockerode';
 import pino, { type Logger } from 'pino';
 import pretty from 'pino-pretty';
 import type { Config } from './config/config.js';
-import type { RunStore } from './queue/store.js';
+import type { RunStore } from './store/store.js';
 import { countRunsWith, registry } from './trace/metrics.js';
 
 /**

@@ -8,8 +8,8 @@ import { signBody } from '../src/emulator/github-webhooks.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../src/emulator/scripted-model.js';
 import { REAL_JOB_DEPS } from '../src/pipeline/job.js';
 import { branchFor } from '../src/publish/pr.js';
-import { SqliteRunStore } from '../src/queue/sqlite-store.js';
-import { StoreInUseError } from '../src/queue/store.js';
+import { SqliteRunStore } from '../src/store/sqlite-store.js';
+import { StoreInUseError } from '../src/store/store.js';
 import { startApp, type RunningApp } from '../src/app.js';
 import type { Config } from '../src/config/config.js';
 import {

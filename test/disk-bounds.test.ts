@@ -7,7 +7,7 @@ import { startScriptedModelServer, type ScriptStep } from '../src/emulator/scrip
 import { runRepair } from '../src/pipeline/repair.js';
 import { removeOldWorktrees } from '../src/pipeline/startup.js';
 import type { RepairOptions } from '../src/pipeline/types.js';
-import { SqliteRunStore } from '../src/queue/sqlite-store.js';
+import { SqliteRunStore } from '../src/store/sqlite-store.js';
 import { capMiddle, ERROR_KEEP } from '../src/trace/cap.js';
 import { RunTrace } from '../src/trace/trace.js';
 import { git, GitError } from '../src/workspace/git.js';

@@ -24,7 +24,7 @@ import { LABEL } from '../src/environment/docker.js';
 import { LEASE_LABEL } from '../src/environment/leases.js';
 import { PARKED } from '../src/bench/app.js';
 import { branchFor } from '../src/publish/pr.js';
-import { SqliteRunStore } from '../src/queue/sqlite-store.js';
+import { SqliteRunStore } from '../src/store/sqlite-store.js';
 import type { RunningApp } from '../src/app.js';
 import { git } from '../src/workspace/git.js';
 import { SECRET, startEmulatedApp, startEmulator, tempDir, testConfig } from './app-support.js';

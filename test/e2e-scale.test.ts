@@ -11,7 +11,7 @@ import { RUN_LABEL } from '../src/environment/docker.js';
 import { LEASE_LABEL } from '../src/environment/leases.js';
 import { sweepContainers } from '../src/environment/startup.js';
 import { branchFor } from '../src/publish/pr.js';
-import type { RunRecord } from '../src/queue/store.js';
+import type { RunRecord } from '../src/store/store.js';
 import { maxOverlap } from '../src/bench/stats.js';
 import type { RunningApp } from '../src/app.js';
 import { startEmulatedApp, startEmulator, tempDir, testConfig } from './app-support.js';

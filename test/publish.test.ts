@@ -28,7 +28,7 @@ import {
 } from '../src/publish/render.js';
 import { StatusComment } from '../src/publish/status.js';
 import { inert } from '../src/verify/untrusted.js';
-import type { RunRecord } from '../src/queue/store.js';
+import type { RunRecord } from '../src/store/store.js';
 import { GitWorkspaceManager } from '../src/workspace/manager.js';
 import { git } from '../src/workspace/git.js';
 import { CALC_FILES, installationClient, report, startEmulator, tempDir, testConfig } from './app-support.js';

@@ -5,8 +5,8 @@ import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { BullRunQueue, RunWorker } from '../src/queue/bullmq.js';
 import { LocalRunQueue } from '../src/queue/queue.js';
-import { SqliteRunStore } from '../src/queue/sqlite-store.js';
-import type { RunRecord, RunUpdate } from '../src/queue/store.js';
+import { SqliteRunStore } from '../src/store/sqlite-store.js';
+import type { RunRecord, RunUpdate } from '../src/store/store.js';
 import { serviceUrl } from './support/services.js';
 import { Jobs, newRun, recordedRun, runQueueContract, until } from './support/queue-contract.js';
 

@@ -1,8 +1,8 @@
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { addressedThreads, previousSummary, revisionContext } from '../src/revision/prompt.js';
-import type { Feedback } from '../src/queue/feedback.js';
-import type { RunRecord } from '../src/queue/store.js';
+import type { Feedback } from '../src/store/feedback.js';
+import type { RunRecord } from '../src/store/store.js';
 import { tempDir } from './app-support.js';
 
 /** What a revision's model is told besides the issue. */

@@ -5,9 +5,9 @@ import Database from 'better-sqlite3';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import pg from 'pg';
-import { PostgresRunStore } from '../src/queue/postgres-store.js';
-import { SqliteRunStore } from '../src/queue/sqlite-store.js';
-import { MIGRATIONS } from '../src/queue/store.js';
+import { PostgresRunStore } from '../src/store/postgres-store.js';
+import { SqliteRunStore } from '../src/store/sqlite-store.js';
+import { MIGRATIONS } from '../src/store/store.js';
 import { serviceUrl } from './support/services.js';
 import { claim, runStoreContract, type StoreBackend } from './support/store-contract.js';
 
@@ -52,7 +52,7 @@ describe('SqliteRunStore', () => {
     test('a claimed delivery survives the process being killed right after the claim', async () => {
       // The real store (from dist/) in another process, SIGKILLed as soon as claimDeliveries returned:
       // what the webhook's 200 promises must already be on disk, not in a buffer of the dead process.
-      const store = path.join(fileURLToPath(new URL('..', import.meta.url)), 'dist/queue/sqlite-store.js');
+      const store = path.join(fileURLToPath(new URL('..', import.meta.url)), 'dist/store/sqlite-store.js');
       const script = `
         import { SqliteRunStore } from ${JSON.stringify(store)};
         const s = new SqliteRunStore(${JSON.stringify(file)});

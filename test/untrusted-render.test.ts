@@ -18,7 +18,7 @@ import {
   unverifiedComment,
 } from '../src/publish/render.js';
 import { renderStatus } from '../src/publish/status.js';
-import type { RunRecord } from '../src/queue/store.js';
+import type { RunRecord } from '../src/store/store.js';
 import { renderMarkdown } from '../src/verify/markdown.js';
 import type { Cell, VerificationReport } from '../src/verify/types.js';
 import { code, codeBlock, inert } from '../src/verify/untrusted.js';

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { SqliteRunStore } from '../src/queue/sqlite-store.js';
+import { SqliteRunStore } from '../src/store/sqlite-store.js';
 import { RoutingBacklog } from '../src/webhook/backlog.js';
 import { DeliveryRecorder } from '../src/webhook/recorder.js';
 

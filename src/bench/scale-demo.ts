@@ -14,7 +14,7 @@ import { calculatorScript, CALCULATOR_TEST_ARGV, repoSource } from '../demo/calc
 import { startGitHubEmulator } from '../emulator/github.js';
 import { startScriptedModelServer } from '../emulator/scripted-model.js';
 import { DockerEnvironmentBuilder } from '../environment/builder.js';
-import type { RunRecord } from '../queue/store.js';
+import type { RunRecord } from '../store/store.js';
 import { maxOverlap, pct, round } from './stats.js';
 
 const CLI = fileURLToPath(new URL('../cli/index.js', import.meta.url));

@@ -1,8 +1,8 @@
 import pg from 'pg';
 import { BullRunQueue, RunWorker } from '../queue/bullmq.js';
-import { PostgresRunStore } from '../queue/postgres-store.js';
+import { PostgresRunStore } from '../store/postgres-store.js';
 import type { QueueHooks } from '../queue/queue.js';
-import type { RunRecord } from '../queue/store.js';
+import type { RunRecord } from '../store/store.js';
 import type { BenchOptions } from './options.js';
 import { benchScaleDemo } from './scale-demo.js';
 import { pct, round } from './stats.js';

@@ -1,4 +1,4 @@
-import type { RunRecord } from '../queue/store.js';
+import type { RunRecord } from '../store/store.js';
 
 /** The p-th percentile (nearest rank) of `xs`. */
 export const pct = (xs: number[], p: number) => {

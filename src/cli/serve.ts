@@ -1,6 +1,6 @@
 import SmeeClient from 'smee-client';
 import { z } from 'zod';
-import { StoreInUseError } from '../queue/store.js';
+import { StoreInUseError } from '../store/store.js';
 import { startApp } from '../app.js';
 import { untilStopped } from './app-env.js';
 import { reportCheck, startupCheck } from './doctor.js';

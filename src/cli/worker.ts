@@ -6,7 +6,7 @@ import { publicScrubber } from '../pipeline/public.js';
 import { ENGINE_SWEEP_MS, prepareHost, sweepEngine } from '../pipeline/startup.js';
 import { appOctokit, type GitHub } from '../publish/github.js';
 import { RunWorker } from '../queue/bullmq.js';
-import { openStore } from '../queue/open-store.js';
+import { openStore } from '../store/open-store.js';
 import { untilStopped } from './app-env.js';
 import { reportCheck, startupCheck } from './doctor.js';
 import { command, parseCli } from './program.js';

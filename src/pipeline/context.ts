@@ -6,7 +6,7 @@ import { fetchFile, loadRepoConfig } from '../config/repo-file.js';
 import { issueGone, type GitHub, type IssueRef } from '../publish/github.js';
 import { tokenAuth } from '../publish/pr.js';
 import type { StatusComment } from '../publish/status.js';
-import type { RunRecord, RunStore, RunUpdate } from '../queue/store.js';
+import type { RunRecord, RunStore, RunUpdate } from '../store/store.js';
 import { previousSummary, revisionContext } from '../revision/prompt.js';
 import type { JudgeOptions, VerificationReport } from '../verify/types.js';
 import type { GitWorkspaceManager } from '../workspace/manager.js';

@@ -7,7 +7,7 @@ import { isLent } from '../environment/lending.js';
 import type { GitHub } from '../publish/github.js';
 import type { StatusState } from '../publish/status.js';
 import type { QueueHooks } from '../queue/queue.js';
-import type { RunRecord, RunStore, RunUpdate } from '../queue/store.js';
+import type { RunRecord, RunStore, RunUpdate } from '../store/store.js';
 import { capMiddle } from '../trace/cap.js';
 import { metrics } from '../trace/metrics.js';
 import { RunTrace } from '../trace/trace.js';

@@ -14,7 +14,7 @@ import {
   traceComment,
   unverifiedComment,
 } from '../publish/render.js';
-import type { RunUpdate } from '../queue/store.js';
+import type { RunUpdate } from '../store/store.js';
 import type { VerificationReport } from '../verify/types.js';
 import { code, inert } from '../verify/untrusted.js';
 import type { RunContext } from './context.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { RunRecord, RunUpdate } from '../queue/store.js';
+import type { RunRecord, RunUpdate } from '../store/store.js';
 import { VerificationReportSchema } from '../verify/types.js';
 import type { RepairResult } from '../agent/types.js';
 import { BUDGETS } from './types.js';

@@ -10,7 +10,7 @@ import {
   revisionsSection,
   unverifiedComment,
 } from '../publish/render.js';
-import type { RunUpdate } from '../queue/store.js';
+import type { RunUpdate } from '../store/store.js';
 import { addressedThreads } from '../revision/prompt.js';
 import type { VerificationReport } from '../verify/types.js';
 import { inert } from '../verify/untrusted.js';

@@ -3,7 +3,7 @@ import type { Logger } from 'probot';
 import type { Config } from '../config/config.js';
 import { editComment, postComment, type GitHub, type IssueRef } from '../publish/github.js';
 import { renderStatus, StatusComment, type StatusState } from '../publish/status.js';
-import type { RunRecord, RunStore } from '../queue/store.js';
+import type { RunRecord, RunStore } from '../store/store.js';
 import { nextTry } from './pending.js';
 import { deliverDue, statusWrite } from './writes.js';
 

@@ -2,7 +2,7 @@ import { loadRepoConfig } from '../config/repo-file.js';
 import type { GitHub } from '../publish/github.js';
 import { tokenAuth } from '../publish/pr.js';
 import { collapsed } from '../publish/render.js';
-import type { RunRecord, RunUpdate } from '../queue/store.js';
+import type { RunRecord, RunUpdate } from '../store/store.js';
 import { capMiddle } from '../trace/cap.js';
 import type { Services } from './context.js';
 import { openPr } from './open-pr.js';

@@ -1,6 +1,6 @@
 import type { Logger } from 'probot';
 import { editComment, postComment, type GitHub } from '../publish/github.js';
-import type { RunStore } from '../queue/store.js';
+import type { RunStore } from '../store/store.js';
 import { nextTry, PUBLISH_ATTEMPTS } from './pending.js';
 
 /**

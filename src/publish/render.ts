@@ -1,6 +1,6 @@
 import type { RepairResult } from '../agent/types.js';
-import type { Feedback } from '../queue/feedback.js';
-import type { RunRecord } from '../queue/store.js';
+import type { Feedback } from '../store/feedback.js';
+import type { RunRecord } from '../store/store.js';
 import type { VerificationReport } from '../verify/types.js';
 import { code, codeBlock, inert } from '../verify/untrusted.js';
 

@@ -11,7 +11,7 @@ import {
   type RunQueue,
   type StopRequest,
 } from './queue.js';
-import type { RunRecord, RunStore } from './store.js';
+import type { RunRecord, RunStore } from '../store/store.js';
 import { Connections, keys, RELEASE, RENEW, TAKE_SLOT } from './redis-keys.js';
 
 /**

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { RunRecord, RunState, RunStore, RunUpdate } from './store.js';
+import type { RunRecord, RunState, RunStore, RunUpdate } from '../store/store.js';
 
 /** Why a run's signal was aborted (`signal.reason`); it also travels between processes. */
 export const STOP_REQUEST = z.discriminatedUnion('kind', [

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { issueKey } from './queue.js';
-import type { RunRecord } from './store.js';
+import type { RunRecord } from '../store/store.js';
 
 /** What the distributed queue keeps in Redis besides BullMQ's jobs: its keys, the scripts on them, its connections. */
 

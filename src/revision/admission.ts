@@ -1,8 +1,8 @@
 import type { OperatorLimits, RepoConfig } from '../config/repo-config.js';
 import { loadRepoConfig } from '../config/repo-file.js';
 import type { GitHub } from '../publish/github.js';
-import type { Feedback } from '../queue/feedback.js';
-import type { NewRun, RunRecord, RunStore } from '../queue/store.js';
+import type { Feedback } from '../store/feedback.js';
+import type { NewRun, RunRecord, RunStore } from '../store/store.js';
 
 /** What starts a revision: a writer's command, a review, a mention, or the pull request's failing checks. */
 export type RevisionTrigger = 'revise' | 'review' | 'mention' | 'checks';

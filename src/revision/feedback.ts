@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import type { Config } from '../config/config.js';
 import type { GitHub } from '../publish/github.js';
-import type { Feedback, ReviewComment } from '../queue/feedback.js';
-import type { RunStore } from '../queue/store.js';
+import type { Feedback, ReviewComment } from '../store/feedback.js';
+import type { RunStore } from '../store/store.js';
 import { capMiddle } from '../trace/cap.js';
 import type { Target } from './admission.js';
 

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { CheckRun, Feedback, ReviewComment } from '../queue/feedback.js';
-import type { RunRecord } from '../queue/store.js';
+import type { CheckRun, Feedback, ReviewComment } from '../store/feedback.js';
+import type { RunRecord } from '../store/store.js';
 import { capMiddle } from '../trace/cap.js';
 
 /** What a revision's model is told besides the issue: the change so far and the feedback on it. */

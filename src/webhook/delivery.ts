@@ -2,7 +2,7 @@ import type { Probot } from 'probot';
 import type { Config } from '../config/config.js';
 import { postComment, type GitHub, type IssueRef } from '../publish/github.js';
 import type { RunQueue } from '../queue/queue.js';
-import type { NewRun, RunRecord, RunStore } from '../queue/store.js';
+import type { NewRun, RunRecord, RunStore } from '../store/store.js';
 import { canWrite } from './permission.js';
 
 /** What the handlers may use: settings, the run store and the queue; nothing that runs the work. */

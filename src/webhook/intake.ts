@@ -1,5 +1,5 @@
 import type { Logger } from 'probot';
-import type { RunStore } from '../queue/store.js';
+import type { RunStore } from '../store/store.js';
 
 /**
  * What happens to a delivery after its webhook was answered: permission checks, pinning the base

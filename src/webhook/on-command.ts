@@ -2,7 +2,7 @@ import type { z } from 'zod';
 import { commandRefusal } from '../config/repo-config.js';
 import type { IssueRef } from '../publish/github.js';
 import { revisionAsker } from '../publish/render.js';
-import type { RunRecord } from '../queue/store.js';
+import type { RunRecord } from '../store/store.js';
 import { parseCommand, USAGE, type Command } from './commands.js';
 import { headOf, replyTo, start, type Delivery } from './delivery.js';
 import { revise } from './on-pull.js';

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { postComment } from '../publish/github.js';
-import type { Feedback } from '../queue/feedback.js';
+import type { Feedback } from '../store/feedback.js';
 import { admit, revisionRun, type RevisionTrigger, type Target } from '../revision/admission.js';
 import { checksFeedback, mentionFeedback, reviewFeedback } from '../revision/feedback.js';
 import { start, type Delivery } from './delivery.js';

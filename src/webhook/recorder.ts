@@ -1,4 +1,4 @@
-import type { Claim, DeliveryClaim, RunStore } from '../queue/store.js';
+import type { Claim, DeliveryClaim, RunStore } from '../store/store.js';
 
 /**
  * Group commit for webhook deliveries: the ones that arrive while the event loop is busy are recorded

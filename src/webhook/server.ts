@@ -7,7 +7,7 @@ import {
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger, Probot } from 'probot';
-import type { RunStore } from '../queue/store.js';
+import type { RunStore } from '../store/store.js';
 import { wanted } from './app.js';
 import { metrics } from '../trace/metrics.js';
 import { RoutingBacklog } from './backlog.js';

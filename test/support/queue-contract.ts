@@ -1,6 +1,6 @@
 import type { QueueHooks, RunQueue, StopRequest } from '../../src/queue/queue.js';
-import { SqliteRunStore } from '../../src/queue/sqlite-store.js';
-import type { NewRun, RunRecord, RunStore, RunUpdate } from '../../src/queue/store.js';
+import { SqliteRunStore } from '../../src/store/sqlite-store.js';
+import type { NewRun, RunRecord, RunStore, RunUpdate } from '../../src/store/store.js';
 
 /**
  * The run queue contract: one suite that the in-process queue and the BullMQ queue (with one worker)

@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { execa } from 'execa';
-import type { InstanceHolder, NewRun, RunStore } from '../../src/queue/store.js';
-import { INSTANCE_STALE_MS, StoreInUseError } from '../../src/queue/store.js';
+import type { InstanceHolder, NewRun, RunStore } from '../../src/store/store.js';
+import { INSTANCE_STALE_MS, StoreInUseError } from '../../src/store/store.js';
 
 /**
  * The run store contract: one suite that every RunStore implementation passes (test/store.test.ts runs

@@ -18,7 +18,7 @@ import { DockerSandbox } from '../src/environment/docker.js';
 import { LocalSandbox } from '../src/environment/local.js';
 import type { Sandbox } from '../src/environment/types.js';
 import { runCell } from '../src/verify/cells.js';
-import { REPORT_DIR } from '../src/verify/reports/runner.js';
+import { REPORT_DIR } from '../src/testrunners/reports/runner.js';
 import { readBelow, readRegularFile } from '../src/workspace/safe-read.js';
 import { BASE_IMAGE, dockerReady } from './support/docker.js';
 

@@ -1,13 +1,13 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseGoTestJson } from '../src/verify/reports/gotest.js';
-import { parseJestJson } from '../src/verify/reports/jest.js';
-import { parseJunitXml } from '../src/verify/reports/junit.js';
-import { parseMochaJson } from '../src/verify/reports/mocha.js';
-import { parsePytestSummary } from '../src/verify/reports/pytest.js';
-import { collectResults, crossCheck, detectRunner, instrumentArgv } from '../src/verify/reports/runner.js';
-import { parseTap } from '../src/verify/reports/tap.js';
+import { parseGoTestJson } from '../src/testrunners/reports/gotest.js';
+import { parseJestJson } from '../src/testrunners/reports/jest.js';
+import { parseJunitXml } from '../src/testrunners/reports/junit.js';
+import { parseMochaJson } from '../src/testrunners/reports/mocha.js';
+import { parsePytestSummary } from '../src/testrunners/reports/pytest.js';
+import { collectResults, crossCheck, detectRunner, instrumentArgv } from '../src/testrunners/reports/runner.js';
+import { parseTap } from '../src/testrunners/reports/tap.js';
 
 // Samples written by the real tools (pytest 9, jest 29, node 20), paths rewritten to /workspace;
 // mocha and go samples follow those tools' documented formats.

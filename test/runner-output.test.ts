@@ -1,9 +1,9 @@
 import { readFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { omitPassLines, shapeOutput } from '../src/environment/failures.js';
-import { stripAnsi } from '../src/environment/output.js';
-import { parseTestSummary } from '../src/environment/summary.js';
+import { omitPassLines, shapeOutput } from '../src/testrunners/failures.js';
+import { stripAnsi } from '../src/testrunners/output.js';
+import { parseTestSummary } from '../src/testrunners/summary.js';
 import { renderObservation } from '../src/tools/observation.js';
 import { ok } from '../src/tools/types.js';
 

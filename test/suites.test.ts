@@ -7,8 +7,8 @@ import { testLimitMs } from '../src/environment/time-limits.js';
 import type { RunOutcome, RunRequest, Sandbox } from '../src/environment/types.js';
 import { readOnlyNote } from '../src/tools/run-command.js';
 import { runCell, type CellContext } from '../src/verify/cells.js';
-import { REPORT_DIR } from '../src/verify/reports/runner.js';
-import { CONTAINER_ROOT } from '../src/verify/reports/types.js';
+import { REPORT_DIR } from '../src/testrunners/reports/runner.js';
+import { CONTAINER_ROOT } from '../src/testrunners/reports/types.js';
 import { parseRepoConfig, repoLimits } from '../src/config/repo-config.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'agenticfix-suites-'));

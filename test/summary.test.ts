@@ -1,4 +1,4 @@
-import { parseTestSummary, statusFromExit } from '../src/environment/summary.js';
+import { parseTestSummary, statusFromExit } from '../src/testrunners/summary.js';
 
 describe('parseTestSummary', () => {
   it('reads pytest closing lines', () => {

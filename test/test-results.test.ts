@@ -1,9 +1,9 @@
 import path from 'node:path';
-import { omitPassLines, shapeOutput } from '../src/environment/failures.js';
+import { omitPassLines, shapeOutput } from '../src/testrunners/failures.js';
 import { loadConfig } from '../src/config/config.js';
 import { runTests } from '../src/tools/run-tests.js';
 import { argsSchema } from '../src/tools/types.js';
-import { selectTests } from '../src/tools/test-selection.js';
+import { selectTests } from '../src/testrunners/selection.js';
 import { makeSourceRepo, tempDir } from './support/git-fixtures.js';
 
 const PYTEST = `tests/test_a.py .F.FE                                                    [100%]

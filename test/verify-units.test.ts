@@ -7,7 +7,7 @@ import { MARKDOWN_LIMIT, renderMarkdown } from '../src/verify/markdown.js';
 import { formatFlag, scanPatch, staticTestModifications } from '../src/verify/scan.js';
 import { classifyPatch, globToRegExp, isTestPath, joinPatch, splitPatch } from '../src/verify/split.js';
 import type { Cell, CellName, VerificationReport } from '../src/verify/types.js';
-import type { TestStatus } from '../src/verify/reports/types.js';
+import type { TestStatus } from '../src/testrunners/reports/types.js';
 
 const section = (file: string, body: string, header = '') =>
   `diff --git a/${file} b/${file}\n${header}--- a/${file}\n+++ b/${file}\n${body}`;

@@ -1,6 +1,6 @@
 import type { Config } from '../config/config.js';
 import { renderObservation } from '../tools/observation.js';
-import type { TestSummary } from '../environment/types.js';
+import type { TestSummary } from '../testrunners/summary.js';
 import type { lastTestState } from '../tools/registry.js';
 import type { ToolResult } from '../tools/types.js';
 import type { ChatMessage, RawToolCall } from './model.js';

@@ -5,13 +5,12 @@ import type { Config } from '../config/config.js';
 import { gitLinkChanges, restoreGitLink, snapshotGitLink, type GitLinkSnapshot } from '../workspace/guard.js';
 import { OutputCapture } from './capture.js';
 import { processOwner, worktreeUser } from './lending.js';
-import { parseTestSummary, statusFromExit } from './summary.js';
+import { CONTAINER_WORKTREE } from '../testrunners/runners.js';
+import { parseTestSummary, statusFromExit } from '../testrunners/summary.js';
 import type { RunOutcome, RunRequest, Sandbox } from './types.js';
 import { stopwatch } from '../trace/phases.js';
 import { markLent } from '../workspace/stage.js';
 
-/** Where the worktree appears inside every test container. */
-export const CONTAINER_WORKTREE = '/workspace';
 /**
  * The root is read-only and tests run unprivileged: every place a runner or a tool caches or writes
  * temporary files by default points into the /tmp tmpfs.

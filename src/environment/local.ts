@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { constants, tmpdir } from 'node:os';
 import path from 'node:path';
 import { captureStream } from './capture.js';
-import { parseTestSummary, statusFromExit } from './summary.js';
+import { parseTestSummary, statusFromExit } from '../testrunners/summary.js';
 import type { RunOutcome, RunRequest, Sandbox } from './types.js';
 import { stopwatch } from '../trace/phases.js';
 import { markLent } from '../workspace/stage.js';

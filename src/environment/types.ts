@@ -1,15 +1,5 @@
 /** The one contract for running a test argv, whichever sandbox (local or Docker) runs it. */
-
-export interface TestSummary {
-  passed: number;
-  failed: number;
-  errors: number;
-  skipped: number;
-  /** Which runner's output produced the numbers (pytest, jest, node-test, generic…). */
-  source: string;
-}
-
-export type RunStatus = 'passed' | 'failed' | 'timeout' | 'error' | 'cancelled';
+import type { RunStatus, TestSummary } from '../testrunners/summary.js';
 
 export interface RunRequest {
   argv: readonly string[];

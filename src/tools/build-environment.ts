@@ -2,7 +2,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { NODE_SETUP_HINT } from '../environment/node.js';
-import { detectRunner, type Runner } from '../environment/runners.js';
+import { detectRunner, type Runner } from '../testrunners/runners.js';
 import { fail, ok, type ToolContext, type ToolDefinition } from './types.js';
 
 const MAX_DOCKERFILE_CHARS = 20_000;

@@ -1,4 +1,4 @@
-import { fitOutput } from '../environment/output-fit.js';
+import { fitOutput } from '../testrunners/output-fit.js';
 import type { ToolResult } from './types.js';
 
 /**

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import type { EnvironmentBuilder, RunStatus, TestSummary } from '../environment/types.js';
+import type { EnvironmentBuilder } from '../environment/types.js';
+import type { RunStatus, TestSummary } from '../testrunners/summary.js';
 import { TraceError } from '../trace/trace.js';
 import { makeBuildEnvironmentTool } from './build-environment.js';
 import { gitDiff } from './git-diff.js';

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { Config } from '../config/config.js';
 import { SUITE_FACTOR, testLimitMs } from '../environment/time-limits.js';
 import { WRITABLE_ENV } from '../environment/docker.js';
-import { stripAnsi } from '../environment/output.js';
+import { stripAnsi } from '../testrunners/output.js';
 import type { RunOutcome } from '../environment/types.js';
 import { diskUsage } from '../workspace/usage.js';
 import { fail, ok, type ToolContext, type ToolDefinition, type ToolResult } from './types.js';

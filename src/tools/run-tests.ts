@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import { omitPassLines, shapeOutput } from '../environment/failures.js';
+import { omitPassLines, shapeOutput } from '../testrunners/failures.js';
 import { workspaceRevision } from '../patch/patch.js';
 import type { Config } from '../config/config.js';
 import { currentLimitS, ensureSandbox, readOnlyNote, sandboxResult, timeoutArg } from './run-command.js';
-import { selectTests, TestSelector } from './test-selection.js';
+import { selectTests, TestSelector } from '../testrunners/selection.js';
 import { fail, type ToolDefinition } from './types.js';
 
 const RunTestsArgs = (limits: Config['limits']) =>

@@ -2,8 +2,8 @@ import { chmod, mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { RunOutcome, Sandbox } from '../environment/types.js';
 import { readBelow } from '../workspace/safe-read.js';
-import { collectResults, crossCheck, instrumentArgv, REPORT_DIR } from './reports/runner.js';
-import type { ParsedResults, TestResult } from './reports/types.js';
+import { collectResults, crossCheck, instrumentArgv, REPORT_DIR } from '../testrunners/reports/runner.js';
+import type { ParsedResults, TestResult } from '../testrunners/reports/types.js';
 import type { Cell } from './types.js';
 import { stopwatch } from '../trace/phases.js';
 

@@ -1,4 +1,4 @@
-import type { TestStatus } from './reports/types.js';
+import type { TestStatus } from '../testrunners/reports/types.js';
 import type { Cell, CellName, Evidence, Verdict } from './types.js';
 
 export interface Judgement {

@@ -6,7 +6,7 @@ import path from 'node:path';
 import Docker from 'dockerode';
 import type { Config } from '../config/config.js';
 import { DockerEnvironmentBuilder } from '../environment/builder.js';
-import { runCpus } from '../environment/runners.js';
+import { runCpus } from '../testrunners/runners.js';
 import { testLimitMs } from '../environment/time-limits.js';
 import type { BuildResult, Sandbox } from '../environment/types.js';
 import { applyPatch, patchFiles } from '../patch/patch.js';

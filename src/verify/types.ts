@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Config } from '../config/config.js';
 import type { RebuildPolicy } from '../config/repo-config.js';
-import { RunnerSchema, TestResultSchema } from './reports/types.js';
+import { RunnerSchema, TestResultSchema } from '../testrunners/reports/types.js';
 
 export const VerdictSchema = z.enum([
   'verified',

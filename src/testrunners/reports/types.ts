@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { CONTAINER_WORKTREE } from '../../environment/docker.js';
 
 /** Where the sandbox mounts the worktree; report paths and test ids are made relative to it. */
 export const CONTAINER_ROOT = CONTAINER_WORKTREE;
@@ -10,9 +9,9 @@ export type TestStatus = z.infer<typeof TestStatusSchema>;
 export const TestResultSchema = z.strictObject({ id: z.string(), status: TestStatusSchema });
 export type TestResult = z.infer<typeof TestResultSchema>;
 
-import type { Runner } from '../../environment/runners.js';
+import { CONTAINER_WORKTREE, type Runner } from '../runners.js';
 
-export { RunnerSchema, type Runner } from '../../environment/runners.js';
+export { RunnerSchema, type Runner } from '../runners.js';
 
 /** Per-test results of one run, or `per_test: false` when only the exit code is known. */
 export interface ParsedResults {

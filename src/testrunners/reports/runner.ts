@@ -1,4 +1,4 @@
-import { detectRunner, type Runner } from '../../environment/runners.js';
+import { detectRunner, type Runner } from '../runners.js';
 import { parseGoTestJson } from './gotest.js';
 import { parseJestJson } from './jest.js';
 import { parseJunitXml } from './junit.js';

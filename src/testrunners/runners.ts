@@ -1,6 +1,9 @@
 import path from 'node:path';
 import { z } from 'zod';
 
+/** Where the sandbox mounts the worktree: the working directory of test runs, and the root runners' reports name paths under. */
+export const CONTAINER_WORKTREE = '/workspace';
+
 /** Test runners recognised from an argv (the judge adds reporters for them; run_tests selects tests). */
 export const RunnerSchema = z.enum(['pytest', 'jest', 'vitest', 'node-test', 'mocha', 'go', 'generic']);
 export type Runner = z.infer<typeof RunnerSchema>;

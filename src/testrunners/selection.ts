@@ -1,7 +1,7 @@
 import { lstatSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { detectRunner, type Runner } from '../environment/runners.js';
+import { detectRunner, type Runner } from './runners.js';
 
 /**
  * One test selection from the model: a test id (`tests/test_a.py::test_x[1]`), a file or directory

@@ -1,5 +1,15 @@
 import { stripAnsi } from './output.js';
-import type { RunStatus, TestSummary } from './types.js';
+
+export interface TestSummary {
+  passed: number;
+  failed: number;
+  errors: number;
+  skipped: number;
+  /** Which runner's output produced the numbers (pytest, jest, node-test, generic…). */
+  source: string;
+}
+
+export type RunStatus = 'passed' | 'failed' | 'timeout' | 'error' | 'cancelled';
 
 /**
  * Counts from the closing lines of common test runners, so the agent and the judge read one shape

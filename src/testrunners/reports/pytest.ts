@@ -1,4 +1,4 @@
-import { leadingNodeId } from '../../environment/failures.js';
+import { leadingNodeId } from '../failures.js';
 import type { TestResult, TestStatus } from './types.js';
 import { mergeResults } from './types.js';
 

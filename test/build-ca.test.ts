@@ -12,14 +12,14 @@ import {
   IMAGE_CA,
   readBuildCa,
   withBuildCa,
-} from '../src/environment/build-ca.js';
-import { DockerEnvironmentBuilder } from '../src/environment/builder.js';
+} from '../src/images/build-ca.js';
+import { DockerEnvironmentBuilder } from '../src/images/builder.js';
 import {
   CONTEXT_CA,
   environmentKey,
   snapshotWorktree,
   type SnapshotEntry,
-} from '../src/environment/docker-context.js';
+} from '../src/images/docker-context.js';
 import { LocalSandbox } from '../src/environment/local.js';
 import { makeBuildEnvironmentTool } from '../src/tools/build-environment.js';
 import type { ToolContext } from '../src/tools/types.js';

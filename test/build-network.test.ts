@@ -9,7 +9,7 @@ import { buildNetworkCommand } from '../src/cli/build-network.js';
 import { serveCommand } from '../src/cli/serve.js';
 import { loadConfig, type Config } from '../src/config/config.js';
 import { SECRET_ENV_NAMES } from '../src/config/env.js';
-import { DockerEnvironmentBuilder } from '../src/environment/builder.js';
+import { DockerEnvironmentBuilder } from '../src/images/builder.js';
 import {
   BLOCKED_V4,
   BUILD_NETWORK,
@@ -24,7 +24,7 @@ import {
   systemResolvers,
   type BuildNetworkNames,
   type FamilyRules,
-} from '../src/environment/network.js';
+} from '../src/images/network.js';
 import { startApp, type RunningApp } from '../src/app.js';
 import { APP_ID, PRIVATE_KEY, quietLog, SECRET, tempDir, testConfig } from './app-support.js';
 import { BASE_IMAGE, dockerReady } from './support/docker.js';

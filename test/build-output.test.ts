@@ -5,9 +5,9 @@ import path from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import Docker from 'dockerode';
 import { loadConfig, type Config } from '../src/config/config.js';
-import { BuildStepFilter } from '../src/environment/build-ca.js';
-import { DockerEnvironmentBuilder } from '../src/environment/builder.js';
-import { readBuildOutput, readProgress } from '../src/environment/build-progress.js';
+import { BuildStepFilter } from '../src/images/build-ca.js';
+import { DockerEnvironmentBuilder } from '../src/images/builder.js';
+import { readBuildOutput, readProgress } from '../src/images/build-progress.js';
 import { BASE_IMAGE, dockerReady } from './support/docker.js';
 
 /**

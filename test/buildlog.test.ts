@@ -1,4 +1,4 @@
-import { BuildLogCompactor, compactBuildLog, DEFAULT_COMPACT } from '../src/environment/buildlog.js';
+import { BuildLogCompactor, compactBuildLog, DEFAULT_COMPACT } from '../src/images/buildlog.js';
 
 /** A long apt build whose failure sits in the middle of thousands of progress lines. */
 function syntheticLog(): string[] {

@@ -12,7 +12,7 @@ import {
   fromImages,
   packContext,
   snapshotWorktree,
-} from '../src/environment/docker-context.js';
+} from '../src/images/docker-context.js';
 import { loadConfig } from '../src/config/config.js';
 
 const FIXTURE = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures', 'pyproject-ok');

@@ -21,7 +21,7 @@ import {
   type ScriptStep,
 } from '../src/emulator/scripted-model.js';
 import { LABEL } from '../src/environment/docker.js';
-import { LEASE_LABEL } from '../src/environment/leases.js';
+import { LEASE_LABEL } from '../src/images/leases.js';
 import { PARKED } from '../src/bench/app.js';
 import { branchFor } from '../src/publish/pr.js';
 import { SqliteRunStore } from '../src/store/sqlite-store.js';

@@ -8,7 +8,7 @@ import { calculatorScript, CALCULATOR_TEST_ARGV, repoSource } from '../src/demo/
 import type { GitHubEmulator } from '../src/emulator/github.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../src/emulator/scripted-model.js';
 import { RUN_LABEL } from '../src/environment/docker.js';
-import { LEASE_LABEL } from '../src/environment/leases.js';
+import { LEASE_LABEL } from '../src/images/leases.js';
 import { sweepContainers } from '../src/environment/startup.js';
 import { branchFor } from '../src/publish/pr.js';
 import type { RunRecord } from '../src/store/store.js';

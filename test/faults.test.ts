@@ -21,7 +21,7 @@ import type { GitHubEmulator } from '../src/emulator/github.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../src/emulator/scripted-model.js';
 import { REAL_JOB_DEPS } from '../src/pipeline/job.js';
 import { prepareHost, sweepEngine } from '../src/pipeline/startup.js';
-import { ImageLeases } from '../src/environment/leases.js';
+import { ImageLeases } from '../src/images/leases.js';
 import { BASE_IMAGE, dockerReady } from './support/docker.js';
 import {
   calcFixScript,
@@ -411,7 +411,7 @@ describe('image leases of a holder that is gone (a real engine)', () => {
     const run = `lease-${randomUUID().slice(0, 8)}`;
     // A holder that takes a lease and dies without releasing it (its engine was gone at the run's end).
     const root = fileURLToPath(new URL('..', import.meta.url));
-    const leases = path.join(root, 'dist/environment/leases.js');
+    const leases = path.join(root, 'dist/images/leases.js');
     const script = `
       import Docker from 'dockerode';
       import { ImageLeases } from ${JSON.stringify(leases)};

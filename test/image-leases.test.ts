@@ -5,8 +5,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import Docker from 'dockerode';
 import { execa } from 'execa';
 import { loadConfig, type Config } from '../src/config/config.js';
-import { DockerEnvironmentBuilder } from '../src/environment/builder.js';
-import { ImageLeases } from '../src/environment/leases.js';
+import { DockerEnvironmentBuilder } from '../src/images/builder.js';
+import { ImageLeases } from '../src/images/leases.js';
 import { BASE_IMAGE, dockerReady } from './support/docker.js';
 
 /**
@@ -48,7 +48,7 @@ const child = (args: Record<string, unknown>) =>
   execa(process.execPath, ['--input-type=module', '-e', CHILD], {
     cwd: ROOT,
     env: {
-      BUILDER_URL: pathToFileURL(path.join(ROOT, 'dist/environment/builder.js')).href,
+      BUILDER_URL: pathToFileURL(path.join(ROOT, 'dist/images/builder.js')).href,
       CHILD_ARGS: JSON.stringify(args),
     },
   });

@@ -4,7 +4,7 @@ import path from 'node:path';
 import Docker from 'dockerode';
 import { loadConfig, type Config } from '../src/config/config.js';
 import { startScriptedModelServer } from '../src/emulator/scripted-model.js';
-import { DockerEnvironmentBuilder } from '../src/environment/builder.js';
+import { DockerEnvironmentBuilder } from '../src/images/builder.js';
 import type { Sandbox } from '../src/environment/types.js';
 import { applyPatch, exportPatch, workspaceRevision } from '../src/patch/patch.js';
 import { runRepair } from '../src/pipeline/repair.js';

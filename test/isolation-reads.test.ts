@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Docker from 'dockerode';
 import { loadConfig } from '../src/config/config.js';
-import { DockerEnvironmentBuilder } from '../src/environment/builder.js';
+import { DockerEnvironmentBuilder } from '../src/images/builder.js';
 import { DockerSandbox } from '../src/environment/docker.js';
 import { LocalSandbox } from '../src/environment/local.js';
 import type { Sandbox } from '../src/environment/types.js';

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Docker from 'dockerode';
 import { loadConfig } from '../src/config/config.js';
-import { DockerEnvironmentBuilder } from '../src/environment/builder.js';
+import { DockerEnvironmentBuilder } from '../src/images/builder.js';
 import { nodeSetupNote, nodeSetupSteps } from '../src/environment/node.js';
 import { runCell } from '../src/verify/cells.js';
 import { machineCa } from './support/ca.js';

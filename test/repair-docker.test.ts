@@ -3,7 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Docker from 'dockerode';
 import { loadConfig, type Config } from '../src/config/config.js';
-import { ImageLeases } from '../src/environment/leases.js';
+import { ImageLeases } from '../src/images/leases.js';
 import { startScriptedModelServer, type ScriptStep } from '../src/emulator/scripted-model.js';
 import { runRepair } from '../src/pipeline/repair.js';
 import type { RepairOptions } from '../src/pipeline/types.js';

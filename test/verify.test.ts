@@ -4,16 +4,13 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Docker from 'dockerode';
 import { loadConfig, type Config } from '../src/config/config.js';
-import { ImageLeases } from '../src/environment/leases.js';
+import { ImageLeases } from '../src/images/leases.js';
 import { git } from '../src/workspace/git.js';
 import { judge } from '../src/verify/judge.js';
 import { renderMarkdown } from '../src/verify/markdown.js';
 import { gradeInstance, loadTasks, summarize } from '../src/verify/task.js';
 import type { RebuildPolicy } from '../src/config/repo-config.js';
-import {
-  VerificationReportSchema,
-  type VerificationReport,
-} from '../src/verify/types.js';
+import { VerificationReportSchema, type VerificationReport } from '../src/verify/types.js';
 import { dockerReady } from './support/docker.js';
 
 const FIXTURES = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures');

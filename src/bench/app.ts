@@ -10,7 +10,7 @@ import Docker from 'dockerode';
 import pino from 'pino';
 import { loadConfig } from '../config/config.js';
 import { runAppDemo } from '../demo/app.js';
-import { DockerEnvironmentBuilder } from '../environment/builder.js';
+import { DockerEnvironmentBuilder } from '../images/builder.js';
 import { dockerAvailable } from '../environment/docker.js';
 import type { JobDeps } from '../pipeline/context.js';
 import { REAL_JOB_DEPS } from '../pipeline/job.js';

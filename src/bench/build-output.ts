@@ -4,7 +4,7 @@ import path from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import Docker from 'dockerode';
 import { loadConfig } from '../config/config.js';
-import { DockerEnvironmentBuilder } from '../environment/builder.js';
+import { DockerEnvironmentBuilder } from '../images/builder.js';
 import { dockerAvailable } from '../environment/docker.js';
 import type { BenchOptions } from './options.js';
 

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Docker from 'dockerode';
 import { loadConfig } from '../config/config.js';
-import { DockerEnvironmentBuilder } from '../environment/builder.js';
+import { DockerEnvironmentBuilder } from '../images/builder.js';
 import { dockerAvailable } from '../environment/docker.js';
 import { LocalSandbox } from '../environment/local.js';
 import type { Sandbox } from '../environment/types.js';

@@ -13,7 +13,7 @@ import { loadConfig } from '../config/config.js';
 import { calculatorScript, CALCULATOR_TEST_ARGV, repoSource } from '../demo/calculator.js';
 import { startGitHubEmulator } from '../emulator/github.js';
 import { startScriptedModelServer } from '../emulator/scripted-model.js';
-import { DockerEnvironmentBuilder } from '../environment/builder.js';
+import { DockerEnvironmentBuilder } from '../images/builder.js';
 import type { RunRecord } from '../store/store.js';
 import { maxOverlap, pct, round } from './stats.js';
 

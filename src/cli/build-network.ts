@@ -1,7 +1,7 @@
 import Docker from 'dockerode';
 import { z } from 'zod';
 import { loadConfig } from '../config/config.js';
-import { chainListing, ensureBuildNetwork, hostRules } from '../environment/network.js';
+import { chainListing, ensureBuildNetwork, hostRules } from '../images/network.js';
 import { command, parseCli } from './program.js';
 
 /**

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { resolveModel } from '../config/providers.js';
 import { ConfigError, loadConfig, loadEnv, type Config } from '../config/config.js';
 import { unknownSettings } from '../config/env.js';
-import { ensureBuildNetwork } from '../environment/network.js';
+import { ensureBuildNetwork } from '../images/network.js';
 import { stripUserinfo } from '../workspace/git.js';
 import { appCredentials, emptyUnset, issuesLine, type AppCredentials } from './app-env.js';
 import { command, parseCli } from './program.js';

@@ -1,7 +1,7 @@
 import Docker from 'dockerode';
 import { randomBytes } from 'node:crypto';
 import type { Config } from '../config/config.js';
-import { DockerEnvironmentBuilder } from '../environment/builder.js';
+import { DockerEnvironmentBuilder } from '../images/builder.js';
 import { LocalSandbox } from '../environment/local.js';
 import type { RunOutcome } from '../environment/types.js';
 import type { TestSummary } from '../testrunners/summary.js';

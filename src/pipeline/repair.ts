@@ -14,7 +14,7 @@ import {
 } from '../agent/prompts.js';
 import { loadEnv } from '../config/config.js';
 import { SECRET_ENV_NAMES } from '../config/env.js';
-import { DockerEnvironmentBuilder } from '../environment/builder.js';
+import { DockerEnvironmentBuilder } from '../images/builder.js';
 import { CONTAINER_WORKTREE } from '../testrunners/runners.js';
 import { LocalSandbox } from '../environment/local.js';
 import { nodeSetupNote } from '../environment/node.js';

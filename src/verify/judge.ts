@@ -5,7 +5,7 @@ import { availableParallelism, totalmem } from 'node:os';
 import path from 'node:path';
 import Docker from 'dockerode';
 import type { Config } from '../config/config.js';
-import { DockerEnvironmentBuilder } from '../environment/builder.js';
+import { DockerEnvironmentBuilder } from '../images/builder.js';
 import { runCpus } from '../testrunners/runners.js';
 import { testLimitMs } from '../environment/time-limits.js';
 import type { BuildResult, Sandbox } from '../environment/types.js';

@@ -1,1 +1,1 @@
-export { machineCa } from '../../src/environment/build-ca.js';
+export { machineCa } from '../../src/images/build-ca.js';

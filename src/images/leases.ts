@@ -1,6 +1,6 @@
 import type Docker from 'dockerode';
-import { LABEL, OWNER_LABEL, RUN_LABEL } from './docker.js';
-import { processOwner } from './lending.js';
+import { LABEL, OWNER_LABEL, RUN_LABEL } from '../environment/docker.js';
+import { processOwner } from '../environment/lending.js';
 
 /** The run holding the lease. */
 export const LEASE_LABEL = 'agenticfix.lease';

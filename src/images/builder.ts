@@ -13,10 +13,10 @@ import {
   snapshotWorktree,
   type SnapshotEntry,
 } from './docker-context.js';
-import { DockerSandbox, LABEL, RUN_LABEL } from './docker.js';
+import { DockerSandbox, LABEL, RUN_LABEL } from '../environment/docker.js';
 import { buildNetworkMode, ensureBuildNetwork, proxyBuildArgs } from './network.js';
 import { ImageLeases } from './leases.js';
-import type { BuildLog, BuildResult, EnvironmentBuilder } from './types.js';
+import type { BuildLog, BuildResult, EnvironmentBuilder } from '../environment/types.js';
 import { stopwatch } from '../trace/phases.js';
 
 /** Repository of every environment image; the tag is a prefix of the environment's content key. */

@@ -3,7 +3,7 @@ import { networkInterfaces } from 'node:os';
 import type Docker from 'dockerode';
 import { execa } from 'execa';
 import type { Config } from '../config/config.js';
-import { LABEL } from './docker.js';
+import { LABEL } from '../environment/docker.js';
 
 /**
  * The network builds run on: a Docker bridge of its own whose traffic to the host, private, loopback

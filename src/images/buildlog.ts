@@ -1,4 +1,4 @@
-import type { BuildLog } from './types.js';
+import type { BuildLog } from '../environment/types.js';
 
 /**
  * Lines that tell a model why a build failed. A long log is mostly download progress; these must

@@ -32,6 +32,10 @@ const COMMANDS: Record<string, { description: string; load: () => Promise<Handle
     description: 'take runs from the shared queue (AGENTICFIX_REDIS_URL) and run them on this machine',
     load: async () => (await import('./worker.js')).workerCommand,
   },
+  emulator: {
+    description: 'start a local GitHub and a scripted model to try serve and worker against',
+    load: async () => (await import('./emulator.js')).emulatorCommand,
+  },
   doctor: {
     description: 'check the settings and the services serve (or --worker) needs, without starting',
     load: async () => (await import('./doctor.js')).doctorCommand,

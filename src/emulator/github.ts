@@ -59,6 +59,9 @@ export interface GitHubEmulatorOptions {
   publicKeyPem?: string;
   /** Where bare repositories live; a temporary directory (removed on close) by default. */
   dataDir?: string;
+  /** Where to listen (default 127.0.0.1, any free port); the address is also the URL's host. */
+  host?: string;
+  port?: number;
 }
 
 export interface RecordedRequest {
@@ -372,8 +375,12 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
       record(500, undefined);
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const host = opts.host ?? '127.0.0.1';
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, host, resolve);
+  });
+  baseUrl = `http://${host}:${(server.address() as AddressInfo).port}`;
 
   const repoOf = (owner: string, name: string): RepoRecord => {
     const repo = state.repo(owner, name);

@@ -28,6 +28,10 @@ const COMMANDS: Record<string, { description: string; load: () => Promise<Handle
     description: 'start the GitHub App (Probot) server',
     load: async () => (await import('./serve.js')).serveCommand,
   },
+  setup: {
+    description: "register the GitHub App from app.yml (Probot's manifest flow) and write .env",
+    load: async () => (await import('./setup.js')).setupCommand,
+  },
   worker: {
     description: 'take runs from the shared queue (AGENTICFIX_REDIS_URL) and run them on this machine',
     load: async () => (await import('./worker.js')).workerCommand,

@@ -1,14 +1,26 @@
 # The AgenticFix app: multi-stage build, runs as a non-root user, listens on 0.0.0.0:3000.
 # It talks to a Docker Engine through DOCKER_HOST or a mounted /var/run/docker.sock.
-FROM node:20-bookworm-slim AS build
+# Without a container registry: `bash scripts/node-image.sh` and --build-arg NODE_IMAGE=agenticfix/node:20;
+# behind a TLS-inspecting proxy: --build-arg EXTRA_CA_CERTS="$(cat your-ca.crt)" (README: "Offline build").
+ARG NODE_IMAGE=node:20-bookworm-slim
+FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
-COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
+# Trusted by npm and native module downloads of this stage only; the image does not keep it.
+ARG EXTRA_CA_CERTS=""
+# An internal npm registry, when given.
+ARG npm_config_registry
+COPY package.json package-lock.json ./
+# Dependencies before the sources, so a change of src/ reuses this layer.
+RUN printf '%s\n' "$EXTRA_CA_CERTS" > /tmp/extra-ca.pem \
+  && if [ -n "$EXTRA_CA_CERTS" ]; then export NODE_EXTRA_CA_CERTS=/tmp/extra-ca.pem; fi \
+  && npm ci --ignore-scripts --no-audit --no-fund && npm rebuild better-sqlite3
+COPY tsconfig.json tsconfig.build.json ./
 COPY scripts ./scripts
 COPY src ./src
-RUN npm ci && npm prune --omit=dev
+RUN npm run build && npm prune --omit=dev
 
-FROM node:20-bookworm-slim
+FROM ${NODE_IMAGE}
 RUN apt-get update && apt-get install -y --no-install-recommends git ca-certificates && rm -rf /var/lib/apt/lists/* \
   && useradd --create-home --uid 10001 agenticfix
 WORKDIR /app

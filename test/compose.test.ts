@@ -1,4 +1,7 @@
-import { readFileSync } from 'node:fs';
+import { execa } from 'execa';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import dockerignoreModule from '@balena/dockerignore';
 import { parse } from 'yaml';
 import { loadConfig } from '../src/config/config.js';
@@ -106,5 +109,47 @@ describe('.dockerignore', () => {
     const copied = [...dockerfile.matchAll(/^COPY (?!--from)(.+) \S+$/gm)].flatMap((m) => m[1]!.split(/\s+/));
     expect(copied).toEqual(expect.arrayContaining(['package.json', 'src', 'prompts']));
     for (const p of copied) expect([p, rules.ignores(p)]).toEqual([p, false]);
+  });
+});
+
+/**
+ * Issue 27, item 6: a worker's id and home were its container's id, so every restart left a home (mirrors,
+ * image cache, worktrees) behind. The worker command takes the lowest free slot instead: run here as
+ * compose would run it, with a stand-in for the worker process.
+ */
+describe('docker-compose.yml: stable worker slots', () => {
+  const script = compose.services.worker!.command![2]!.replaceAll('$$', '$');
+  const base = mkdtempSync(path.join(tmpdir(), 'agenticfix-slots-'));
+  afterAll(() => rmSync(base, { recursive: true, force: true }));
+  const worker = () => {
+    const child = execa(
+      'sh',
+      [
+        '-c',
+        script.replaceAll('/srv/agenticfix', base).replace(
+          /exec node dist\/cli\/index\.js worker$/,
+          // The assignments before `exec` reach the program it runs, as they reach the worker.
+          `exec sh -c 'echo "$AGENTICFIX_WORKER_ID $AGENTICFIX_HOME"; exec sleep 60'`,
+        ),
+      ],
+      { env: { PATH: process.env.PATH!, WORKER_ID_PREFIX: 'h1-' }, extendEnv: false, reject: false },
+    );
+    const said = new Promise<string>((resolve) =>
+      child.stdout!.once('data', (d: Buffer) => resolve(d.toString().trim())),
+    );
+    return { child, said };
+  };
+
+  it('gives replicas distinct slots, and a restarted one the slot (id and home) its predecessor held', async () => {
+    const a = worker();
+    expect(await a.said).toBe(`h1-worker-1 ${base}/worker-1`);
+    const b = worker();
+    expect(await b.said).toBe(`h1-worker-2 ${base}/worker-2`);
+    a.child.kill('SIGKILL'); // the lock goes with the process, however it ends
+    await a.child;
+    const c = worker();
+    expect(await c.said).toBe(`h1-worker-1 ${base}/worker-1`);
+    for (const w of [b, c]) w.child.kill('SIGKILL');
+    await Promise.all([b.child, c.child]);
   });
 });

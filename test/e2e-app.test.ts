@@ -1,7 +1,7 @@
 import { execa } from 'execa';
 import { readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
-import { createServer, type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
@@ -29,7 +29,7 @@ import type { RunningApp } from '../src/app.js';
 import { git } from '../src/workspace/git.js';
 import { SECRET, startEmulatedApp, startEmulator, tempDir, testConfig } from './app-support.js';
 import { dockerReady } from './support/docker.js';
-import { startChild, startDockerApp, until } from './support/e2e.js';
+import { freePort, startChild, startDockerApp, until } from './support/e2e.js';
 import { fileVersion } from '../src/tools/files.js';
 
 /**
@@ -334,15 +334,4 @@ async function serveInChild(dir: string, modelUrl: string) {
   await until('the served app to listen', () => out().includes('listening'), 30_000);
   emu.setWebhookUrl(`http://127.0.0.1:${port}/api/github/webhooks`);
   return { kill: (signal: NodeJS.Signals) => child.kill(signal), exited: child.then(() => undefined) };
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
 }

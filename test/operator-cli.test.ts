@@ -1,6 +1,7 @@
 import { jest } from '@jest/globals';
 import { execa } from 'execa';
-import { cpSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
@@ -8,6 +9,8 @@ import { fileURLToPath } from 'node:url';
 import { APP_ID, PRIVATE_KEY } from './app-support.js';
 import { commitAll, tempDir } from './support/git-fixtures.js';
 import { buildNetworkCommand } from '../src/cli/build-network.js';
+import { emulatorCommand } from '../src/cli/emulator.js';
+import { setupCommand } from '../src/cli/setup.js';
 import { doctorCommand } from '../src/cli/doctor.js';
 import { evalCommand } from '../src/cli/eval.js';
 import { runCommand } from '../src/cli/run.js';
@@ -103,7 +106,12 @@ describe('the agenticfix CLI (commander)', () => {
     }
     // The others in this process, through the same functions the CLI calls.
     const handlers = { run: runCommand, verify: verifyCommand, eval: evalCommand, worker: workerCommand };
-    const extra = { doctor: doctorCommand, 'build-network': buildNetworkCommand };
+    const extra = {
+      doctor: doctorCommand,
+      'build-network': buildNetworkCommand,
+      emulator: emulatorCommand,
+      setup: setupCommand,
+    };
     for (const [name, handler] of Object.entries({ ...handlers, ...extra })) {
       const help = await inProcess(() => handler(['--help']));
       expect([name, help.code, help.out]).toEqual([
@@ -193,7 +201,8 @@ describe('the agenticfix CLI (commander)', () => {
 
 describe('the start-up check (serve, worker, doctor)', () => {
   it('serve without settings names each missing one plainly, one line each, exit 2', async () => {
-    const r = await agenticfix(['serve']);
+    // In production, as Probot: no setup page (test/setup.test.ts has it), the check's lines.
+    const r = await agenticfix(['serve'], { NODE_ENV: 'production' });
     expect(r.code).toBe(2);
     noStack(r.err);
     expect(r.err).not.toMatch(/NaN|expected|received/);
@@ -201,6 +210,7 @@ describe('the start-up check (serve, worker, doctor)', () => {
       'agenticfix serve: settings: APP_ID is not set; PRIVATE_KEY is not set (nor PRIVATE_KEY_PATH): the key GitHub generates for the app; WEBHOOK_SECRET is not set',
     );
     for (const l of lines(r.err)) expect(l).toMatch(/^agenticfix serve: /);
+    expect(r.err).toContain('`agenticfix setup` registers the app');
   }, 180_000);
 
   it('the private key: a missing file and a non-PEM are named; a quoted PEM from --env-file is taken', async () => {
@@ -303,6 +313,39 @@ describe('the start-up check (serve, worker, doctor)', () => {
       `FAIL  docker: no Docker engine answers at unix://${path.join(dir, 'no.sock')} (ENOENT): start one (\`bash scripts/setup-docker.sh\` as root) or set DOCKER_HOST`,
     );
   }, 180_000);
+
+  it('a socket this user may not open: the check names its group and the --group-add to give', async () => {
+    // Found as: `connect EACCES /var/run/docker.sock` and nothing else. Reproduced as a user outside the
+    // group of a socket only its owner and group may use (root would pass any permission check).
+    const open = mkdtempSync(path.join(tmpdir(), 'agenticfix-sock-'));
+    chmodSync(open, 0o755);
+    const socket = path.join(open, 'docker.sock');
+    const server = net.createServer((c) => c.end());
+    await new Promise<void>((r) => server.listen(socket, r));
+    chownSync(socket, 0, 4242);
+    chmodSync(socket, 0o660);
+    try {
+      const r = await execa(
+        'setpriv',
+        ['--reuid=65534', '--regid=65534', '--clear-groups', 'node', CLI, 'doctor', '--json'],
+        {
+          cwd: open,
+          env: { PATH: process.env.PATH!, HOME: open, ...APP, DOCKER_HOST: `unix://${socket}` },
+          extendEnv: false,
+          reject: false,
+        },
+      );
+      const docker = (JSON.parse(r.stdout) as { checks: { name: string; detail: string }[] }).checks.find(
+        (c) => c.name === 'docker',
+      );
+      expect(docker?.detail).toBe(
+        `cannot open ${socket} (permission denied): run as a member of its group (4242): \`usermod -aG 4242 <user>\`, in a container \`docker run --group-add 4242\` (\`--group-add $(stat -c %g ${socket})\`), with compose DOCKER_GID=4242 in .env`,
+      );
+    } finally {
+      server.close();
+      rmSync(open, { recursive: true, force: true });
+    }
+  }, 60_000);
 
   it('a misspelt AGENTICFIX_ variable is warned about, naming the setting it resembles', async () => {
     const r = await agenticfix(['worker'], {

@@ -86,6 +86,32 @@ export function privateKeyPem(text: string): string | null {
 export const emptyUnset = (raw: Record<string, string>) =>
   Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== ''));
 
+/**
+ * The settings that make `serve` and `worker` the app of the GitHub emulator at `githubUrl`, with a
+ * scripted model at `modelUrl`: `agenticfix emulator` prints them and the end-to-end tests start
+ * children with them, so a renamed variable breaks both at once.
+ */
+export function emulatorAppEnv(o: {
+  githubUrl: string;
+  appId: number;
+  key: { PRIVATE_KEY: string } | { PRIVATE_KEY_PATH: string };
+  modelUrl: string;
+}): Record<string, string> {
+  const github = new URL(o.githubUrl);
+  return {
+    APP_ID: String(o.appId),
+    ...o.key,
+    GHE_HOST: github.host,
+    GHE_PROTOCOL: github.protocol.replace(/:$/, ''),
+    AGENTICFIX_MODEL_PROVIDER: 'custom',
+    AGENTICFIX_MODEL_BASE_URL: o.modelUrl,
+    AGENTICFIX_MODEL_NAME: 'scripted',
+    // The emulator has no rate limits; GitHub's write spacing would only slow the runs down.
+    AGENTICFIX_GITHUB_WRITE_INTERVAL_MS: '0',
+    AGENTICFIX_STATUS_EDIT_INTERVAL_MS: '0',
+  };
+}
+
 /** The role-specific part of a child's environment: what `serve` or `worker` reads beyond the common part. */
 export type ChildRole =
   | { role: 'serve'; webhookSecret: string; port: number }
@@ -93,31 +119,20 @@ export type ChildRole =
 
 /**
  * The whole environment (the caller passes `extendEnv: false`) of an `agenticfix serve` or `worker`
- * child process acting as the app on the GitHub emulator (`githubUrl`) with a scripted model at
- * `modelUrl`, its state under `home`. One source for the benchmarks and the end-to-end tests, so a
- * renamed variable breaks both at once. `overrides` come last.
+ * child process acting as the app on the GitHub emulator, its state under `home`. For the benchmarks
+ * and the end-to-end tests. `overrides` come last.
  */
 export function childAppEnv(
   o: ChildRole & { home: string; githubUrl: string; appId: number; privateKey: string; modelUrl: string },
   overrides: Record<string, string> = {},
 ): Record<string, string> {
-  const github = new URL(o.githubUrl);
   return {
     PATH: process.env.PATH ?? '/usr/bin:/bin',
     HOME: process.env.HOME ?? '/tmp',
     AGENTICFIX_HOME: o.home,
     AGENTICFIX_RUNS_DIR: path.join(o.home, 'runs'),
-    // The emulator has no rate limits; GitHub's write spacing would only slow the runs down.
-    AGENTICFIX_GITHUB_WRITE_INTERVAL_MS: '0',
-    AGENTICFIX_STATUS_EDIT_INTERVAL_MS: '0',
-    APP_ID: String(o.appId),
-    PRIVATE_KEY: o.privateKey,
-    GHE_HOST: github.host,
-    GHE_PROTOCOL: github.protocol.replace(/:$/, ''),
+    ...emulatorAppEnv({ ...o, key: { PRIVATE_KEY: o.privateKey } }),
     LOG_LEVEL: 'warn',
-    AGENTICFIX_MODEL_PROVIDER: 'custom',
-    AGENTICFIX_MODEL_BASE_URL: o.modelUrl,
-    AGENTICFIX_MODEL_NAME: 'scripted',
     ...(o.role === 'serve'
       ? { WEBHOOK_SECRET: o.webhookSecret, HOST: '127.0.0.1', PORT: String(o.port) }
       : {

@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import Docker from 'dockerode';
 import { Redis } from 'ioredis';
 import pg from 'pg';
@@ -194,10 +195,22 @@ async function modelAnswers(config: Config): Promise<string | null> {
 
 function dockerProblem(err: unknown): string {
   const code = reason(err);
-  const socket = process.env.DOCKER_HOST ?? '/var/run/docker.sock';
-  if (code === 'EACCES')
-    return `cannot open ${socket} (permission denied): run as a member of the socket's group (\`stat -c %g ${socket}\`; in a container: --group-add)`;
-  return `no Docker engine answers at ${socket} (${code}): start one (\`bash scripts/setup-docker.sh\` as root) or set DOCKER_HOST`;
+  const host = process.env.DOCKER_HOST;
+  const socket = host?.startsWith('unix://')
+    ? host.slice('unix://'.length)
+    : (host ?? '/var/run/docker.sock');
+  if (code === 'EACCES') {
+    // The socket's group is the host's docker group: its number differs between hosts.
+    let gid: number | null = null;
+    try {
+      gid = statSync(socket).gid;
+    } catch {
+      // named generically below
+    }
+    const group = gid === null ? `$(stat -c %g ${socket})` : String(gid);
+    return `cannot open ${socket} (permission denied): run as a member of its group${gid === null ? '' : ` (${gid})`}: \`usermod -aG ${group} <user>\`, in a container \`docker run --group-add ${group}\` (\`--group-add $(stat -c %g ${socket})\`), with compose DOCKER_GID=${group} in .env`;
+  }
+  return `no Docker engine answers at ${host ?? socket} (${code}): start one (\`bash scripts/setup-docker.sh\` as root) or set DOCKER_HOST`;
 }
 
 /** Prints what failed, one line each, and the warnings; true when the role may start. */

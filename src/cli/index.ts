@@ -28,9 +28,17 @@ const COMMANDS: Record<string, { description: string; load: () => Promise<Handle
     description: 'start the GitHub App (Probot) server',
     load: async () => (await import('./serve.js')).serveCommand,
   },
+  setup: {
+    description: "register the GitHub App from app.yml (Probot's manifest flow) and write .env",
+    load: async () => (await import('./setup.js')).setupCommand,
+  },
   worker: {
     description: 'take runs from the shared queue (AGENTICFIX_REDIS_URL) and run them on this machine',
     load: async () => (await import('./worker.js')).workerCommand,
+  },
+  emulator: {
+    description: 'start a local GitHub and a scripted model to try serve and worker against',
+    load: async () => (await import('./emulator.js')).emulatorCommand,
   },
   doctor: {
     description: 'check the settings and the services serve (or --worker) needs, without starting',

@@ -2,9 +2,11 @@ import SmeeClient from 'smee-client';
 import { z } from 'zod';
 import { StoreInUseError } from '../store/store.js';
 import { startApp } from '../app.js';
+import { loadEnv } from '../config/config.js';
 import { untilStopped } from './app-env.js';
 import { reportCheck, startupCheck } from './doctor.js';
 import { command, parseCli } from './program.js';
+import { needsSetup, noCredentials, runSetup } from './setup.js';
 
 /**
  * `agenticfix serve`: webhooks, intake, commands, status. Alone it also runs the runs (SQLite, the
@@ -15,14 +17,24 @@ export async function serveCommand(argv: string[]): Promise<number> {
     command('serve', 'start the GitHub App (Probot) server').addHelpText(
       'after',
       '\nSettings come from the environment and ./.env: APP_ID, PRIVATE_KEY or PRIVATE_KEY_PATH, WEBHOOK_SECRET,\n' +
-        'the model (AGENTICFIX_MODEL_*), HOST, PORT; see the README. `agenticfix doctor` checks them.\n',
+        'the model (AGENTICFIX_MODEL_*), HOST, PORT; see the README. `agenticfix doctor` checks them.\n' +
+        'With none of the first three set (and NODE_ENV not production) it first serves the setup page\n' +
+        'that registers the app from app.yml and writes them to .env, as `agenticfix setup` does.\n',
     ),
     z.strictObject({}),
     argv,
   );
   if (typeof parsed === 'number') return parsed;
+  // First start without credentials: register the app (Probot's manifest flow), then start with them.
+  if (needsSetup(loadEnv())) await runSetup('serve');
   const checked = await startupCheck('serve');
-  if (!reportCheck('serve', checked)) return 2;
+  if (!reportCheck('serve', checked)) {
+    if (noCredentials(loadEnv()))
+      process.stderr.write(
+        'agenticfix serve: no app credentials at all: `agenticfix setup` registers the app and writes them to .env\n',
+      );
+    return 2;
+  }
   const { app, config } = checked.ready!;
   const env = checked.ready!.serve!;
   const running = await startApp({

@@ -48,7 +48,7 @@ export interface InstallationToken {
 }
 
 export class AppAuth {
-  private readonly publicKey: KeyObject | null;
+  private publicKey: KeyObject | null;
   private readonly tokens = new Map<string, InstallationToken>();
 
   constructor(
@@ -79,6 +79,11 @@ export class AppAuth {
       this.publicKey,
       Buffer.from(signature, 'base64url'),
     );
+  }
+
+  /** The app's key from now on (a manifest conversion generated a new one). */
+  setPublicKey(pem: string): void {
+    this.publicKey = createPublicKey(pem);
   }
 
   issueToken(installationId: number): InstallationToken {

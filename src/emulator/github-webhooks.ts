@@ -24,7 +24,8 @@ export class WebhookSender {
   readonly deliveries: StoredDelivery[] = [];
 
   constructor(
-    private readonly secret: string,
+    /** Changed when the app is registered anew (a manifest conversion). */
+    public secret: string,
     public url: string | undefined,
   ) {}
 

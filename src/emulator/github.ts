@@ -22,6 +22,7 @@ import {
   resolveCommit,
   serveGitHttp,
 } from './github-git.js';
+import { ManifestFlow } from './github-manifest.js';
 import { createRouter, type Reply } from './github-routes.js';
 import { Shapes } from './github-shapes.js';
 import {
@@ -59,6 +60,9 @@ export interface GitHubEmulatorOptions {
   publicKeyPem?: string;
   /** Where bare repositories live; a temporary directory (removed on close) by default. */
   dataDir?: string;
+  /** Where to listen (default 127.0.0.1, any free port); the address is also the URL's host. */
+  host?: string;
+  port?: number;
 }
 
 export interface RecordedRequest {
@@ -253,6 +257,16 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
   const shapes = new Shapes(state, () => baseUrl);
   const route = createRouter({ state, auth, shapes, baseUrl: () => baseUrl, app: { id: appId, ...APP } });
   const webhooks = new WebhookSender(opts.webhookSecret, opts.webhookUrl);
+  const manifests = new ManifestFlow({
+    app: { id: appId, ...APP },
+    owner: () => shapes.user(state.botLogin),
+    baseUrl: () => baseUrl,
+    created: (app) => {
+      auth.setPublicKey(app.publicKeyPem);
+      webhooks.secret = app.webhookSecret;
+      if (app.hookUrl) webhooks.url = app.hookUrl;
+    },
+  });
   const requests: RecordedRequest[] = [];
   const faults: { match: FaultMatch; responses: FaultResponse[] }[] = [];
   let latencyMs = 0;
@@ -330,14 +344,16 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
       const faultBody = fault.body ?? { message: STATUS_CODES[fault.status] ?? 'Error' };
       return { reply: { status: fault.status, body: faultBody, headers: fault.headers }, body };
     }
-    const reply = route({
-      method,
-      pathname: url.pathname,
-      query: url.searchParams,
-      body,
-      creds: parseAuthorization(req.headers.authorization),
-      accept: req.headers.accept ?? '',
-    });
+    const reply =
+      manifests.convert(method, url.pathname) ??
+      route({
+        method,
+        pathname: url.pathname,
+        query: url.searchParams,
+        body,
+        creds: parseAuthorization(req.headers.authorization),
+        accept: req.headers.accept ?? '',
+      });
     return { reply, body };
   }
 
@@ -358,22 +374,33 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
     const gitMatch = GIT_PATH.exec(url.pathname);
     const work = gitMatch
       ? handleGit(req, res, url, gitMatch).then((status) => record(status, undefined))
-      : handleRest(req, url).then(async ({ reply, body }) => {
-          if (latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, latencyMs));
-          send(res, reply);
-          record(reply.status, body, {
-            headers: reply.headers ?? {},
-            body: Buffer.isBuffer(reply.body) ? undefined : reply.body,
+      : manifests.isPage(url.pathname)
+        ? // GitHub's web page for a new app from a manifest: a form post, not the REST API.
+          readAll(req).then((form) => {
+            const reply = manifests.page(req.method ?? 'GET', url.searchParams, form.toString('utf8'));
+            send(res, reply);
+            record(reply.status, undefined);
+          })
+        : handleRest(req, url).then(async ({ reply, body }) => {
+            if (latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, latencyMs));
+            send(res, reply);
+            record(reply.status, body, {
+              headers: reply.headers ?? {},
+              body: Buffer.isBuffer(reply.body) ? undefined : reply.body,
+            });
           });
-        });
     work.catch((err: unknown) => {
       if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json; charset=utf-8' });
       res.end(JSON.stringify({ message: `emulator error: ${String(err)}` }));
       record(500, undefined);
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const host = opts.host ?? '127.0.0.1';
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, host, resolve);
+  });
+  baseUrl = `http://${host}:${(server.address() as AddressInfo).port}`;
 
   const repoOf = (owner: string, name: string): RepoRecord => {
     const repo = state.repo(owner, name);

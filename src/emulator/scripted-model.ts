@@ -104,6 +104,9 @@ export interface ScriptedServerOptions {
    * the script from its start, so runs served at once (many workers) each get the whole script.
    */
   perConversation?: boolean;
+  /** Where to listen (default 127.0.0.1, any free port); the address is also the URL's host. */
+  host?: string;
+  port?: number;
 }
 
 export async function startScriptedModelServer(
@@ -206,10 +209,14 @@ export async function startScriptedModelServer(
   const server = createServer((req, res) => {
     handle(req, res).catch((err: Error) => send(res, 500, { error: { message: err.message } }));
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const host = opts.host ?? '127.0.0.1';
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, host, resolve);
+  });
   const { port } = server.address() as AddressInfo;
   return {
-    url: `http://127.0.0.1:${port}/v1`,
+    url: `http://${host}:${port}/v1`,
     requests,
     remaining: () => steps.length - (cursors.get('') ?? 0),
     close: () =>

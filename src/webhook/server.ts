@@ -62,7 +62,10 @@ export async function listenForWebhooks(o: WebhookServerOptions): Promise<Webhoo
    */
   async function takeIn(req: IncomingMessage, res: ServerResponse): Promise<void> {
     backlog.arrived();
-    if ((req.url ?? '').split('?')[0] !== WEBHOOK_PATH) {
+    const path = (req.url ?? '').split('?')[0];
+    // An app registered through Probot's manifest flow (`agenticfix setup`) has the server's root as its
+    // webhook URL, so deliveries are taken there too.
+    if (path !== WEBHOOK_PATH && !(path === '/' && req.method === 'POST')) {
       if (!(await o.routes?.(req, res))) refuse(res, 404, 'not found');
       return;
     }

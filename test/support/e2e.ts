@@ -1,5 +1,6 @@
 import { execa, type ResultPromise } from 'execa';
 import { mkdirSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { childAppEnv, type ChildRole } from '../../src/cli/app-env.js';
 import type { RunningApp } from '../../src/app.js';
@@ -7,7 +8,7 @@ import type { Config } from '../../src/config/config.js';
 import type { GitHubEmulator } from '../../src/emulator/github.js';
 import { APP_ID, PRIVATE_KEY, startEmulatedApp } from '../app-support.js';
 
-const CLI = fileURLToPath(new URL('../../dist/cli/index.js', import.meta.url));
+export const CLI = fileURLToPath(new URL('../../dist/cli/index.js', import.meta.url));
 
 /** Polls `check` every 100 ms (the checks ask Docker and the run store) until it holds or `ms` ran out. */
 export async function until(
@@ -56,4 +57,16 @@ export async function startDockerApp(
   const app = await startEmulatedApp(emu, { config, model, sandbox: 'docker' });
   emu.setWebhookUrl(app.url);
   return app;
+}
+
+/** A loopback port free a moment ago (bound, then closed), for a child to listen on. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
 }

@@ -129,7 +129,7 @@ describe('prices in the configuration', () => {
     expect(modelPrice(url, config.model)).toEqual({ name: 'my-finetune', price: null });
     expect(costRefusal(url, config.model, null)).toBeNull();
     expect(costRefusal(url, config.model, 1.5)).toBe(
-      'the run may spend at most 1.5 USD, and model `my-finetune` has no price to count it by: the operator can add one with AGENTICFIX_MODEL_PRICES.',
+      'The run may spend at most 1.5 USD, and model `my-finetune` has no price to count it by: the operator can add one with AGENTICFIX_MODEL_PRICES.',
     );
     expect(costRefusal({ kind: 'openai' }, config.model, 1.5)).toBeNull();
     // Names that are properties of every object are no prices.

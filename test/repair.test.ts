@@ -374,7 +374,7 @@ describe('runRepair with the scripted model through the openai SDK', () => {
     const { result, recorded, requests } = await repair([READ, FINISH], { budgets: { costUsd: 1 } });
     expect(result).toMatchObject({ stop_reason: 'fatal', requests: 0, cost_usd: null, worktree_path: null });
     expect(result.error).toBe(
-      'the run may spend at most 1 USD, and model `test-model` has no price to count it by: the operator can add one with AGENTICFIX_MODEL_PRICES.',
+      'The run may spend at most 1 USD, and model `test-model` has no price to count it by: the operator can add one with AGENTICFIX_MODEL_PRICES.',
     );
     expect(recorded).toMatchObject({ cost_usd: null });
     expect(requests).toHaveLength(0);

@@ -46,5 +46,5 @@ export function costRefusal(spec: ModelSpec, model: Config['model'], costUsd: nu
   if (costUsd === null) return null;
   const { name, price } = modelPrice(spec, model);
   if (price || name === null) return null;
-  return `the run may spend at most ${costUsd} USD, and model \`${name}\` has no price to count it by: the operator can add one with AGENTICFIX_MODEL_PRICES.`;
+  return `The run may spend at most ${costUsd} USD, and model \`${name}\` has no price to count it by: the operator can add one with AGENTICFIX_MODEL_PRICES.`;
 }

@@ -78,6 +78,14 @@ export function parsePrices(value: string, cwd: string): ModelPrices {
   return parsed.data;
 }
 
-/** A cost as the comments and the CLI write it: cents for dollars, four decimals below one. */
-export const usd = (cost: number | null): string =>
-  cost === null ? 'unknown' : `$${cost.toFixed(cost >= 1 ? 2 : 4)}`;
+/** A cost as the comments and the CLI write it: cents for dollars, four decimals below one; else unknown. */
+export const usd = (cost: unknown): string =>
+  typeof cost === 'number' ? `$${cost.toFixed(cost >= 1 ? 2 : 4)}` : 'unknown';
+
+/** What a cost was counted at, from a price as a trace recorded it (` at …`), or why there is none. */
+export function priceNote(recorded: unknown): string {
+  const p = PRICE_SCHEMA.safeParse(recorded);
+  return p.success
+    ? ` at ${p.data.input} input, ${p.data.cached_input} cached input, ${p.data.output} output USD per million tokens`
+    : ' (the model has no price: AGENTICFIX_MODEL_PRICES can give it one)';
+}

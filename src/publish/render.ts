@@ -1,5 +1,5 @@
 import type { RepairResult } from '../agent/types.js';
-import { PRICE_SCHEMA, usd } from '../config/prices.js';
+import { priceNote, usd } from '../config/prices.js';
 import type { Feedback } from '../store/feedback.js';
 import type { RunRecord } from '../store/store.js';
 import type { VerificationReport } from '../verify/types.js';
@@ -201,23 +201,15 @@ export function traceComment(run: RunRecord, result: RepairResult, eventsJsonl: 
     });
   const requests = events
     .filter((e) => e.type === 'model_reply')
-    .map((e) => ({
-      u: (e.usage ?? {}) as Record<string, unknown>,
-      cost: typeof e.cost_usd === 'number' ? e.cost_usd : null,
-    }));
+    .map((e) => ({ u: (e.usage ?? {}) as Record<string, unknown>, cost: e.cost_usd }));
   const t = result.tokens;
-  // The price the run counted by, as its `model` event recorded it.
-  const price = PRICE_SCHEMA.safeParse(events.find((e) => e.type === 'model')?.price);
-  const rates = price.success
-    ? ` at ${price.data.input} input, ${price.data.cached_input} cached input, ${price.data.output} output USD per million tokens`
-    : ' (the model has no price: AGENTICFIX_MODEL_PRICES can give it one)';
   const parts = [
     `## Trace summary\n\n<sub>${runLine(run)}</sub>`,
     [
       `- Stop reason: \`${result.stop_reason}\`${result.error ? ` (${inert(oneLine(result.error, 300))})` : ''}`,
       `- Duration: ${(result.duration_ms / 1000).toFixed(1)} s; ${result.requests} model requests, ${result.tool_calls} tool calls`,
       `- Tokens: ${t.total} total (${t.prompt} prompt, ${t.completion} completion, ${t.cached} cached)`,
-      `- Cost: ${usd(result.cost_usd)}${rates}`,
+      `- Cost: ${usd(result.cost_usd)}${priceNote(events.find((e) => e.type === 'model')?.price)}`,
       `- Time by phase: ${phaseLine(result.phases_ms, tools)}`,
     ].join('\n'),
   ];
@@ -346,12 +338,7 @@ export function revisionComment(
  * The pull request description's list of pushed revisions, oldest first, so the description says what
  * the branch holds now (each revision's evidence is in its comment).
  */
-export function revisionsSection(
-  revisions: Pick<
-    RunRecord,
-    'revision' | 'pushed_commit' | 'trigger' | 'triggered_by' | 'verdict' | 'id' | 'cost_usd'
-  >[],
-): string {
+export function revisionsSection(revisions: readonly RunRecord[]): string {
   const rows = revisions.map(
     (r) =>
       `| ${r.revision} | \`${(r.pushed_commit ?? '').slice(0, 12)}\` | ${cell(revisionAsker(r))} | \`${r.verdict ?? '?'}\` | ${usd(r.cost_usd)} | \`${r.id}\` |`,

@@ -11,7 +11,7 @@ import { costRefusal, modelPrice } from '../src/pipeline/pricing.js';
 import { renderStatus } from '../src/publish/status.js';
 import { revisionsSection, traceComment } from '../src/publish/render.js';
 import type { RepairResult } from '../src/agent/types.js';
-import type { RunRecord } from '../src/queue/store.js';
+import type { RunRecord } from '../src/store/store.js';
 
 const PRICE = { input: 2, cached_input: 0.5, output: 8 };
 

@@ -1,14 +1,15 @@
-// Writes the README's settings table, .env.example and the JSON Schema of .github/agenticfix.yml
-// (schema/agenticfix.schema.json, for editors) from the config schemas (run `npm run build` first);
+// Writes the README's settings and built-in prices tables, .env.example and the JSON Schema of
+// .github/agenticfix.yml (schema/agenticfix.schema.json, for editors) from the config schemas and
+// src/config/prices.ts (run `npm run build` first);
 // with --check, only says whether they are in sync (exit 1 when not).
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { repoConfigJsonSchema } from '../dist/config/repo-config.js';
-import { envExample, withSettingsTable } from '../dist/config/settings-doc.js';
+import { envExample, withPricesTable, withSettingsTable } from '../dist/config/settings-doc.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const files = {
-  'README.md': withSettingsTable(readFileSync(`${root}README.md`, 'utf8')),
+  'README.md': withPricesTable(withSettingsTable(readFileSync(`${root}README.md`, 'utf8'))),
   '.env.example': envExample(),
   'schema/agenticfix.schema.json': `${JSON.stringify(repoConfigJsonSchema(), null, 2)}\n`,
 };

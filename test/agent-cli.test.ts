@@ -68,7 +68,15 @@ describe('agenticfix run', () => {
   });
 
   it('build progress: each step with the time since the build and since the run started', () => {
-    const p = { phase: 'working', step: 3, tokens_used: 0, token_budget: 1, last_test: null } as const;
+    const p = {
+      phase: 'working',
+      step: 3,
+      tokens_used: 0,
+      token_budget: 1,
+      cost_usd: null,
+      cost_budget: null,
+      last_test: null,
+    } as const;
     expect(progressLine(p, 1000)).toBeNull();
     expect(progressLine({ ...p, phase: 'building_environment' }, 2400)).toBe('[building_environment, 2 s]');
     expect(

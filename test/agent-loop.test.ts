@@ -6,6 +6,7 @@ import { ContextManager } from '../src/agent/context.js';
 import { runAgentLoop } from '../src/agent/loop.js';
 import { ModelError, type ChatMessage, type ModelClient, type ModelReply } from '../src/agent/model.js';
 import { loadConfig } from '../src/config/config.js';
+import type { ModelPrice } from '../src/config/prices.js';
 import { fail, ok, type ToolRegistry, type ToolResult } from '../src/tools/types.js';
 import { RunTrace } from '../src/trace/trace.js';
 
@@ -73,7 +74,11 @@ describe('the agent loop in-process (a replaying model, real budget, context and
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-  async function loop(replies: Reply[], budgets: Partial<typeof config.budgets> = {}) {
+  async function loop(
+    replies: Reply[],
+    budgets: Partial<typeof config.budgets> = {},
+    price: ModelPrice | null = null,
+  ) {
     const model = new ReplayModel(replies);
     const registry = notesRegistry();
     const trace = new RunTrace('loop', dir);
@@ -82,15 +87,15 @@ describe('the agent loop in-process (a replaying model, real budget, context and
       model,
       registry,
       context,
-      budget: new Budget({ ...config.budgets, ...budgets }),
+      budget: new Budget({ ...config.budgets, ...budgets }, { price }),
       agent: config.agent,
       trace,
     });
     const events = readFileSync(trace.eventsPath, 'utf8')
       .trim()
       .split('\n')
-      .map((l) => JSON.parse(l) as { type: string });
-    return { outcome, model, registry, events: events.map((e) => e.type) };
+      .map((l) => JSON.parse(l) as { type: string; cost_usd?: unknown });
+    return { outcome, model, registry, events: events.map((e) => e.type), records: events };
   }
 
   it('runs each call, sends its observation back under the call id, and stops at finish', async () => {
@@ -147,6 +152,19 @@ describe('the agent loop in-process (a replaying model, real budget, context and
     );
     expect(outcome.stop_reason).toBe('tool_budget');
     expect([...registry.notes.keys()]).toEqual(['one']);
+  });
+
+  it('stops at the cost limit before the request over it, each reply traced with its cost', async () => {
+    // 100 prompt tokens × $1000 + 10 output tokens × $2000 per million: $0.12 a request.
+    const price = { input: 1000, cached_input: 100, output: 2000 };
+    const notes = Array.from({ length: 5 }, (_, i) => ({ call: 'write_note', args: { name: `n${i}` } }));
+    const { outcome, model, registry, records } = await loop(notes, { costUsd: 0.3 }, price);
+    expect(outcome.stop_reason).toBe('cost_budget');
+    expect(model.seen).toHaveLength(3); // $0.36 after three: the fourth is never asked for
+    expect([...registry.notes.keys()]).toEqual(['n0', 'n1', 'n2']);
+    const costs = records.filter((e) => e.type === 'model_reply').map((e) => e.cost_usd as number);
+    expect(costs.map((c) => c.toFixed(6))).toEqual(['0.120000', '0.120000', '0.120000']);
+    expect(records.at(-1)).toMatchObject({ type: 'stop', stop_reason: 'cost_budget' });
   });
 
   it("the model's failure ends the run as model_error with its message", async () => {

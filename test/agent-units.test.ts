@@ -357,10 +357,17 @@ describe('loop detection', () => {
 });
 
 describe('budget', () => {
-  const limits = { tokens: 1000, requests: 10, toolCalls: 20, timeMs: 60_000, tokenReserve: 300 };
+  const limits = {
+    tokens: 1000,
+    requests: 10,
+    toolCalls: 20,
+    timeMs: 60_000,
+    tokenReserve: 300,
+    costUsd: null,
+  };
   it('warns once when the reserve is reached and stops at the limit', () => {
     let now = 0;
-    const b = new Budget(limits, () => now);
+    const b = new Budget(limits, { now: () => now });
     b.addRequest({ prompt: 500, completion: 100, cached: 50, total: 600 });
     expect(b.wrapUpWarning()).toBeNull();
     b.addRequest({ prompt: 100, completion: 50, cached: 0, total: 150 });
@@ -370,7 +377,7 @@ describe('budget', () => {
     b.addRequest({ prompt: 300, completion: 0, cached: 0, total: 300 });
     expect(b.exhausted()).toBe('token_budget');
     expect(b.tokens).toEqual({ prompt: 900, completion: 150, cached: 50, total: 1050 });
-    const t = new Budget(limits, () => now);
+    const t = new Budget(limits, { now: () => now });
     now = 60_000;
     expect(t.exhausted()).toBe('time_budget');
   });

@@ -140,6 +140,8 @@ export function fakeDeps(o: FakeOptions): JobDeps & { calls: RepairOptions[] } {
           step: 0,
           tokens_used: 0,
           token_budget: 1000,
+          cost_usd: 0,
+          cost_budget: null,
           last_test: null,
         });
         opts.onProgress?.({
@@ -147,12 +149,17 @@ export function fakeDeps(o: FakeOptions): JobDeps & { calls: RepairOptions[] } {
           step: 1,
           tokens_used: 120,
           token_budget: 1000,
+          cost_usd: 0.0004,
+          cost_budget: null,
           last_test: 'failed',
         });
         if (o.gate) await Promise.race([o.gate, aborted(opts.signal)]);
         const runDir = path.join(opts.config.runsDir, opts.runId!);
         mkdirSync(runDir, { recursive: true });
-        const events: object[] = [{ type: 'run_start', seq: 1 }];
+        const events: object[] = [
+          { type: 'run_start', seq: 1 },
+          { type: 'model', price: { input: 2, cached_input: 0.5, output: 10 } },
+        ];
         const cancelled = opts.signal?.aborted === true;
         if (!cancelled) {
           for (const [file, content] of Object.entries(o.edits(opts, call))) {
@@ -169,6 +176,7 @@ export function fakeDeps(o: FakeOptions): JobDeps & { calls: RepairOptions[] } {
           events.push({
             type: 'model_reply',
             usage: { prompt_tokens: 100, completion_tokens: 20, total_tokens: 120 },
+            cost_usd: 0.0004,
           });
         }
         await git(['add', '-A'], { cwd: dir });
@@ -192,6 +200,7 @@ export function fakeDeps(o: FakeOptions): JobDeps & { calls: RepairOptions[] } {
           image_id: 'sha256:fake',
           summary: 'Changed `add` to add.',
           tokens: { prompt: 100, completion: 20, cached: 0, total: 120 },
+          cost_usd: 0.0004, // 100 × $2 + 20 × $10 per million
           requests: 1,
           tool_calls: Object.keys(o.edits(opts, call)).length,
           duration_ms: Date.now() - started,

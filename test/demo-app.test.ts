@@ -28,6 +28,13 @@ describe('demo: label → verified draft PR, through the emulator, the real app,
     const prComments = s.comments.filter((c) => c.on === 'pr').map((c) => c.body);
     expect(prComments.some((b) => b.includes('verified') && b.includes('| base'))).toBe(true);
     expect(s.comments.some((c) => c.on === 'issue')).toBe(true);
+    // `demo --json` prints this summary: the run's cost at the scripted model's made-up price.
+    expect(s.cost_usd).toBeGreaterThan(0);
+    expect(JSON.parse(JSON.stringify(s))).toMatchObject({ cost_usd: s.cost_usd });
+    const trace = prComments.find((b) => b.startsWith('## Trace summary'))!;
+    expect(trace).toContain(
+      `- Cost: $${s.cost_usd!.toFixed(4)} at 1 input, 0.1 cached input, 4 output USD per million tokens`,
+    );
   });
 
   it('a rerun with an unchanged environment builds no image, neither for the agent nor for the judge', async () => {

@@ -54,6 +54,7 @@ const result = (over: Partial<RepairResult> = {}): RepairResult => ({
   image_id: null,
   summary: 'fixed',
   tokens: { prompt: 10, completion: 5, cached: 0, total: 15 },
+  cost_usd: null,
   requests: 1,
   tool_calls: 1,
   duration_ms: 1000,

@@ -13,6 +13,8 @@ import type { RepairOptions } from '../src/pipeline/types.js';
 import { git } from '../src/workspace/git.js';
 import { commitAll, tempDir } from './support/git-fixtures.js';
 import { fileVersion } from '../src/tools/files.js';
+import { requestCostUsd } from '../src/agent/tokens.js';
+import type { Usage } from '../src/agent/model.js';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/agent-repo', import.meta.url));
 const MATH = readFileSync(path.join(FIXTURE, 'src/math.js'), 'utf8');
@@ -331,6 +333,51 @@ describe('runRepair with the scripted model through the openai SDK', () => {
     const warned = requests.findIndex((r) => JSON.stringify(r.body).includes('Budget nearly spent'));
     expect(warned).toBeGreaterThan(0);
     expect(warned).toBeLessThan(requests.length);
+  });
+
+  it('cost: each request priced with its cached tokens, the sum in result.json; the limit stops the run as cost_budget', async () => {
+    const price = { input: 100, cached_input: 10, output: 400 };
+    const priced = { ...config, model: { ...config.model, prices: { 'test-model': price } } };
+    const reads = ['package.json', 'test/math.test.js', 'src/math.js'].map((p) =>
+      call('read_file', { path: p }),
+    );
+    const script = [READ, EDIT, call('list_files'), ...reads, call('git_diff'), TESTS, FINISH];
+    const { result, events, recorded, requests } = await repair(script, {
+      config: priced,
+      budgets: { costUsd: 0.5 }, // about four requests' worth (the first, uncached, costs most)
+    });
+    const replies = events
+      .split('\n')
+      .filter((l) => l.includes('"type":"model_reply"'))
+      .map((l) => JSON.parse(l) as { usage: Usage; cost_usd: number });
+    // The scripted service reports the prompt prefix it saw before as cached, as OpenAI does.
+    expect(replies.some((r) => r.usage.cached > 0)).toBe(true);
+    for (const r of replies) expect(r.cost_usd).toBeCloseTo(requestCostUsd(price, r.usage), 12);
+    const total = replies.reduce((sum, r) => sum + r.cost_usd, 0);
+    expect(result.cost_usd).toBeCloseTo(total, 12);
+    const uncached = replies.reduce((sum, r) => sum + requestCostUsd(price, { ...r.usage, cached: 0 }), 0);
+    expect(total).toBeLessThan(uncached / 2);
+    expect(result.stop_reason).toBe('cost_budget');
+    expect(total).toBeGreaterThanOrEqual(0.5);
+    expect(total - replies.at(-1)!.cost_usd).toBeLessThan(0.5); // stopped at the first request over
+    expect(requests.length).toBeLessThan(script.length);
+    expect(result.patch).toContain('+  return a + b;');
+    expect(recorded).toMatchObject({
+      stop_reason: 'cost_budget',
+      cost_usd: result.cost_usd,
+      budgets: { costUsd: 0.5 },
+      model: { name: 'test-model', price },
+    });
+  });
+
+  it('a cost limit with a model that has no price: refused before anything runs', async () => {
+    const { result, recorded, requests } = await repair([READ, FINISH], { budgets: { costUsd: 1 } });
+    expect(result).toMatchObject({ stop_reason: 'fatal', requests: 0, cost_usd: null, worktree_path: null });
+    expect(result.error).toBe(
+      'The run may spend at most 1 USD, and model `test-model` has no price to count it by: the operator can add one with AGENTICFIX_MODEL_PRICES.',
+    );
+    expect(recorded).toMatchObject({ cost_usd: null });
+    expect(requests).toHaveLength(0);
   });
 
   it('request budget stops the run before the next request', async () => {

@@ -31,6 +31,7 @@ describe('repository config', () => {
     verify: { rebuild: 'changed' },
     revise_on: ['command'],
     max_revisions: 5,
+    max_cost_usd: null, // the operator set no cost limit
     ci_feedback: { enabled: false, max_rounds: 2 },
   };
 
@@ -54,6 +55,7 @@ describe('repository config', () => {
         'verify: { rebuild: always }',
         'revise_on: [command, changes_requested, command]',
         'max_revisions: 2',
+        'max_cost_usd: 0.75',
         'ci_feedback: { enabled: true, max_rounds: 1, apps: [github-actions, circleci-checks] }',
       ].join('\n'),
       operator,
@@ -72,6 +74,7 @@ describe('repository config', () => {
         verify: { rebuild: 'always' },
         revise_on: ['command', 'changes_requested'],
         max_revisions: 2,
+        max_cost_usd: 0.75,
         ci_feedback: { enabled: true, max_rounds: 1, apps: ['github-actions', 'circleci-checks'] },
       },
     });
@@ -210,6 +213,19 @@ describe("the operator's ceilings", () => {
     expect(d.ok && [d.config.max_revisions, d.config.ci_feedback.max_rounds]).toEqual([1, 1]);
     expect(parseRepoConfig('max_revisions: 2', strict).ok).toBe(false);
     expect(parseRepoConfig('max_revisions: 0', strict).ok).toBe(true); // lowering is always fine
+  });
+
+  it("refuses max_cost_usd over the operator's AGENTICFIX_MAX_COST_USD by name; its default is the operator's", () => {
+    const capped = testConfig(home, { AGENTICFIX_MAX_COST_USD: '2' });
+    const over = parseRepoConfig('max_cost_usd: 5', capped);
+    expect(!over.ok && over.error).toBe(
+      ".github/agenticfix.yml asks for more than the operator allows:\n- `max_cost_usd`: 5 exceeds the operator's ceiling of 2 USD",
+    );
+    const d = parseRepoConfig(null, capped);
+    expect(d.ok && d.config.max_cost_usd).toBe(2);
+    const lower = parseRepoConfig('max_cost_usd: 0.25', capped);
+    expect(lower.ok && lower.config.max_cost_usd).toBe(0.25);
+    expect(parseRepoConfig('max_cost_usd: 0', capped).ok).toBe(false); // no limit is not a lower one
   });
 
   it('refuses a ceiling below the default budget at start-up, naming both variables', () => {

@@ -1,30 +1,50 @@
 import type { Config } from '../config/config.js';
+import { usd, type ModelPrice } from '../config/prices.js';
 import type { StopReason } from './types.js';
 import type { Usage } from './model.js';
+import { requestCostUsd } from './tokens.js';
 
 export type BudgetLimits = Config['budgets'];
 
-/** Counts what a run has spent (tokens as the service reports them, requests, tool calls, time). */
+export interface BudgetOptions {
+  /** The price of the model the run asks for; null: what the run costs is unknown. */
+  price?: ModelPrice | null;
+  now?: () => number;
+}
+
+/** Counts what a run has spent (tokens as the service reports them, their cost, requests, tool calls, time). */
 export class Budget {
   readonly tokens: Usage = { prompt: 0, completion: 0, cached: 0, total: 0 };
+  /** USD spent on model requests; null when the model has no price. */
+  costUsd: number | null;
   requests = 0;
   toolCalls = 0;
   private warned = false;
   private readonly startedAt: number;
+  private readonly price: ModelPrice | null;
+  private readonly now: () => number;
 
   constructor(
     readonly limits: BudgetLimits,
-    private readonly now: () => number = Date.now,
+    o: BudgetOptions = {},
   ) {
-    this.startedAt = now();
+    this.price = o.price ?? null;
+    this.costUsd = this.price ? 0 : null;
+    this.now = o.now ?? Date.now;
+    this.startedAt = this.now();
   }
 
-  addRequest(u: Usage): void {
+  /** Counts one request; returns what it cost (null: unknown). */
+  addRequest(u: Usage): number | null {
     this.requests++;
     this.tokens.prompt += u.prompt;
     this.tokens.completion += u.completion;
     this.tokens.cached += u.cached;
     this.tokens.total += u.total;
+    if (!this.price || this.costUsd === null) return null;
+    const cost = requestCostUsd(this.price, u);
+    this.costUsd += cost;
+    return cost;
   }
 
   addToolCall(): void {
@@ -35,24 +55,39 @@ export class Budget {
     return this.now() - this.startedAt;
   }
 
-  /** The limit that is used up, if any; checked before every request. */
-  exhausted(): Extract<StopReason, 'token_budget' | 'request_budget' | 'tool_budget' | 'time_budget'> | null {
+  /**
+   * The limit that is used up, if any; checked before every request. A cost limit with an unknown
+   * cost counts as used up: no request is made that the budget cannot measure.
+   */
+  exhausted(): Extract<
+    StopReason,
+    'token_budget' | 'cost_budget' | 'request_budget' | 'tool_budget' | 'time_budget'
+  > | null {
     if (this.tokens.total >= this.limits.tokens) return 'token_budget';
+    if (this.limits.costUsd !== null && (this.costUsd === null || this.costUsd >= this.limits.costUsd))
+      return 'cost_budget';
     if (this.requests >= this.limits.requests) return 'request_budget';
     if (this.toolCalls >= this.limits.toolCalls) return 'tool_budget';
     if (this.elapsedMs() >= this.limits.timeMs) return 'time_budget';
     return null;
   }
 
-  /** What is left of each limit, as the working state shows it to the model. */
-  left(): { tokens: number; requests: number; tool_calls: number; time_s: number } {
+  /** What is left of each limit, as the working state shows it to the model (USD only with a cost limit). */
+  left(): { tokens: number; requests: number; tool_calls: number; time_s: number; cost_usd?: number } {
     const l = this.limits;
     return {
       tokens: Math.max(0, l.tokens - this.tokens.total),
       requests: Math.max(0, l.requests - this.requests),
       tool_calls: Math.max(0, l.toolCalls - this.toolCalls),
       time_s: Math.max(0, Math.round((l.timeMs - this.elapsedMs()) / 1000)),
+      ...(l.costUsd !== null ? { cost_usd: this.costLeft() } : {}),
     };
+  }
+
+  /** USD left of the cost limit (rounded to a hundredth of a cent); 0 when the cost is unknown. */
+  private costLeft(): number {
+    const limit = this.limits.costUsd ?? 0;
+    return this.costUsd === null ? 0 : Math.max(0, Math.round((limit - this.costUsd) * 1e4) / 1e4);
   }
 
   toolBudgetLeft(): boolean {
@@ -61,7 +96,8 @@ export class Budget {
 
   /**
    * Once per run, when a limit is close (tokens within the reserve, the last two requests, the last few
-   * tool calls or the last tenth of the time): a message asking the model to wrap up while it still can.
+   * tool calls, the last tenth of the time or of the cost limit): a message asking the model to wrap up
+   * while it still can.
    */
   wrapUpWarning(): string | null {
     if (this.warned) return null;
@@ -77,11 +113,13 @@ export class Budget {
       tokensLeft <= l.tokenReserve ||
       requestsLeft <= 2 ||
       toolsLeft <= 3 ||
-      secondsLeft * 1000 <= l.timeMs / 10;
+      secondsLeft * 1000 <= l.timeMs / 10 ||
+      (l.costUsd !== null && this.costLeft() <= l.costUsd / 10);
     if (!close) return null;
     this.warned = true;
+    const cost = l.costUsd !== null ? `, ${usd(this.costLeft())} of ${usd(l.costUsd)}` : '';
     return (
-      `Budget nearly spent: ${tokensLeft} of ${l.tokens} tokens, ${requestsLeft} requests, ${toolsLeft} tool calls ` +
+      `Budget nearly spent: ${tokensLeft} of ${l.tokens} tokens${cost}, ${requestsLeft} requests, ${toolsLeft} tool calls ` +
       `and ${secondsLeft}s left. Stop exploring. If your fix is in place, run the tests once and call finish ` +
       `with your summary now; otherwise call finish and say what you found and what remains.`
     );
@@ -90,6 +128,7 @@ export class Budget {
   snapshot(): Record<string, unknown> {
     return {
       tokens: { ...this.tokens },
+      cost_usd: this.costUsd,
       requests: this.requests,
       tool_calls: this.toolCalls,
       elapsed_ms: this.elapsedMs(),

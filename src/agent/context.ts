@@ -47,7 +47,13 @@ export interface WorkingState {
   /** The registry's record of the last run_tests of the agent's work (lastTestState), never another tool's result. */
   last_test: ReturnType<typeof lastTestState>;
   /** What is left of the run's budgets when this state was written (null where the run has none). */
-  budget_left: { tokens: number; requests: number; tool_calls: number; time_s: number } | null;
+  budget_left: {
+    tokens: number;
+    requests: number;
+    tool_calls: number;
+    time_s: number;
+    cost_usd?: number;
+  } | null;
 }
 
 /** The parts of the working state that live outside the context: the last test and the budget. */

@@ -60,9 +60,14 @@ export async function runAgentLoop(a: LoopInput): Promise<LoopOutcome> {
       const compacted = context.compact();
       if (compacted) trace.event('context_compacted', { ...compacted });
       const reply = await model.complete(context.messages(), tools, a.signal);
-      budget.addRequest(reply.usage);
+      const cost = budget.addRequest(reply.usage);
       modelName = reply.model;
-      trace.event('model_reply', { model: reply.model, usage: reply.usage, ...reply.message });
+      trace.event('model_reply', {
+        model: reply.model,
+        usage: reply.usage,
+        cost_usd: cost,
+        ...reply.message,
+      });
       context.addAssistant(reply.message);
       if (reply.message.tool_calls.length === 0) context.addNote(NO_TOOL_CALL_NOTE);
       let wellFormed = false;

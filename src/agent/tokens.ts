@@ -1,5 +1,7 @@
+import type { ModelPrice } from '../config/prices.js';
+
 /**
- * Token arithmetic shared by the scripted model server and the context benchmark. A token is
+ * Token arithmetic shared by the scripted model server, the context benchmark and the run's cost. A token is
  * estimated as four characters of the request as sent; prompt caching follows OpenAI's published
  * rule: a cached prefix counts only from 1,024 tokens on, in steps of 128 tokens.
  */
@@ -26,3 +28,17 @@ export function cachedPrefixTokens(previous: string | null, current: string): nu
 /** What a prompt costs in uncached-token units. */
 export const billedTokens = (prompt: number, cached: number): number =>
   prompt - cached + CACHED_PRICE * cached;
+
+/**
+ * What one request cost in USD at the model's prices per million tokens. `prompt` includes `cached`
+ * (as OpenAI-compatible services report them): the cached part is priced at the cached rate.
+ */
+export const requestCostUsd = (
+  price: ModelPrice,
+  u: { prompt: number; cached: number; completion: number },
+): number => {
+  const cached = Math.min(u.cached, u.prompt);
+  return (
+    ((u.prompt - cached) * price.input + cached * price.cached_input + u.completion * price.output) / 1e6
+  );
+};

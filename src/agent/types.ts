@@ -16,6 +16,7 @@ export type StopReason =
   | 'request_budget'
   | 'tool_budget'
   | 'time_budget'
+  | 'cost_budget'
   | 'no_edit_stop'
   | 'loop_detected'
   | 'format_error'
@@ -37,6 +38,8 @@ export interface RepairResult {
   image_id: string | null;
   summary: string | null; // the model's finish summary
   tokens: { prompt: number; completion: number; cached: number; total: number };
+  /** What the model requests cost in USD; null when the model has no price (unknown, never 0). */
+  cost_usd: number | null;
   requests: number;
   tool_calls: number;
   duration_ms: number;

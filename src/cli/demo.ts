@@ -2,6 +2,7 @@ import Docker from 'dockerode';
 import { Option } from 'commander';
 import { z } from 'zod';
 import { loadConfig } from '../config/config.js';
+import { usd } from '../config/prices.js';
 import { runAppDemo } from '../demo/app.js';
 import { runToolsOnlyDemo } from '../demo/tools-only.js';
 import { dockerAvailable } from '../environment/docker.js';
@@ -102,6 +103,7 @@ export async function demoCommand(argv: string[]): Promise<number> {
           (r) =>
             `revision ${r.number}:    ${r.verdict ?? 'no verdict'}, commit ${r.commit ?? 'none'}, ${r.replied_threads} review thread(s) answered`,
         ),
+        `cost:          ${usd(summary.cost_usd)}${summary.model === 'scripted' ? ' (at a made-up price for the scripted model)' : ''}`,
         `patch:         ${summary.patch_path ?? 'none'}`,
         `trace:         ${summary.trace_path ?? 'none'}`,
         `result:        ${summary.result}${summary.error ? ` (${summary.error})` : ''}`,

@@ -1,6 +1,7 @@
 import { Option } from 'commander';
 import { z } from 'zod';
 import { loadConfig } from '../config/config.js';
+import { usd } from '../config/prices.js';
 import { runRepair } from '../pipeline/repair.js';
 import { prepareHost } from '../pipeline/startup.js';
 import type { IssueText, RepairResult } from '../agent/types.js';
@@ -65,7 +66,7 @@ export function formatResult(r: RepairResult): string {
   return [
     `run ${r.run_id}: ${r.stop_reason}${r.error ? ` (${r.error})` : ''}`,
     r.summary ? `summary: ${r.summary}` : null,
-    `model: ${r.model_name ?? '-'}; requests ${r.requests}, tool calls ${r.tool_calls}, tokens ${r.tokens.total} (prompt ${r.tokens.prompt}, completion ${r.tokens.completion}, cached ${r.tokens.cached})`,
+    `model: ${r.model_name ?? '-'}; requests ${r.requests}, tool calls ${r.tool_calls}, tokens ${r.tokens.total} (prompt ${r.tokens.prompt}, completion ${r.tokens.completion}, cached ${r.tokens.cached}), cost ${usd(r.cost_usd)}`,
     `last test run: ${r.last_test?.status ?? 'none'}`,
     `patch: ${r.patch ? r.patch_path : 'none'}`,
     `trace: ${r.trace_path}`,

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { parse as parseDotenv } from 'dotenv';
 import { z } from 'zod';
 import { ENV_SCHEMA, MiB, type Env } from './env.js';
+import { BUILTIN_PRICES, parsePrices } from './prices.js';
 import { defaultModelOf } from './providers.js';
 
 /**
@@ -74,6 +75,14 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
     : defaultModel
       ? [defaultModel]
       : [];
+  let prices = BUILTIN_PRICES;
+  if (e.AGENTICFIX_MODEL_PRICES)
+    try {
+      prices = { ...BUILTIN_PRICES, ...parsePrices(e.AGENTICFIX_MODEL_PRICES, cwd) };
+    } catch (err) {
+      throw new ConfigError(`invalid configuration:\n  AGENTICFIX_MODEL_PRICES: ${(err as Error).message}`);
+    }
+  const costUsd = e.AGENTICFIX_MAX_COST_USD ?? null;
   const home = path.resolve(cwd, e.AGENTICFIX_HOME);
   return {
     cacheDir: path.resolve(cwd, e.AGENTICFIX_CACHE_DIR ?? path.join(home, 'cache')),
@@ -162,6 +171,8 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       retryBaseMs: e.AGENTICFIX_MODEL_RETRY_BASE_MS,
       /** Model names a repository config or a command may choose. */
       allowlist,
+      /** USD per million tokens by model name: the built-in table with the operator's entries over it. */
+      prices,
     },
     budgets: {
       tokens: e.AGENTICFIX_TOKEN_BUDGET,
@@ -169,6 +180,8 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       toolCalls: e.AGENTICFIX_TOOL_CALL_BUDGET,
       timeMs: e.AGENTICFIX_TIME_BUDGET_S * 1000,
       tokenReserve: e.AGENTICFIX_TOKEN_RESERVE,
+      /** USD a run may spend on model requests; null: no limit. */
+      costUsd,
     },
     /** The most a repository config or a command may ask for (revisions and CI rounds: also the default). */
     ceilings: {
@@ -178,6 +191,8 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       timeMs: ceilings.timeS * 1000,
       revisions: e.AGENTICFIX_MAX_REVISIONS,
       ciRounds: e.AGENTICFIX_CI_FEEDBACK_MAX_ROUNDS,
+      /** AGENTICFIX_MAX_COST_USD, as the budget is; null: a repository may set any. */
+      costUsd,
     },
     context: {
       keepFullObservations: e.AGENTICFIX_KEEP_FULL_OBSERVATIONS,

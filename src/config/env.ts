@@ -83,6 +83,8 @@ export const ENV_SCHEMA = z.object({
   AGENTICFIX_MODEL_TIMEOUT_S: int(120, 1),
   AGENTICFIX_MODEL_MAX_RETRIES: int(4, 0),
   AGENTICFIX_MODEL_RETRY_BASE_MS: int(1000, 0),
+  // Prices per model over the built-in table (src/config/prices.ts): JSON, or the path of a JSON file.
+  AGENTICFIX_MODEL_PRICES: z.string().min(1).optional(),
   // Budgets
   AGENTICFIX_TOKEN_BUDGET: int(150_000, 1),
   AGENTICFIX_REQUEST_BUDGET: int(60, 1),
@@ -95,6 +97,8 @@ export const ENV_SCHEMA = z.object({
   AGENTICFIX_MAX_REQUESTS: z.coerce.number().int().min(1).optional(),
   AGENTICFIX_MAX_TOOL_CALLS: z.coerce.number().int().min(1).optional(),
   AGENTICFIX_MAX_TIME_S: z.coerce.number().int().min(1).optional(),
+  // A run's cost in USD: the budget and the ceiling a repository's `max_cost_usd` may lower (unset: none).
+  AGENTICFIX_MAX_COST_USD: z.coerce.number().positive().finite().optional(),
   AGENTICFIX_MODEL_ALLOWLIST: z.string().optional(), // comma-separated; default: the configured model name
   // Revisions per pull request and CI feedback rounds: the repository's default and ceiling.
   AGENTICFIX_MAX_REVISIONS: int(5, 0),

@@ -159,6 +159,10 @@ const REPO_CONFIG_SCHEMA = z.strictObject({
     z.number().int().min(0).optional(),
     "Revisions per pull request; default and ceiling: the operator's AGENTICFIX_MAX_REVISIONS.",
   ),
+  max_cost_usd: d(
+    z.number().positive().finite().optional(),
+    "USD a run may spend on model requests; default and ceiling: the operator's AGENTICFIX_MAX_COST_USD.",
+  ),
   ci_feedback: d(
     z
       .strictObject({
@@ -198,8 +202,10 @@ export function repoConfigJsonSchema(): Record<string, unknown> {
 
 type ParsedRepoConfig = z.infer<typeof REPO_CONFIG_SCHEMA>;
 /** The repository's settings, with the operator's defaults filled in. */
-export type RepoConfig = Omit<ParsedRepoConfig, 'max_revisions' | 'ci_feedback'> & {
+export type RepoConfig = Omit<ParsedRepoConfig, 'max_revisions' | 'max_cost_usd' | 'ci_feedback'> & {
   max_revisions: number;
+  /** null: no cost limit (the operator set none and neither did the repository). */
+  max_cost_usd: number | null;
   ci_feedback: Omit<ParsedRepoConfig['ci_feedback'], 'max_rounds'> & { max_rounds: number };
 };
 
@@ -225,6 +231,7 @@ interface Asked {
   time_s?: number;
   max_revisions?: number;
   max_rounds?: number;
+  max_cost_usd?: number;
   model?: string;
 }
 
@@ -238,6 +245,7 @@ function refusals(limits: OperatorLimits, asked: Asked): { key: keyof Asked; rea
     time_s: [Math.floor(c.timeMs / 1000), 'seconds'],
     max_revisions: [c.revisions, 'revisions per pull request'],
     max_rounds: [c.ciRounds, 'CI feedback rounds per pull request'],
+    max_cost_usd: [c.costUsd ?? Infinity, 'USD'],
   };
   const out: { key: keyof Asked; reason: string }[] = [];
   for (const [key, [ceiling, unit]] of Object.entries(max) as [keyof typeof max, [number, string]][]) {
@@ -315,10 +323,11 @@ export function parseRepoConfig(text: string | null, limits: OperatorLimits): Re
     model: rc.model,
     max_revisions: rc.max_revisions,
     max_rounds: rc.ci_feedback.max_rounds,
+    max_cost_usd: rc.max_cost_usd,
   });
   if (refused.length > 0) {
     const name = (key: keyof Asked) =>
-      key === 'model' || key === 'max_revisions'
+      key === 'model' || key === 'max_revisions' || key === 'max_cost_usd'
         ? key
         : key === 'max_rounds'
           ? 'ci_feedback.max_rounds'
@@ -334,6 +343,7 @@ export function parseRepoConfig(text: string | null, limits: OperatorLimits): Re
     config: {
       ...rc,
       max_revisions: rc.max_revisions ?? limits.ceilings.revisions,
+      max_cost_usd: rc.max_cost_usd ?? limits.ceilings.costUsd,
       ci_feedback: { ...rc.ci_feedback, max_rounds: rc.ci_feedback.max_rounds ?? limits.ceilings.ciRounds },
     },
   };

@@ -31,10 +31,18 @@ export interface AppDemoSummary {
   run_id: string | null;
   stop_reason: string | null;
   model: string;
+  /** What the run's model requests cost in USD (null: the model has no price). */
+  cost_usd: number | null;
   pr: { number: number; draft: boolean; url: string; title: string; head: string } | null;
   comments: { on: 'issue' | 'pr'; author: string; body: string }[];
   /** Revisions of the pull request (`--revise`), oldest first. */
-  revisions: { number: number; commit: string | null; verdict: string | null; replied_threads: number }[];
+  revisions: {
+    number: number;
+    commit: string | null;
+    verdict: string | null;
+    cost_usd: number | null;
+    replied_threads: number;
+  }[];
   /** Commits on the pull request's branch at the end. */
   pr_commits: number | null;
   /** From the label to the end of its run: the draft PR open, its comments posted. */
@@ -46,6 +54,12 @@ const OWNER = 'octo-demo';
 const REPO = 'calculator';
 const MAINTAINER = 'maintainer-mona';
 const REVIEW_COMMENT = 'Make the error message name the argument.';
+const SCRIPTED_MODEL = 'scripted-demo-model';
+/**
+ * A made-up price for the scripted model (of the order of hosted models' prices), so the demo shows
+ * what a run costs; an operator's AGENTICFIX_MODEL_PRICES entry for it wins.
+ */
+const SCRIPTED_PRICE = { input: 1, cached_input: 0.1, output: 4 };
 
 /**
  * The whole product on an embedded default: a local GitHub emulator holds the calculator repository
@@ -85,11 +99,11 @@ export async function runAppDemo(opts: {
                 )
               : [],
           ),
-          { model: 'scripted-demo-model' },
+          { model: SCRIPTED_MODEL },
         )
       : null;
   const model: ModelSpec = scripted
-    ? { kind: 'url', baseUrl: scripted.url, name: 'scripted-demo-model' }
+    ? { kind: 'url', baseUrl: scripted.url, name: SCRIPTED_MODEL }
     : { kind: 'openai' };
   // The demo's run store is its own, so a demo never reports another server's runs as interrupted.
   const app = await startApp({
@@ -98,6 +112,7 @@ export async function runAppDemo(opts: {
       dbPath: path.join(work, 'runs.sqlite'),
       databaseUrl: null,
       distributed: null,
+      model: { ...config.model, prices: { [SCRIPTED_MODEL]: SCRIPTED_PRICE, ...config.model.prices } },
     },
     appId: emu.appId,
     privateKey: keys.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
@@ -120,6 +135,7 @@ export async function runAppDemo(opts: {
     run_id: null,
     stop_reason: null,
     model: scripted ? 'scripted' : (config.model.name ?? config.model.provider ?? 'configured'),
+    cost_usd: null,
     pr: null,
     comments: [],
     revisions: [],
@@ -167,12 +183,14 @@ export async function runAppDemo(opts: {
           number: r.revision!,
           commit: r.pushed_commit,
           verdict: r.verdict,
+          cost_usd: r.cost_usd,
           replied_threads: replies.filter((c) => r.pushed_commit && c.body.includes(r.pushed_commit)).length,
         }));
     }
     summary.run_id = run.id;
     summary.verdict = run.verdict;
     summary.stop_reason = run.stop_reason;
+    summary.cost_usd = run.cost_usd;
     summary.patch_path = run.patch_path;
     if (run.run_dir) {
       summary.trace_path = path.join(run.run_dir, 'events.jsonl');

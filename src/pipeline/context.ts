@@ -11,6 +11,7 @@ import { previousSummary, revisionContext } from '../revision/prompt.js';
 import type { JudgeOptions, VerificationReport } from '../verify/types.js';
 import type { GitWorkspaceManager } from '../workspace/manager.js';
 import { freeBytes, mebibytes } from './disk.js';
+import { costRefusal } from './pricing.js';
 import type { Reporter } from './reporter.js';
 import { refOf } from './reporter.js';
 import type { Budgets, ModelSpec, RepairOptions } from './types.js';
@@ -122,6 +123,8 @@ export async function prepare(
 
   const modelName = run.model ?? rc.model ?? null;
   const { spec, runConfig: modelConfig } = modelFor(config, a.model, modelName);
+  const unpriced = costRefusal(spec, modelConfig.model, rc.max_cost_usd);
+  if (unpriced) return refused('Cannot run', unpriced);
   const remote = repo.data.clone_url;
   const { token } = (await gh.auth({ type: 'installation' })) as { token: string };
   const start = run.head_commit ?? run.base_commit;
@@ -155,6 +158,7 @@ export async function prepare(
         requests: rc.budgets.requests ?? config.budgets.requests,
         toolCalls: rc.budgets.tool_calls ?? config.budgets.toolCalls,
         timeMs: rc.budgets.time_s !== undefined ? rc.budgets.time_s * 1000 : config.budgets.timeMs,
+        costUsd: rc.max_cost_usd,
       },
       model: modelName ?? config.model.name ?? 'default',
       signal: a.signal,

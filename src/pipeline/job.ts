@@ -41,6 +41,8 @@ export function progressStatus(p: RepairProgress): StatusState {
     step: p.step,
     tokensUsed: p.tokens_used,
     tokenBudget: p.token_budget,
+    costUsd: p.cost_usd,
+    costBudget: p.cost_budget,
     lastTest: p.last_test,
     ...(p.build && p.build.elapsed_ms >= LONG_BUILD_MS
       ? {
@@ -182,6 +184,8 @@ export class JobRunner implements QueueHooks {
       step: result.requests,
       tokensUsed: result.tokens.total,
       tokenBudget: c.budgets.tokens,
+      costUsd: result.cost_usd,
+      costBudget: c.budgets.costUsd,
     });
     const report = await judgeRun(c, result);
     await this.o.store.update(run.id, { verdict: report.verdict });
@@ -233,6 +237,7 @@ export class JobRunner implements QueueHooks {
     await this.o.store.update(run.id, {
       stop_reason: result.stop_reason,
       tokens: result.tokens.total,
+      cost_usd: result.cost_usd,
       patch_path: result.patch_path,
       run_dir: result.run_dir,
     });

@@ -3,6 +3,7 @@ import { loadScript, startScriptedModelServer } from '../emulator/scripted-model
 import type { ModelSpec } from './types.js';
 import { HumanModel, OpenAIChatModel, type ModelClient, type RetryInfo } from '../agent/model.js';
 import { resolveModel } from '../config/providers.js';
+import { SCRIPTED } from './pricing.js';
 
 export interface ModelHandle {
   client: ModelClient;
@@ -51,7 +52,7 @@ export async function createModelClient(
       const script = loadScript(spec.scriptPath);
       const server = await startScriptedModelServer(script.steps, { model: script.model });
       return {
-        client: new OpenAIChatModel({ ...common, baseUrl: server.url, apiKey: 'scripted', name: 'scripted' }),
+        client: new OpenAIChatModel({ ...common, baseUrl: server.url, apiKey: 'scripted', name: SCRIPTED }),
         describe: { kind: 'scripted', script: spec.scriptPath, steps: script.steps.length },
         close: () => server.close(),
       };

@@ -59,7 +59,12 @@ export async function pushRevision(c: RunContext, result: RepairResult): Promise
       message: `Revision ${n} for #${run.issue}\n\nAsked for by ${revisionAsker(run)} on #${pr}\nAgenticFix run ${run.id}`,
     });
     if (!made.ok) return made;
-    status.update({ phase: 'verifying', step: result.requests, tokensUsed: result.tokens.total });
+    status.update({
+      phase: 'verifying',
+      step: result.requests,
+      tokensUsed: result.tokens.total,
+      costUsd: result.cost_usd,
+    });
     const report = await judgeRun(c, result, made.diff);
     await store.update(run.id, { verdict: report.verdict });
     return { ...made, parent, report };

@@ -3,6 +3,7 @@ import { newRunId } from '../trace/ids.js';
 import { Budget } from '../agent/budget.js';
 import { ContextManager } from '../agent/context.js';
 import { createModelClient, type ModelHandle } from './model-client.js';
+import { costRefusal, modelPrice } from './pricing.js';
 import { runAgentLoop, type LoopOutcome } from '../agent/loop.js';
 import {
   GUIDANCE_FILES,
@@ -57,7 +58,8 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
   const hostEnv = loadEnv();
   const secrets = [config.model.apiKey, specKey, ...SECRET_ENV_NAMES.map((n) => hostEnv[n])];
   const trace = new RunTrace(runId, config.runsDir, secrets);
-  const budget = new Budget(budgets);
+  const { price } = modelPrice(opts.model, config.model);
+  const budget = new Budget(budgets, { price });
   const contextParams = { ...config.context, observationMaxChars: config.limits.observationMaxChars };
   // The time budget aborts whatever is in flight (model request, test run); the loop reports it as time_budget.
   const signal = AbortSignal.any([
@@ -84,6 +86,8 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
       step,
       tokens_used: budget.tokens.total,
       token_budget: budgets.tokens,
+      cost_usd: budget.costUsd,
+      cost_budget: budgets.costUsd,
       last_test: registry?.lastTest()?.status ?? null,
       ...(build ? { build } : {}),
     });
@@ -117,10 +121,12 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
     });
     // First, so a misconfigured model fails before any clone or build.
     phases.start('model_setup');
+    const unpriced = costRefusal(opts.model, config.model, budgets.costUsd);
+    if (unpriced) throw new Error(unpriced);
     model = await createModelClient(opts.model, config.model, (info) =>
       trace.event('model_retry', { ...info }),
     );
-    trace.event('model', model.describe);
+    trace.event('model', { ...model.describe, price });
     progress('preparing_workspace');
     writeState('preparing_workspace');
     phases.start('workspace');
@@ -273,6 +279,7 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
     image_id: env?.environment?.imageId ?? null,
     summary: outcome.summary,
     tokens: { ...budget.tokens },
+    cost_usd: budget.costUsd,
     requests: budget.requests,
     tool_calls: budget.toolCalls,
     duration_ms: elapsed(),
@@ -303,7 +310,7 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
         duration_ms: result.duration_ms,
       },
       budgets,
-      model: model?.describe ?? null,
+      model: model ? { ...model.describe, price } : null,
       artifacts,
     }),
   );

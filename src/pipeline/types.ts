@@ -37,6 +37,9 @@ export interface RepairProgress {
   step: number;
   tokens_used: number;
   token_budget: number;
+  /** USD spent so far (null: the model has no price) and the run's cost limit (null: none). */
+  cost_usd: number | null;
+  cost_budget: number | null;
   last_test: RunOutcome['status'] | null;
   /** While an image builds: the step it is at and the time since the build's first step. */
   build?: { step: string; elapsed_ms: number };
@@ -48,5 +51,7 @@ export const BUDGETS = z.strictObject({
   requests: z.number(),
   toolCalls: z.number(),
   timeMs: z.number(),
+  // USD; null: no cost limit (and in what was kept before there were cost limits)
+  costUsd: z.number().nullable().default(null),
 });
 export type Budgets = z.infer<typeof BUDGETS>;

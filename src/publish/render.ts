@@ -1,4 +1,5 @@
 import type { RepairResult } from '../agent/types.js';
+import { priceNote, usd } from '../config/prices.js';
 import type { Feedback } from '../store/feedback.js';
 import type { RunRecord } from '../store/store.js';
 import type { VerificationReport } from '../verify/types.js';
@@ -200,7 +201,7 @@ export function traceComment(run: RunRecord, result: RepairResult, eventsJsonl: 
     });
   const requests = events
     .filter((e) => e.type === 'model_reply')
-    .map((e) => (e.usage ?? {}) as Record<string, unknown>);
+    .map((e) => ({ u: (e.usage ?? {}) as Record<string, unknown>, cost: e.cost_usd }));
   const t = result.tokens;
   const parts = [
     `## Trace summary\n\n<sub>${runLine(run)}</sub>`,
@@ -208,6 +209,7 @@ export function traceComment(run: RunRecord, result: RepairResult, eventsJsonl: 
       `- Stop reason: \`${result.stop_reason}\`${result.error ? ` (${inert(oneLine(result.error, 300))})` : ''}`,
       `- Duration: ${(result.duration_ms / 1000).toFixed(1)} s; ${result.requests} model requests, ${result.tool_calls} tool calls`,
       `- Tokens: ${t.total} total (${t.prompt} prompt, ${t.completion} completion, ${t.cached} cached)`,
+      `- Cost: ${usd(result.cost_usd)}${priceNote(events.find((e) => e.type === 'model')?.price)}`,
       `- Time by phase: ${phaseLine(result.phases_ms, tools)}`,
     ].join('\n'),
   ];
@@ -228,11 +230,11 @@ export function traceComment(run: RunRecord, result: RepairResult, eventsJsonl: 
     const rows = requests
       .slice(0, 100)
       .map(
-        (u, i) =>
-          `| ${i + 1} | ${u.prompt_tokens ?? u.prompt ?? ''} | ${u.completion_tokens ?? u.completion ?? ''} | ${u.total_tokens ?? u.total ?? ''} |`,
+        ({ u, cost }, i) =>
+          `| ${i + 1} | ${u.prompt_tokens ?? u.prompt ?? ''} | ${u.cached ?? ''} | ${u.completion_tokens ?? u.completion ?? ''} | ${u.total_tokens ?? u.total ?? ''} | ${usd(cost)} |`,
       );
     parts.push(
-      `### Tokens per request\n\n| # | Prompt | Completion | Total |\n|---|---|---|---|\n${rows.join('\n')}`,
+      `### Tokens and cost per request\n\n| # | Prompt | Cached | Completion | Total | Cost |\n|---|---|---|---|---|---|\n${rows.join('\n')}`,
     );
   }
   const head = parts.join('\n\n') + '\n\n';
@@ -249,7 +251,7 @@ export function configComment(a: {
   run: RunRecord;
   result: RepairResult;
   model: string;
-  budgets: Record<string, number>;
+  budgets: Record<string, number | null>;
   testArgv: string[];
   dockerfileSource: string;
   /** Whether builds went through a proxy or trusted an extra CA (never their values). */
@@ -257,7 +259,7 @@ export function configComment(a: {
 }): string {
   const yes = (b: boolean) => (b ? 'yes' : 'no');
   const budgets = Object.entries(a.budgets)
-    .map(([k, v]) => `${k}=${v}`)
+    .map(([k, v]) => `${k}=${v ?? 'none'}`)
     .join(', ');
   const body = [
     `## Run configuration\n\n<sub>${runLine(a.run)}</sub>`,
@@ -336,17 +338,15 @@ export function revisionComment(
  * The pull request description's list of pushed revisions, oldest first, so the description says what
  * the branch holds now (each revision's evidence is in its comment).
  */
-export function revisionsSection(
-  revisions: Pick<RunRecord, 'revision' | 'pushed_commit' | 'trigger' | 'triggered_by' | 'verdict' | 'id'>[],
-): string {
+export function revisionsSection(revisions: readonly RunRecord[]): string {
   const rows = revisions.map(
     (r) =>
-      `| ${r.revision} | \`${(r.pushed_commit ?? '').slice(0, 12)}\` | ${cell(revisionAsker(r))} | \`${r.verdict ?? '?'}\` | \`${r.id}\` |`,
+      `| ${r.revision} | \`${(r.pushed_commit ?? '').slice(0, 12)}\` | ${cell(revisionAsker(r))} | \`${r.verdict ?? '?'}\` | ${usd(r.cost_usd)} | \`${r.id}\` |`,
   );
   return [
     '### Revisions',
     'The branch has been revised since this description was written; the judge verified the whole change against the base after each revision (evidence in each revision comment).',
-    ['| # | commit | asked for by | verdict | run |', '|---|---|---|---|---|', ...rows].join('\n'),
+    ['| # | commit | asked for by | verdict | cost | run |', '|---|---|---|---|---|---|', ...rows].join('\n'),
   ].join('\n\n');
 }
 
@@ -370,7 +370,7 @@ export function unverifiedComment(a: {
         ? 'Only verified patches are published as pull requests.'
         : 'Only a verified revision is pushed; the branch is unchanged.'),
     ...(a.notes ?? []),
-    `<sub>${runLine(a.run)}; stop reason \`${a.result.stop_reason}\`.</sub>`,
+    `<sub>${runLine(a.run)}; stop reason \`${a.result.stop_reason}\`; cost ${usd(a.result.cost_usd)}.</sub>`,
   ].join('\n\n');
   const room = GITHUB_BODY_LIMIT - head.length - 2 * MARGIN;
   const evidence = cutMiddle(inert(a.evidence, { keepHtml: true }), Math.floor(room / 2)).text;

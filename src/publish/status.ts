@@ -1,3 +1,4 @@
+import { usd } from '../config/prices.js';
 import { editComment, postComment, type GitHub, type IssueRef } from './github.js';
 
 /** The one status comment per run, edited in place; edits are rate-limited and the last state always lands. */
@@ -19,6 +20,9 @@ export interface StatusState {
   step?: number;
   tokensUsed?: number;
   tokenBudget?: number;
+  /** USD spent (null: the model has no price) and the run's cost limit (null: none). */
+  costUsd?: number | null;
+  costBudget?: number | null;
   lastTest?: string | null;
   /** One line shown under the checklist (the verdict, the error, who cancelled, …). */
   detail?: string;
@@ -56,6 +60,9 @@ export function renderStatus(runId: string, baseCommit: string, s: StatusState):
     let line = `- [${mark}] ${LABEL[p]}`;
     if (p === 'working' && s.step !== undefined) {
       line += `: step ${s.step}, ${s.tokensUsed ?? 0} of ${s.tokenBudget ?? '?'} tokens`;
+      if (s.costUsd !== undefined)
+        line +=
+          s.costBudget != null ? `, ${usd(s.costUsd)} of ${usd(s.costBudget)}` : `, cost ${usd(s.costUsd)}`;
       if (s.lastTest) line += `, last test run: ${s.lastTest}`;
     }
     return i === current ? `${line} ⬅️` : line;

@@ -45,6 +45,7 @@ export const RUN_ROW = z.strictObject({
   stop_reason: z.string().nullable(),
   verdict: z.string().nullable(),
   tokens: z.number().int().nullable(),
+  cost_usd: z.number().nullable(), // what the run's model requests cost; null: unknown (a model without a price)
   error: z.string().nullable(),
   created_at: z.string(),
   started_at: z.string().nullable(),
@@ -292,6 +293,8 @@ export const MIGRATIONS = [
      body TEXT NOT NULL, attempts INTEGER NOT NULL, next_at TEXT NOT NULL
    );
    CREATE INDEX github_writes_due ON github_writes (next_at);`,
+  // What a run cost in money (null: not known, a model without a price, or not finished).
+  `ALTER TABLE runs ADD COLUMN cost_usd DOUBLE PRECISION;`,
 ];
 
 /** How long an instance that stopped heart-beating keeps the store (a crash on another host, a hang). */

@@ -55,14 +55,18 @@ export function runStoreContract(backend: StoreBackend): void {
       pr_number: null,
       issue_title: null,
     });
+    expect(run.cost_usd).toBeNull(); // unknown until the run has spent something with a priced model
     const updated = await store.update(run.id, {
       state: 'running',
       started_at: 'now',
       verdict: 'verified',
       tokens: 1234,
+      cost_usd: 0.012345678901,
       pr_number: 3,
     });
     expect(updated).toMatchObject({ state: 'running', verdict: 'verified', tokens: 1234 });
+    // Fractions of a cent exactly as written (a 32-bit REAL would round this one).
+    expect(updated.cost_usd).toBe(0.012345678901);
     await store.addComment(run.id, 11);
     await store.addComment(run.id, 12);
     await store.close();
@@ -72,6 +76,7 @@ export function runStoreContract(backend: StoreBackend): void {
       state: 'running',
       verdict: 'verified',
       tokens: 1234,
+      cost_usd: 0.012345678901,
       pr_number: 3,
       comment_ids: [11, 12],
     });

@@ -6,7 +6,12 @@ import { parseJestJson } from '../src/testrunners/reports/jest.js';
 import { parseJunitXml } from '../src/testrunners/reports/junit.js';
 import { parseMochaJson } from '../src/testrunners/reports/mocha.js';
 import { parsePytestSummary } from '../src/testrunners/reports/pytest.js';
-import { collectResults, crossCheck, detectRunner, instrumentArgv } from '../src/testrunners/reports/runner.js';
+import {
+  collectResults,
+  crossCheck,
+  detectRunner,
+  instrumentArgv,
+} from '../src/testrunners/reports/runner.js';
 import { parseTap } from '../src/testrunners/reports/tap.js';
 
 // Samples written by the real tools (pytest 9, jest 29, node 20), paths rewritten to /workspace;

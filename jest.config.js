@@ -5,6 +5,8 @@ export default {
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
   setupFiles: ['<rootDir>/test/support/jest-setup.cjs'],
+  // Every GitHub emulator is checked against GitHub's published description as it closes.
+  setupFilesAfterEnv: ['<rootDir>/test/support/contract-setup.ts'],
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   transform: {
     '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json' }],

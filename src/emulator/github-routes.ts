@@ -230,17 +230,40 @@ export function createRouter({
     account: shapes.user(inst.account),
     app_id: app.id,
     app_slug: app.slug,
+    target_id: state.user(inst.account).id,
     target_type: state.user(inst.account).type === 'Bot' ? 'Bot' : 'User',
     repository_selection: 'all',
+    single_file_name: null,
     permissions,
     events,
     access_tokens_url: `${baseUrl()}/app/installations/${inst.id}/access_tokens`,
+    repositories_url: `${baseUrl()}/installation/repositories`,
     html_url: `${baseUrl()}/settings/installations/${inst.id}`,
+    created_at: inst.createdAt,
+    updated_at: inst.createdAt,
+    suspended_by: null,
+    suspended_at: null,
   });
+  // A transferred issue's own URL redirects (issueMoved); its comments, labels and the rest answer 404,
+  // as GitHub does (its redirect covers the issue resource only).
   const issueOf = (ctx: RepoCtx, n = ctx.params.number) => {
     if (state.deletedIssues.has(`${ctx.repo.fullName}#${intParam(n)}`))
       throw new ApiError(410, { message: 'This issue was deleted', documentation_url: DOCS });
     return state.issue(ctx.repo, intParam(n)) ?? throwIt(notFound());
+  };
+  /**
+   * GitHub's 301 for a transferred issue. Its Location names `/repositories/{id}/issues/{n}`, an alias
+   * the OpenAPI description lacks; the emulator names the documented path of the same issue.
+   */
+  const issueMoved = (ctx: RepoCtx): Reply | null => {
+    const to = state.movedIssues.get(`${ctx.repo.fullName}#${intParam(ctx.params.number)}`);
+    if (!to) return null;
+    const url = `${baseUrl()}/repos/${to.repo}/issues/${to.number}`;
+    return {
+      status: 301,
+      headers: { location: url },
+      body: { message: 'Moved Permanently', url, documentation_url: `${DOCS}#follow-redirects` },
+    };
   };
   const pullOf = (ctx: RepoCtx) => {
     const issue = issueOf(ctx);
@@ -386,6 +409,7 @@ export function createRouter({
         start_column: null,
         end_column: null,
         title: null,
+        raw_details: null,
       })),
       ctx,
       baseUrl(),
@@ -410,16 +434,25 @@ export function createRouter({
     const entry = readTreePath(ctx.repo.bareDir, commit, filePath) ?? throwIt(notFound());
     const url = (p: string) =>
       `${baseUrl()}/repos/${ctx.repo.fullName}/contents/${p}?ref=${encodeURIComponent(ref)}`;
+    const links = (p: string, sha: string, kind: 'blob' | 'tree') => {
+      const git = `${baseUrl()}/repos/${ctx.repo.fullName}/git/${kind}s/${sha}`;
+      const html = `${baseUrl()}/${ctx.repo.fullName}/${kind}/${ref}/${p}`;
+      return { url: url(p), html_url: html, git_url: git, _links: { self: url(p), git, html } };
+    };
     if (entry.kind === 'tree') {
       return ok(
-        entry.entries.map((e) => ({
-          type: e.type === 'tree' ? 'dir' : 'file',
-          name: e.name,
-          path: `${filePath}/${e.name}`,
-          sha: e.sha,
-          size: e.size,
-          url: url(`${filePath}/${e.name}`),
-        })),
+        entry.entries.map((e) => {
+          const p = filePath ? `${filePath}/${e.name}` : e.name;
+          return {
+            type: e.type === 'tree' ? 'dir' : 'file',
+            name: e.name,
+            path: p,
+            sha: e.sha,
+            size: e.size,
+            download_url: null,
+            ...links(p, e.sha, e.type === 'tree' ? 'tree' : 'blob'),
+          };
+        }),
       );
     }
     // Octokit's `mediaType: { format: 'raw' }` (used by Probot's context.config) asks for the bytes.
@@ -436,15 +469,8 @@ export function createRouter({
       sha: entry.sha,
       size: entry.content.length,
       content: large ? '' : entry.content.toString('base64'),
-      url: url(filePath),
-      html_url: `${baseUrl()}/${ctx.repo.fullName}/blob/${ref}/${filePath}`,
-      git_url: `${baseUrl()}/repos/${ctx.repo.fullName}/git/blobs/${entry.sha}`,
       download_url: null,
-      _links: {
-        self: url(filePath),
-        git: `${baseUrl()}/repos/${ctx.repo.fullName}/git/blobs/${entry.sha}`,
-        html: `${baseUrl()}/${ctx.repo.fullName}/blob/${ref}/${filePath}`,
-      },
+      ...links(filePath, entry.sha, 'blob'),
     });
   });
   onRepo('GET', '/repos/:owner/:repo/git/blobs/:sha', (ctx) => {
@@ -496,7 +522,11 @@ export function createRouter({
     });
     return ok(shapes.issue(ctx.repo, issue), 201);
   });
-  onRepo('GET', '/repos/:owner/:repo/issues/:number', (ctx) => ok(shapes.issue(ctx.repo, issueOf(ctx))));
+  onRepo(
+    'GET',
+    '/repos/:owner/:repo/issues/:number',
+    (ctx) => issueMoved(ctx) ?? ok(shapes.issue(ctx.repo, issueOf(ctx))),
+  );
   onRepo('GET', '/repos/:owner/:repo/labels', (ctx) =>
     paginate(
       [...ctx.repo.labels.values()].map((l) => shapes.label(ctx.repo, l.name)),
@@ -554,6 +584,12 @@ export function createRouter({
     const issue = issueOf(ctx);
     const input = parseBody(CommentBody, ctx.body);
     checkBodyLength('IssueComment', input.body);
+    // Only collaborators comment on a locked conversation; an app's installation is none.
+    if (issue.locked)
+      throw new ApiError(403, {
+        message: 'Unable to create comment because issue is locked.',
+        documentation_url: 'https://docs.github.com/articles/locking-conversations/',
+      });
     return ok(shapes.comment(ctx.repo, state.addComment(ctx.repo, issue.number, input.body, bot)), 201);
   });
   onRepo('GET', '/repos/:owner/:repo/issues/comments/:id', (ctx) =>
@@ -683,7 +719,16 @@ export function createRouter({
     const { pull } = pullOf(ctx);
     const { bareDir } = ctx.repo;
     if (!pull || !branchExists(bareDir, pull.head)) return paginate([], ctx, baseUrl());
-    return paginate(diffFiles(bareDir, pull.base, pull.head), ctx, baseUrl());
+    const at = (kind: string, sha: string, file: string) =>
+      `${baseUrl()}/${ctx.repo.fullName}/${kind}/${sha}/${file.split('/').map(encodeURIComponent).join('/')}`;
+    const head = resolveCommit(bareDir, pull.head) as string;
+    const files = diffFiles(bareDir, pull.base, pull.head).map((f) => ({
+      ...f,
+      blob_url: at('blob', head, f.filename),
+      raw_url: at('raw', head, f.filename),
+      contents_url: `${baseUrl()}/repos/${ctx.repo.fullName}/contents/${f.filename}?ref=${head}`,
+    }));
+    return paginate(files, ctx, baseUrl());
   });
 
   // --- Reviews, review comments, review requests ---

@@ -183,7 +183,8 @@ export class Shapes {
       title: issue.title,
       body: issue.body,
       state: issue.state,
-      locked: false,
+      locked: issue.locked !== undefined,
+      active_lock_reason: issue.locked?.reason ?? null,
       user: this.user(issue.user),
       labels: issue.labels.map((l) => this.label(repo, l)),
       assignee: null,
@@ -245,17 +246,17 @@ export class Shapes {
   pull(repo: RepoRecord, issue: IssueRecord): Json {
     const pull = issue.pull;
     if (!pull) throw new Error(`#${issue.number} is not a pull request`);
-    const side = (ref: string) => ({
+    const side = (ref: string, kept?: string) => ({
       label: `${repo.owner}:${ref}`,
       ref,
-      sha: (branchExists(repo.bareDir, ref) && resolveCommit(repo.bareDir, ref)) || null,
+      sha: (branchExists(repo.bareDir, ref) && resolveCommit(repo.bareDir, ref)) || kept || null,
       user: this.user(repo.owner),
       repo: this.repo(repo),
     });
     const html = this.api(`/${repo.fullName}/pull/${issue.number}`);
     const url = this.api(`/repos/${repo.fullName}/pulls/${issue.number}`);
     const issueUrl = this.api(`/repos/${repo.fullName}/issues/${issue.number}`);
-    const head = side(pull.head);
+    const head = side(pull.head, pull.lastHead);
     const link = (href: string) => ({ href });
     const count = (
       p: { repo: string; issueNumber?: number; pullNumber?: number }[],
@@ -298,7 +299,8 @@ export class Shapes {
       },
       number: issue.number,
       state: issue.state,
-      locked: false,
+      locked: issue.locked !== undefined,
+      active_lock_reason: issue.locked?.reason ?? null,
       title: issue.title,
       body: issue.body,
       user: this.user(issue.user),
@@ -355,6 +357,9 @@ export class Shapes {
     const current =
       pull && head && c.line !== null ? diffHunk(repo.bareDir, pull.base, head, c.path, c.line) : null;
     const line = current === c.diffHunk ? c.line : null;
+    const url = this.api(`/repos/${repo.fullName}/pulls/comments/${c.id}`);
+    const html = this.api(`/${repo.fullName}/pull/${c.pullNumber}#discussion_r${c.id}`);
+    const pullUrl = this.api(`/repos/${repo.fullName}/pulls/${c.pullNumber}`);
     return {
       id: c.id,
       node_id: `PRRC_${c.id}`,
@@ -374,9 +379,10 @@ export class Shapes {
       author_association: this.authorAssociation(repo, c.user),
       created_at: c.createdAt,
       updated_at: c.createdAt,
-      url: this.api(`/repos/${repo.fullName}/pulls/comments/${c.id}`),
-      html_url: this.api(`/${repo.fullName}/pull/${c.pullNumber}#discussion_r${c.id}`),
-      pull_request_url: this.api(`/repos/${repo.fullName}/pulls/${c.pullNumber}`),
+      url,
+      html_url: html,
+      pull_request_url: pullUrl,
+      _links: { self: { href: url }, html: { href: html }, pull_request: { href: pullUrl } },
     };
   }
 

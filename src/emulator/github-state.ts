@@ -38,6 +38,8 @@ export interface PullFields {
   head: string;
   base: string;
   draft: boolean;
+  /** The head commit when its branch was deleted: GitHub keeps it (refs/pull/N/head) and still names it. */
+  lastHead?: string;
 }
 
 export interface IssueRecord {
@@ -53,7 +55,11 @@ export interface IssueRecord {
   updatedAt: string;
   /** Set for pull requests. */
   pull?: PullFields;
+  /** Locked conversation (only collaborators may comment), with GitHub's reason if one was given. */
+  locked?: { reason: LockReason | null };
 }
+
+export type LockReason = 'off-topic' | 'too heated' | 'resolved' | 'spam';
 
 export interface CommentRecord {
   id: number;
@@ -141,6 +147,7 @@ export interface CheckSuiteRecord {
 export interface InstallationRecord {
   id: number;
   account: string;
+  createdAt: string;
 }
 
 /** GitHub's timestamps have second precision. */
@@ -159,6 +166,8 @@ export class EmulatorState {
   readonly resolvedThreads = new Set<number>();
   /** Deleted issues (`repo#number`): GitHub answers 410 Gone for them, not 404. */
   readonly deletedIssues = new Set<string>();
+  /** Transferred issues (`repo#number`) and where they went: GitHub redirects the issue (301), not the rest. */
+  readonly movedIssues = new Map<string, { repo: string; number: number }>();
   readonly checkSuites: CheckSuiteRecord[] = [];
   readonly checkRuns: CheckRunRecord[] = [];
   /** Logins asked to review, by `repo#number`. */
@@ -222,7 +231,7 @@ export class EmulatorState {
   /** One installation per account, created when the account's first repository is. */
   private installationFor(account: string): InstallationRecord {
     for (const inst of this.installations.values()) if (inst.account === account) return inst;
-    const inst = { id: this.newId(), account };
+    const inst = { id: this.newId(), account, createdAt: timestamp() };
     this.installations.set(inst.id, inst);
     return inst;
   }
@@ -241,8 +250,10 @@ export class EmulatorState {
     fields: { title: string; body?: string | null; user: string; labels?: string[]; pull?: PullFields },
   ): IssueRecord {
     this.user(fields.user);
-    // As on GitHub, a deleted issue's number is never given again.
-    const deleted = [...this.deletedIssues].filter((k) => k.startsWith(`${repo.fullName}#`));
+    // As on GitHub, a deleted or transferred issue's number is never given again.
+    const deleted = [...this.deletedIssues, ...this.movedIssues.keys()].filter((k) =>
+      k.startsWith(`${repo.fullName}#`),
+    );
     const number =
       1 +
       Math.max(

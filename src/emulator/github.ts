@@ -31,6 +31,7 @@ import {
   type CommentRecord,
   type IssueRecord,
   type LabelRecord,
+  type LockReason,
   type Permission,
   type ReactionRecord,
   type RepoRecord,
@@ -43,6 +44,7 @@ import { WebhookSender, type DeliveryResult, type StoredDelivery } from './githu
 
 export type {
   Permission,
+  LockReason,
   IssueRecord,
   CommentRecord,
   ReactionRecord,
@@ -77,6 +79,8 @@ export interface RecordedRequest {
   rawPath: string;
   /** What the emulator answered, for REST (undefined for git traffic). */
   response?: { headers: Record<string, string>; body: unknown };
+  /** Answered by `failNext`: the test's answer, not the emulator's. */
+  fault?: true;
 }
 
 export interface FaultMatch {
@@ -177,6 +181,13 @@ export interface GitHubEmulator {
   ): Promise<DeliveryResult | null>;
   /** Someone deletes the issue with its comments: GitHub answers 410 Gone for it from then on; no webhook. */
   deleteIssue(owner: string, repo: string, issue: number): void;
+  /**
+   * A maintainer moves the issue, comments included, to `to` (labels the target has are kept); returns
+   * its number there. The old URL answers 301 to it, the old issue's comments and labels 404; no webhook.
+   */
+  transferIssue(owner: string, repo: string, issue: number, to: { owner: string; repo: string }): number;
+  /** A maintainer locks the conversation: GitHub refuses the app's comments on it (403); no webhook. */
+  lockIssue(owner: string, repo: string, issue: number, reason?: LockReason): void;
   /** Someone deletes the branch; an open pull request from it is closed, as on GitHub; no webhook. */
   deleteBranch(owner: string, repo: string, branch: string): void;
   /** Marks the review thread that starts with comment `rootId` resolved (or unresolved). */
@@ -243,6 +254,18 @@ export interface CheckRunInput {
 }
 
 const APP = { slug: 'agenticfix', name: 'AgenticFix' };
+
+/**
+ * Called with each emulator's record once it has closed; a rejection fails its `close()`. The test
+ * suite checks every request the app sent, and every answer, against GitHub's published description
+ * here (test/support/contract-setup.ts).
+ */
+export type CloseObserver = (requests: RecordedRequest[]) => void | Promise<void>;
+const closeObservers = new Set<CloseObserver>();
+export function onEmulatorClose(observer: CloseObserver): () => void {
+  closeObservers.add(observer);
+  return () => closeObservers.delete(observer);
+}
 const GIT_PATH = /^\/git\/([^/]+)\/([^/]+?)\.git(\/.*)$/;
 
 export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<GitHubEmulator> {
@@ -325,7 +348,10 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
     });
   }
 
-  async function handleRest(req: IncomingMessage, url: URL): Promise<{ reply: Reply; body: unknown }> {
+  async function handleRest(
+    req: IncomingMessage,
+    url: URL,
+  ): Promise<{ reply: Reply; body: unknown; fault?: true }> {
     const raw = await readAll(req);
     let body: unknown;
     if (raw.length > 0) {
@@ -342,7 +368,7 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
     const fault = takeFault(method, safeDecode(url.pathname));
     if (fault) {
       const faultBody = fault.body ?? { message: STATUS_CODES[fault.status] ?? 'Error' };
-      return { reply: { status: fault.status, body: faultBody, headers: fault.headers }, body };
+      return { reply: { status: fault.status, body: faultBody, headers: fault.headers }, body, fault: true };
     }
     const reply =
       manifests.convert(method, url.pathname) ??
@@ -361,7 +387,7 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
     const url = new URL(req.url ?? '/', baseUrl);
     // GitHub Enterprise serves the REST API under /api/v3 (Probot's GHE_HOST); accept both forms.
     if (url.pathname.startsWith('/api/v3/')) url.pathname = url.pathname.slice('/api/v3'.length);
-    const record = (status: number, body: unknown, response?: RecordedRequest['response']) =>
+    const record = (status: number, body: unknown, response?: RecordedRequest['response'], fault?: true) =>
       requests.push({
         method: req.method ?? 'GET',
         path: safeDecode(url.pathname),
@@ -370,6 +396,7 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
         status,
         body,
         response,
+        ...(fault ? { fault } : {}),
       });
     const gitMatch = GIT_PATH.exec(url.pathname);
     const work = gitMatch
@@ -381,13 +408,15 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
             send(res, reply);
             record(reply.status, undefined);
           })
-        : handleRest(req, url).then(async ({ reply, body }) => {
+        : handleRest(req, url).then(async ({ reply, body, fault }) => {
             if (latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, latencyMs));
             send(res, reply);
-            record(reply.status, body, {
-              headers: reply.headers ?? {},
-              body: Buffer.isBuffer(reply.body) ? undefined : reply.body,
-            });
+            record(
+              reply.status,
+              body,
+              { headers: reply.headers ?? {}, body: Buffer.isBuffer(reply.body) ? undefined : reply.body },
+              fault,
+            );
           });
     work.catch((err: unknown) => {
       if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json; charset=utf-8' });
@@ -656,14 +685,42 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
         state.comments.splice(state.comments.indexOf(c), 1);
       state.deletedIssues.add(`${repo.fullName}#${number}`);
     },
+    transferIssue(owner, repoName, number, to) {
+      const from = repoOf(owner, repoName);
+      const target = repoOf(to.owner, to.repo);
+      const issue = issueOf(from, number);
+      if (issue.pull) throw new Error(`#${number} is a pull request: only issues are transferred`);
+      const moved = state.createIssue(target, {
+        title: issue.title,
+        body: issue.body,
+        user: issue.user,
+        labels: issue.labels.filter((l) => target.labels.has(l.toLowerCase())),
+      });
+      for (const c of state.comments)
+        if (c.repo === from.fullName && c.issueNumber === number) {
+          c.repo = target.fullName;
+          c.issueNumber = moved.number;
+        }
+      state.issues.splice(state.issues.indexOf(issue), 1);
+      state.movedIssues.set(`${from.fullName}#${number}`, { repo: target.fullName, number: moved.number });
+      return moved.number;
+    },
+    lockIssue(owner, repoName, number, reason) {
+      const issue = issueOf(repoOf(owner, repoName), number);
+      issue.locked = { reason: reason ?? null };
+      issue.updatedAt = timestamp();
+    },
     deleteBranch(owner, repoName, branch) {
       const { bareDir } = repoOf(owner, repoName);
       if (!branchExists(bareDir, branch)) throw new Error(`no branch ${branch} in ${owner}/${repoName}`);
+      const last = resolveCommit(bareDir, branch) ?? undefined;
       if (!git(bareDir, ['update-ref', '-d', `refs/heads/${branch}`]).ok)
         throw new Error(`could not delete ${branch}`);
-      // As on GitHub: an open pull request whose head branch goes is closed.
+      // As on GitHub: an open pull request whose head branch goes is closed, and still names its head.
       for (const i of state.issues)
-        if (i.repo === `${owner}/${repoName}` && i.pull?.head === branch && i.state === 'open') {
+        if (i.repo === `${owner}/${repoName}` && i.pull?.head === branch) {
+          i.pull.lastHead = last;
+          if (i.state !== 'open') continue;
           i.state = 'closed';
           i.updatedAt = timestamp();
         }
@@ -763,6 +820,7 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       if (ownsDataDir) rmSync(dataDir, { recursive: true, force: true });
+      for (const observe of closeObservers) await observe(structuredClone(requests));
     },
   };
 }

@@ -1,5 +1,5 @@
 import type { Logger } from 'probot';
-import { editComment, postComment, type GitHub } from '../publish/github.js';
+import { editComment, isRefusal, postComment, type GitHub } from '../publish/github.js';
 import type { RunStore } from '../store/store.js';
 import { nextTry, PUBLISH_ATTEMPTS } from './pending.js';
 
@@ -12,15 +12,10 @@ import { nextTry, PUBLISH_ATTEMPTS } from './pending.js';
 /** The id under which a run's final status edit is kept (a newer one replaces it). */
 export const statusWrite = (run: { id: string }): string => `${run.id}:status`;
 
-/** An answer no retry changes (rate limits, 403 and 429, are retried). */
-const refused = (e: unknown): boolean => {
-  const status = (e as { status?: unknown }).status;
-  return typeof status === 'number' && status >= 400 && status < 500 && status !== 403 && status !== 429;
-};
-
 /**
  * Makes the kept writes that are due: tried with the back-off of publishing, without end; one GitHub
- * refuses for good (the comment deleted, the app uninstalled) is dropped and logged.
+ * refuses for good (the comment deleted, the issue locked, the app uninstalled: a 4xx that is no rate
+ * limit) is dropped and logged.
  */
 export async function deliverDue(o: {
   store: RunStore;
@@ -36,7 +31,7 @@ export async function deliverDue(o: {
       if (w.comment_id !== null) await editComment(gh, w, w.comment_id, w.body);
       else posted = await postComment(gh, w, w.body);
     } catch (e) {
-      if (refused(e)) {
+      if (isRefusal(e)) {
         o.log?.error({ err: e, run: w.run_id }, 'GitHub refused a kept write: it is dropped');
         await store.removeWrite(w.id);
       } else {

@@ -229,17 +229,45 @@ export async function editComment(gh: GitHub, ref: IssueRef, commentId: number, 
 export const isGone = (err: unknown): boolean =>
   [404, 410].includes((err as { status?: number })?.status ?? 0);
 
+/** A 403 or 429 that is one of GitHub's rate limits (a later try passes), as GitHub documents them. */
+export function isRateLimit(err: unknown): boolean {
+  const e = err as FailedRequest | undefined;
+  if (e?.status === 429) return true;
+  if (e?.status !== 403) return false;
+  const headers = e.response?.headers ?? {};
+  return (
+    headers['retry-after'] !== undefined ||
+    headers['x-ratelimit-remaining'] === '0' ||
+    /\brate limit/i.test(e.message ?? '')
+  );
+}
+
+/**
+ * An answer no later try changes: a 4xx that is no rate limit (the issue locked, deleted or transferred,
+ * the comment deleted, the app uninstalled).
+ */
+export function isRefusal(err: unknown): boolean {
+  const status = (err as { status?: unknown } | undefined)?.status;
+  return typeof status === 'number' && status >= 400 && status < 500 && !isRateLimit(err);
+}
+
 /**
  * Why a run can no longer report on its issue (or pull request): deleted (410), out of the app's sight
- * (404: transferred to a repository it is not installed on, or deleted), or transferred (GitHub's 301,
- * which the client follows, leads to another repository's issue); null while it is there.
+ * (404: transferred to a repository it is not installed on, or deleted), transferred (GitHub's 301,
+ * which the client follows, leads to another repository's issue), or locked (GitHub answers 403 to the
+ * app's comments there: only collaborators speak in a locked conversation); null while it is there.
  */
 export async function issueGone(gh: GitHub, ref: IssueRef): Promise<string | null> {
   try {
     const { data } = await gh.rest.issues.get({ owner: ref.owner, repo: ref.repo, issue_number: ref.issue });
     const here = `/repos/${ref.owner}/${ref.repo}`.toLowerCase();
-    if (data.number === ref.issue && data.repository_url.toLowerCase().endsWith(here)) return null;
-    return `issue #${ref.issue} was transferred (to ${data.html_url})`;
+    if (data.number !== ref.issue || !data.repository_url.toLowerCase().endsWith(here))
+      return `issue #${ref.issue} was transferred (to ${data.html_url})`;
+    if (data.locked) {
+      const reason = data.active_lock_reason ? ` as ${data.active_lock_reason}` : '';
+      return `issue #${ref.issue} is locked${reason}: GitHub refuses the app's comments there; unlock it to let the app report`;
+    }
+    return null;
   } catch (e) {
     if (!isGone(e)) throw e;
     const status = (e as { status: number }).status;

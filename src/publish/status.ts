@@ -1,5 +1,5 @@
 import { usd } from '../config/prices.js';
-import { editComment, postComment, type GitHub, type IssueRef } from './github.js';
+import { editComment, isRefusal, postComment, type GitHub, type IssueRef } from './github.js';
 
 /** The one status comment per run, edited in place; edits are rate-limited and the last state always lands. */
 
@@ -98,6 +98,8 @@ export class StatusComment {
   private queued = false; // a write is in the chain and has not started yet
   private chain: Promise<void> = Promise.resolve();
   private commentId: number | null;
+  /** GitHub refused a write for good (the issue locked, deleted or transferred): no more are sent. */
+  private refused = false;
 
   constructor(private readonly o: StatusCommentOptions) {
     this.commentId = o.commentId ?? null;
@@ -141,7 +143,7 @@ export class StatusComment {
   private async write(): Promise<void> {
     this.queued = false;
     const state = this.latest;
-    if (!state || state === this.written) return;
+    if (!state || state === this.written || this.refused) return;
     this.written = state;
     this.lastWrite = Date.now();
     const body = renderStatus(this.o.runId, this.o.baseCommit, state);
@@ -154,8 +156,10 @@ export class StatusComment {
         await editComment(gh, this.o.ref, this.commentId, body);
       }
     } catch (e) {
-      // Progress display must never fail the run; the next state will try again.
+      // Progress display must never fail the run; the next state will try again, unless GitHub
+      // refused for good.
       this.written = null;
+      this.refused = isRefusal(e);
       this.o.onError?.(e);
     }
   }

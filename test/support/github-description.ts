@@ -164,7 +164,9 @@ export interface SentRequest {
   query: string;
   body: unknown;
   status: number;
-  response?: { body: unknown };
+  response?: { body: unknown; headers?: Record<string, string> };
+  /** The answer was injected by the test (fault injection), not given by the emulator. */
+  fault?: boolean;
 }
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head'];
@@ -188,7 +190,10 @@ export class OperationChecker {
   ) {
     this.ajv = new Ajv({ strict: false, allErrors: true, validateSchema: false });
     addFormats(this.ajv);
-    this.ajv.addSchema(withoutNullable(structuredClone(doc)) as object, name);
+    // GitHub's own formats: `owner/name`, and one `timestamp` it leaves undefined.
+    this.ajv.addFormat('repo.nwo', /^[^/\s]+\/[^/\s]+$/);
+    this.ajv.addFormat('timestamp', true);
+    this.ajv.addSchema(withoutNullable(withErrata(structuredClone(doc))) as object, name);
     for (const [template, item] of Object.entries(doc.paths))
       for (const method of METHODS.filter((m) => item[m])) {
         const segments = template.split('/');
@@ -277,7 +282,9 @@ export class OperationChecker {
    */
   checkResponse(r: SentRequest): { checked: boolean; problems: string[] } {
     const m = this.match(r.method, r.rawPath);
-    if (!m || !r.response) return { checked: false, problems: [] };
+    // A media type other than JSON (a file's raw bytes) is no JSON the description could describe.
+    const type = r.response?.headers?.['content-type'];
+    if (!m || !r.response || (type && !/json/.test(type))) return { checked: false, problems: [] };
     const where = `${r.method} ${m.template} → ${r.status}`;
     const op = this.operation(m.template, r.method);
     const documented = op.responses[String(r.status)];
@@ -295,6 +302,32 @@ export class OperationChecker {
     if (!schemaAt) return { checked: true, problems: [] };
     return { checked: true, problems: this.errors(schemaAt, r.response.body).map((e) => `${where}: ${e}`) };
   }
+}
+
+/**
+ * Where the REST description says what GitHub does not do, each with the evidence. An outdated review
+ * comment's `line` and `position` are null (GitHub's webhook description of the same comment has them
+ * integer or null). An installation's account is a user or an enterprise: the list of installations has
+ * `allOf` both, where the `installation` schema it copies has `anyOf`.
+ */
+const ERRATA: { at: string; fix: (s: Schema) => void }[] = [
+  ...[
+    'pull-request-review-comment/properties/line',
+    'pull-request-review-comment/properties/position',
+    'review-comment/properties/line',
+  ].map((at) => ({ at: `/components/schemas/${at}`, fix: (s: Schema) => (s.nullable = true) })),
+  {
+    at: '/paths/~1app~1installations/get/responses/200/content/application~1json/schema/items/properties/account',
+    fix: (s) => {
+      s.anyOf = s.allOf;
+      delete s.allOf;
+    },
+  },
+];
+
+function withErrata(doc: Description): Description {
+  for (const { at, fix } of ERRATA) fix(resolve(doc, { $ref: `#${at}` }));
+  return doc;
 }
 
 /** OpenAPI 3.0's `nullable: true` as JSON Schema says it (ajv takes `nullable` only beside a `type`). */
@@ -351,4 +384,51 @@ export function checkGraphql(body: unknown): string[] {
       found.push(...(errors ?? []).map((e) => `POST /graphql: ${e.message}`));
     }
   return found;
+}
+
+/** What `checkRecorded` found: the operations used, how many requests and answers it checked, what is wrong. */
+export interface RecordCheck {
+  operations: string[];
+  requests: number;
+  responses: number;
+  problems: string[];
+}
+
+const checkers = new Map<DescriptionName, OperationChecker>();
+
+/**
+ * Every REST and GraphQL request of an emulator's record against each description, and every answer
+ * the emulator gave. Git's smart HTTP (no JSON answer recorded) is another protocol; an answer the test
+ * injected (a 503, a rate limit) is the test's, not the emulator's, so only its request is checked.
+ * The same requests are checked against each description and counted once; problems are prefixed with
+ * the description that has them.
+ */
+export function checkRecorded(
+  record: readonly SentRequest[],
+  names: readonly DescriptionName[] = DESCRIPTIONS,
+): RecordCheck {
+  const sent = record.filter((r) => r.response);
+  const operations = new Set<string>();
+  const problems = new Set<string>();
+  let responses = 0;
+  for (const r of sent.filter((r) => r.rawPath === '/graphql')) {
+    operations.add('POST /graphql');
+    for (const p of checkGraphql(r.body)) problems.add(p);
+  }
+  const rest = sent.filter((r) => r.rawPath !== '/graphql');
+  for (const name of names) {
+    let checker = checkers.get(name);
+    if (!checker) checkers.set(name, (checker = new OperationChecker(name)));
+    let answers = 0;
+    for (const r of rest) {
+      for (const p of checker.checkRequest(r)) problems.add(`${name}: ${p}`);
+      operations.add(`${r.method} ${checker.match(r.method, r.rawPath)?.template ?? r.rawPath}`);
+      if (r.fault) continue;
+      const answer = checker.checkResponse(r);
+      if (answer.checked) answers += 1;
+      for (const p of answer.problems) problems.add(`${name}: ${p}`);
+    }
+    responses = Math.max(responses, answers);
+  }
+  return { operations: [...operations], requests: sent.length, responses, problems: [...problems] };
 }

@@ -27,6 +27,9 @@ import {
 
 const O = 'acme';
 const R = 'faulty';
+/** Where issues are transferred: a repository of the same installation, and one of another account. */
+const SIBLING = 'sibling';
+const STRANGER = 'stranger-org';
 const DOCSTRING = { 'calc.py': 'def add(a, b):\n    """Return a + b."""\n    return a + b\n' };
 
 describe('GitHub failing under a run', () => {
@@ -59,8 +62,14 @@ describe('GitHub failing under a run', () => {
       },
     });
     emu.setPermission(O, R, 'maint', 'maintain');
+    emu.createRepo(O, SIBLING, { files: CALC_FILES });
+    emu.createRepo(STRANGER, 'elsewhere', { files: CALC_FILES });
     home = tempDir('github-failures-');
-    app = await startEmulatedApp(emu, { config: testConfig(home), deps, sandbox: 'local' });
+    app = await startEmulatedApp(emu, {
+      config: testConfig(home, { AGENTICFIX_PUBLISH_RETRY_BASE_S: '0' }),
+      deps,
+      sandbox: 'local',
+    });
     emu.setWebhookUrl(app.url);
   });
   afterAll(async () => {
@@ -127,6 +136,93 @@ describe('GitHub failing under a run', () => {
     expect(run.error).toMatch(new RegExp(`issue #${n} .*(deleted|transferred).*GitHub answered 404`));
     expect(deps.calls.length).toBe(calls);
     expect(await statusOf(n)).toContain('❌ Failed');
+  });
+
+  /** The app's requests about issue `n` (its comments included) from request `from` on. */
+  const about = (n: number, from = 0) =>
+    emu.requests
+      .slice(from)
+      .filter((r) => r.path.startsWith(`/repos/${O}/${R}/issues/${n}`))
+      .map((r) => `${r.method} ${r.path.slice(`/repos/${O}/${R}`.length)} ${r.status}`);
+  /** The run's GitHub writes kept for a later try (due at once: AGENTICFIX_PUBLISH_RETRY_BASE_S is 0). */
+  const kept = async (run: string) =>
+    (await app.store.dueWrites(new Date(Date.now() + 3600_000).toISOString())).filter(
+      (w) => w.run_id === run,
+    );
+
+  // Found: the final status a locked issue refused (GitHub's 403) was kept and tried again without end
+  // (403 counted as a rate limit); each status update posted again.
+  it('an issue locked before its run starts (403 to comments): the run fails saying so, the model is never asked, nothing is retried without end', async () => {
+    const calls = deps.calls.length;
+    const n = await labelled('add() subtracts, then locked', {
+      before: (issue) => emu.lockIssue(O, R, issue, 'too heated'),
+    });
+    const run = await latest(n);
+    expect(run.state).toBe('failed');
+    expect(run.error).toBe(
+      `issue #${n} is locked as too heated: GitHub refuses the app's comments there; unlock it to let the app report; the run stopped before it started`,
+    );
+    expect(deps.calls.length).toBe(calls);
+    expect(emu.comments(n)).toEqual([]);
+    // The queued status was refused once; the final one is kept, tried once more, and dropped.
+    const posts = () => about(n).filter((r) => r.startsWith('POST ')).length;
+    expect(posts()).toBe(1);
+    expect((await kept(run.id)).map((w) => w.id)).toEqual([`${run.id}:status`]);
+    await app.runner.deliverWrites();
+    expect(await kept(run.id)).toEqual([]);
+    await app.runner.deliverWrites();
+    expect(posts()).toBe(2);
+    expect(about(n).filter((r) => r.startsWith('POST ') && !r.endsWith(' 403'))).toEqual([]);
+  });
+
+  it('an issue locked while its run works: nothing is pushed or opened, the run fails saying so', async () => {
+    const n = await labelled('add() subtracts, locked meanwhile', {
+      during: (issue) => emu.lockIssue(O, R, issue),
+    });
+    const run = await latest(n);
+    expect(run.state).toBe('failed');
+    expect(run.error).toMatch(new RegExp(`^issue #${n} is locked: .*; nothing was published`));
+    expect(run.pushed_commit).toBeNull();
+    expect(emu.branchHead(O, R, branchFor(n))).toBeNull();
+    expect(emu.pulls.filter((p) => p.pull?.head.startsWith(branchFor(n)))).toEqual([]);
+  });
+
+  it('an issue transferred while its run works (GitHub’s 301 to the new place): nothing is published, the run names where it went', async () => {
+    let moved = 0;
+    const n = await labelled('add() subtracts, then transferred', {
+      during: (issue) => (moved = emu.transferIssue(O, R, issue, { owner: O, repo: SIBLING })),
+    });
+    const run = await latest(n);
+    expect(run.state).toBe('failed');
+    expect(run.error).toMatch(
+      new RegExp(
+        `^issue #${n} was transferred \\(to ${emu.url}/${O}/${SIBLING}/issues/${moved}\\); nothing was published`,
+      ),
+    );
+    expect(run.pushed_commit).toBeNull();
+    expect(emu.pulls.filter((p) => p.pull?.head.startsWith(branchFor(n)))).toEqual([]);
+    expect(about(n)).toContain(`GET /issues/${n} 301`);
+    // The status comment went with the issue, out of reach of the old repository's URLs: its final
+    // edit, refused (404), is tried once more and dropped.
+    expect(emu.comments(moved, `${O}/${SIBLING}`)).toHaveLength(1);
+    await app.runner.deliverWrites();
+    expect(await kept(run.id)).toEqual([]);
+  });
+
+  it('an issue transferred out of the app’s sight while its run works (301, then 404): nothing is published, the run says so', async () => {
+    const n = await labelled('add() subtracts, then transferred away', {
+      during: (issue) => emu.transferIssue(O, R, issue, { owner: STRANGER, repo: 'elsewhere' }),
+    });
+    const run = await latest(n);
+    expect(run.state).toBe('failed');
+    expect(run.error).toMatch(
+      new RegExp(
+        `^issue #${n} was deleted or transferred out of the app’s sight \\(GitHub answered 404 .*; nothing was published`,
+      ),
+    );
+    expect(emu.pulls.filter((p) => p.pull?.head.startsWith(branchFor(n)))).toEqual([]);
+    await app.runner.deliverWrites();
+    expect(await kept(run.id)).toEqual([]);
   });
 
   describe('a revision', () => {

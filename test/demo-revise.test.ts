@@ -21,7 +21,14 @@ describe('demo --revise: label → draft PR → changes requested → verified r
       pr_commits: 2,
     });
     expect(s.revisions).toEqual([
-      { number: 1, commit: expect.stringMatching(/^[0-9a-f]{40}$/), verdict: 'verified', replied_threads: 1 },
+      {
+        number: 1,
+        commit: expect.stringMatching(/^[0-9a-f]{40}$/),
+        verdict: 'verified',
+        replied_threads: 1,
+        // The demo prices its scripted model: each revision reports its own cost.
+        cost_usd: expect.any(Number),
+      },
     ]);
     const prComments = s.comments.filter((c) => c.on === 'pr').map((c) => c.body);
     const evidence = prComments.find((b) => b.startsWith('## Revision 1\n'));

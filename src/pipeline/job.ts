@@ -228,12 +228,14 @@ export class JobRunner implements QueueHooks {
       runId: run.id,
       budgets: c.budgets,
       signal: c.signal,
+      onEvent: this.reporter.pages.trace(run.id),
       onProgress: (p) => {
         if (p.phase !== phase) this.o.log?.info({ run: run.id, phase: (phase = p.phase) }, 'run phase');
         c.status.update(progressStatus(p));
       },
     });
     observeRepair(result);
+    this.reporter.pages.repaired(run.id, result);
     await this.o.store.update(run.id, {
       stop_reason: result.stop_reason,
       tokens: result.tokens.total,

@@ -3,6 +3,7 @@ import type { Logger } from 'probot';
 import type { Config } from '../config/config.js';
 import { editComment, postComment, type GitHub, type IssueRef } from '../publish/github.js';
 import { renderStatus, StatusComment, type StatusState } from '../publish/status.js';
+import { PageEvents } from './page-events.js';
 import type { RunRecord, RunStore } from '../store/store.js';
 import { nextTry } from './pending.js';
 import { deliverDue, statusWrite } from './writes.js';
@@ -22,6 +23,8 @@ export const refOf = (run: RunRecord): IssueRef => ({
 export class Reporter {
   private readonly statuses = new Map<string, StatusComment>();
   private delivering: Promise<void> | null = null;
+  /** What the run pages read of the runs this process runs (page-events.ts). */
+  readonly pages: PageEvents;
 
   constructor(
     private readonly o: {
@@ -30,7 +33,9 @@ export class Reporter {
       auth(installationId: number): Promise<GitHub>;
       log?: Pick<Logger, 'info' | 'warn' | 'error'> | undefined;
     },
-  ) {}
+  ) {
+    this.pages = new PageEvents(o.store, o.log);
+  }
 
   /** The run's status comment (one per run in this process; a worker edits the one `serve` posted). */
   status(run: RunRecord): StatusComment {
@@ -47,6 +52,7 @@ export class Reporter {
           await this.o.store.update(run.id, { status_comment_id: id });
         },
         onError: (e) => this.o.log?.warn({ err: e, run: run.id }, 'status comment update failed'),
+        onState: (state) => this.pages.status(run.id, state),
       });
       this.statuses.set(run.id, s);
     }
@@ -56,6 +62,7 @@ export class Reporter {
   /** Forgets a run's status comment once its last edit is made. */
   release(run: RunRecord): void {
     this.statuses.delete(run.id);
+    this.pages.forget(run.id);
   }
 
   async comment(run: RunRecord, gh: GitHub, ref: IssueRef, body: string): Promise<void> {
@@ -121,5 +128,6 @@ export class Reporter {
   /** Resolves when no delivery of kept writes is going on. */
   async idle(): Promise<void> {
     await this.delivering?.catch(() => undefined); // its errors are its caller's
+    await this.pages.flushed();
   }
 }

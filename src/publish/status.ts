@@ -88,6 +88,8 @@ export interface StatusCommentOptions {
   commentId?: number | null;
   onCreated?: (commentId: number) => void | Promise<void>;
   onError?: (err: unknown) => void;
+  /** Every state given, written or not (the run page's status history). */
+  onState?: (state: StatusState) => void;
 }
 
 export class StatusComment {
@@ -106,6 +108,7 @@ export class StatusComment {
   /** Records the state; writes now, or later (trailing edit) when the last write was too recent. */
   update(state: StatusState): void {
     this.latest = state;
+    this.o.onState?.(state);
     if (this.timer || this.queued) return; // the scheduled write will pick this state up
     const wait = this.lastWrite === 0 ? 0 : this.lastWrite + this.o.intervalMs - Date.now();
     if (wait <= 0) this.enqueueWrite();
@@ -115,6 +118,7 @@ export class StatusComment {
   /** Writes `state` as soon as earlier writes finish, whatever the interval; resolves with whether it landed. */
   async final(state: StatusState): Promise<boolean> {
     this.latest = state;
+    this.o.onState?.(state);
     if (!this.queued) this.enqueueWrite();
     await this.chain;
     return this.written === state;

@@ -281,25 +281,15 @@ export class PostgresRunStore implements RunStore {
 
   async appendEvents(runId: string, events: readonly NewRunEvent[]): Promise<void> {
     if (events.length === 0) return;
+    const column = (f: (e: NewRunEvent) => string) => events.map(f);
     await this.transaction(async (c) => {
       // One writer per run; the row lock keeps a second one (a run taken over) from numbering alike.
       await c.query('SELECT 1 FROM runs WHERE id = $1 FOR UPDATE', [runId]);
-      const { rows } = await c.query<{ seq: number | null }>(
-        'SELECT MAX(seq) AS seq FROM run_events WHERE run_id = $1',
-        [runId],
-      );
-      const first = (rows[0]?.seq ?? 0) + 1;
       await c.query(
         `INSERT INTO run_events (run_id, seq, ts, type, body)
-           SELECT $1, $2::bigint + n - 1, e.ts, e.type, e.body
-           FROM unnest($3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS e(ts, type, body, n)`,
-        [
-          runId,
-          first,
-          events.map((e) => e.ts),
-          events.map((e) => e.type),
-          events.map((e) => JSON.stringify(e.body)),
-        ],
+           SELECT $1, (SELECT COALESCE(MAX(seq), 0) FROM run_events WHERE run_id = $1) + n, e.ts, e.type, e.body
+           FROM unnest($2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS e(ts, type, body, n)`,
+        [runId, column((e) => e.ts), column((e) => e.type), column((e) => JSON.stringify(e.body))],
       );
     });
   }

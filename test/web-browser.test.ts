@@ -42,6 +42,16 @@ describe('run pages in a browser', () => {
     await f?.close();
   });
 
+  // Run in the page (this project's types have no DOM): the element's property, read by name.
+  const prop = (page: Page, selector: string, name: 'open' | 'innerText' | 'active') =>
+    page.$eval(
+      selector,
+      (e, n) =>
+        n === 'active'
+          ? (e as unknown as { dataset: Record<string, string> }).dataset.active
+          : (e as unknown as Record<string, unknown>)[n],
+      name,
+    );
   const shot = (page: Page, name: string) =>
     page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
 
@@ -64,7 +74,7 @@ describe('run pages in a browser', () => {
     await Promise.all([page.waitForNavigation(), page.click(`a[href="/runs/${run}"]`)]);
 
     // During the run: live, one tool call, the cancel button for this writer.
-    expect(await page.$eval('#run', (e) => (e as HTMLElement).dataset.active)).toBe('true');
+    expect(await prop(page, '#run', 'active')).toBe('true');
     expect(await page.$eval('.live', (e) => e.textContent)).toMatch(/Live/);
     expect(await page.$$('.calls details')).toHaveLength(1);
     expect(await page.$('form.cancel button')).not.toBeNull();
@@ -74,8 +84,8 @@ describe('run pages in a browser', () => {
     const summary = await page.$('.calls details summary');
     await summary!.focus();
     await page.keyboard.press('Enter');
-    expect(await page.$eval('.calls details', (d) => (d as HTMLDetailsElement).open)).toBe(true);
-    const observation = await page.$eval('.calls details', (d) => (d as HTMLElement).innerText);
+    expect(await prop(page, '.calls details', 'open')).toBe(true);
+    const observation = String(await prop(page, '.calls details', 'innerText'));
     expect(observation).toContain('return a - b');
     expect(observation).toContain('<script>alert(1)</script>'); // shown as text, not run
     expect(await page.$$('main img')).toHaveLength(0);
@@ -83,26 +93,23 @@ describe('run pages in a browser', () => {
 
     // The run goes on and ends: the page follows without a reload, the open call stays open.
     f.release();
-    await page.waitForFunction(() => document.querySelectorAll('.calls details').length === 2, {
+    await page.waitForFunction("document.querySelectorAll('.calls details').length === 2", {
       timeout: 20_000,
     });
-    await page.waitForFunction(
-      () => (document.getElementById('run') as HTMLElement).dataset.active === 'false',
-      {
-        timeout: 20_000,
-      },
-    );
-    expect(await page.$eval('.calls details', (d) => (d as HTMLDetailsElement).open)).toBe(true);
-    expect(await page.$eval('#run .facts', (e) => (e as HTMLElement).innerText)).toMatch(/done/);
+    await page.waitForFunction("document.getElementById('run').dataset.active === 'false'", {
+      timeout: 20_000,
+    });
+    expect(await prop(page, '.calls details', 'open')).toBe(true);
+    expect(await prop(page, '#run .facts', 'innerText')).toMatch(/done/);
     expect(await page.$('.d2h-file-wrapper')).not.toBeNull(); // the final diff, through diff2html
-    expect(await page.$eval('.d2h-file-wrapper', (e) => (e as HTMLElement).innerText)).toContain('a + b');
+    expect(await prop(page, '.d2h-file-wrapper', 'innerText')).toContain('a + b');
     expect(await page.$('form.cancel')).toBeNull();
     await shot(page, 'run-after');
 
     // On a phone: nothing wider than the screen but the scrolling tables and code.
     await page.setViewport({ width: 390, height: 844, isMobile: true });
     await page.reload();
-    expect(await page.evaluate(() => document.body.scrollWidth)).toBeLessThanOrEqual(390);
+    expect(await page.evaluate('document.body.scrollWidth')).toBeLessThanOrEqual(390);
     await shot(page, 'run-phone');
     expect(dialogs).toEqual([]);
 

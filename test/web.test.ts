@@ -1,5 +1,8 @@
 import { HOSTILE, OWNER, REPO, signIn, startWebFixture, type WebFixture } from './web-support.js';
 import { waitFor } from './app-support.js';
+import { evidenceComment } from '../src/publish/render.js';
+import { renderStatus, runPageUrl } from '../src/publish/status.js';
+import type { RunRecord } from '../src/store/store.js';
 
 /**
  * Issue 29, items 1 and 2: run pages show a run only to people GitHub lets read its repository (asked
@@ -93,5 +96,22 @@ describe('run pages: access as GitHub decides it', () => {
     expect(ok.status).toBe(303);
     await waitFor(async () => (await f.app.store.get(run))?.state === 'cancelled');
     expect(HOSTILE).toContain('<script>'); // the fixture's hostile text is what the page escaped
+  });
+});
+
+describe('links to the run page (issue 29, item 3)', () => {
+  const run = { id: 'r-1', base_commit: 'b'.repeat(40), issue: 3, issue_updated_at: null } as RunRecord;
+
+  it('the status comment and the PR comments link the run id to its page when a public URL is set', () => {
+    const page = runPageUrl('https://fix.example', 'r-1');
+    expect(page).toBe('https://fix.example/runs/r-1');
+    expect(renderStatus('r-1', run.base_commit, { phase: 'working' }, page)).toContain(
+      '[`r-1`](https://fix.example/runs/r-1)',
+    );
+    expect(evidenceComment({ ...run, page }, 'evidence')).toContain('[`r-1`](https://fix.example/runs/r-1)');
+    // Without one, the id stays plain.
+    expect(runPageUrl(null, 'r-1')).toBeNull();
+    expect(renderStatus('r-1', run.base_commit, { phase: 'working' }, null)).toContain('Run `r-1`');
+    expect(evidenceComment(run, 'evidence')).not.toContain('](');
   });
 });

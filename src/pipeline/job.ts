@@ -159,7 +159,7 @@ export class JobRunner implements QueueHooks {
     const log = { run: run.id, repo: `${run.owner}/${run.repo}`, issue: run.issue, trigger: run.trigger };
     this.o.log?.info(log, 'run started');
     try {
-      const fields = await this.work(run, signal);
+      const fields = await this.work(this.reporter.linked(run), signal);
       this.o.log?.info({ ...log, state: fields.state, error: fields.error }, 'run work done');
       return fields;
     } catch (err) {
@@ -255,7 +255,7 @@ export class JobRunner implements QueueHooks {
     this.resuming ??= (async () => {
       await this.reporter.deliverWrites();
       for (const run of await this.o.store.list('publish_pending'))
-        await republish(this.s, run, this.o.auth, (r) => this.onFinished(r));
+        await republish(this.s, this.reporter.linked(run), this.o.auth, (r) => this.onFinished(r));
     })().finally(() => (this.resuming = null));
     await this.resuming;
   }

@@ -47,7 +47,17 @@ const ENDING: Record<Ending, string> = {
   publish_pending: '⏳ Publishing pending',
 };
 
-export function renderStatus(runId: string, baseCommit: string, s: StatusState): string {
+/** A run's page on serve (src/web) when AGENTICFIX_PUBLIC_URL says where people reach it, else null. */
+export const runPageUrl = (publicUrl: string | null, runId: string): string | null =>
+  publicUrl ? `${publicUrl}/runs/${encodeURIComponent(runId)}` : null;
+
+/** `page`: the run's page, linked from the run's id. */
+export function renderStatus(
+  runId: string,
+  baseCommit: string,
+  s: StatusState,
+  page?: string | null,
+): string {
   const ended = !(PHASES as readonly string[]).includes(s.phase);
   const current = ended ? -1 : PHASES.indexOf(s.phase as Phase);
   const title = ended
@@ -73,7 +83,7 @@ export function renderStatus(runId: string, baseCommit: string, s: StatusState):
     list.join('\n'),
     s.detail ?? '',
     links,
-    `<sub>Run \`${runId}\` · base commit \`${baseCommit.slice(0, 12)}\` · updated ${new Date().toISOString()} · comment \`/agenticfix help\` for commands</sub>`,
+    `<sub>Run ${page ? `[\`${runId}\`](${page})` : `\`${runId}\``} · base commit \`${baseCommit.slice(0, 12)}\` · updated ${new Date().toISOString()} · comment \`/agenticfix help\` for commands</sub>`,
   ]
     .filter(Boolean)
     .join('\n\n');
@@ -88,6 +98,8 @@ export interface StatusCommentOptions {
   commentId?: number | null;
   onCreated?: (commentId: number) => void | Promise<void>;
   onError?: (err: unknown) => void;
+  /** The run's page (runPageUrl), linked from the comment. */
+  page?: string | null;
   /** Every state given, written or not (the run page's status history). */
   onState?: (state: StatusState) => void;
 }
@@ -148,7 +160,7 @@ export class StatusComment {
     if (!state || state === this.written) return;
     this.written = state;
     this.lastWrite = Date.now();
-    const body = renderStatus(this.o.runId, this.o.baseCommit, state);
+    const body = renderStatus(this.o.runId, this.o.baseCommit, state, this.o.page);
     try {
       const gh = await this.o.gh();
       if (this.commentId === null) {

@@ -95,9 +95,8 @@ export function fitBody(body: string, max = GITHUB_BODY_LIMIT): string {
   return head + note;
 }
 
-/** A run as the comments show it: with its page's address when serve has a public one (runPageUrl). */
+/** A run with its page's address when serve has a public one (runPageUrl). */
 export type PageRun = RunRecord & { page?: string | null };
-
 /** The run (linked to its page), its base commit and the version of the issue it worked on. */
 const runLine = (run: PageRun): string =>
   `Run ${run.page ? `[${code(run.id)}](${run.page})` : code(run.id)}, base commit ${code(run.base_commit.slice(0, 12))}` +

@@ -74,7 +74,15 @@ export async function startWebFixture(): Promise<WebFixture> {
         model: 'm',
         usage: { prompt: 100, completion: 20, cached: 10, total: 120 },
       });
-      opts.onProgress?.({ phase: 'working', step: 1, tokens_used: 120, token_budget: 1000, last_test: null });
+      opts.onProgress?.({
+        phase: 'working',
+        step: 1,
+        tokens_used: 120,
+        token_budget: 1000,
+        last_test: null,
+        cost_usd: null,
+        cost_budget: null,
+      });
       await Promise.race([gate.promise, new Promise((r) => opts.signal?.addEventListener('abort', r))]);
       trace.event('tool_start', { name: 'edit_file', args: { path: 'calc.py' } });
       trace.event('tool_end', {

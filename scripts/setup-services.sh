@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes Redis and PostgreSQL available on a fresh Debian machine (run as root) for the distributed
+# Makes Redis and PostgreSQL (and headless Chromium) available on a fresh Debian machine (run as root) for the distributed
 # queue and run store. Idempotent: installs redis-server and postgresql only when missing, starts each
 # only when it does not answer, creates the agenticfix role and database only when absent, then writes
 # the URLs the tests read to $AGENTICFIX_SERVICES_ENV (default /var/lib/agenticfix/services.env) as
@@ -16,6 +16,15 @@ if ! command -v redis-server >/dev/null || ! command -v pg_ctlcluster >/dev/null
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server postgresql >/dev/null
 fi
+
+# Headless Chromium for the run pages' browser test (test/web-browser.test.ts, driven by puppeteer-core).
+if ! command -v chromium >/dev/null; then
+  [ "$(id -u)" = 0 ] || { echo "setup-services.sh must run as root to install chromium" >&2; exit 1; }
+  echo "installing chromium ..."
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+echo "chromium ready: $(chromium --version 2>/dev/null | head -1)"
 
 if ! redis-cli -h 127.0.0.1 ping >/dev/null 2>&1; then
   echo "starting redis-server ..."

@@ -14,6 +14,7 @@ import { createApp } from './webhook/app.js';
 import { Intake } from './webhook/intake.js';
 import { listenForWebhooks } from './webhook/server.js';
 import { appLogger, healthChecks, observeRoutes } from './observe.js';
+import { webRoutes } from './web/routes.js';
 
 /**
  * The GitHub App put together (serve, demo, the tests): the run store, the queue (in-process, or
@@ -36,6 +37,8 @@ export interface StartAppOptions {
   /** Run the start-up mount self-check (serve, demo); a failure stops the app. */
   checkMounts?: boolean;
   log?: Logger;
+  /** How often a live run page looks at the store (1 s by default). */
+  livePollMs?: number;
 }
 
 export interface RunningApp {
@@ -204,6 +207,24 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
   const resumed = await handlers.resume(auth, log);
   if (resumed > 0) log.info({ resumed }, 'taking in deliveries left by the previous process');
 
+  const { clientId, clientSecret, publicUrl } = o.config.web;
+  const web = webRoutes({
+    store,
+    queue,
+    githubApi: o.baseUrl,
+    client: clientId && clientSecret ? { id: clientId, secret: clientSecret } : null,
+    publicUrl,
+    pollMs: o.livePollMs,
+    log,
+  });
+  const observe = observeRoutes(
+    healthChecks({
+      store,
+      queue: queue instanceof BullRunQueue ? () => queue.ping() : undefined,
+      docker: !distributed && (o.sandbox ?? 'docker') === 'docker',
+    }),
+    store,
+  );
   let server: Awaited<ReturnType<typeof listenForWebhooks>>;
   try {
     server = await listenForWebhooks({
@@ -215,15 +236,8 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
       port: o.port,
       host: o.host,
       log,
-      // Docker only where runs run: a distributed serve needs no engine.
-      routes: observeRoutes(
-        healthChecks({
-          store,
-          queue: queue instanceof BullRunQueue ? () => queue.ping() : undefined,
-          docker: !distributed && (o.sandbox ?? 'docker') === 'docker',
-        }),
-        store,
-      ),
+      // Health and metrics (Docker only where runs run: a distributed serve needs no engine), run pages.
+      routes: async (req, res) => (await observe(req, res)) || web(req, res),
     });
   } catch (err) {
     clearInterval(heartbeat);
@@ -246,6 +260,7 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
       await runner.settled();
     },
     async close() {
+      web.close();
       await server.close();
       await intake.idle();
       await queue.close();

@@ -138,6 +138,16 @@ const WAIT_MS = 240_000;
     expect([...new Set(runs.map((r) => r.worker))].sort()).toEqual(['w1', 'w2']);
     for (const id of ['w1', 'w2'])
       expect(maxOverlap(runs.filter((r) => r.worker === id))).toBeLessThanOrEqual(CONCURRENCY);
+    // Run pages (issue 29): what a worker ran is in the shared store, where serve reads it, with
+    // serve's own queued status.
+    for (const run of runs) {
+      const events = await app.store.events(run.id, 0, 10_000);
+      const types = new Set(events.map((e) => e.type));
+      for (const t of ['status', 'run_start', 'tool_end', 'model_reply', 'repair_result', 'verification'])
+        expect([run.id, types.has(t)]).toEqual([run.id, true]);
+      expect(events.some((e) => e.type === 'status' && e.body.phase === 'queued')).toBe(true);
+      expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+    }
   }, 900_000);
 
   it('a redelivered webhook starts nothing; /agenticfix cancel stops the container on the worker holding the run', async () => {

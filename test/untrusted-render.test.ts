@@ -1,4 +1,6 @@
 import { progressStatus } from '../src/pipeline/job.js';
+import { runBody } from '../src/web/run-page.js';
+import { runList } from '../src/web/list-page.js';
 import type { RepairResult } from '../src/agent/types.js';
 import type { RepairProgress } from '../src/pipeline/types.js';
 import {
@@ -414,5 +416,94 @@ describe('untrusted text renders inert in every comment', () => {
 
   it('titles are plain text: only their mentions are broken', () => {
     for (const h of HOSTILE) expect(prTitle({ number: 5, title: h })).not.toMatch(/@[A-Za-z0-9]/);
+  });
+});
+
+/**
+ * Issue 29: the run pages show everything a run holds (issue text, model output, tool calls and
+ * observations, test names, the patch) as HTML. Every hostile string in every field: the only tags
+ * are those of the page, the diff and Markdown renderers, none with an event handler or a script URL.
+ */
+describe('untrusted text renders inert on the run pages', () => {
+  const TAGS = new Set(
+    (
+      'div h1 h2 h3 dl dt dd a code pre p section ol ul li span strong em time form input button table ' +
+      'thead tbody tr th td caption details summary svg path label select option blockquote hr br del ' +
+      'ins img h4 h5 h6 s'
+    ).split(' '),
+  );
+  function tagProblems(page: string): string[] {
+    const found: string[] = [];
+    for (const m of page.matchAll(/<\/?([A-Za-z][\w-]*)([^>]*)>/g)) {
+      const [tag, name, attrs] = [m[0], m[1]!.toLowerCase(), m[2] ?? ''];
+      if (!TAGS.has(name)) found.push(`tag ${tag.slice(0, 120)}`);
+      // Quoted values are the attribute's text (escaped: no quote can end them early).
+      if (/\son\w+\s*=/i.test(attrs.replace(/"[^"]*"|'[^']*'/g, '""')))
+        found.push(`handler ${tag.slice(0, 120)}`);
+      if (/(?:href|src)\s*=\s*"?\s*(?:javascript|data|vbscript):/i.test(attrs))
+        found.push(`script URL ${tag.slice(0, 120)}`);
+    }
+    if (/<!--|<script|<style|<iframe/i.test(page)) found.push('comment, script, style or frame');
+    return found;
+  }
+  const ev = (seq: number, type: string, body: Record<string, unknown>) => ({
+    run_id: 'r1',
+    seq,
+    ts: '2026-01-01T00:00:00.000Z',
+    type,
+    body,
+  });
+
+  it('every field of a run, its events and its report, and the run list', () => {
+    const failures: string[] = [];
+    for (const h of HOSTILE.filter((_, i) => i % 3 === 0)) {
+      const r = {
+        ...result(h),
+        patch: `diff --git a/${h} b/${h}\n--- a/${h}\n+++ b/${h}\n@@ -1 +1 @@\n-${h}\n+${h}\n`,
+      };
+      const record = run({
+        owner: h,
+        repo: h,
+        issue_title: h,
+        triggered_by: h,
+        error: h,
+        stop_reason: h,
+        verdict: h,
+        state: 'running',
+        pushed_commit: h,
+        pr_number: 3,
+        created_at: '2026-01-01T00:00:00.000Z',
+        started_at: '2026-01-01T00:00:00.000Z',
+        finished_at: null,
+        tokens: 5,
+      });
+      const page = runBody({
+        run: record,
+        events: [
+          ev(1, 'status', { phase: h, detail: h }),
+          ev(2, 'repository_guidance', { path: h, chars: 3, cut: false }),
+          ev(3, 'build_network', { log_tail: [h, h] }),
+          ev(4, 'tool_start', { name: h, args: { path: h } }),
+          ev(5, 'tool_end', {
+            name: h,
+            args: { path: h },
+            result: { success: false, error_code: h, data: h },
+            duration_ms: 1,
+          }),
+          ev(6, 'model_reply', { model: h, usage: { prompt: 1, completion: 1, cached: 0, total: 2 } }),
+          ev(7, 'repair_result', { ...r }),
+          ev(8, 'verification', { report: hostileReport(h) }),
+          ev(9, 'tool_start', { name: h, args: { path: h } }),
+        ],
+        revisions: [record, { ...record, id: h, revision: 1 }],
+        viewer: { writer: true, csrf: h },
+        githubUrl: 'https://github.com',
+      }).text;
+      const list = runList([record], { repo: h, state: h }, [h]).text;
+      failures.push(
+        ...[...tagProblems(page), ...tagProblems(list)].map((p) => `${JSON.stringify(h.slice(0, 60))}: ${p}`),
+      );
+    }
+    expect(failures).toEqual([]);
   });
 });

@@ -3,9 +3,10 @@ import { Option } from 'commander';
 import { z } from 'zod';
 import { loadConfig } from '../config/config.js';
 import { usd } from '../config/prices.js';
-import { runAppDemo } from '../demo/app.js';
+import { runAppDemo, type AppDemoSummary } from '../demo/app.js';
 import { runToolsOnlyDemo } from '../demo/tools-only.js';
 import { dockerAvailable } from '../environment/docker.js';
+import { untilStopped } from './app-env.js';
 import { command, parseCli } from './program.js';
 
 const cli = () =>
@@ -25,13 +26,19 @@ const cli = () =>
         'scripted, or the one configured in AGENTICFIX_MODEL_* (default: configured if set)',
       ).choices(['scripted', 'configured']),
     )
-    .option('--revise', 'then review the pull request and let the app revise it', false);
+    .option('--revise', 'then review the pull request and let the app revise it', false)
+    .option(
+      '--serve',
+      'then keep serving the run page (sign in as the emulated maintainer) until stopped',
+      false,
+    );
 
 const Flags = z.strictObject({
   json: z.boolean(),
   keepWorktrees: z.boolean(),
   toolsOnly: z.boolean(),
   revise: z.boolean(),
+  serve: z.boolean(),
   sandbox: z.enum(['local', 'docker']).optional(),
   model: z.enum(['scripted', 'configured']).optional(),
 });
@@ -89,9 +96,8 @@ export async function demoCommand(argv: string[]): Promise<number> {
     return 2;
   }
   const model = flags.model ?? (config.model.provider ? 'configured' : 'scripted');
-  const summary = await runAppDemo({ config, model, revise: flags.revise, log });
-  if (flags.json) out(JSON.stringify(summary) + '\n');
-  else {
+  const print = (summary: AppDemoSummary) => {
+    if (flags.json) return out(JSON.stringify(summary) + '\n');
     out(
       [
         `verdict:       ${summary.verdict ?? 'none'} (stop reason: ${summary.stop_reason ?? 'n/a'}, model: ${summary.model})`,
@@ -112,9 +118,30 @@ export async function demoCommand(argv: string[]): Promise<number> {
           (c) =>
             `--- comment on the ${c.on} by ${c.author} (${c.body.length} chars)\n${firstLines(c.body, 12)}\n`,
         ),
+        ...(summary.run_url
+          ? [
+              `run page:      ${summary.run_url}`,
+              `sign in:       ${summary.sign_in_url}`,
+              'serving until interrupted (Ctrl-C)',
+              '',
+            ]
+          : []),
       ].join('\n'),
     );
-  }
+  };
+  const summary = await runAppDemo({
+    config,
+    model,
+    revise: flags.revise,
+    log,
+    serve: flags.serve
+      ? async (s) => {
+          print(s);
+          await untilStopped();
+        }
+      : undefined,
+  });
+  if (!flags.serve) print(summary);
   return summary.result === 'success' ? 0 : 1;
 }
 

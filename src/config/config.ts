@@ -237,6 +237,12 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
     log: { level: e.LOG_LEVEL, format: e.LOG_FORMAT },
     /** Where a worker answers /healthz, /ping and /metrics. */
     workerListen: { port: e.AGENTICFIX_WORKER_PORT, host: e.AGENTICFIX_WORKER_HOST },
+    /** Run pages: the public base URL (links in comments) and the OAuth client; null: not set. */
+    web: {
+      publicUrl: e.AGENTICFIX_PUBLIC_URL ?? null,
+      clientId: e.CLIENT_ID ?? null,
+      clientSecret: e.CLIENT_SECRET ?? null,
+    },
   };
 }
 

@@ -167,6 +167,13 @@ export const ENV_SCHEMA = z.object({
   // Observability: a worker's /healthz, /ping and /metrics listener (serve has them on its own port)
   AGENTICFIX_WORKER_PORT: int(3001, 0),
   AGENTICFIX_WORKER_HOST: z.string().min(1).default('0.0.0.0'),
+  // Run pages (src/web): where people reach serve, and the app's OAuth client for signing them in.
+  AGENTICFIX_PUBLIC_URL: z
+    .url({ protocol: /^https?$/ })
+    .transform((u) => u.replace(/\/+$/, ''))
+    .optional(),
+  CLIENT_ID: z.string().min(1).optional(),
+  CLIENT_SECRET: z.string().min(1).optional(),
   LOG_LEVEL: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
   // As Probot: `pretty` (readable lines) or `json` (one object a line, for collectors); default json
   LOG_FORMAT: z.enum(['pretty', 'json']).default('json'),
@@ -233,6 +240,7 @@ export const SECRET_ENV_NAMES = [
   'GH_TOKEN',
   'PRIVATE_KEY',
   'WEBHOOK_SECRET',
+  'CLIENT_SECRET',
   'OPENAI_API_KEY',
   'ANTHROPIC_API_KEY',
   'DEEPSEEK_API_KEY',

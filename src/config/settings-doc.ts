@@ -117,6 +117,10 @@ const DOCS: Record<EnvName, string> = {
   AGENTICFIX_WORKER_PORT:
     'where a worker answers /healthz, /ping and /metrics (serve answers them on its own port)',
   AGENTICFIX_WORKER_HOST: 'the address of the worker listener',
+  AGENTICFIX_PUBLIC_URL:
+    "serve's address as people reach it (`https://…`): run pages are linked from the status and PR comments",
+  CLIENT_ID: "the GitHub App's client ID: people sign in to the run pages with GitHub",
+  CLIENT_SECRET: "the GitHub App's client secret (with CLIENT_ID)",
   LOG_LEVEL: 'as Probot: trace, debug, info, warn, error, fatal or silent',
   LOG_FORMAT: 'as Probot: json (one object a line, for collectors) or pretty (readable lines)',
 };

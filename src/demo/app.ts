@@ -45,6 +45,10 @@ export interface AppDemoSummary {
   }[];
   /** Commits on the pull request's branch at the end. */
   pr_commits: number | null;
+  /** The run's page (`--serve`: the app keeps serving it), else null. */
+  run_url: string | null;
+  /** Signs the emulated maintainer in and opens the run page (`--serve`), else null. */
+  sign_in_url: string | null;
   /** From the label to the end of its run: the draft PR open, its comments posted. */
   label_to_pr_ms: number | null;
   error: string | null;
@@ -73,6 +77,11 @@ export async function runAppDemo(opts: {
   /** Then the maintainer reviews the draft asking for a change, and the app revises it. */
   revise?: boolean;
   log: (line: string) => void;
+  /**
+   * Keep serving the run pages (`--serve`): called with the summary once the demo is over; the app,
+   * the emulator and the model stay up until it resolves.
+   */
+  serve?: (summary: AppDemoSummary) => Promise<void>;
 }): Promise<AppDemoSummary> {
   const { config, log } = opts;
   const work = mkdtempSync(path.join(tmpdir(), 'agenticfix-demo-'));
@@ -113,6 +122,8 @@ export async function runAppDemo(opts: {
       databaseUrl: null,
       distributed: null,
       model: { ...config.model, prices: { [SCRIPTED_MODEL]: SCRIPTED_PRICE, ...config.model.prices } },
+      // The emulator's OAuth client signs people in to the run pages.
+      web: { publicUrl: null, clientId: emu.oauth.clientId, clientSecret: emu.oauth.clientSecret },
     },
     appId: emu.appId,
     privateKey: keys.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
@@ -123,6 +134,12 @@ export async function runAppDemo(opts: {
     sandbox: 'docker',
     checkMounts: true,
     log: pino({ level: 'silent' }),
+    livePollMs: 250,
+  });
+  const site = app.url.replace(/\/api\/github\/webhooks$/, '');
+  const pageOf = (id: string) => ({
+    run_url: `${site}/runs/${id}`,
+    sign_in_url: `${site}/login?login=${MAINTAINER}&next=${encodeURIComponent(`/runs/${id}`)}`,
   });
   const summary: AppDemoSummary = {
     result: 'failure',
@@ -140,6 +157,8 @@ export async function runAppDemo(opts: {
     comments: [],
     revisions: [],
     pr_commits: null,
+    run_url: null,
+    sign_in_url: null,
     label_to_pr_ms: null,
     error: null,
   };
@@ -159,6 +178,8 @@ export async function runAppDemo(opts: {
     const labelled = performance.now();
     const delivery = await emu.label(OWNER, REPO, issue, config.app.label, MAINTAINER);
     log(`webhook acknowledged: HTTP ${delivery.status}`);
+    const started = (await app.store.forIssue(OWNER, REPO, issue))[0];
+    if (opts.serve && started) log(`run page (live): ${pageOf(started.id).sign_in_url}`);
     await app.idle();
     summary.label_to_pr_ms = Math.round(performance.now() - labelled);
 
@@ -227,8 +248,12 @@ export async function runAppDemo(opts: {
       summary.error = !revised
         ? `the revision was not published: ${JSON.stringify(summary.revisions)}`
         : (run.error ?? `run ended ${run.state} with verdict ${run.verdict}`);
+    if (opts.serve) Object.assign(summary, pageOf(run.id));
   } catch (err) {
     summary.error = (err as Error).message;
+  }
+  try {
+    await opts.serve?.(summary);
   } finally {
     await app.close();
     await scripted?.close();

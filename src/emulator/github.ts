@@ -24,6 +24,7 @@ import {
 } from './github-git.js';
 import { ManifestFlow } from './github-manifest.js';
 import { createRouter, type Reply } from './github-routes.js';
+import { OAuthFlow, type OAuthClient } from './github-oauth.js';
 import { Shapes } from './github-shapes.js';
 import {
   EmulatorState,
@@ -106,6 +107,8 @@ export interface GitHubEmulator {
   readonly url: string;
   readonly appId: number;
   readonly botLogin: string;
+  /** The app's OAuth client (CLIENT_ID, CLIENT_SECRET) for signing users in (github-oauth.ts). */
+  readonly oauth: OAuthClient;
   createRepo(
     owner: string,
     name: string,
@@ -279,6 +282,7 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
   const auth = new AppAuth(appId, opts.publicKeyPem);
   const shapes = new Shapes(state, () => baseUrl);
   const route = createRouter({ state, auth, shapes, baseUrl: () => baseUrl, app: { id: appId, ...APP } });
+  const oauth = new OAuthFlow(state, shapes);
   const webhooks = new WebhookSender(opts.webhookSecret, opts.webhookUrl);
   const manifests = new ManifestFlow({
     app: { id: appId, ...APP },
@@ -370,16 +374,15 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
       const faultBody = fault.body ?? { message: STATUS_CODES[fault.status] ?? 'Error' };
       return { reply: { status: fault.status, body: faultBody, headers: fault.headers }, body, fault: true };
     }
-    const reply =
-      manifests.convert(method, url.pathname) ??
-      route({
-        method,
-        pathname: url.pathname,
-        query: url.searchParams,
-        body,
-        creds: parseAuthorization(req.headers.authorization),
-        accept: req.headers.accept ?? '',
-      });
+    const request = {
+      method,
+      pathname: url.pathname,
+      query: url.searchParams,
+      body,
+      creds: parseAuthorization(req.headers.authorization),
+      accept: req.headers.accept ?? '',
+    };
+    const reply = manifests.convert(method, url.pathname) ?? oauth.handle(request) ?? route(request);
     return { reply, body };
   }
 
@@ -543,6 +546,7 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
     url: baseUrl,
     appId,
     botLogin: state.botLogin,
+    oauth: oauth.client,
     createRepo(owner, name, { fromDir, files, defaultBranch = 'main', private: isPrivate = false } = {}) {
       if (state.repo(owner, name)) throw new Error(`repository ${owner}/${name} already exists`);
       const bareDir = path.join(projectRoot, owner, `${name}.git`);

@@ -159,7 +159,7 @@ export class JobRunner implements QueueHooks {
     const log = { run: run.id, repo: `${run.owner}/${run.repo}`, issue: run.issue, trigger: run.trigger };
     this.o.log?.info(log, 'run started');
     try {
-      const fields = await this.work(run, signal);
+      const fields = await this.work(this.reporter.linked(run), signal);
       this.o.log?.info({ ...log, state: fields.state, error: fields.error }, 'run work done');
       return fields;
     } catch (err) {
@@ -228,12 +228,14 @@ export class JobRunner implements QueueHooks {
       runId: run.id,
       budgets: c.budgets,
       signal: c.signal,
+      onEvent: this.reporter.pages.trace(run.id),
       onProgress: (p) => {
         if (p.phase !== phase) this.o.log?.info({ run: run.id, phase: (phase = p.phase) }, 'run phase');
         c.status.update(progressStatus(p));
       },
     });
     observeRepair(result);
+    this.reporter.pages.repaired(run.id, result);
     await this.o.store.update(run.id, {
       stop_reason: result.stop_reason,
       tokens: result.tokens.total,
@@ -253,7 +255,7 @@ export class JobRunner implements QueueHooks {
     this.resuming ??= (async () => {
       await this.reporter.deliverWrites();
       for (const run of await this.o.store.list('publish_pending'))
-        await republish(this.s, run, this.o.auth, (r) => this.onFinished(r));
+        await republish(this.s, this.reporter.linked(run), this.o.auth, (r) => this.onFinished(r));
     })().finally(() => (this.resuming = null));
     await this.resuming;
   }

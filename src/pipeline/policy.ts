@@ -27,13 +27,13 @@ export function pushPolicy(
  * The judge on a run's patch (or, for a revision, the pull request's whole change against the base).
  * The judge itself answers empty_patch, and build_failed when there is no usable Dockerfile.
  */
-export function judgeRun(
+export async function judgeRun(
   c: RunContext,
   result: RepairResult,
   cumulative?: string,
 ): Promise<VerificationReport> {
   const { config, deps } = c.s;
-  return deps.judge({
+  const report = await deps.judge({
     config: { ...config, limits: repoLimits(config.limits, c.rc) },
     suiteMs: result.suite_ms,
     remote: c.remote,
@@ -45,6 +45,8 @@ export function judgeRun(
     runId: `${c.run.id}-verify`,
     signal: c.signal,
   });
+  c.s.reporter.pages.verified(c.run.id, report);
+  return report;
 }
 
 /** The status a judged run ends on: an infrastructure error is no verdict on the patch. */

@@ -57,7 +57,7 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
   // Secrets may come from the environment or from .env (as `serve` reads them): redact both.
   const hostEnv = loadEnv();
   const secrets = [config.model.apiKey, specKey, ...SECRET_ENV_NAMES.map((n) => hostEnv[n])];
-  const trace = new RunTrace(runId, config.runsDir, secrets);
+  const trace = new RunTrace(runId, config.runsDir, secrets, opts.onEvent);
   const { price } = modelPrice(opts.model, config.model);
   const budget = new Budget(budgets, { price });
   const contextParams = { ...config.context, observationMaxChars: config.limits.observationMaxChars };

@@ -2,7 +2,9 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'probot';
 import type { Config } from '../config/config.js';
 import { editComment, postComment, type GitHub, type IssueRef } from '../publish/github.js';
-import { renderStatus, StatusComment, type StatusState } from '../publish/status.js';
+import type { PageRun } from '../publish/render.js';
+import { renderStatus, runPageUrl, StatusComment, type StatusState } from '../publish/status.js';
+import { PageEvents } from './page-events.js';
 import type { RunRecord, RunStore } from '../store/store.js';
 import { nextTry } from './pending.js';
 import { deliverDue, statusWrite } from './writes.js';
@@ -22,6 +24,8 @@ export const refOf = (run: RunRecord): IssueRef => ({
 export class Reporter {
   private readonly statuses = new Map<string, StatusComment>();
   private delivering: Promise<void> | null = null;
+  /** What the run pages read of the runs this process runs (page-events.ts). */
+  readonly pages: PageEvents;
 
   constructor(
     private readonly o: {
@@ -30,7 +34,9 @@ export class Reporter {
       auth(installationId: number): Promise<GitHub>;
       log?: Pick<Logger, 'info' | 'warn' | 'error'> | undefined;
     },
-  ) {}
+  ) {
+    this.pages = new PageEvents(o.store, o.log);
+  }
 
   /** The run's status comment (one per run in this process; a worker edits the one `serve` posted). */
   status(run: RunRecord): StatusComment {
@@ -47,15 +53,23 @@ export class Reporter {
           await this.o.store.update(run.id, { status_comment_id: id });
         },
         onError: (e) => this.o.log?.warn({ err: e, run: run.id }, 'status comment update failed'),
+        onState: (state) => this.pages.status(run.id, state),
+        page: this.linked(run).page,
       });
       this.statuses.set(run.id, s);
     }
     return s;
   }
 
+  /** The run with its page's address, which the comments link to (AGENTICFIX_PUBLIC_URL). */
+  linked(run: RunRecord): PageRun {
+    return { ...run, page: runPageUrl(this.o.config.web.publicUrl, run.id) };
+  }
+
   /** Forgets a run's status comment once its last edit is made. */
   release(run: RunRecord): void {
     this.statuses.delete(run.id);
+    this.pages.forget(run.id);
   }
 
   async comment(run: RunRecord, gh: GitHub, ref: IssueRef, body: string): Promise<void> {
@@ -77,14 +91,19 @@ export class Reporter {
   async finalStatus(run: RunRecord, state: StatusState): Promise<void> {
     const status = this.status(run);
     if (await status.final(state)) return this.o.store.removeWrite(statusWrite(run));
-    const body = renderStatus(run.id, run.base_commit, state);
+    const body = renderStatus(run.id, run.base_commit, state, this.linked(run).page);
     await this.keep(run, 'the status edit failed', { id: statusWrite(run), comment_id: status.id, body });
   }
 
   /** The last status of a run no process holds any more (`why`: the app restarted, its worker stopped). */
   async interrupted(run: RunRecord, gh: GitHub, detail: string): Promise<void> {
     if (run.status_comment_id === null) return;
-    const body = renderStatus(run.id, run.base_commit, { phase: 'interrupted', detail });
+    const body = renderStatus(
+      run.id,
+      run.base_commit,
+      { phase: 'interrupted', detail },
+      this.linked(run).page,
+    );
     await editComment(gh, refOf(run), run.status_comment_id, body).then(
       () => this.o.store.removeWrite(statusWrite(run)),
       (e: unknown) => this.keep(run, e, { id: statusWrite(run), comment_id: run.status_comment_id, body }),
@@ -121,5 +140,6 @@ export class Reporter {
   /** Resolves when no delivery of kept writes is going on. */
   async idle(): Promise<void> {
     await this.delivering?.catch(() => undefined); // its errors are its caller's
+    await this.pages.flushed();
   }
 }

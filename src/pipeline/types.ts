@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { Config } from '../config/config.js';
 import type { RunOutcome } from '../environment/types.js';
 import type { IssueText } from '../agent/types.js';
+import type { TraceEvent } from '../trace/trace.js';
 
 /** How the agent is driven: a real OpenAI-compatible model, a scripted replay, or a person at a prompt. */
 export type ModelSpec =
@@ -25,6 +26,8 @@ export interface RepairOptions {
   runId?: string;
   budgets?: Partial<Config['budgets']>;
   signal?: AbortSignal;
+  /** Each trace event as written (the run store's copy for run pages). */
+  onEvent?: (ev: TraceEvent) => void;
   /** Progress callback (step n, tokens used, last test status) for status comments. */
   onProgress?: (p: RepairProgress) => void;
   keepWorktree?: boolean;

@@ -95,9 +95,11 @@ export function fitBody(body: string, max = GITHUB_BODY_LIMIT): string {
   return head + note;
 }
 
-/** The run, its base commit and the version of the issue it worked on. */
-const runLine = (run: RunRecord): string =>
-  `Run ${code(run.id)}, base commit ${code(run.base_commit.slice(0, 12))}` +
+/** A run with its page's address when serve has a public one (runPageUrl). */
+export type PageRun = RunRecord & { page?: string | null };
+/** The run (linked to its page), its base commit and the version of the issue it worked on. */
+const runLine = (run: PageRun): string =>
+  `Run ${run.page ? `[${code(run.id)}](${run.page})` : code(run.id)}, base commit ${code(run.base_commit.slice(0, 12))}` +
   (run.issue_updated_at ? `, issue #${run.issue} as of ${run.issue_updated_at}` : '');
 
 export function prTitle(issue: { number: number; title: string }): string {
@@ -107,7 +109,7 @@ export function prTitle(issue: { number: number; title: string }): string {
 
 export function prBody(a: {
   issue: number;
-  run: RunRecord;
+  run: PageRun;
   result: RepairResult;
   report: VerificationReport;
   /** The pull request an earlier run opened for the issue, left as it is. */
@@ -128,12 +130,12 @@ export function prBody(a: {
 }
 
 /** Said on an earlier pull request of the issue when a rerun opened another one instead of replacing its commits. */
-export function supersededNote(run: RunRecord, pr: number): string {
+export function supersededNote(run: PageRun, pr: number): string {
   return `AgenticFix run \`${run.id}\` (${run.trigger} by @${run.triggered_by}) opened #${pr} for the same issue from the current base. This pull request's branch was left as it is: the app never replaces commits it did not make in that run.`;
 }
 
 /** The judge's report (its test names and outputs come from model-written code) and the app's notes. */
-export function evidenceComment(run: RunRecord, markdown: string, notes: string[] = []): string {
+export function evidenceComment(run: PageRun, markdown: string, notes: string[] = []): string {
   const head = [`## Test evidence\n\n<sub>${runLine(run)}</sub>`, ...notes, ''].join('\n\n');
   return head + cutMiddle(inert(markdown, { keepHtml: true }), GITHUB_BODY_LIMIT - head.length - MARGIN).text;
 }
@@ -185,7 +187,7 @@ function phaseLine(phases: Record<string, number>, tools: ToolEnd[]): string {
     .join(' · ');
 }
 
-export function traceComment(run: RunRecord, result: RepairResult, eventsJsonl: string): string {
+export function traceComment(run: PageRun, result: RepairResult, eventsJsonl: string): string {
   const events = parseEvents(eventsJsonl);
   const tools: ToolEnd[] = events
     .filter((e) => e.type === 'tool_end')
@@ -248,7 +250,7 @@ export function traceComment(run: RunRecord, result: RepairResult, eventsJsonl: 
 }
 
 export function configComment(a: {
-  run: RunRecord;
+  run: PageRun;
   result: RepairResult;
   model: string;
   budgets: Record<string, number | null>;
@@ -316,7 +318,7 @@ export function feedbackNotes(f: Feedback | null): string[] {
 
 /** The evidence of a published revision: headed "Revision N", naming the commit it pushed. */
 export function revisionComment(
-  run: RunRecord,
+  run: PageRun,
   commit: string,
   parent: string,
   markdown: string,
@@ -352,7 +354,7 @@ export function revisionsSection(revisions: readonly RunRecord[]): string {
 
 /** The issue comment for any result that is not published as a pull request. */
 export function unverifiedComment(a: {
-  run: RunRecord;
+  run: PageRun;
   result: RepairResult;
   /** Null when the patch never reached the judge (a revision stopped before it). */
   report: VerificationReport | null;

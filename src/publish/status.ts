@@ -47,7 +47,17 @@ const ENDING: Record<Ending, string> = {
   publish_pending: '⏳ Publishing pending',
 };
 
-export function renderStatus(runId: string, baseCommit: string, s: StatusState): string {
+/** A run's page on serve (src/web) when AGENTICFIX_PUBLIC_URL says where people reach it, else null. */
+export const runPageUrl = (publicUrl: string | null, runId: string): string | null =>
+  publicUrl ? `${publicUrl}/runs/${encodeURIComponent(runId)}` : null;
+
+/** `page`: the run's page, linked from the run's id. */
+export function renderStatus(
+  runId: string,
+  baseCommit: string,
+  s: StatusState,
+  page?: string | null,
+): string {
   const ended = !(PHASES as readonly string[]).includes(s.phase);
   const current = ended ? -1 : PHASES.indexOf(s.phase as Phase);
   const title = ended
@@ -73,7 +83,7 @@ export function renderStatus(runId: string, baseCommit: string, s: StatusState):
     list.join('\n'),
     s.detail ?? '',
     links,
-    `<sub>Run \`${runId}\` · base commit \`${baseCommit.slice(0, 12)}\` · updated ${new Date().toISOString()} · comment \`/agenticfix help\` for commands</sub>`,
+    `<sub>Run ${page ? `[\`${runId}\`](${page})` : `\`${runId}\``} · base commit \`${baseCommit.slice(0, 12)}\` · updated ${new Date().toISOString()} · comment \`/agenticfix help\` for commands</sub>`,
   ]
     .filter(Boolean)
     .join('\n\n');
@@ -88,6 +98,10 @@ export interface StatusCommentOptions {
   commentId?: number | null;
   onCreated?: (commentId: number) => void | Promise<void>;
   onError?: (err: unknown) => void;
+  /** The run's page (runPageUrl), linked from the comment. */
+  page?: string | null;
+  /** Every state given, written or not (the run page's status history). */
+  onState?: (state: StatusState) => void;
 }
 
 export class StatusComment {
@@ -108,6 +122,7 @@ export class StatusComment {
   /** Records the state; writes now, or later (trailing edit) when the last write was too recent. */
   update(state: StatusState): void {
     this.latest = state;
+    this.o.onState?.(state);
     if (this.timer || this.queued) return; // the scheduled write will pick this state up
     const wait = this.lastWrite === 0 ? 0 : this.lastWrite + this.o.intervalMs - Date.now();
     if (wait <= 0) this.enqueueWrite();
@@ -117,6 +132,7 @@ export class StatusComment {
   /** Writes `state` as soon as earlier writes finish, whatever the interval; resolves with whether it landed. */
   async final(state: StatusState): Promise<boolean> {
     this.latest = state;
+    this.o.onState?.(state);
     if (!this.queued) this.enqueueWrite();
     await this.chain;
     return this.written === state;
@@ -146,7 +162,7 @@ export class StatusComment {
     if (!state || state === this.written || this.refused) return;
     this.written = state;
     this.lastWrite = Date.now();
-    const body = renderStatus(this.o.runId, this.o.baseCommit, state);
+    const body = renderStatus(this.o.runId, this.o.baseCommit, state, this.o.page);
     try {
       const gh = await this.o.gh();
       if (this.commentId === null) {

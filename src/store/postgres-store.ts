@@ -16,7 +16,11 @@ import {
   type GitHubWrite,
   type InstanceHolder,
   type NewRun,
+  type NewRunEvent,
   type PendingDelivery,
+  RUN_EVENT_ROW,
+  type RunEvent,
+  type RunFilter,
   type RunRecord,
   type RunState,
   type RunStore,
@@ -263,6 +267,39 @@ export class PostgresRunStore implements RunStore {
       ? await this.pool.query('SELECT * FROM runs WHERE state = $1 ORDER BY created_at, id', [state])
       : await this.pool.query('SELECT * FROM runs ORDER BY created_at, id');
     return rows.map((r) => RUN_ROW.parse(r));
+  }
+
+  async recent(f: RunFilter): Promise<RunRecord[]> {
+    const set = (['owner', 'repo', 'state'] as const).filter((k) => f[k] !== undefined);
+    const where = set.length > 0 ? `WHERE ${set.map((k, i) => `${k} = $${i + 1}`).join(' AND ')}` : '';
+    const { rows } = await this.pool.query(
+      `SELECT * FROM runs ${where} ORDER BY created_at DESC, id DESC LIMIT $${set.length + 1}`,
+      [...set.map((k) => f[k]), f.limit],
+    );
+    return rows.map((r) => RUN_ROW.parse(r));
+  }
+
+  async appendEvents(runId: string, events: readonly NewRunEvent[]): Promise<void> {
+    if (events.length === 0) return;
+    const column = (f: (e: NewRunEvent) => string) => events.map(f);
+    await this.transaction(async (c) => {
+      // One writer per run; the row lock keeps a second one (a run taken over) from numbering alike.
+      await c.query('SELECT 1 FROM runs WHERE id = $1 FOR UPDATE', [runId]);
+      await c.query(
+        `INSERT INTO run_events (run_id, seq, ts, type, body)
+           SELECT $1, (SELECT COALESCE(MAX(seq), 0) FROM run_events WHERE run_id = $1) + n, e.ts, e.type, e.body
+           FROM unnest($2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS e(ts, type, body, n)`,
+        [runId, column((e) => e.ts), column((e) => e.type), column((e) => JSON.stringify(e.body))],
+      );
+    });
+  }
+
+  async events(runId: string, afterSeq: number, limit: number): Promise<RunEvent[]> {
+    const { rows } = await this.pool.query(
+      'SELECT * FROM run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3',
+      [runId, afterSeq, limit],
+    );
+    return rows.map((r) => RUN_EVENT_ROW.parse(r));
   }
 
   async markInterrupted(): Promise<RunRecord[]> {

@@ -18,12 +18,25 @@ import {
   type GitHubWrite,
   type InstanceHolder,
   type NewRun,
+  type NewRunEvent,
   type PendingDelivery,
+  RUN_EVENT_ROW,
+  type RunEvent,
+  type RunFilter,
   type RunRecord,
   type RunState,
   type RunStore,
   type RunUpdate,
 } from './store.js';
+
+/** The WHERE clause of a run filter, with `?` placeholders. */
+function filterSql(f: RunFilter): { sql: string; args: unknown[] } {
+  const set = (['owner', 'repo', 'state'] as const).filter((k) => f[k] !== undefined);
+  return {
+    sql: set.length > 0 ? `WHERE ${set.map((k) => `${k} = ?`).join(' AND ')}` : '',
+    args: set.map((k) => f[k]),
+  };
+}
 
 /**
  * The run store of a single process: embedded SQLite. Its calls are synchronous underneath, so each
@@ -193,6 +206,30 @@ export class SqliteRunStore implements RunStore {
       ? this.statement('SELECT * FROM runs WHERE state = ? ORDER BY created_at, id').all(state)
       : this.statement('SELECT * FROM runs ORDER BY created_at, id').all();
     return rows.map((r) => RUN_ROW.parse(r));
+  }
+
+  async recent(f: RunFilter): Promise<RunRecord[]> {
+    const where = filterSql(f);
+    return this.statement(`SELECT * FROM runs ${where.sql} ORDER BY created_at DESC, id DESC LIMIT ?`)
+      .all(...where.args, f.limit)
+      .map((r) => RUN_ROW.parse(r));
+  }
+
+  async appendEvents(runId: string, events: readonly NewRunEvent[]): Promise<void> {
+    const last = this.statement('SELECT MAX(seq) AS seq FROM run_events WHERE run_id = ?');
+    const insert = this.statement(
+      'INSERT INTO run_events (run_id, seq, ts, type, body) VALUES (?, ?, ?, ?, ?)',
+    );
+    this.db.transaction(() => {
+      let seq = (last.get(runId) as { seq: number | null }).seq ?? 0;
+      for (const e of events) insert.run(runId, ++seq, e.ts, e.type, JSON.stringify(e.body));
+    })();
+  }
+
+  async events(runId: string, afterSeq: number, limit: number): Promise<RunEvent[]> {
+    return this.statement('SELECT * FROM run_events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?')
+      .all(runId, afterSeq, limit)
+      .map((r) => RUN_EVENT_ROW.parse(r));
   }
 
   async markInterrupted(): Promise<RunRecord[]> {

@@ -145,6 +145,29 @@ export const GITHUB_WRITE = z.strictObject({
 });
 export type GitHubWrite = z.output<typeof GITHUB_WRITE>;
 
+/**
+ * One event of a run as the store keeps it for run pages (src/web): trace events as the worker writes
+ * them, status changes and the judge's report; `seq` orders a run's events, from 1.
+ */
+export const RUN_EVENT_ROW = z.strictObject({
+  run_id: z.string(),
+  seq: z.number().int().min(1),
+  ts: z.string(),
+  type: z.string(),
+  body: z.string().transform((s) => z.record(z.string(), z.unknown()).parse(JSON.parse(s))),
+});
+export type RunEvent = z.output<typeof RUN_EVENT_ROW>;
+/** An event to append: its fields (without ts and type) become the body. */
+export type NewRunEvent = Pick<RunEvent, 'ts' | 'type' | 'body'>;
+
+/** Filters of the run list; newest first, at most `limit`. */
+export interface RunFilter {
+  owner?: string;
+  repo?: string;
+  state?: RunState;
+  limit: number;
+}
+
 /** A delivery acknowledged but not taken in yet. */
 export interface PendingDelivery {
   id: string;
@@ -207,6 +230,15 @@ export interface RunStore {
   issueForPr(owner: string, repo: string, pr: number): Promise<number | null>;
   /** All runs, or those in one state, oldest first. */
   list(state?: RunState): Promise<RunRecord[]>;
+  /** Runs matching `filter`, newest first (the run list of the run pages). */
+  recent(filter: RunFilter): Promise<RunRecord[]>;
+  /**
+   * Appends a run's events in order, numbered after those it has (bodies are kept as given: callers
+   * cap them, see RunEventLog).
+   */
+  appendEvents(runId: string, events: readonly NewRunEvent[]): Promise<void>;
+  /** A run's events after `afterSeq`, in order, at most `limit`. */
+  events(runId: string, afterSeq: number, limit: number): Promise<RunEvent[]>;
   /** On start-up: runs a crash left queued or running become `interrupted`; returns them so their issues are told. */
   markInterrupted(): Promise<RunRecord[]>;
   /**
@@ -295,6 +327,12 @@ export const MIGRATIONS = [
    CREATE INDEX github_writes_due ON github_writes (next_at);`,
   // What a run cost in money (null: not known, a model without a price, or not finished).
   `ALTER TABLE runs ADD COLUMN cost_usd DOUBLE PRECISION;`,
+  // Run pages: a run's events where serve finds them, whichever worker ran it.
+  `CREATE TABLE run_events (
+     run_id TEXT NOT NULL, seq INTEGER NOT NULL, ts TEXT NOT NULL, type TEXT NOT NULL, body TEXT NOT NULL,
+     PRIMARY KEY (run_id, seq)
+   );
+   CREATE INDEX runs_created ON runs (created_at);`,
 ];
 
 /** How long an instance that stopped heart-beating keeps the store (a crash on another host, a hang). */

@@ -108,7 +108,12 @@ export function makeBuildEnvironmentTool(baseImages: readonly string[] = []): To
       });
       if (ctx.signal?.aborted) return fail('cancelled', 'build cancelled');
       // For the run's record only: the model is not told about the network's proxy or CA.
-      ctx.trace.event('build_network', { ...result.network, image_id: result.image_id });
+      ctx.trace.event('build_network', {
+        ...result.network,
+        image_id: result.image_id,
+        build_status: result.log.exit_status,
+        log_tail: result.log.tail,
+      });
       const built = {
         image_id: result.image_id,
         image_tag: result.image_tag,

@@ -52,6 +52,8 @@ export class RunTrace {
     readonly runId: string,
     runsDir: string,
     secrets: Iterable<string | undefined> = [],
+    /** Each event as written (redacted), for the run store (RunEventLog). */
+    private readonly onEvent?: (ev: TraceEvent) => void,
   ) {
     this.dir = path.join(runsDir, runId);
     this.eventsPath = path.join(this.dir, 'events.jsonl');
@@ -65,6 +67,7 @@ export class RunTrace {
     const ev: TraceEvent = { ts: new Date().toISOString(), seq: ++this.seq, type, ...fields };
     const safe = this.redactor.value(ev);
     this.guard(() => appendFileSync(this.eventsPath, JSON.stringify(safe) + '\n'));
+    this.onEvent?.(safe);
     return safe;
   }
 

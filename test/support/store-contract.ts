@@ -348,6 +348,47 @@ export function runStoreContract(backend: StoreBackend): void {
     await reopened.close();
   });
 
+  it('lists recent runs newest first, filtered by repository and state, up to a limit', async () => {
+    const store = await open();
+    const a = await store.createRun(newRun());
+    const b = await store.createRun(newRun({ repo: 'other' }));
+    const c = await store.createRun(newRun());
+    await store.update(c.id, { state: 'running' });
+    expect((await store.recent({ limit: 10 })).map((r) => r.id)).toEqual([c.id, b.id, a.id]);
+    expect((await store.recent({ limit: 2 })).map((r) => r.id)).toEqual([c.id, b.id]);
+    expect((await store.recent({ owner: 'acme', repo: 'calc', limit: 10 })).map((r) => r.id)).toEqual([
+      c.id,
+      a.id,
+    ]);
+    expect((await store.recent({ state: 'queued', limit: 10 })).map((r) => r.id)).toEqual([b.id, a.id]);
+    await store.close();
+  });
+
+  it("appends a run's events in order, numbered per run, read after a sequence number, across a reopen", async () => {
+    const store = await open();
+    const [a, b] = [await store.createRun(newRun()), await store.createRun(newRun())];
+    const ev = (type: string, body: Record<string, unknown> = {}) => ({
+      ts: '2026-01-01T00:00:00Z',
+      type,
+      body,
+    });
+    await store.appendEvents(a.id, [ev('run_start', { n: 1 }), ev('tool_start', { args: { path: 'x' } })]);
+    await store.appendEvents(b.id, [ev('status', { phase: 'queued' })]);
+    await store.appendEvents(a.id, [ev('stop')]);
+    await store.appendEvents(a.id, []);
+    await store.close();
+    const reopened = await open();
+    expect(await reopened.events(a.id, 0, 100)).toEqual([
+      { run_id: a.id, seq: 1, ts: '2026-01-01T00:00:00Z', type: 'run_start', body: { n: 1 } },
+      { run_id: a.id, seq: 2, ts: '2026-01-01T00:00:00Z', type: 'tool_start', body: { args: { path: 'x' } } },
+      { run_id: a.id, seq: 3, ts: '2026-01-01T00:00:00Z', type: 'stop', body: {} },
+    ]);
+    expect((await reopened.events(a.id, 1, 1)).map((e) => e.seq)).toEqual([2]);
+    expect((await reopened.events(b.id, 0, 100)).map((e) => [e.seq, e.type])).toEqual([[1, 'status']]);
+    expect(await reopened.events('r-none', 0, 100)).toEqual([]);
+    await reopened.close();
+  });
+
   it('processes opening one new store at once both find it migrated', async () => {
     const stores = await Promise.all([open(), open(), open()]);
     const run = await stores[0]!.createRun(newRun());

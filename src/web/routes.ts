@@ -1,0 +1,312 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { RunQueue } from '../queue/queue.js';
+import type { RunRecord, RunState, RunStore } from '../store/store.js';
+import { asset } from './assets.js';
+import { GitHubUsers, SignedOut, siteOf, type Access } from './github-user.js';
+import type { Html } from './html.js';
+import { ACTIVE_STATES, notice, page } from './layout.js';
+import { RUN_STATES, runList } from './list-page.js';
+import { runBody } from './run-page.js';
+import { COOKIE, sameToken, Sessions, type Session } from './sessions.js';
+
+/**
+ * The run pages on serve's port: /runs (the list), /runs/<id> (a run), /runs/<id>/live (server-sent
+ * events while it goes), POST /runs/<id>/cancel (writers), and the sign-in with GitHub (/login,
+ * /login/callback, POST /logout). Every run page needs a session, and shows a run only to people
+ * GitHub lets read its repository; a run of a repository they cannot read is "not found", as GitHub does.
+ */
+
+export interface WebOptions {
+  store: RunStore;
+  queue: Pick<RunQueue, 'cancel'>;
+  /** The GitHub API base (GitHub Enterprise, the emulator); api.github.com by default. */
+  githubApi?: string;
+  /** The app's OAuth client; without one the pages say that sign-in is not set up. */
+  client: { id: string; secret: string } | null;
+  /** serve's public address (AGENTICFIX_PUBLIC_URL), else the request's Host. */
+  publicUrl: string | null;
+  /** How often a live page's run is looked at in the store. */
+  pollMs?: number;
+  log?: { warn(o: object, msg: string): void };
+}
+
+export interface WebRoutes {
+  (req: IncomingMessage, res: ServerResponse): Promise<boolean>;
+  /** Ends the live streams (the server cannot close while they are open). */
+  close(): void;
+}
+
+const LIST_LIMIT = 200;
+const EVENTS_LIMIT = 100_000;
+const KEEPALIVE_MS = 15_000;
+const SECURITY_HEADERS = {
+  'content-security-policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+  'cache-control': 'no-store',
+};
+
+export function webRoutes(o: WebOptions): WebRoutes {
+  const site = siteOf(o.githubApi);
+  const users = o.client ? new GitHubUsers(site, o.client) : null;
+  const sessions = new Sessions();
+  const streams = new Set<ServerResponse>();
+  const pollMs = o.pollMs ?? 1000;
+
+  const send = (
+    res: ServerResponse,
+    status: number,
+    body: Html | string,
+    type = 'text/html; charset=utf-8',
+  ) => void res.writeHead(status, { ...SECURITY_HEADERS, 'content-type': type }).end(String(body));
+  const redirect = (res: ServerResponse, to: string, headers: Record<string, string> = {}) =>
+    void res.writeHead(303, { ...SECURITY_HEADERS, location: to, ...headers }).end();
+  const base = (req: IncomingMessage) => o.publicUrl ?? `http://${req.headers.host ?? 'localhost'}`;
+  const secure = (req: IncomingMessage) => base(req).startsWith('https:');
+
+  /** The person's access to the run's repository; `none` for a run they may not see. */
+  async function accessTo(s: Session, run: RunRecord): Promise<Access> {
+    try {
+      return await sessions.access(s, `${run.owner}/${run.repo}`, () =>
+        users!.access(s.token, run.owner, run.repo),
+      );
+    } catch (err) {
+      if (err instanceof SignedOut) sessions.end(s);
+      else o.log?.warn({ err, run: run.id }, 'could not ask GitHub about a repository');
+      return 'none';
+    }
+  }
+
+  /** The run and the person's access, or null when it was answered (not found, sign-in needed). */
+  async function readable(req: IncomingMessage, res: ServerResponse, id: string, s: Session) {
+    const run = await o.store.get(id);
+    const access = run ? await accessTo(s, run) : 'none';
+    if (!run || access === 'none') {
+      send(
+        res,
+        404,
+        notice('Not found', 'There is no such run, or you cannot read its repository.', s.login),
+      );
+      return null;
+    }
+    return { run, access };
+  }
+
+  async function body(run: RunRecord, access: Access, s: Session): Promise<Html> {
+    const [events, revisions] = await Promise.all([
+      o.store.events(run.id, 0, EVENTS_LIMIT),
+      run.pr_number !== null ? o.store.forPr(run.owner, run.repo, run.pr_number) : Promise.resolve([]),
+    ]);
+    return runBody({
+      run,
+      events,
+      revisions: revisions.length > 1 ? [...revisions].reverse() : [],
+      viewer: { writer: access === 'write', csrf: s.csrf },
+      githubUrl: site.web,
+    });
+  }
+
+  async function list(req: IncomingMessage, res: ServerResponse, s: Session, query: URLSearchParams) {
+    const repo = query.get('repo') ?? '';
+    const state = (RUN_STATES as readonly string[]).includes(query.get('state') ?? '')
+      ? query.get('state')!
+      : '';
+    const [owner, name] = repo.includes('/') ? repo.split('/', 2) : [undefined, undefined];
+    const runs = await o.store.recent({
+      owner,
+      repo: name,
+      state: (state || undefined) as RunState | undefined,
+      limit: LIST_LIMIT,
+    });
+    const visible: RunRecord[] = [];
+    for (const r of runs) if ((await accessTo(s, r)) !== 'none') visible.push(r);
+    const repos = [...new Set(visible.map((r) => `${r.owner}/${r.repo}`))].sort();
+    if (repo && !repos.includes(repo)) repos.push(repo);
+    send(
+      res,
+      200,
+      page({ title: 'Runs', user: s.login, csrf: s.csrf, body: runList(visible, { repo, state }, repos) }),
+    );
+  }
+
+  /** Server-sent events: `change` when the run has new events or another state, `end` once it is over. */
+  async function live(req: IncomingMessage, res: ServerResponse, run: RunRecord, after: number) {
+    res.writeHead(200, {
+      ...SECURITY_HEADERS,
+      'content-type': 'text/event-stream',
+      connection: 'keep-alive',
+    });
+    res.write(': live\n\n');
+    streams.add(res);
+    let seq = after;
+    let state = run.state;
+    let quiet = 0;
+    const timer = setInterval(() => {
+      void (async () => {
+        const [now, fresh] = await Promise.all([
+          o.store.get(run.id),
+          o.store.events(run.id, seq, EVENTS_LIMIT),
+        ]);
+        if (fresh.length > 0 || now?.state !== state) {
+          seq = fresh.at(-1)?.seq ?? seq;
+          state = now?.state ?? state;
+          res.write(`event: change\ndata: ${JSON.stringify({ seq, state })}\n\n`);
+          quiet = 0;
+        } else if ((quiet += pollMs) >= KEEPALIVE_MS) {
+          res.write(': keep-alive\n\n');
+          quiet = 0;
+        }
+        // Over, and the last events written (the process running it flushes them before it records the end).
+        if (!ACTIVE_STATES.has(state) && fresh.length === 0) {
+          res.write(`event: end\ndata: ${JSON.stringify({ seq, state })}\n\n`);
+          res.end();
+        }
+      })().catch((err: unknown) => {
+        o.log?.warn({ err, run: run.id }, 'live run stream failed');
+        res.end();
+      });
+    }, pollMs);
+    res.once('close', () => {
+      clearInterval(timer);
+      streams.delete(res);
+    });
+  }
+
+  async function cancel(
+    req: IncomingMessage,
+    res: ServerResponse,
+    run: RunRecord,
+    access: Access,
+    s: Session,
+  ) {
+    const form = new URLSearchParams(await readSmall(req));
+    if (!sameToken(form.get('csrf') ?? undefined, s.csrf) || !sameOrigin(req, base(req)))
+      return send(
+        res,
+        403,
+        notice('Refused', 'The form is stale or came from elsewhere; reload the page.', s.login),
+      );
+    if (access !== 'write')
+      return send(res, 403, notice('Refused', 'Only people with write access may cancel a run.', s.login));
+    // As `/agenticfix cancel` does: the queue stops the issue's active run.
+    if (ACTIVE_STATES.has(run.state)) await o.queue.cancel(run.owner, run.repo, run.issue, s.login);
+    redirect(res, `/runs/${encodeURIComponent(run.id)}`);
+  }
+
+  async function login(req: IncomingMessage, res: ServerResponse, query: URLSearchParams) {
+    const next = safeNext(query.get('next'));
+    const state = sessions.start(next);
+    redirect(res, users!.authorizeUrl(`${base(req)}/login/callback`, state, query.get('login') ?? undefined));
+  }
+
+  async function callback(req: IncomingMessage, res: ServerResponse, query: URLSearchParams) {
+    const next = sessions.finish(query.get('state') ?? '');
+    const code = query.get('code');
+    if (next === null || !code)
+      return send(
+        res,
+        400,
+        notice('Sign-in failed', 'The sign-in expired or was not started here; try again.'),
+      );
+    let signed: { token: string; login: string };
+    try {
+      signed = await users!.signIn(code, `${base(req)}/login/callback`);
+    } catch (err) {
+      o.log?.warn({ err }, 'sign-in with GitHub failed');
+      return send(res, 502, notice('Sign-in failed', 'GitHub did not accept the sign-in; try again.'));
+    }
+    const s = sessions.create(signed.login, signed.token);
+    const flags = `Path=/; HttpOnly; SameSite=Lax${secure(req) ? '; Secure' : ''}`;
+    redirect(res, next, { 'set-cookie': `${COOKIE}=${s.id}; ${flags}` });
+  }
+
+  const routes = (async (req, res) => {
+    const url = new URL(req.url ?? '/', 'http://local');
+    const path = url.pathname;
+    const got = asset(path);
+    if (got && req.method === 'GET') return (void send(res, 200, got.body, got.type), true);
+    if (
+      path !== '/' &&
+      path !== '/login' &&
+      path !== '/login/callback' &&
+      path !== '/logout' &&
+      !path.startsWith('/runs')
+    )
+      return false;
+    if (!users)
+      return (
+        void send(
+          res,
+          503,
+          notice(
+            'Sign-in is not set up',
+            "Run pages need CLIENT_ID and CLIENT_SECRET (the GitHub App's OAuth client).",
+          ),
+        ),
+        true
+      );
+    if (path === '/login' && req.method === 'GET')
+      return (void (await login(req, res, url.searchParams)), true);
+    if (path === '/login/callback' && req.method === 'GET')
+      return (void (await callback(req, res, url.searchParams)), true);
+    const s = sessions.of(req);
+    if (path === '/logout' && req.method === 'POST') {
+      const form = new URLSearchParams(await readSmall(req));
+      if (s && sameToken(form.get('csrf') ?? undefined, s.csrf)) sessions.end(s);
+      return (void redirect(res, '/runs'), true);
+    }
+    if (!s) {
+      // Nothing of any run without a session: pages send the browser to sign in, the rest get a 401.
+      if (req.method === 'GET' && !/\/(live|body)$/.test(path))
+        return (void redirect(res, `/login?next=${encodeURIComponent(path + url.search)}`), true);
+      return (void send(res, 401, 'sign in first', 'text/plain; charset=utf-8'), true);
+    }
+    if (path === '/' || path === '/runs' || path === '/runs/') {
+      if (req.method !== 'GET') return false;
+      return (void (await list(req, res, s, url.searchParams)), true);
+    }
+    const m = /^\/runs\/([A-Za-z0-9_.-]+)(?:\/(live|body|cancel))?$/.exec(path);
+    if (!m) return false;
+    const [, id, sub] = m;
+    const found = await readable(req, res, id!, s);
+    if (!found) return true;
+    const { run, access } = found;
+    if (sub === 'cancel' && req.method === 'POST') await cancel(req, res, run, access, s);
+    else if (req.method !== 'GET') return false;
+    else if (sub === 'live') await live(req, res, run, Number(url.searchParams.get('after')) || 0);
+    else if (sub === 'body') send(res, 200, await body(run, access, s));
+    else
+      send(
+        res,
+        200,
+        page({ title: `Run ${run.id}`, user: s.login, csrf: s.csrf, body: await body(run, access, s) }),
+      );
+    return true;
+  }) as WebRoutes;
+  routes.close = () => {
+    for (const res of streams) res.end();
+  };
+  return routes;
+}
+
+/** A path on this site to go to after signing in; anything else is the run list. */
+function safeNext(next: string | null): string {
+  return next && /^\/(?!\/)[^\\]*$/.test(next) ? next : '/runs';
+}
+
+/** A POST from our own pages: its Origin (browsers send it with forms) is this site, when given. */
+function sameOrigin(req: IncomingMessage, base: string): boolean {
+  const origin = req.headers.origin;
+  return origin === undefined || origin === new URL(base).origin || origin === `http://${req.headers.host}`;
+}
+
+/** A small form body (at most 4 KiB). */
+async function readSmall(req: IncomingMessage): Promise<string> {
+  let text = '';
+  for await (const chunk of req) {
+    text += String(chunk);
+    if (text.length > 4096) throw new Error('form too large');
+  }
+  return text;
+}

@@ -1,0 +1,100 @@
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type { Access } from './github-user.js';
+
+/**
+ * Signed-in people, in serve's memory (one serve per store): a restart signs everyone out. The cookie
+ * holds only a random id; each session has its own CSRF token for forms, and remembers GitHub's
+ * answer per repository for ACCESS_TTL_MS.
+ */
+
+const SESSION_TTL_MS = 8 * 3600_000;
+const ACCESS_TTL_MS = 60_000;
+const PENDING_TTL_MS = 10 * 60_000;
+export const COOKIE = 'agenticfix_session';
+
+export interface Session {
+  id: string;
+  login: string;
+  token: string;
+  csrf: string;
+  expires: number;
+  access: Map<string, { at: number; access: Access }>;
+}
+
+const random = () => randomBytes(24).toString('base64url');
+
+export class Sessions {
+  private readonly sessions = new Map<string, Session>();
+  /** Sign-ins under way: OAuth `state` → where to go afterwards. */
+  private readonly pending = new Map<string, { next: string; at: number }>();
+
+  start(next: string): string {
+    this.sweep();
+    const state = random();
+    this.pending.set(state, { next, at: Date.now() });
+    return state;
+  }
+
+  /** Where the sign-in with this `state` goes afterwards; null for an unknown or stale one (used once). */
+  finish(state: string): string | null {
+    const p = this.pending.get(state);
+    this.pending.delete(state);
+    return p && Date.now() - p.at < PENDING_TTL_MS ? p.next : null;
+  }
+
+  create(login: string, token: string): Session {
+    const s: Session = {
+      id: random(),
+      login,
+      token,
+      csrf: random(),
+      expires: Date.now() + SESSION_TTL_MS,
+      access: new Map(),
+    };
+    this.sessions.set(s.id, s);
+    return s;
+  }
+
+  of(req: IncomingMessage): Session | null {
+    const id = cookie(req, COOKIE);
+    const s = id ? this.sessions.get(id) : undefined;
+    if (!s) return null;
+    if (s.expires < Date.now()) return (void this.sessions.delete(s.id), null);
+    return s;
+  }
+
+  end(s: Session): void {
+    this.sessions.delete(s.id);
+  }
+
+  /** GitHub's answer for the repository, asked again after ACCESS_TTL_MS. */
+  async access(s: Session, repo: string, ask: () => Promise<Access>): Promise<Access> {
+    const key = repo.toLowerCase();
+    const known = s.access.get(key);
+    if (known && Date.now() - known.at < ACCESS_TTL_MS) return known.access;
+    const access = await ask();
+    s.access.set(key, { at: Date.now(), access });
+    return access;
+  }
+
+  private sweep(): void {
+    const now = Date.now();
+    for (const [k, p] of this.pending) if (now - p.at >= PENDING_TTL_MS) this.pending.delete(k);
+    for (const [k, s] of this.sessions) if (s.expires < now) this.sessions.delete(k);
+  }
+}
+
+export function sameToken(given: string | undefined, expected: string): boolean {
+  const a = Buffer.from(given ?? '');
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+function cookie(req: IncomingMessage, name: string): string | undefined {
+  for (const part of (req.headers.cookie ?? '').split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+  }
+  return undefined;
+}

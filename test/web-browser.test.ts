@@ -1,0 +1,125 @@
+import { existsSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import { waitFor } from './app-support.js';
+import { startWebFixture, type WebFixture } from './web-support.js';
+
+/**
+ * Issue 29's browser test: headless Chromium (Debian's `chromium`, installed by scripts/setup-services.sh)
+ * signs in through the app's OAuth web flow, opens the run list and a run page while the run waits at
+ * a gate, sees the page update live when it goes on and ends, expands a tool call with the keyboard,
+ * and saves screenshots (desktop and phone). In CI a missing Chromium is a failure, never a skip.
+ */
+
+const CHROMIUM = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => existsSync(p));
+const SHOTS = path.join(tmpdir(), 'agenticfix-screenshots');
+
+function chromiumReady(): boolean {
+  if (CHROMIUM) return true;
+  if (process.env.CI) throw new Error('Chromium required in CI (apt-get install chromium) but not found');
+  console.warn('\n!!! Chromium not installed: SKIPPING the browser test of the run pages !!!\n');
+  return false;
+}
+
+describe('run pages in a browser', () => {
+  let f: WebFixture;
+  let browser: Browser;
+  let ready = false;
+  beforeAll(async () => {
+    ready = chromiumReady();
+    if (!ready) return;
+    mkdirSync(SHOTS, { recursive: true });
+    f = await startWebFixture();
+    browser = await puppeteer.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+    });
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+    await f?.close();
+  });
+
+  // Run in the page (this project's types have no DOM): the element's property, read by name.
+  const prop = (page: Page, selector: string, name: 'open' | 'innerText' | 'active') =>
+    page.$eval(
+      selector,
+      (e, n) =>
+        n === 'active'
+          ? (e as unknown as { dataset: Record<string, string> }).dataset.active
+          : (e as unknown as Record<string, unknown>)[n],
+      name,
+    );
+  const shot = (page: Page, name: string) =>
+    page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+
+  it('signs in, watches a run live, expands a tool call by keyboard, and reads the finished run', async () => {
+    if (!ready) return;
+    const run = await f.label('add() subtracts');
+    await waitFor(async () => (await f.app.store.events(run, 0, 100)).some((e) => e.type === 'tool_end'));
+    const page = await browser.newPage();
+    const dialogs: string[] = [];
+    page.on('dialog', (d) => {
+      dialogs.push(d.message());
+      void d.dismiss();
+    });
+    await page.setViewport({ width: 1200, height: 900 });
+
+    await page.goto(`${f.site}/login?login=writer-wu&next=/runs`);
+    expect(new URL(page.url()).pathname).toBe('/runs');
+    expect(await page.$eval('.who strong', (e) => e.textContent)).toBe('writer-wu');
+    await shot(page, 'run-list');
+    await Promise.all([page.waitForNavigation(), page.click(`a[href="/runs/${run}"]`)]);
+
+    // During the run: live, one tool call, the cancel button for this writer.
+    expect(await prop(page, '#run', 'active')).toBe('true');
+    expect(await page.$eval('.live', (e) => e.textContent)).toMatch(/Live/);
+    expect(await page.$$('.calls details')).toHaveLength(1);
+    expect(await page.$('form.cancel button')).not.toBeNull();
+    await shot(page, 'run-during');
+
+    // The keyboard opens a tool call: Tab to its summary, Enter.
+    const summary = await page.$('.calls details summary');
+    await summary!.focus();
+    await page.keyboard.press('Enter');
+    expect(await prop(page, '.calls details', 'open')).toBe(true);
+    const observation = String(await prop(page, '.calls details', 'innerText'));
+    expect(observation).toContain('return a - b');
+    expect(observation).toContain('<script>alert(1)</script>'); // shown as text, not run
+    expect(await page.$$('main img')).toHaveLength(0);
+    await shot(page, 'run-tool-call-open');
+
+    // The run goes on and ends: the page follows without a reload, the open call stays open.
+    f.release();
+    await page.waitForFunction("document.querySelectorAll('.calls details').length === 2", {
+      timeout: 20_000,
+    });
+    await page.waitForFunction("document.getElementById('run').dataset.active === 'false'", {
+      timeout: 20_000,
+    });
+    expect(await prop(page, '.calls details', 'open')).toBe(true);
+    expect(await prop(page, '#run .facts', 'innerText')).toMatch(/done/);
+    expect(await page.$('.d2h-file-wrapper')).not.toBeNull(); // the final diff, through diff2html
+    expect(await prop(page, '.d2h-file-wrapper', 'innerText')).toContain('a + b');
+    expect(await page.$('form.cancel')).toBeNull();
+    await shot(page, 'run-after');
+
+    // On a phone: nothing wider than the screen but the scrolling tables and code.
+    await page.setViewport({ width: 390, height: 844, isMobile: true });
+    await page.reload();
+    expect(await page.evaluate('document.body.scrollWidth')).toBeLessThanOrEqual(390);
+    await shot(page, 'run-phone');
+    expect(dialogs).toEqual([]);
+
+    // Without a session (a fresh browser context) the run's data is not served.
+    const anonymous = await browser.createBrowserContext();
+    const other = await anonymous.newPage();
+    const answer = await other.goto(`${f.site}/runs/${run}/body`);
+    expect(answer!.status()).toBe(401);
+    expect(await other.content()).not.toContain('subtracts');
+    await anonymous.close();
+    console.log(`screenshots in ${SHOTS}`);
+  }, 120_000);
+});

@@ -1,0 +1,144 @@
+import { rmSync } from 'node:fs';
+import type { RunningApp } from '../src/app.js';
+import type { GitHubEmulator } from '../src/emulator/github.js';
+import type { JobDeps } from '../src/pipeline/job.js';
+import { RunTrace } from '../src/trace/trace.js';
+import {
+  CALC_CONFIG,
+  CALC_FILES,
+  CALC_FIX,
+  fakeDeps,
+  startEmulatedApp,
+  startEmulator,
+  tempDir,
+  testConfig,
+} from './app-support.js';
+
+/**
+ * Run pages under test: the emulator (a private repository with a writer, a reader and an outsider),
+ * the app with the emulator's OAuth client, and a repair stand-in that traces tool calls through the
+ * real trace writer (so the events reach the store as in a real run) and then waits at a gate.
+ */
+
+export const OWNER = 'acme';
+export const REPO = 'secret-calc';
+export const HOSTILE = '<script>alert(1)</script><img src=x onerror=alert(2)>"\'&';
+
+export interface WebFixture {
+  emu: GitHubEmulator;
+  app: RunningApp;
+  /** serve's address (no trailing slash). */
+  site: string;
+  /** Lets the gated repair go on. */
+  release(): void;
+  /** Starts a run on a new issue; resolves with its id once it is recorded. */
+  label(title: string): Promise<string>;
+  close(): Promise<void>;
+}
+
+export async function startWebFixture(): Promise<WebFixture> {
+  const emu = await startEmulator();
+  emu.createRepo(OWNER, REPO, {
+    files: { ...CALC_FILES, '.github/agenticfix.yml': CALC_CONFIG },
+    private: true,
+  });
+  emu.setPermission(OWNER, REPO, 'writer-wu', 'write');
+  emu.setPermission(OWNER, REPO, 'reader-ray', 'read');
+  emu.createRepo('someone', 'else', { files: CALC_FILES }); // makes `outsider-olga` known to GitHub
+  emu.setPermission('someone', 'else', 'outsider-olga', 'write');
+  const home = tempDir('web-test-');
+  const config = testConfig(home, { CLIENT_ID: emu.oauth.clientId, CLIENT_SECRET: emu.oauth.clientSecret });
+  let gate = gateOf();
+  const base = fakeDeps({ edits: () => CALC_FIX });
+  // The stand-ins clone the private repository as the app does, with an installation token.
+  const authed = (remote: string) => {
+    const url = new URL(remote);
+    url.username = 'x-access-token';
+    url.password = emu.installationToken(OWNER);
+    return url.toString();
+  };
+  const deps: JobDeps = {
+    ...base,
+    judge: (o) => base.judge({ ...o, remote: authed(o.remote) }),
+    async repair(opts) {
+      const trace = new RunTrace(opts.runId!, opts.config.runsDir, [], opts.onEvent);
+      trace.event('repository_guidance', { path: 'AGENTS.md', chars: 120, cut: false });
+      trace.event('tool_start', { name: 'read_file', args: { path: `calc.py${HOSTILE}` } });
+      trace.event('tool_end', {
+        name: 'read_file',
+        args: { path: `calc.py${HOSTILE}` },
+        result: { success: true, data: { content: `def add(a, b):\n    return a - b  # ${HOSTILE}\n` } },
+        duration_ms: 4,
+      });
+      trace.event('model_reply', {
+        model: 'm',
+        usage: { prompt: 100, completion: 20, cached: 10, total: 120 },
+      });
+      opts.onProgress?.({
+        phase: 'working',
+        step: 1,
+        tokens_used: 120,
+        token_budget: 1000,
+        last_test: null,
+        cost_usd: null,
+        cost_budget: null,
+      });
+      await Promise.race([gate.promise, new Promise((r) => opts.signal?.addEventListener('abort', r))]);
+      trace.event('tool_start', { name: 'edit_file', args: { path: 'calc.py' } });
+      trace.event('tool_end', {
+        name: 'edit_file',
+        args: { path: 'calc.py', old_text: 'a - b', new_text: 'a + b' },
+        result: { success: true, data: { changed: true } },
+        duration_ms: 2,
+      });
+      return base.repair({ ...opts, remote: authed(opts.remote) });
+    },
+  };
+  const app = await startEmulatedApp(emu, { config, deps, sandbox: 'local', livePollMs: 100 });
+  emu.setWebhookUrl(app.url);
+  return {
+    emu,
+    app,
+    site: app.url.replace(/\/api\/github\/webhooks$/, ''),
+    release() {
+      gate.release();
+      gate = gateOf();
+    },
+    async label(title) {
+      const n = emu.createIssue(OWNER, REPO, { title, body: `The body ${HOSTILE}`, user: 'reader-ray' });
+      await emu.label(OWNER, REPO, n, config.app.label, 'writer-wu');
+      for (let i = 0; i < 200; i++) {
+        const [run] = await app.store.forIssue(OWNER, REPO, n);
+        if (run) return run.id;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      throw new Error('no run recorded');
+    },
+    async close() {
+      gate.release();
+      await app.close();
+      await emu.close();
+      rmSync(home, { recursive: true, force: true });
+    },
+  };
+}
+
+function gateOf(): { promise: Promise<void>; release(): void } {
+  let release = () => {};
+  const promise = new Promise<void>((r) => (release = r));
+  return { promise, release };
+}
+
+/** Signs `login` in through the OAuth web flow as a browser would (following redirects by hand); the session cookie. */
+export async function signIn(site: string, login: string): Promise<string> {
+  let url = `${site}/login?login=${login}&next=/runs`;
+  for (let hop = 0; hop < 5; hop++) {
+    const res = await fetch(url, { redirect: 'manual' });
+    const cookie = res.headers.get('set-cookie');
+    if (cookie) return cookie.split(';')[0]!;
+    const next = res.headers.get('location');
+    if (!next) throw new Error(`sign-in stopped at ${url}: ${res.status}`);
+    url = new URL(next, url).toString();
+  }
+  throw new Error('sign-in did not finish');
+}

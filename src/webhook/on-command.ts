@@ -5,7 +5,7 @@ import { revisionAsker } from '../publish/render.js';
 import type { RunRecord } from '../store/store.js';
 import { parseCommand, USAGE, type Command } from './commands.js';
 import { headOf, replyTo, start, type Delivery } from './delivery.js';
-import { revise } from './on-pull.js';
+import { admitted, startRevision } from './on-pull.js';
 import type { COMMENTED } from './payloads.js';
 import { canWrite, politeNo } from './permission.js';
 
@@ -13,7 +13,7 @@ type Commented = Delivery<z.infer<typeof COMMENTED>>;
 
 /** A `/agenticfix` command on an issue, or on the app's pull request (where it is about the issue it fixes). */
 export async function onComment(d: Commented): Promise<void> {
-  const { repository: r, sender, comment, issue, installation } = d.payload;
+  const { repository: r, sender, comment, issue } = d.payload;
   const { store } = d.deps;
   const parsed = parseCommand(comment.body);
   if (parsed.type === 'none') return;
@@ -41,14 +41,9 @@ export async function onComment(d: Commented): Promise<void> {
       return void (await reply(
         '`/agenticfix revise` works on the pull request AgenticFix opened, not on the issue.',
       ));
-    const a = {
-      owner,
-      repo: r.name,
-      pr: issue.number,
-      trigger: 'revise',
-      installationId: installation.id,
-    } as const;
-    return revise(d, a, reply, async () => ({ kind: 'command', user: sender.login, text: command.text }));
+    const t = await admitted(d, { owner, repo: r.name, pr: issue.number, trigger: 'revise' }, reply);
+    if (t) await startRevision(d, t, { kind: 'command', user: sender.login, text: command.text });
+    return;
   }
   await runCommand(d, command, { owner, repo: r.name, issue: issueNumber }, writer, reply);
 }

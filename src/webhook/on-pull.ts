@@ -9,20 +9,29 @@ import { canWrite } from './permission.js';
 
 /**
  * Revisions of the app's pull requests: a writer's `/agenticfix revise`, review or mention, or the pull
- * request's failing checks. Each is admitted first (revision/admission.ts), then its feedback is read,
- * then its run starts; a newer trigger supersedes an active run of the same issue.
+ * request's failing checks. Each handler has its trigger admitted first (revision/admission.ts), then
+ * reads its feedback, then starts the run; a newer trigger supersedes an active run of the same issue.
  */
-export async function revise(
+
+/** The admitted revision's target; a refusal is said to whoever asked (when there is something to say). */
+export async function admitted(
   d: Delivery<unknown>,
-  a: { owner: string; repo: string; pr: number; trigger: RevisionTrigger; installationId: number },
+  a: { owner: string; repo: string; pr: number; trigger: RevisionTrigger },
   reply: (body: string) => Promise<unknown>,
-  feedback: (t: Target) => Promise<Feedback | null>,
+): Promise<Target | null> {
+  const admission = await admit(d.gh, d.deps.store, d.deps.config, a);
+  if (admission.ok) return admission.target;
+  if (admission.reply) await reply(admission.reply);
+  return null;
+}
+
+/** Starts the admitted revision, unless its feedback asks for nothing (null). */
+export async function startRevision(
+  d: Delivery<{ installation: { id: number } }>,
+  t: Target,
+  feedback: Feedback | null,
 ): Promise<void> {
-  const { owner, repo, pr, trigger } = a;
-  const admitted = await admit(d.gh, d.deps.store, d.deps.config, { owner, repo, pr, trigger });
-  if (!admitted.ok) return void (admitted.reply && (await reply(admitted.reply)));
-  const f = await feedback(admitted.target);
-  if (f) await start(d, revisionRun(admitted.target, f, a.installationId));
+  if (feedback) await start(d, revisionRun(t, feedback, d.payload.installation.id));
 }
 
 /** Replies on the pull request itself (its reviewers are writers: no outsider pacing). */
@@ -44,44 +53,30 @@ async function fromWriterOnOwnPull(
 
 /** A review asking for changes on the app's pull request, from a writer, revises it when the repository allows. */
 export async function onReview(d: Delivery<z.infer<typeof REVIEWED>>): Promise<void> {
-  const { repository: r, sender, review, pull_request: pr, installation } = d.payload;
+  const { repository: r, sender, review, pull_request: pr } = d.payload;
   const owner = r.owner.login;
   if (!(await fromWriterOnOwnPull(d, owner, r.name, pr.number, sender.login))) return;
-  const a = {
-    owner,
-    repo: r.name,
-    pr: pr.number,
-    trigger: 'review',
-    installationId: installation.id,
-  } as const;
-  await revise(d, a, onPull(d, owner, r.name, pr.number), (t) =>
-    // Only a writer's words reach the model (one permission look-up per author, cached for this delivery).
-    reviewFeedback(d.gh, t, { ...review, user: sender.login }, (login) =>
-      canWrite(d.gh, owner, r.name, login),
-    ),
-  );
+  const a = { owner, repo: r.name, pr: pr.number, trigger: 'review' } as const;
+  const t = await admitted(d, a, onPull(d, owner, r.name, pr.number));
+  if (!t) return;
+  // Only a writer's words reach the model (one permission look-up per author, cached for this delivery).
+  const writer = (login: string) => canWrite(d.gh, owner, r.name, login);
+  await startRevision(d, t, await reviewFeedback(d.gh, t, { ...review, user: sender.login }, writer));
 }
 
 /** A review comment mentioning the app on its pull request, from a writer, revises it when the repository allows. */
 export async function onMention(d: Delivery<z.infer<typeof REVIEW_COMMENTED>>): Promise<void> {
-  const { repository: r, sender, comment, pull_request: pr, installation } = d.payload;
+  const { repository: r, sender, comment, pull_request: pr } = d.payload;
   const owner = r.owner.login;
   if (!(await fromWriterOnOwnPull(d, owner, r.name, pr.number, sender.login))) return;
-  const a = {
-    owner,
-    repo: r.name,
-    pr: pr.number,
-    trigger: 'mention',
-    installationId: installation.id,
-  } as const;
-  await revise(d, a, onPull(d, owner, r.name, pr.number), (t) =>
-    mentionFeedback(d.gh, t, comment, sender.login),
-  );
+  const a = { owner, repo: r.name, pr: pr.number, trigger: 'mention' } as const;
+  const t = await admitted(d, a, onPull(d, owner, r.name, pr.number));
+  if (t) await startRevision(d, t, await mentionFeedback(d.gh, t, comment, sender.login));
 }
 
 /** A completed check suite on the app's pull request (`ci_feedback.enabled`): its failing runs start a revision. */
 export async function onChecks(d: Delivery<z.infer<typeof CHECKED>>): Promise<void> {
-  const { repository: r, check_suite: suite, installation } = d.payload;
+  const { repository: r, check_suite: suite } = d.payload;
   const owner = r.owner.login;
   let pr: number | undefined;
   for (const p of suite.pull_requests)
@@ -90,10 +85,10 @@ export async function onChecks(d: Delivery<z.infer<typeof CHECKED>>): Promise<vo
       break;
     }
   if (pr === undefined) return;
+  const t = await admitted(d, { owner, repo: r.name, pr, trigger: 'checks' }, onPull(d, owner, r.name, pr));
+  if (!t) return;
   const ignored = (why: string) =>
     d.log.info({ delivery: d.id, suite: suite.id }, `check suite ignored: ${why}`);
-  const a = { owner, repo: r.name, pr, trigger: 'checks', installationId: installation.id } as const;
-  await revise(d, a, onPull(d, owner, r.name, pr), (t) =>
-    checksFeedback(d.gh, d.deps.store, d.deps.config, t, { suite, defaultBranch: r.default_branch, ignored }),
-  );
+  const a = { suite, defaultBranch: r.default_branch, ignored };
+  await startRevision(d, t, await checksFeedback(d.gh, d.deps.store, d.deps.config, t, a));
 }

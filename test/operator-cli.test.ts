@@ -263,6 +263,24 @@ describe('the start-up check (serve, worker, doctor)', () => {
     expect(r.err).not.toContain('hunter2');
   }, 180_000);
 
+  it('a cost limit with an operator model that has no price is warned about at start-up', async () => {
+    const warnings = (out: string) => (JSON.parse(out) as { warnings: string[] }).warnings;
+    const env = {
+      ...APP,
+      AGENTICFIX_MODEL_PROVIDER: 'custom',
+      AGENTICFIX_MODEL_NAME: 'unpriced-model',
+      AGENTICFIX_MODEL_BASE_URL: `http://127.0.0.1:${await closedPort()}/v1`,
+    };
+    const limited = await agenticfix(['doctor', '--json'], { ...env, AGENTICFIX_MAX_COST_USD: '2' });
+    expect(warnings(limited.out)).toEqual([
+      expect.stringMatching(
+        /^The run may spend at most 2 USD, and model `unpriced-model` has no price .* every run of it is refused\.$/,
+      ),
+    ]);
+    const unlimited = await agenticfix(['doctor', '--json'], env);
+    expect(warnings(unlimited.out)).toEqual([]);
+  }, 180_000);
+
   it('the model: none configured, an endpoint that does not answer, a refused key, one that answers', async () => {
     const model = (out: string) =>
       (JSON.parse(out) as { checks: { name: string; detail: string }[] }).checks.find(

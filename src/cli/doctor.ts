@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { resolveModel } from '../config/providers.js';
 import { ConfigError, loadConfig, loadEnv, type Config } from '../config/config.js';
 import { unknownSettings } from '../config/env.js';
+import { costRefusal } from '../pipeline/pricing.js';
 import { ensureBuildNetwork } from '../images/network.js';
 import { stripUserinfo } from '../workspace/git.js';
 import { appCredentials, emptyUnset, issuesLine, type AppCredentials } from './app-env.js';
@@ -84,6 +85,9 @@ export async function startupCheck(
   ];
   const warnings = unknownSettings(raw);
   if (!config) return { checks, warnings, ready: null };
+  // Every run of the operator's model would be refused at its start: said now, not at the first label.
+  const unpriced = costRefusal({ kind: 'openai' }, config.model, config.budgets.costUsd);
+  if (unpriced) warnings.push(`${unpriced} Until then every run of it is refused.`);
 
   const ms = config.checkTimeoutMs;
   const runsHere = role === 'worker' || !config.distributed;

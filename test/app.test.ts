@@ -27,7 +27,7 @@ import {
   tempDir,
   testConfig,
   waitFor,
-} from './app-support.js';
+} from './support/app.js';
 
 /**
  * The app end to end through a real HTTP GitHub emulator: signed webhooks, installation tokens, git

@@ -26,7 +26,7 @@ import {
   type FamilyRules,
 } from '../src/images/network.js';
 import { startApp, type RunningApp } from '../src/app.js';
-import { APP_ID, PRIVATE_KEY, quietLog, SECRET, tempDir, testConfig } from './app-support.js';
+import { APP_ID, PRIVATE_KEY, quietLog, SECRET, tempDir, testConfig } from './support/app.js';
 import { BASE_IMAGE, dockerReady } from './support/docker.js';
 
 const NAMES = BUILD_NETWORK;

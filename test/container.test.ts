@@ -7,7 +7,7 @@ import Docker from 'dockerode';
 import { emulatorAppEnv } from '../src/cli/app-env.js';
 import { startGitHubEmulator, type GitHubEmulator } from '../src/emulator/github.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../src/emulator/scripted-model.js';
-import { PRIVATE_KEY, PUBLIC_KEY, SECRET } from './app-support.js';
+import { PRIVATE_KEY, PUBLIC_KEY, SECRET } from './support/app.js';
 import { dockerReady } from './support/docker.js';
 import { CLI, freePort, until } from './support/e2e.js';
 

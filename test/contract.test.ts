@@ -24,7 +24,7 @@ import {
   tempDir,
   testConfig,
   waitFor,
-} from './app-support.js';
+} from './support/app.js';
 import {
   checkGraphql,
   checkRecorded,

@@ -10,7 +10,7 @@ import {
   startEmulator,
   tempDir,
   testConfig,
-} from './app-support.js';
+} from './support/app.js';
 
 /**
  * What the app does with cost: the operator's limit and the repository's lower one reach the run, the

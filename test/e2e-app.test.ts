@@ -27,7 +27,7 @@ import { branchFor } from '../src/publish/pr.js';
 import { SqliteRunStore } from '../src/store/sqlite-store.js';
 import type { RunningApp } from '../src/app.js';
 import { git } from '../src/workspace/git.js';
-import { SECRET, startEmulatedApp, startEmulator, tempDir, testConfig } from './app-support.js';
+import { SECRET, startEmulatedApp, startEmulator, tempDir, testConfig } from './support/app.js';
 import { dockerReady } from './support/docker.js';
 import { freePort, startChild, startDockerApp, until } from './support/e2e.js';
 import { fileVersion } from '../src/tools/files.js';

@@ -6,7 +6,7 @@ import type { GitHubEmulator } from '../src/emulator/github.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../src/emulator/scripted-model.js';
 import { branchFor } from '../src/publish/pr.js';
 import type { RunningApp } from '../src/app.js';
-import { startEmulator, tempDir, testConfig } from './app-support.js';
+import { startEmulator, tempDir, testConfig } from './support/app.js';
 import { machineCa } from './support/ca.js';
 import { dockerReady } from './support/docker.js';
 import { startDockerApp } from './support/e2e.js';

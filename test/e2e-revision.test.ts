@@ -14,7 +14,7 @@ import { branchFor } from '../src/publish/pr.js';
 import { fileVersion } from '../src/tools/files.js';
 import type { RunningApp } from '../src/app.js';
 import { git } from '../src/workspace/git.js';
-import { startEmulator, tempDir, testConfig } from './app-support.js';
+import { startEmulator, tempDir, testConfig } from './support/app.js';
 import { dockerReady } from './support/docker.js';
 import { startDockerApp } from './support/e2e.js';
 

@@ -14,7 +14,7 @@ import { branchFor } from '../src/publish/pr.js';
 import type { RunRecord } from '../src/store/store.js';
 import { maxOverlap } from '../src/bench/stats.js';
 import type { RunningApp } from '../src/app.js';
-import { startEmulatedApp, startEmulator, tempDir, testConfig } from './app-support.js';
+import { startEmulatedApp, startEmulator, tempDir, testConfig } from './support/app.js';
 import { dockerReady } from './support/docker.js';
 import { startChild, until } from './support/e2e.js';
 import { serviceUrl } from './support/services.js';

@@ -3,7 +3,7 @@ import { mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { tempDir } from './app-support.js';
+import { tempDir } from './support/app.js';
 import { dockerReady } from './support/docker.js';
 import { CLI, freePort, until } from './support/e2e.js';
 import { serviceUrl } from './support/services.js';

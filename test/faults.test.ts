@@ -35,7 +35,7 @@ import {
   startEmulator,
   testConfig,
   waitFor,
-} from './app-support.js';
+} from './support/app.js';
 
 /**
  * Nothing is lost when the world fails (issue 31): each fault ends the run in a final state, with its

@@ -16,7 +16,7 @@ import {
   tempDir,
   testConfig,
   waitFor,
-} from './app-support.js';
+} from './support/app.js';
 
 /**
  * GitHub's answers when things go away or break under a run (issue 26, item 4), through the

@@ -10,7 +10,7 @@ import { processOwner } from '../src/environment/lending.js';
 import { sweepContainers } from '../src/environment/startup.js';
 import { prepareHost } from '../src/pipeline/startup.js';
 import { startApp } from '../src/app.js';
-import { APP_ID, PRIVATE_KEY, quietLog, SECRET } from './app-support.js';
+import { APP_ID, PRIVATE_KEY, quietLog, SECRET } from './support/app.js';
 import { BASE_IMAGE, dockerReady } from './support/docker.js';
 import { tempDir } from './support/git-fixtures.js';
 

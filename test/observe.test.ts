@@ -19,7 +19,7 @@ import {
   startEmulator,
   tempDir,
   testConfig,
-} from './app-support.js';
+} from './support/app.js';
 import { dockerReady } from './support/docker.js';
 import { startChild, until } from './support/e2e.js';
 

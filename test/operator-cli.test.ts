@@ -6,7 +6,7 @@ import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { APP_ID, PRIVATE_KEY } from './app-support.js';
+import { APP_ID, PRIVATE_KEY } from './support/app.js';
 import { commitAll, tempDir } from './support/git-fixtures.js';
 import { buildNetworkCommand } from '../src/cli/build-network.js';
 import { emulatorCommand } from '../src/cli/emulator.js';

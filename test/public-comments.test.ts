@@ -16,7 +16,7 @@ import {
   startEmulator,
   tempDir,
   testConfig,
-} from './app-support.js';
+} from './support/app.js';
 import { BASE_IMAGE, dockerReady } from './support/docker.js';
 
 /** Issue 27, item 7: what the app posts is public; the operator's paths and endpoints are not. */

@@ -31,7 +31,7 @@ import { inert } from '../src/verify/untrusted.js';
 import type { RunRecord } from '../src/store/store.js';
 import { GitWorkspaceManager } from '../src/workspace/manager.js';
 import { git } from '../src/workspace/git.js';
-import { CALC_FILES, installationClient, report, startEmulator, tempDir, testConfig } from './app-support.js';
+import { CALC_FILES, installationClient, report, startEmulator, tempDir, testConfig } from './support/app.js';
 
 const run = {
   id: 'r1',

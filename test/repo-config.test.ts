@@ -9,7 +9,7 @@ import {
 } from '../src/config/repo-config.js';
 import { matchingPattern, parsePathPattern } from '../src/config/path-patterns.js';
 import { fetchFile } from '../src/config/repo-file.js';
-import { installationClient, startEmulator, tempDir, testConfig } from './app-support.js';
+import { installationClient, startEmulator, tempDir, testConfig } from './support/app.js';
 
 const home = tempDir('repo-config-');
 afterAll(() => rmSync(home, { recursive: true, force: true }));

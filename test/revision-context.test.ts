@@ -3,7 +3,7 @@ import path from 'node:path';
 import { addressedThreads, previousSummary, revisionContext } from '../src/revision/prompt.js';
 import type { Feedback } from '../src/store/feedback.js';
 import type { RunRecord } from '../src/store/store.js';
-import { tempDir } from './app-support.js';
+import { tempDir } from './support/app.js';
 
 /** What a revision's model is told besides the issue. */
 

@@ -20,7 +20,7 @@ import {
   tempDir,
   testConfig,
   waitFor,
-} from './app-support.js';
+} from './support/app.js';
 
 /**
  * Maintainers steer the app's draft pull request: a review asking for changes or `/agenticfix revise`

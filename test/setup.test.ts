@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import { startGitHubEmulator, type GitHubEmulator } from '../src/emulator/github.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../src/emulator/scripted-model.js';
-import { PUBLIC_KEY, tempDir } from './app-support.js';
+import { PUBLIC_KEY, tempDir } from './support/app.js';
 import { dockerReady } from './support/docker.js';
 import { CLI, freePort, until } from './support/e2e.js';
 import { OperationChecker } from './support/github-description.js';

@@ -2,8 +2,8 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
-import { waitFor } from './app-support.js';
-import { startWebFixture, type WebFixture } from './web-support.js';
+import { waitFor } from './support/app.js';
+import { startWebFixture, type WebFixture } from './support/web.js';
 
 /**
  * Issue 29's browser test: headless Chromium (Debian's `chromium`, installed by scripts/setup-services.sh)

@@ -1,5 +1,5 @@
-import { HOSTILE, OWNER, REPO, signIn, startWebFixture, type WebFixture } from './web-support.js';
-import { waitFor } from './app-support.js';
+import { HOSTILE, OWNER, REPO, signIn, startWebFixture, type WebFixture } from './support/web.js';
+import { waitFor } from './support/app.js';
 import { evidenceComment } from '../src/publish/render.js';
 import { renderStatus, runPageUrl } from '../src/publish/status.js';
 import type { RunRecord } from '../src/store/store.js';

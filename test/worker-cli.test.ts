@@ -1,6 +1,6 @@
 import { jest } from '@jest/globals';
 import { workerCommand } from '../src/cli/worker.js';
-import { APP_ID, PRIVATE_KEY } from './app-support.js';
+import { APP_ID, PRIVATE_KEY } from './support/app.js';
 
 describe('agenticfix worker', () => {
   const saved = { ...process.env };

@@ -6,7 +6,7 @@ import { childAppEnv, type ChildRole } from '../../src/cli/app-env.js';
 import type { RunningApp } from '../../src/app.js';
 import type { Config } from '../../src/config/config.js';
 import type { GitHubEmulator } from '../../src/emulator/github.js';
-import { APP_ID, PRIVATE_KEY, startEmulatedApp } from '../app-support.js';
+import { APP_ID, PRIVATE_KEY, startEmulatedApp } from './app.js';
 
 export const CLI = fileURLToPath(new URL('../../dist/cli/index.js', import.meta.url));
 

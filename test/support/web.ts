@@ -1,8 +1,8 @@
 import { rmSync } from 'node:fs';
-import type { RunningApp } from '../src/app.js';
-import type { GitHubEmulator } from '../src/emulator/github.js';
-import type { JobDeps } from '../src/pipeline/job.js';
-import { RunTrace } from '../src/trace/trace.js';
+import type { RunningApp } from '../../src/app.js';
+import type { GitHubEmulator } from '../../src/emulator/github.js';
+import type { JobDeps } from '../../src/pipeline/job.js';
+import { RunTrace } from '../../src/trace/trace.js';
 import {
   CALC_CONFIG,
   CALC_FILES,
@@ -12,7 +12,7 @@ import {
   startEmulator,
   tempDir,
   testConfig,
-} from './app-support.js';
+} from './app.js';
 
 /**
  * Run pages under test: the emulator (a private repository with a writer, a reader and an outsider),

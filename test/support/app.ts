@@ -5,18 +5,18 @@ import path from 'node:path';
 import { execa } from 'execa';
 import { Probot } from 'probot';
 import pino from 'pino';
-import { startApp, type RunningApp, type StartAppOptions } from '../src/app.js';
-import { loadConfig, type Config } from '../src/config/config.js';
-import { startGitHubEmulator, type GitHubEmulator } from '../src/emulator/github.js';
-import type { ScriptStep } from '../src/emulator/scripted-model.js';
-import { fileVersion } from '../src/tools/files.js';
-import type { JobDeps } from '../src/pipeline/context.js';
-import type { RepairResult } from '../src/agent/types.js';
-import type { RepairOptions } from '../src/pipeline/types.js';
-import { appOctokit, type GitHub } from '../src/publish/github.js';
-import { finish, newReport } from '../src/verify/judge.js';
-import type { JudgeOptions, Verdict, VerificationReport } from '../src/verify/types.js';
-import { git } from '../src/workspace/git.js';
+import { startApp, type RunningApp, type StartAppOptions } from '../../src/app.js';
+import { loadConfig, type Config } from '../../src/config/config.js';
+import { startGitHubEmulator, type GitHubEmulator } from '../../src/emulator/github.js';
+import type { ScriptStep } from '../../src/emulator/scripted-model.js';
+import { fileVersion } from '../../src/tools/files.js';
+import type { JobDeps } from '../../src/pipeline/context.js';
+import type { RepairResult } from '../../src/agent/types.js';
+import type { RepairOptions } from '../../src/pipeline/types.js';
+import { appOctokit, type GitHub } from '../../src/publish/github.js';
+import { finish, newReport } from '../../src/verify/judge.js';
+import type { JudgeOptions, Verdict, VerificationReport } from '../../src/verify/types.js';
+import { git } from '../../src/workspace/git.js';
 
 /** Shared fixtures of the app tests: keys, config, an emulator, and fast-but-real pipeline stand-ins. */
 

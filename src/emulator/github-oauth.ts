@@ -52,7 +52,8 @@ export class OAuthFlow {
     const login =
       r.creds.kind === 'bearer' || r.creds.kind === 'token' ? this.tokens.get(r.creds.value) : undefined;
     if (login === undefined) return null;
-    if (r.method === 'GET' && r.pathname === '/user') return { status: 200, body: this.shapes.user(login) };
+    if (r.method === 'GET' && r.pathname === '/user')
+      return { status: 200, body: this.shapes.authenticatedUser(login) };
     const repoPath = /^\/repos\/([^/]+)\/([^/]+)$/.exec(r.pathname);
     if (r.method === 'GET' && repoPath)
       return this.repo(login, decodeURIComponent(repoPath[1]!), decodeURIComponent(repoPath[2]!));

@@ -95,6 +95,24 @@ export class Shapes {
     };
   }
 
+  /** GET /user with a user's token: GitHub's private-user, the account as its owner sees it. */
+  authenticatedUser(login: string): Json {
+    const at = new Date(0).toISOString();
+    return {
+      ...(this.user(login) as Record<string, unknown>),
+      ...{ name: null, company: null, blog: '', location: null, email: null, hireable: null, bio: null },
+      ...{ public_repos: 0, public_gists: 0, followers: 0, following: 0, created_at: at, updated_at: at },
+      ...{
+        private_gists: 0,
+        total_private_repos: 0,
+        owned_private_repos: 0,
+        disk_usage: 0,
+        collaborators: 0,
+      },
+      two_factor_authentication: false,
+    };
+  }
+
   repo(repo: RepoRecord): Json {
     const url = this.api(`/repos/${repo.fullName}`);
     const html = this.api(`/${repo.fullName}`);

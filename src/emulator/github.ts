@@ -414,10 +414,17 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
         : handleRest(req, url).then(async ({ reply, body, fault }) => {
             if (latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, latencyMs));
             send(res, reply);
+            // The OAuth web flow is github.com's, not the REST API: like the manifest page, no REST answer.
+            const web = url.pathname.startsWith('/login/oauth/');
             record(
               reply.status,
               body,
-              { headers: reply.headers ?? {}, body: Buffer.isBuffer(reply.body) ? undefined : reply.body },
+              web
+                ? undefined
+                : {
+                    headers: reply.headers ?? {},
+                    body: Buffer.isBuffer(reply.body) ? undefined : reply.body,
+                  },
               fault,
             );
           });

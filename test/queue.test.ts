@@ -336,7 +336,7 @@ const queueName = () => `test-${process.pid}-${Math.random().toString(36).slice(
   });
 
   describe('a worker killed mid-run', () => {
-    const dist = path.join(fileURLToPath(new URL('..', import.meta.url)), 'dist/queue');
+    const dist = path.join(fileURLToPath(new URL('..', import.meta.url)), 'dist');
     let dir: string;
     beforeEach(() => (dir = mkdtempSync(path.join(tmpdir(), 'stall-'))));
     afterEach(() => rmSync(dir, { recursive: true, force: true }));
@@ -351,8 +351,8 @@ const queueName = () => `test-${process.pid}-${Math.random().toString(36).slice(
         [
           '--input-type=module',
           '-e',
-          `import { RunWorker } from ${JSON.stringify(path.join(dist, 'bullmq.js'))};
-           import { SqliteRunStore } from ${JSON.stringify(path.join(dist, 'sqlite-store.js'))};
+          `import { RunWorker } from ${JSON.stringify(path.join(dist, 'queue/bullmq.js'))};
+           import { SqliteRunStore } from ${JSON.stringify(path.join(dist, 'store/sqlite-store.js'))};
            const store = new SqliteRunStore(${JSON.stringify(file)});
            const hooks = { execute: (run, signal) => {
              process.stdout.write('started ' + run.id + '\\n');
@@ -423,42 +423,49 @@ const queueName = () => `test-${process.pid}-${Math.random().toString(36).slice(
         { onInterrupted: (run) => interrupted.push(run.id) },
         { redisUrl, name },
       );
+      // Closed whatever happens: an open queue or worker keeps Redis connections that stop jest from exiting.
+      let worker: RunWorker | undefined;
+      const survivor = new Jobs();
       await queue.ready();
       const child = workerProcess(file, name);
-      let out = '';
-      child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-      const run = await recordedRun(store, newRun(1));
-      await queue.enqueue(run);
-      await until('the child runs it', () => out.includes(`started ${run.id}`), 20_000);
-      expect(await store.get(run.id)).toMatchObject({ state: 'running', worker: 'doomed' });
-      child.kill('SIGKILL');
-      await child;
-      // A live worker notices the stall (its lock was not renewed).
-      const survivor = new Jobs();
-      const worker = new RunWorker(store, survivor, {
-        redisUrl,
-        name,
-        concurrency: 1,
-        id: 'survivor',
-        lockMs: 1000,
-        requeueStalled,
-      });
-      await worker.start();
-      if (requeueStalled) {
-        await until('the survivor takes it again', () => survivor.started.includes(run.id), 20_000);
-        survivor.finish(run.id);
-      }
-      await until('recorded', async () => (await store.get(run.id))!.state === final, 20_000);
-      if (!requeueStalled) {
-        expect(await store.get(run.id)).toMatchObject({
-          stop_reason: 'interrupted',
-          error: 'its worker (doomed) stopped',
+      try {
+        let out = '';
+        child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+        const run = await recordedRun(store, newRun(1));
+        await queue.enqueue(run);
+        await until('the child runs it', () => out.includes(`started ${run.id}`), 20_000);
+        expect(await store.get(run.id)).toMatchObject({ state: 'running', worker: 'doomed' });
+        child.kill('SIGKILL');
+        await child;
+        // A live worker notices the stall (its lock was not renewed).
+        worker = new RunWorker(store, survivor, {
+          redisUrl,
+          name,
+          concurrency: 1,
+          id: 'survivor',
+          lockMs: 1000,
+          requeueStalled,
         });
-        expect(interrupted).toEqual([run.id]);
-      } else expect(await store.get(run.id)).toMatchObject({ worker: 'survivor' });
-      await worker.close(0);
-      await queue.close();
-      await store.close();
+        await worker.start();
+        if (requeueStalled) {
+          await until('the survivor takes it again', () => survivor.started.includes(run.id), 20_000);
+          survivor.finish(run.id);
+        }
+        await until('recorded', async () => (await store.get(run.id))!.state === final, 20_000);
+        if (!requeueStalled) {
+          expect(await store.get(run.id)).toMatchObject({
+            stop_reason: 'interrupted',
+            error: 'its worker (doomed) stopped',
+          });
+          expect(interrupted).toEqual([run.id]);
+        } else expect(await store.get(run.id)).toMatchObject({ worker: 'survivor' });
+      } finally {
+        child.kill('SIGKILL');
+        await child;
+        await worker?.close(0);
+        await queue.close();
+        await store.close();
+      }
     });
   });
 });

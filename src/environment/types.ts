@@ -61,16 +61,19 @@ export interface BuildLog {
   truncated: boolean;
 }
 
+export interface BuildOptions {
+  dockerfile: string;
+  worktree: string;
+  runId: string;
+  noCache?: boolean;
+  signal?: AbortSignal;
+  /** Each Dockerfile step as the engine starts it (`Step 3/7 : RUN npm ci`, numbered as the model wrote them). */
+  onStep?: (step: string) => void;
+}
+
 export interface EnvironmentBuilder {
   /** Builds (or reuses from cache) an image from a Dockerfile text and a snapshot of the worktree. */
-  build(opts: {
-    dockerfile: string;
-    worktree: string;
-    runId: string;
-    noCache?: boolean;
-    signal?: AbortSignal;
-    onStep?: (step: string) => void;
-  }): Promise<BuildResult>;
+  build(opts: BuildOptions): Promise<BuildResult>;
   /** A sandbox that runs argv in containers of the given image. */
   sandboxFor(imageId: string): Sandbox;
   /** Base images available locally (told to the model when no registry is reachable). */

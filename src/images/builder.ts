@@ -16,7 +16,7 @@ import {
 import { DockerSandbox, LABEL, RUN_LABEL } from '../environment/docker.js';
 import { buildNetworkMode, ensureBuildNetwork, proxyBuildArgs } from './network.js';
 import { ImageLeases } from './leases.js';
-import type { BuildLog, BuildResult, EnvironmentBuilder } from '../environment/types.js';
+import type { BuildLog, BuildOptions, BuildResult, EnvironmentBuilder } from '../environment/types.js';
 import { stopwatch } from '../trace/phases.js';
 
 /** Repository of every environment image; the tag is a prefix of the environment's content key. */
@@ -33,16 +33,6 @@ const PULL_FAILURE =
 const DiskUsageSchema = z.looseObject({
   Images: z.array(z.looseObject({ Id: z.string(), Size: z.number(), SharedSize: z.number() })).nullable(),
 });
-
-export interface BuildOptions {
-  dockerfile: string;
-  worktree: string;
-  runId: string;
-  noCache?: boolean;
-  signal?: AbortSignal;
-  /** Each Dockerfile step as the engine starts it (`Step 3/7 : RUN npm ci`, numbered as the model wrote them). */
-  onStep?: (step: string) => void;
-}
 
 /**
  * Builds the model's Dockerfile against a real engine from an in-memory context (the worktree

@@ -11,7 +11,7 @@ import { FEEDBACK } from './feedback.js';
  * Both apply the same MIGRATIONS. Async because PostgreSQL is.
  */
 
-const RUN_STATES = [
+export const RUN_STATES = [
   'queued',
   'running',
   'publish_pending', // judged; publishing failed and is tried again (pending.ts)

@@ -1,17 +1,6 @@
-import type { RunRecord } from '../store/store.js';
+import { RUN_STATES, type RunRecord } from '../store/store.js';
 import { html, type Html } from './html.js';
 import { duration, runDuration, spent, stateBadge } from './layout.js';
-
-export const RUN_STATES = [
-  'queued',
-  'running',
-  'publish_pending',
-  'done',
-  'cancelled',
-  'superseded',
-  'interrupted',
-  'failed',
-] as const;
 
 /** The run list: the runs the signed-in person may read, with filters by repository and state. */
 export function runList(runs: RunRecord[], filter: { repo: string; state: string }, repos: string[]): Html {

@@ -5,7 +5,8 @@ import { asset } from './assets.js';
 import { GitHubUsers, SignedOut, siteOf, type Access } from './github-user.js';
 import type { Html } from './html.js';
 import { ACTIVE_STATES, notice, page } from './layout.js';
-import { RUN_STATES, runList } from './list-page.js';
+import { RUN_STATES } from '../store/store.js';
+import { runList } from './list-page.js';
 import { runBody } from './run-page.js';
 import { COOKIE, sameToken, Sessions, type Session } from './sessions.js';
 

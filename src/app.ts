@@ -233,6 +233,8 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
       store,
       webhookSecret: o.webhookSecret,
       maxBytes: o.config.app.webhookMaxBytes,
+      inflightBytes: o.config.app.webhookInflightBytes,
+      bodyTimeoutMs: o.config.app.webhookBodyTimeoutMs,
       port: o.port,
       host: o.host,
       log,

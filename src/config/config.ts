@@ -229,6 +229,10 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       publishRetryBaseMs: e.AGENTICFIX_PUBLISH_RETRY_BASE_S * 1000,
       /** Largest webhook body taken in; larger ones get 413 before any buffering or signature work. */
       webhookMaxBytes: e.AGENTICFIX_WEBHOOK_MAX_BYTES,
+      /** Bytes of webhook bodies being read at once across connections; past it a delivery gets 503. */
+      webhookInflightBytes: e.AGENTICFIX_WEBHOOK_INFLIGHT_MB * MiB,
+      /** A webhook body must arrive within this. */
+      webhookBodyTimeoutMs: e.AGENTICFIX_WEBHOOK_BODY_TIMEOUT_S * 1000,
       /** People without write access get at most one reply per issue in this interval. */
       outsiderReplyIntervalMs: e.AGENTICFIX_OUTSIDER_REPLY_INTERVAL_S * 1000,
       /** Check apps allowed to start revisions; null: GitHub Actions and those on the default branch's head. */
@@ -240,8 +244,10 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
     /** Run pages: the public base URL (links in comments) and the OAuth client; null: not set. */
     web: {
       publicUrl: e.AGENTICFIX_PUBLIC_URL ?? null,
-      clientId: e.CLIENT_ID ?? null,
-      clientSecret: e.CLIENT_SECRET ?? null,
+      clientId: e.CLIENT_ID ?? e.GITHUB_CLIENT_ID ?? null,
+      clientSecret: e.CLIENT_SECRET ?? e.GITHUB_CLIENT_SECRET ?? null,
+      /** X-Forwarded-Proto is believed (a TLS proxy in front that sets it). */
+      trustProxy: e.AGENTICFIX_TRUST_PROXY,
     },
   };
 }

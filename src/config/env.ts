@@ -162,7 +162,10 @@ export const ENV_SCHEMA = z.object({
   AGENTICFIX_GITHUB_RETRY_BASE_MS: int(1000, 0), // unit of Retry-After and of the 5xx back-off
   AGENTICFIX_GITHUB_TIMEOUT_MS: int(30_000, 100), // one GitHub request; a timed-out one is retried as a 5xx
   AGENTICFIX_PUBLISH_RETRY_BASE_S: int(60, 0), // a judged run whose publishing failed: first wait, doubling
-  AGENTICFIX_WEBHOOK_MAX_BYTES: int(25 * MiB, 1024), // GitHub caps payloads at 25 MB
+  AGENTICFIX_WEBHOOK_MAX_BYTES: int(25_000_000, 1024), // GitHub caps payloads at 25 MB
+  // All webhook bodies being read at once, and how long one may take: slow or unsigned senders cannot hold memory.
+  AGENTICFIX_WEBHOOK_INFLIGHT_MB: int(64, 1),
+  AGENTICFIX_WEBHOOK_BODY_TIMEOUT_S: int(30, 1),
   AGENTICFIX_OUTSIDER_REPLY_INTERVAL_S: int(3600, 0),
   // Observability: a worker's /healthz, /ping and /metrics listener (serve has them on its own port)
   AGENTICFIX_WORKER_PORT: int(3001, 0),
@@ -174,6 +177,11 @@ export const ENV_SCHEMA = z.object({
     .optional(),
   CLIENT_ID: z.string().min(1).optional(),
   CLIENT_SECRET: z.string().min(1).optional(),
+  // The same client as `agenticfix setup` (Probot's manifest flow) writes it; CLIENT_ID/CLIENT_SECRET win.
+  GITHUB_CLIENT_ID: z.string().min(1).optional(),
+  GITHUB_CLIENT_SECRET: z.string().min(1).optional(),
+  // A TLS proxy in front of serve: its X-Forwarded-Proto says whether the browser came over https.
+  AGENTICFIX_TRUST_PROXY: bool(false),
   LOG_LEVEL: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
   // As Probot: `pretty` (readable lines) or `json` (one object a line, for collectors); default json
   LOG_FORMAT: z.enum(['pretty', 'json']).default('json'),
@@ -241,6 +249,7 @@ export const SECRET_ENV_NAMES = [
   'PRIVATE_KEY',
   'WEBHOOK_SECRET',
   'CLIENT_SECRET',
+  'GITHUB_CLIENT_SECRET',
   'OPENAI_API_KEY',
   'ANTHROPIC_API_KEY',
   'DEEPSEEK_API_KEY',

@@ -207,13 +207,14 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
   const resumed = await handlers.resume(auth, log);
   if (resumed > 0) log.info({ resumed }, 'taking in deliveries left by the previous process');
 
-  const { clientId, clientSecret, publicUrl } = o.config.web;
+  const { clientId, clientSecret, publicUrl, trustProxy } = o.config.web;
   const web = webRoutes({
     store,
     queue,
     githubApi: o.baseUrl,
     client: clientId && clientSecret ? { id: clientId, secret: clientSecret } : null,
     publicUrl,
+    trustProxy,
     pollMs: o.livePollMs,
     log,
   });

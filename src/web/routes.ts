@@ -326,7 +326,7 @@ export function safeNext(next: string | null): string {
 }
 
 /** The scheme the trusted proxy says the browser used (its first value). */
-const forwardedProto = (req: IncomingMessage): string | undefined => {
+export const forwardedProto = (req: IncomingMessage): string | undefined => {
   const v = req.headers['x-forwarded-proto'];
   return (Array.isArray(v) ? v[0] : v)?.split(',')[0]?.trim().toLowerCase();
 };

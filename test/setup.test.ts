@@ -160,7 +160,7 @@ describe('registering the app through the manifest flow, on the emulator', () =>
     try {
       await until('the setup page', () => out.includes('to register the app'), 60_000);
       const origin = `http://127.0.0.1:${port}`;
-      const creds = { appId: 666, pem: 'evil', webhook_secret: 'x\rAGENTICFIX_BUILD_NETWORK=unrestricted' };
+      const creds = { appId: '666', pem: 'evil', webhook_secret: 'x\rAGENTICFIX_BUILD_NETWORK=unrestricted' };
       // Probot's "use an existing app" import: anyone reaching the port owned the app.
       const imported = await fetch(`${origin}/probot/import`, {
         method: 'POST',

@@ -86,6 +86,8 @@ describe('run pages: access as GitHub decides it', () => {
     const cookie = await signIn(f.site, 'writer-wu');
     const html = await (await get(`/runs/${run}`, cookie)).text();
     expect(html).toContain('Cancel this run');
+    // A reply without usage: its tokens are marked as estimated (issue 35, item 5).
+    expect(html).toMatch(/120 \(estimated\)/);
     const post = (body: string, headers: Record<string, string> = {}) =>
       fetch(`${f.site}/runs/${run}/cancel`, {
         method: 'POST',

@@ -169,6 +169,8 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       timeoutMs: e.AGENTICFIX_MODEL_TIMEOUT_S * 1000,
       maxRetries: e.AGENTICFIX_MODEL_MAX_RETRIES,
       retryBaseMs: e.AGENTICFIX_MODEL_RETRY_BASE_MS,
+      /** A reply larger than this is refused before it is parsed. */
+      maxReplyBytes: e.AGENTICFIX_MODEL_MAX_REPLY_MB * MiB,
       /** Model names a repository config or a command may choose. */
       allowlist,
       /** USD per million tokens by model name: the built-in table with the operator's entries over it. */

@@ -83,6 +83,7 @@ export const ENV_SCHEMA = z.object({
   AGENTICFIX_MODEL_TIMEOUT_S: int(120, 1),
   AGENTICFIX_MODEL_MAX_RETRIES: int(4, 0),
   AGENTICFIX_MODEL_RETRY_BASE_MS: int(1000, 0),
+  AGENTICFIX_MODEL_MAX_REPLY_MB: int(16, 1), // a larger reply is refused (model_error) before it is parsed
   // Prices per model over the built-in table (src/config/prices.ts): JSON, or the path of a JSON file.
   AGENTICFIX_MODEL_PRICES: z.string().min(1).optional(),
   // Budgets

@@ -88,6 +88,7 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
       token_budget: budgets.tokens,
       cost_usd: budget.costUsd,
       cost_budget: budgets.costUsd,
+      estimated: budget.estimated,
       last_test: registry?.lastTest()?.status ?? null,
       ...(build ? { build } : {}),
     });

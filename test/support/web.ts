@@ -72,7 +72,7 @@ export async function startWebFixture(): Promise<WebFixture> {
       });
       trace.event('model_reply', {
         model: 'm',
-        usage: { prompt: 100, completion: 20, cached: 10, total: 120 },
+        usage: { prompt: 100, completion: 20, cached: 10, total: 120, estimated: true },
       });
       opts.onProgress?.({
         phase: 'working',

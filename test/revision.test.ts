@@ -114,6 +114,8 @@ describe('revisions of the app’s draft pull request', () => {
     expect(first!.pushed_commit).toBe(emu.branchHead(O, R, branchFor(n)));
     // The maintainer who labelled the issue is asked to review the draft.
     expect(emu.requestedReviewers(O, R, pr.number)).toEqual(['maint']);
+    // With workers, the first run's directory is on another machine's disk: the summary comes from the store.
+    rmSync(first!.run_dir!, { recursive: true, force: true });
 
     // A maintainer adds a commit of their own before reviewing.
     const human = emu.pushFiles(
@@ -169,6 +171,7 @@ describe('revisions of the app’s draft pull request', () => {
     // The model started from the PR head and was given the review comments with their hunks.
     const call = deps.calls.at(-1)!;
     expect(call.baseCommit).toBe(human);
+    expect(call.issue.revision).toContain('Summary of the previous run: Changed `add` to add.');
     expect(call.issue.revision).toContain('Give add() a docstring.');
     expect(call.issue.revision).toContain('calc.py:2');
     expect(call.issue.revision).toContain('@@ -1,2 +1,2 @@');

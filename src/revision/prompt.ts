@@ -17,7 +17,7 @@ export async function previousSummary(
   earlier: RunRecord[],
 ): Promise<string | null> {
   for (const run of earlier) {
-    for (let after = 0; ; ) {
+    for (let after = 0; ;) {
       const page = await store.events(run.id, after, EVENTS_PAGE);
       const repaired = page.find((e) => e.type === 'repair_result');
       if (repaired) {

@@ -2,16 +2,16 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { dockerReady } from './support/docker.js';
+import { needDocker } from './support/docker.js';
+import { describeIf } from './support/skip.js';
 
 /**
  * Issue 29's Done-when: `agenticfix demo --serve --json` runs the demo, prints one object with `run_url`
  * and `sign_in_url`, and keeps serving: the sign-in URL signs the emulated maintainer in through the
  * OAuth web flow and lands on the finished run's page; SIGINT stops it. Runs the built CLI (dist/).
  */
-describe('demo --serve', () => {
+describeIf(await needDocker())('demo --serve', () => {
   it('prints the run page and a sign-in URL, serves the page, and stops on SIGINT', async () => {
-    if (!(await dockerReady())) return;
     const dir = mkdtempSync(path.join(tmpdir(), 'demo-serve-'));
     const child = spawn(process.execPath, [path.resolve('dist/cli/index.js'), 'demo', '--serve', '--json'], {
       cwd: dir,

@@ -3,9 +3,10 @@ import { mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { tempDir } from './support/app.js';
-import { dockerReady } from './support/docker.js';
+import { needDocker } from './support/docker.js';
 import { CLI, freePort, until } from './support/e2e.js';
-import { serviceUrl } from './support/services.js';
+import { needService, serviceUrl } from './support/services.js';
+import { describeIf, needAll } from './support/skip.js';
 
 /**
  * Issue 27, "Done when": `agenticfix emulator` in one shell, `agenticfix serve` and `agenticfix worker` with
@@ -39,22 +40,23 @@ const events = (s: Started) =>
     .filter((l) => l.startsWith('{'))
     .map((l) => JSON.parse(l) as Record<string, unknown> & { event: string });
 
-describe('agenticfix emulator with serve and a worker', () => {
-  let ready = false;
+const needs = needAll(
+  await needDocker(),
+  needService('AGENTICFIX_TEST_REDIS_URL'),
+  needService('AGENTICFIX_TEST_DATABASE_URL'),
+);
+describeIf(needs)('agenticfix emulator with serve and a worker', () => {
   const redis = serviceUrl('AGENTICFIX_TEST_REDIS_URL');
   const database = serviceUrl('AGENTICFIX_TEST_DATABASE_URL');
   const schema = `emucli_${process.pid}`;
   let home: string;
   const started: Started[] = [];
   beforeAll(async () => {
-    ready = (await dockerReady()) && redis !== null && database !== null;
-    if (!ready) return;
     home = tempDir('emulator-cli-');
   }, 300_000);
   afterAll(async () => {
     for (const s of started) s.child.kill('SIGTERM');
     await Promise.all(started.map((s) => s.child));
-    if (!ready) return;
     const admin = new pg.Client({ connectionString: database!.href });
     await admin.connect();
     await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
@@ -63,7 +65,6 @@ describe('agenticfix emulator with serve and a worker', () => {
   }, 60_000);
 
   it('labels the demo issue once serve answers; the worker opens a verified draft pull request; serve shows it', async () => {
-    if (!ready) return;
     const base = { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp' };
     const port = await freePort();
     const emulator = start(

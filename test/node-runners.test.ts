@@ -7,7 +7,8 @@ import { DockerEnvironmentBuilder } from '../src/images/builder.js';
 import { nodeSetupNote, nodeSetupSteps } from '../src/environment/node.js';
 import { runCell } from '../src/verify/cells.js';
 import { machineCa } from './support/ca.js';
-import { BASE_IMAGE, dockerReady } from './support/docker.js';
+import { BASE_IMAGE, needDocker } from './support/docker.js';
+import { describeIf } from './support/skip.js';
 import { nodeDockerfile, nodeFixtureRepo, RUNNER_ARGV } from './support/node.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'agenticfix-node-'));
@@ -48,8 +49,8 @@ describe('Node projects: the setup the model is told', () => {
   });
 });
 
-const ready = await dockerReady();
-const d = ready ? describe : describe.skip;
+const engine = await needDocker();
+const d = describeIf(engine);
 
 d('jest, vitest and mocha for real, installed from the npm registry at build time', () => {
   const runId = `test-node-${process.pid}-${Date.now()}`;

@@ -18,7 +18,9 @@ import {
   tempDir,
   testConfig,
 } from './support/app.js';
-import { dockerReady } from './support/docker.js';
+import { needDocker } from './support/docker.js';
+import { needService } from './support/services.js';
+import { describeIf, needAll } from './support/skip.js';
 import { startChild, until } from './support/e2e.js';
 
 /** Issue 27, item 3: /ping, /healthz and /metrics on serve and on workers, and log lines per run. */
@@ -31,16 +33,14 @@ const get = async (url: string) => {
   return { status: res.status, type: res.headers.get('content-type') ?? '', text: await res.text() };
 };
 
-describe('serve', () => {
-  let ready = false;
+const engine = await needDocker();
+describeIf(engine)('serve', () => {
   let emu: GitHubEmulator;
   let app: RunningApp;
   let home: string;
   let origin: string;
   const lines: Record<string, unknown>[] = [];
   beforeAll(async () => {
-    ready = await dockerReady();
-    if (!ready) return;
     emu = await startEmulator();
     emu.createRepo(O, R, { files: { ...CALC_FILES, '.github/agenticfix.yml': CALC_CONFIG } });
     emu.setPermission(O, R, 'maint', 'write');
@@ -75,7 +75,6 @@ describe('serve', () => {
   });
 
   it('/ping answers, /healthz reports each check, and 503 when one fails', async () => {
-    if (!ready) return;
     expect(await get(`${origin}/ping`)).toMatchObject({ status: 200, text: 'PONG' });
     const health = await get(`${origin}/healthz`);
     expect(health.status).toBe(200);
@@ -104,7 +103,6 @@ describe('serve', () => {
   });
 
   it('/metrics counts deliveries, runs by state and verdict, queue depth, durations and tokens; each run step is logged', async () => {
-    if (!ready) return;
     const n = emu.createIssue(O, R, { title: 'add() subtracts', user: 'alice' });
     await emu.label(O, R, n, 'agenticfix', 'maint');
     await app.idle();
@@ -148,7 +146,8 @@ describe('serve', () => {
 const redis = process.env.AGENTICFIX_TEST_REDIS_URL;
 const database = process.env.AGENTICFIX_TEST_DATABASE_URL;
 
-(redis && database ? describe : describe.skip)('a worker', () => {
+const services = [needService('AGENTICFIX_TEST_REDIS_URL'), needService('AGENTICFIX_TEST_DATABASE_URL')];
+describeIf(needAll(engine, ...services))('a worker', () => {
   const schema = `observe_${process.pid}`;
   let emu: GitHubEmulator;
   let home: string;
@@ -156,7 +155,6 @@ const database = process.env.AGENTICFIX_TEST_DATABASE_URL;
   // The worker's start-up check asks the model endpoint (GET /v1/models) before it takes runs.
   let model: ScriptedModelServer | null = null;
   beforeAll(async () => {
-    if (!(await dockerReady())) return;
     model = await startScriptedModelServer([]);
     emu = await startEmulator();
     home = tempDir('observe-worker-');
@@ -174,7 +172,6 @@ const database = process.env.AGENTICFIX_TEST_DATABASE_URL;
   }, 60_000);
 
   it('answers /ping, /healthz (store, queue, Docker) and /metrics on its own port, and logs pretty lines with LOG_FORMAT=pretty', async () => {
-    if (!emu) return;
     worker = startChild(
       emu,
       { role: 'worker', workerId: 'w-observe', concurrency: 1 },

@@ -7,7 +7,8 @@ import { BullRunQueue, RunWorker } from '../src/queue/bullmq.js';
 import { LocalRunQueue } from '../src/queue/queue.js';
 import { SqliteRunStore } from '../src/store/sqlite-store.js';
 import type { RunRecord, RunUpdate } from '../src/store/store.js';
-import { serviceUrl } from './support/services.js';
+import { needService, serviceUrl } from './support/services.js';
+import { describeIf } from './support/skip.js';
 import { Jobs, newRun, recordedRun, runQueueContract, until } from './support/queue-contract.js';
 
 describe('LocalRunQueue', () => {
@@ -94,7 +95,7 @@ describe('LocalRunQueue', () => {
 const redis = serviceUrl('AGENTICFIX_TEST_REDIS_URL');
 const queueName = () => `test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
 
-(redis ? describe : describe.skip)('BullRunQueue with RunWorker', () => {
+describeIf(needService('AGENTICFIX_TEST_REDIS_URL'))('BullRunQueue with RunWorker', () => {
   const redisUrl = redis?.toString() ?? '';
 
   describe('contract (one worker)', () =>

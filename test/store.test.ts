@@ -8,7 +8,8 @@ import pg from 'pg';
 import { PostgresRunStore } from '../src/store/postgres-store.js';
 import { SqliteRunStore } from '../src/store/sqlite-store.js';
 import { MIGRATIONS } from '../src/store/store.js';
-import { serviceUrl } from './support/services.js';
+import { needService, serviceUrl } from './support/services.js';
+import { describeIf } from './support/skip.js';
 import { claim, runStoreContract, type StoreBackend } from './support/store-contract.js';
 
 describe('SqliteRunStore', () => {
@@ -74,7 +75,7 @@ describe('SqliteRunStore', () => {
 
 const database = serviceUrl('AGENTICFIX_TEST_DATABASE_URL');
 
-(database ? describe : describe.skip)('PostgresRunStore', () => {
+describeIf(needService('AGENTICFIX_TEST_DATABASE_URL'))('PostgresRunStore', () => {
   const url = database?.toString() ?? '';
   let schema = '';
   // An administrative connection of the test: schemas per test, rows written as other processes would.

@@ -11,11 +11,11 @@ import { renderMarkdown } from '../src/verify/markdown.js';
 import { gradeInstance, loadTasks, summarize } from '../src/verify/task.js';
 import type { RebuildPolicy } from '../src/config/repo-config.js';
 import { VerificationReportSchema, type VerificationReport } from '../src/verify/types.js';
-import { dockerReady } from './support/docker.js';
+import { needDocker } from './support/docker.js';
+import { describeIf } from './support/skip.js';
 
 const FIXTURES = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures');
-const ready = await dockerReady();
-const describeDocker = ready ? describe : describe.skip;
+const describeDocker = describeIf(await needDocker());
 const docker = new Docker();
 const leasesOf = async (runId: string) => (await ImageLeases.list(docker)).filter((l) => l.run === runId);
 

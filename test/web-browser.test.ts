@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { waitFor } from './support/app.js';
+import { describeIf, missing, present } from './support/skip.js';
 import { startWebFixture, type WebFixture } from './support/web.js';
 
 /**
@@ -15,20 +16,14 @@ import { startWebFixture, type WebFixture } from './support/web.js';
 const CHROMIUM = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => existsSync(p));
 const SHOTS = path.join(tmpdir(), 'agenticfix-screenshots');
 
-function chromiumReady(): boolean {
-  if (CHROMIUM) return true;
-  if (process.env.CI) throw new Error('Chromium required in CI (apt-get install chromium) but not found');
-  console.warn('\n!!! Chromium not installed: SKIPPING the browser test of the run pages !!!\n');
-  return false;
-}
+const chromium = CHROMIUM
+  ? present('Chromium')
+  : missing('Chromium', 'not installed (apt-get install chromium, as scripts/setup-services.sh does)');
 
-describe('run pages in a browser', () => {
+describeIf(chromium)('run pages in a browser', () => {
   let f: WebFixture;
   let browser: Browser;
-  let ready = false;
   beforeAll(async () => {
-    ready = chromiumReady();
-    if (!ready) return;
     mkdirSync(SHOTS, { recursive: true });
     f = await startWebFixture();
     browser = await puppeteer.launch({
@@ -56,7 +51,6 @@ describe('run pages in a browser', () => {
     page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
 
   it('signs in, watches a run live, expands a tool call by keyboard, and reads the finished run', async () => {
-    if (!ready) return;
     const run = await f.label('add() subtracts');
     await waitFor(async () => (await f.app.store.events(run, 0, 100)).some((e) => e.type === 'tool_end'));
     const page = await browser.newPage();

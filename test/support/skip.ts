@@ -1,7 +1,7 @@
 /**
  * The one way a test skips for want of something on the machine (the Docker engine, a service, a browser).
- * The test module decides at its top (`const docker = await needDocker();`) and declares its tests with
- * `describeIf(docker)` / `itIf(docker)`: jest then reports them as skipped, never as passed, and one loud
+ * The test module decides at its top (`const engine = await needDocker();`) and declares its tests with
+ * `describeIf(engine)` / `itIf(engine)`: jest then reports them as skipped, never as passed, and one loud
  * line names what was skipped and why. In CI (CI set) the need* functions throw instead of returning a
  * missing need, so nothing that CI provides is ever skipped there.
  */

@@ -124,7 +124,7 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
           onError: (run, err) => runner.onError(run, err),
           onInterrupted: (run) =>
             void runner
-              .reportInterrupted(run, run.error ?? 'its worker stopped')
+              .reportInterrupted(run, run.error ?? 'its worker stopped', 'worker_died')
               .catch((err) => log.error({ err, run: run.id }, 'could not report an interrupted run')),
         },
         { redisUrl: distributed.redisUrl, name: distributed.queueName, retry: distributed.retry },
@@ -172,14 +172,19 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
   const resumePublishing = () =>
     void runner.resumePublishing().catch((err: unknown) => log.error({ err }, 'could not resume publishing'));
   resumePublishing();
-  // Deliveries older than AGENTICFIX_DELIVERY_MAX_AGE_D are forgotten (their events are refused by age).
+  // Deliveries older than AGENTICFIX_DELIVERY_MAX_AGE_D are forgotten (their events are refused by age);
+  // runs over for AGENTICFIX_RUNS_MAX_AGE_D with their events, as their run directories are.
+  const { deliveryMaxAgeMs, runsMaxAgeMs } = o.config.app.retention;
+  const before = (ms: number) => new Date(Date.now() - ms).toISOString();
   const pruneDeliveries = () =>
-    void store
-      .pruneDeliveries(new Date(Date.now() - o.config.app.retention.deliveryMaxAgeMs).toISOString())
-      .then(
-        (pruned) => pruned > 0 && log.info({ pruned }, 'deliveries pruned'),
-        (err: unknown) => log.error({ err }, 'could not prune deliveries'),
-      );
+    void Promise.all([
+      store.pruneDeliveries(before(deliveryMaxAgeMs)),
+      store.pruneRuns(before(runsMaxAgeMs)),
+    ]).then(
+      ([pruned, runs]) =>
+        (pruned > 0 || runs > 0) && log.info({ pruned, runs }, 'deliveries and runs pruned'),
+      (err: unknown) => log.error({ err }, 'could not prune deliveries and runs'),
+    );
   pruneDeliveries();
 
   // Periodically: runs whose end the store would not take (a full disk) are recorded once it does;

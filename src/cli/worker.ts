@@ -66,7 +66,8 @@ export async function workerCommand(argv: string[]): Promise<number> {
     installationLimit: distributed.installationLimit,
     onQueueError: (err) => log.warn({ err }, 'queue error'),
   });
-  const routes = observeRoutes(healthChecks({ store, queue: () => worker.ping(), docker: true }), store);
+  // The store-wide run counts are serve's to export (observeRoutes).
+  const routes = observeRoutes(healthChecks({ store, queue: () => worker.ping(), docker: true }), null);
   const listener = await listenObserve(routes, config.workerListen.port, config.workerListen.host);
   await worker.start();
   const sweep = setInterval(() => {

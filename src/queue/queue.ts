@@ -90,7 +90,7 @@ export async function executeRun(
       await store.update(run.id, { state: 'queued', error: `retrying after: ${error}` });
       throw new RetryRun(error);
     }
-    fields = { state: 'failed', error };
+    fields = { state: 'failed', stop_reason: 'infra_error', error };
   }
   if (signal.aborted) fields = { ...fields, ...stoppedFields(signal.reason as StopRequest) };
   await finishRun(store, hooks, run, fields, o.recordRetryMs);

@@ -130,7 +130,7 @@ describe('agenticfix emulator with serve and a worker', () => {
       30_000,
     );
     // The worker ran it and the judge verified it.
-    const workerUrl = /health and metrics on (http:\S+)/.exec(worker.out())![1]!;
+    const workerUrl = /health and metrics on (http:[^\s"]+)/.exec(worker.out())![1]!;
     await until(
       'the worker to count the verified run',
       async () =>

@@ -84,6 +84,9 @@ describe('serve', () => {
     expect(health.status).toBe(200);
     expect(JSON.parse(health.text)).toEqual({
       status: 'ok',
+      version: expect.stringMatching(/^\d+\.\d+\.\d+/),
+      commit: expect.any(String),
+      node: process.version,
       checks: {
         store: { ok: true, ms: expect.any(Number) },
         docker: { ok: true, ms: expect.any(Number) },

@@ -93,6 +93,7 @@ export class JobRunner implements QueueHooks {
   }
 
   onQueued(run: RunRecord): void {
+    this.o.log?.info({ run: run.id, state: run.state, trigger: run.trigger }, 'run queued');
     this.reporter.status(run).update({ phase: 'queued' });
   }
 
@@ -101,6 +102,7 @@ export class JobRunner implements QueueHooks {
    * run (another process) edits this comment rather than posting its own.
    */
   async announceQueued(run: RunRecord): Promise<void> {
+    this.o.log?.info({ run: run.id, state: run.state, trigger: run.trigger }, 'run queued');
     const status = this.reporter.status(run);
     status.update({ phase: 'queued' });
     await status.settled();

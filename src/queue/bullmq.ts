@@ -112,16 +112,16 @@ export class BullRunQueue implements RunQueue {
     });
   }
 
-  /**
-   * Resolves once the stall watcher listens and what happened while no serve watched is recorded:
-   * runs whose worker died meanwhile end `interrupted`; runs recorded but never enqueued (serve
-   * stopped in between) are enqueued.
-   */
   /** Whether Redis answers (the health check). */
   async ping(): Promise<void> {
     await this.redis.ping();
   }
 
+  /**
+   * Resolves once the stall watcher listens and what happened while no serve watched is recorded:
+   * runs whose worker died meanwhile end `interrupted`; runs recorded but never enqueued (serve
+   * stopped in between) are enqueued.
+   */
   async ready(): Promise<void> {
     await Promise.all([this.queue.waitUntilReady(), this.events.waitUntilReady()]);
     for (const run of [...(await this.store.list('queued')), ...(await this.store.list('running'))]) {
@@ -277,12 +277,12 @@ export class RunWorker {
     );
   }
 
-  /** Subscribes to stop requests, then starts taking jobs. */
   /** Whether Redis answers (the health check). */
   async ping(): Promise<void> {
     await this.redis.ping();
   }
 
+  /** Subscribes to stop requests, then starts taking jobs. */
   async start(): Promise<void> {
     await this.subscriber.subscribe(this.keys.channel);
     void this.worker.run();
@@ -363,9 +363,11 @@ export class RunWorker {
         retry,
       });
     } catch (err) {
-      if (err instanceof RetryRun) throw err; // BullMQ tries the job again after its backoff
+      if (err instanceof RetryRun) {
+        this.log?.warn({ run: run.id, state: 'queued', error: err.error }, 'run queued to be tried again');
+        throw err; // BullMQ tries the job again after its backoff
+      }
       if (err instanceof HandedBack) {
-        // Waiting again, for the next worker (this one is stopping).
         await job.moveToDelayed(Date.now(), token);
         this.log?.info({ worker: this.id, run: run.id, state: 'queued' }, 'run handed back');
         throw new DelayedError();

@@ -1,6 +1,7 @@
-// After tsc: makes the CLI entry executable (npm links bin files but tsc drops the mode) and records
-// the commit the build is of (src/config/version.ts): GIT_COMMIT (the image's build argument, its
-// context has no .git), else git's HEAD, else unknown.
+// After tsc: makes the CLI entry executable (npm links bin files but tsc drops the mode); records the
+// commit the build is of (src/config/version.ts): GIT_COMMIT (the image's build argument, its context
+// has no .git), else git's HEAD, else unknown; and stamps the build's time
+// (test/support/global-setup.mjs rebuilds only when a source is newer).
 import { execFileSync } from 'node:child_process';
 import { chmodSync, writeFileSync } from 'node:fs';
 
@@ -17,3 +18,4 @@ if (commit === 'unknown')
     // not a git checkout
   }
 writeFileSync(new URL('../dist/build-info.json', import.meta.url), JSON.stringify({ commit }) + '\n');
+writeFileSync(new URL('../dist/.built', import.meta.url), `${new Date().toISOString()}\n`);

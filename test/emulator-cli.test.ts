@@ -131,8 +131,8 @@ describe('agenticfix emulator with serve and a worker', () => {
     await until(
       'the worker to count the verified run',
       async () =>
-        (await get(`${workerUrl}/metrics`)).text.includes(
-          'agenticfix_runs_ended_total{state="done",verdict="verified"} 1',
+        /^agenticfix_runs_ended_total\{state="done",verdict="verified",reason="\w+"\} 1$/m.test(
+          (await get(`${workerUrl}/metrics`)).text,
         ),
       30_000,
     );

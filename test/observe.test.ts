@@ -138,10 +138,13 @@ describe('serve', () => {
         ['run started', null],
         ['run phase', 'preparing_workspace'],
         ['run phase', 'working'],
+        ['run phase', 'verifying'],
+        ['run phase', 'publishing'],
         ['run work done', 'done'],
         ['run ended', 'done'],
       ]),
     );
+    expect(said).not.toContainEqual(['run phase', 'done']); // the repair's end, before the judge
     expect(lines.find((l) => l.msg === 'run started')).toMatchObject({
       level: 30,
       repo: `${O}/${R}`,

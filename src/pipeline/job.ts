@@ -196,11 +196,13 @@ export class JobRunner implements QueueHooks {
       costUsd: result.cost_usd,
       costBudget: c.budgets.costUsd,
     });
+    this.o.log?.info({ run: run.id, phase: 'verifying' }, 'run phase');
     const judging = stopwatch();
     const report = await judgeRun(c, result);
     metrics.phaseSeconds.observe({ phase: 'judge' }, judging() / 1000);
     await this.o.store.update(run.id, { verdict: report.verdict });
     if (signal.aborted) return {};
+    this.o.log?.info({ run: run.id, phase: 'publishing' }, 'run phase');
     const publishing = stopwatch();
     try {
       const opened = await openPr(c, result, report);
@@ -246,7 +248,9 @@ export class JobRunner implements QueueHooks {
       signal: c.signal,
       onEvent: this.reporter.pages.trace(run.id),
       onProgress: (p) => {
-        if (p.phase !== phase) this.o.log?.info({ run: run.id, phase: (phase = p.phase) }, 'run phase');
+        // The repair's `done` is not the run's: the judge and publishing follow (logged by work()).
+        if (p.phase !== phase && p.phase !== 'done')
+          this.o.log?.info({ run: run.id, phase: (phase = p.phase) }, 'run phase');
         c.status.update(progressStatus(p));
       },
     });

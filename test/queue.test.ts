@@ -37,6 +37,24 @@ describe('LocalRunQueue', () => {
     await store.close();
   });
 
+  // Issue 38, item 3: SIGTERM to serve interrupted its run at once, with no drain.
+  it('close drains: a running run finishing within the drain time is done; one that does not is interrupted', async () => {
+    const store = new SqliteRunStore(':memory:');
+    const jobs = new Jobs();
+    const q = new LocalRunQueue(store, 2, jobs);
+    const [a, b] = [await recordedRun(store, newRun(1)), await recordedRun(store, newRun(2))];
+    await q.enqueue(a);
+    await q.enqueue(b);
+    await until('both started', () => jobs.started.length === 2);
+    setTimeout(() => jobs.finish(a.id, { state: 'done' }), 200);
+    const started = Date.now();
+    await q.close(1000);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
+    expect(await store.get(a.id)).toMatchObject({ state: 'done' });
+    expect(await store.get(b.id)).toMatchObject({ state: 'interrupted', stop_reason: 'shutdown' });
+    await store.close();
+  });
+
   // Issue 31: a store that would not take a run's end (a full disk) left it `running` forever.
   it('an end the store refuses is retried, then recorded by reconcile; a running run with no job fails', async () => {
     const store = new SqliteRunStore(':memory:');

@@ -2,7 +2,8 @@ import { jest } from '@jest/globals';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { Connections } from '../src/queue/redis-keys.js';
 import { OutageLog } from '../src/trace/outage.js';
-import { serviceUrl } from './support/services.js';
+import { needService, serviceUrl } from './support/services.js';
+import { describeIf } from './support/skip.js';
 import { until } from './support/queue-contract.js';
 
 const redis = serviceUrl('AGENTICFIX_TEST_REDIS_URL');
@@ -12,7 +13,7 @@ const redis = serviceUrl('AGENTICFIX_TEST_REDIS_URL');
  * per retry. Here Redis is reached through a relay the test stops and starts again: the outage is one
  * line, its end another, and ioredis prints nothing.
  */
-(redis ? describe : describe.skip)('a Redis outage', () => {
+describeIf(needService('AGENTICFIX_TEST_REDIS_URL'))('a Redis outage', () => {
   let relay: Server | null = null;
   const sockets = new Set<Socket>();
   const startRelay = (port: number) =>

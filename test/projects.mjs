@@ -33,6 +33,7 @@ export const PROJECTS = {
     'untrusted-render',
     'verify-cli',
     'verify-units',
+    'version',
     'webhook-pacing',
     'workspace',
   ],
@@ -90,7 +91,7 @@ export const PROJECTS = {
     'verify',
   ],
   /** Needs Redis and/or PostgreSQL (some also Docker and dist/). */
-  services: ['bench-smoke', 'e2e-scale', 'emulator-cli', 'queue', 'services', 'store'],
+  services: ['bench-smoke', 'e2e-scale', 'emulator-cli', 'outage', 'queue', 'services', 'store'],
 };
 
 /** Test files (paths under test/, without `.test.ts`) found on disk. */

@@ -80,7 +80,12 @@ export const EvidenceSchema = z.strictObject({
 });
 export type Evidence = z.infer<typeof EvidenceSchema>;
 
-const IdLists = z.strictObject({ success: z.array(z.string()), failure: z.array(z.string()) });
+const IdLists = z.strictObject({
+  success: z.array(z.string()),
+  failure: z.array(z.string()),
+  /** Ids the run's report does not contain (see test-ids.ts): never counted as failing. */
+  missing: z.array(z.string()),
+});
 export const TaskGradeSchema = z.strictObject({
   instance_id: z.string(),
   resolved: z.boolean(),

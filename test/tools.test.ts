@@ -23,6 +23,8 @@ import { createRegistry, DEFAULT_TOOLS, IsolationError, lastTestState } from '..
 import { renderObservation } from '../src/tools/observation.js';
 import { fail, ok, type ToolContext, type ToolDefinition, type ToolResult } from '../src/tools/types.js';
 import { RunTrace } from '../src/trace/trace.js';
+import { makeBuildEnvironmentTool } from '../src/tools/build-environment.js';
+import type { EnvironmentBuilder } from '../src/environment/types.js';
 import { makeSourceRepo, tempDir } from './support/git-fixtures.js';
 
 // A file's version as the tools define it, computed independently: SHA-256 cut to 16 hex digits.
@@ -895,6 +897,38 @@ describe('run_tests, git_diff and test staleness', () => {
     const derived = Math.max(2, Math.ceil((first.data.duration_ms * 5) / 1000));
     expect(second.data.time_limit_s).toBe(Math.min(300, derived));
     expect(ctx.suiteMs).toBe(first.data.duration_ms); // the first full run is the measure
+  });
+
+  it('measures the suite again after each environment rebuild', async () => {
+    const { ctx } = await setup(files, { maxTestTimeoutMs: 300_000, minTestTimeoutMs: 2_000 });
+    let image = 0;
+    const builder: EnvironmentBuilder = {
+      build: async () => ({
+        success: true,
+        image_id: `sha256:${++image}`,
+        image_tag: null,
+        cache_hit: false,
+        duration_ms: 1,
+        network: { proxy: false, ca: false },
+        log: { exit_status: 'ok', head: [], tail: [], error_lines: [], total_lines: 0, truncated: false },
+        error: null,
+      }),
+      sandboxFor: () => new LocalSandbox(),
+      localBaseImages: async () => [],
+    };
+    const c: ToolContext = { ...ctx, builder };
+    const reg = createRegistry(c, [...DEFAULT_TOOLS, makeBuildEnvironmentTool()]);
+    const call = async (name: string, args: unknown) => envelope(await reg.call(name, args));
+    const built = await call('build_environment', { dockerfile: 'FROM x\n' });
+    expect(built.success).toBe(true);
+    await call('run_tests', {});
+    const measured = c.suiteMs;
+    expect(measured).toEqual(expect.any(Number));
+    // A limit measured in a wrong environment (or under other load) bound every later run.
+    await call('build_environment', { dockerfile: 'FROM y\n' });
+    expect(c.suiteMs).toBeNull();
+    await call('run_tests', {});
+    expect(c.suiteMs).toEqual(expect.any(Number));
   });
 
   it('bounds the diff preview', async () => {

@@ -9,7 +9,7 @@ import type { WorktreeGit } from '../workspace/types.js';
 import { runCell } from './cells.js';
 import { splitArgv } from './argv.js';
 import { needsShell } from '../testrunners/reports/shell.js';
-import { matchTestIds } from './test-ids.js';
+import { gradeRow } from './test-ids.js';
 import { newRunId } from '../trace/ids.js';
 import { buildEnvironment, finish, infraReason, newReport, Worktrees } from './judge.js';
 import type { RebuildPolicy } from '../config/repo-config.js';
@@ -238,46 +238,9 @@ export async function gradeInstance(
     report.commands.push(`[graded] ${cell.argv.join(' ')}`);
     if (cell.problem) return done('invalid_test_run', `The test run cannot be trusted: ${cell.problem}.`);
 
-    const matched = matchTestIds([...F2P, ...P2P], cell.results);
-    const split = (ids: string[], ok: (s: string) => boolean) => {
-      const lists = { success: [] as string[], failure: [] as string[], missing: [] as string[] };
-      for (const id of ids) {
-        const m = cell.per_test ? matched.get(id)! : { status: cell.exit_code === 0 ? 'passed' : 'failed' };
-        lists[m.status === 'missing' ? 'missing' : ok(m.status) ? 'success' : 'failure'].push(id);
-      }
-      return lists;
-    };
-    report.task.FAIL_TO_PASS = split(F2P, (s) => s === 'passed');
-    report.task.PASS_TO_PASS = split(P2P, (s) => s === 'passed' || s === 'skipped');
-    const { FAIL_TO_PASS: f, PASS_TO_PASS: p } = report.task;
-    const notFound = (ids: string[], kind: string) =>
-      ids.length === 0
-        ? ''
-        : ` ${ids.length} ${kind} test(s) are missing from the report: ${ids
-            .slice(0, 3)
-            .map((id) => `${id} (${(matched.get(id) as { why?: string }).why})`)
-            .join(', ')}${ids.length > 3 ? ` and ${ids.length - 3} more` : ''}.`;
-    if (f.missing.length > 0)
-      return done(
-        'invalid_test_run',
-        `The test run cannot grade the row:${notFound(f.missing, 'FAIL_TO_PASS')}${notFound(p.missing, 'PASS_TO_PASS')}`,
-      );
-    const missingP2P = notFound(p.missing, 'PASS_TO_PASS');
-    report.task.resolved = f.failure.length === 0 && p.failure.length === 0;
-    if (report.task.resolved)
-      return done(
-        'verified',
-        `Resolved: all ${F2P.length} FAIL_TO_PASS and ${P2P.length - p.missing.length} PASS_TO_PASS tests pass.${missingP2P}`,
-      );
-    if (p.failure.length > 0)
-      return done(
-        'regression',
-        `Unresolved: ${p.failure.length} PASS_TO_PASS test(s) fail: ${p.failure.slice(0, 3).join(', ')}.${missingP2P}`,
-      );
-    return done(
-      'no_reproduction',
-      `Unresolved: ${f.failure.length} FAIL_TO_PASS test(s) do not pass: ${f.failure.slice(0, 3).join(', ')}.${missingP2P}`,
-    );
+    const graded = gradeRow(F2P, P2P, cell);
+    report.task = { ...report.task, ...graded.grade };
+    return done(graded.verdict, graded.reason);
   } catch (err) {
     return done('infra_error', infraReason(err));
   } finally {

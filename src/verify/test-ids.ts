@@ -1,4 +1,5 @@
 import type { TestResult, TestStatus } from '../testrunners/reports/types.js';
+import type { Cell, TaskGrade, Verdict } from './types.js';
 
 /**
  * A test id split into the file it names (null when it names none) and its full title, the describe
@@ -70,4 +71,60 @@ export function matchTestIds(
       });
   }
   return out;
+}
+
+const more = (ids: readonly string[], show: (id: string) => string = (id) => id) =>
+  ids.slice(0, 3).map(show).join(', ') + (ids.length > 3 ? ` and ${ids.length - 3} more` : '');
+
+/**
+ * SWE-bench's grading of one run: resolved iff every FAIL_TO_PASS passed and every PASS_TO_PASS passed
+ * or was skipped. An id the report does not contain is missing, never failing: a missing FAIL_TO_PASS
+ * makes the run unfit to grade the row (`invalid_test_run`); missing PASS_TO_PASS ids are named.
+ */
+export function gradeRow(
+  F2P: readonly string[],
+  P2P: readonly string[],
+  cell: Pick<Cell, 'per_test' | 'results' | 'exit_code'>,
+): { grade: Omit<TaskGrade, 'instance_id'>; verdict: Verdict; reason: string } {
+  const matched = matchTestIds([...F2P, ...P2P], cell.results);
+  const whole: IdMatch = { status: cell.exit_code === 0 ? 'passed' : 'failed', id: '' };
+  const split = (ids: readonly string[], ok: (s: TestStatus) => boolean) => {
+    const lists = { success: [] as string[], failure: [] as string[], missing: [] as string[] };
+    for (const id of ids) {
+      const m = cell.per_test ? matched.get(id)! : whole;
+      lists[m.status === 'missing' ? 'missing' : ok(m.status) ? 'success' : 'failure'].push(id);
+    }
+    return lists;
+  };
+  const f = split(F2P, (s) => s === 'passed');
+  const p = split(P2P, (s) => s === 'passed' || s === 'skipped');
+  const why = (id: string) => {
+    const m = matched.get(id);
+    return m?.status === 'missing' ? `${id} (${m.why})` : id;
+  };
+  const missing = (ids: string[], kind: string) =>
+    ids.length === 0 ? '' : ` ${ids.length} ${kind} test(s) are missing from the report: ${more(ids, why)}.`;
+  const resolved = f.failure.length === 0 && f.missing.length === 0 && p.failure.length === 0;
+  const grade = { resolved, FAIL_TO_PASS: f, PASS_TO_PASS: p };
+  const out = (verdict: Verdict, reason: string) => ({ grade, verdict, reason });
+  const missingP2P = missing(p.missing, 'PASS_TO_PASS');
+  if (f.missing.length > 0)
+    return out(
+      'invalid_test_run',
+      `The test run cannot grade the row:${missing(f.missing, 'FAIL_TO_PASS')}${missingP2P}`,
+    );
+  if (resolved)
+    return out(
+      'verified',
+      `Resolved: all ${F2P.length} FAIL_TO_PASS and ${P2P.length - p.missing.length} PASS_TO_PASS tests pass.${missingP2P}`,
+    );
+  if (p.failure.length > 0)
+    return out(
+      'regression',
+      `Unresolved: ${p.failure.length} PASS_TO_PASS test(s) fail: ${more(p.failure)}.${missingP2P}`,
+    );
+  return out(
+    'no_reproduction',
+    `Unresolved: ${f.failure.length} FAIL_TO_PASS test(s) do not pass: ${more(f.failure)}.${missingP2P}`,
+  );
 }

@@ -62,6 +62,8 @@ export const CellSchema = z.strictObject({
   flaky: z.array(z.string()),
   /** Why the cell's results cannot be trusted (cross-check with the exit code, timeout…), else null. */
   problem: z.string().nullable(),
+  /** Set when the cell timed out at the derived limit and was run again alone at the ceiling (its results are that run's). */
+  retimed: z.string().optional(),
   output_tail: z.string(),
 });
 export type Cell = z.infer<typeof CellSchema>;

@@ -322,6 +322,38 @@ describe('pages that fit one observation', () => {
   });
 });
 
+describe('search_code and list_files skip what .gitignore ignores unless include_ignored', () => {
+  it('leaves out coverage/ and a nested ignore, and shows them when asked', async () => {
+    const { call } = await setup({
+      '.gitignore': 'coverage/\n*.log\n',
+      'src/a.js': 'const needle = 1;\n',
+      'src/.gitignore': 'gen/\n',
+      'src/gen/b.js': 'const needle = 2;\n',
+      'coverage/lcov-report/a.js.html': 'needle\n',
+      'debug.log': 'needle\n',
+    });
+    // 16 of 34 hits were in coverage/, which git ignores.
+    const hits = await call('search_code', { query: 'needle' });
+    expect(hits.data.results.map((r: { file: string }) => r.file)).toEqual(['src/a.js']);
+    const all = await call('search_code', { query: 'needle', include_ignored: true });
+    expect(all.data.results.map((r: { file: string }) => r.file).sort()).toEqual([
+      'coverage/lcov-report/a.js.html',
+      'debug.log',
+      'src/a.js',
+      'src/gen/b.js',
+    ]);
+    const listed = await call('list_files', { max_depth: 5 });
+    expect(listed.data.entries.map((e: { path: string }) => e.path)).toEqual([
+      '.gitignore',
+      'src',
+      'src/.gitignore',
+      'src/a.js',
+    ]);
+    const everything = await call('list_files', { max_depth: 1, include_ignored: true });
+    expect(everything.data.entries.map((e: { path: string }) => e.path)).toContain('coverage');
+  });
+});
+
 describe('search_code', () => {
   let env: Awaited<ReturnType<typeof setup>>;
   beforeAll(async () => {

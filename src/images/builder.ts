@@ -21,6 +21,8 @@ import { stopwatch } from '../trace/phases.js';
 
 /** Repository of every environment image; the tag is a prefix of the environment's content key. */
 export const ENV_REPO = 'agenticfix-env';
+/** The repository of the app's own base images (scripts/setup-docker.sh builds `agenticfix/debian:bookworm`). */
+const APP_REPO = 'agenticfix';
 export const KEY_LABEL = 'agenticfix.key';
 /** Build time in milliseconds: Docker's `Created` has one-second resolution, too coarse to order recent builds. */
 export const BUILT_LABEL = 'agenticfix.built';
@@ -163,11 +165,15 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
     return new DockerSandbox(this.docker, imageId, this.cfg, this.runOf.get(imageId));
   }
 
-  /** Tagged images that are not AgenticFix environments: what a Dockerfile can start FROM offline. */
+  /**
+   * What a Dockerfile can start FROM offline: the operator's configured base image and the app's own
+   * images (`agenticfix/…`) that are here. Other tagged images on the host (other projects', the
+   * environments built for runs) are no one's advice to the model.
+   */
   async localBaseImages(): Promise<string[]> {
     const images = await this.docker.listImages();
     const tags = images.flatMap((i) => i.RepoTags ?? []);
-    return [...new Set(tags.filter((t) => t !== '<none>:<none>' && !t.startsWith(`${ENV_REPO}:`)))].sort();
+    return [...new Set(tags.filter((t) => t === this.cfg.baseImage || t.startsWith(`${APP_REPO}/`)))].sort();
   }
 
   /** Ends the run's leases on its images (also those another builder of the run took). */

@@ -931,11 +931,13 @@ describe('run_tests, git_diff and test staleness', () => {
     expect(ctx.suiteMs).toBe(first.data.duration_ms); // the first full run is the measure
   });
 
-  it('measures the suite again after each environment rebuild', async () => {
+  it('measures the suite again after each environment rebuild, and tells when a build runs', async () => {
     const { ctx } = await setup(files, { maxTestTimeoutMs: 300_000, minTestTimeoutMs: 2_000 });
     let image = 0;
+    const events: (boolean | string)[] = [];
     const builder: EnvironmentBuilder = {
       build: async () => ({
+        ...(events.push('build') && {}),
         success: true,
         image_id: `sha256:${++image}`,
         image_tag: null,
@@ -948,7 +950,8 @@ describe('run_tests, git_diff and test staleness', () => {
       sandboxFor: () => new LocalSandbox(),
       localBaseImages: async () => [],
     };
-    const c: ToolContext = { ...ctx, builder };
+    // The build's time is the environment's (phases_ms), not the agent's: 342 s showed as 36 ms.
+    const c: ToolContext = { ...ctx, builder, onBuilding: (b) => events.push(b) };
     const reg = createRegistry(c, [...DEFAULT_TOOLS, makeBuildEnvironmentTool()]);
     const call = async (name: string, args: unknown) => envelope(await reg.call(name, args));
     const built = await call('build_environment', { dockerfile: 'FROM x\n' });
@@ -961,6 +964,7 @@ describe('run_tests, git_diff and test staleness', () => {
     expect(c.suiteMs).toBeNull();
     await call('run_tests', {});
     expect(c.suiteMs).toEqual(expect.any(Number));
+    expect(events).toEqual([true, 'build', false, true, 'build', false]);
   });
 
   it('bounds the diff preview', async () => {

@@ -99,13 +99,16 @@ export function makeBuildEnvironmentTool(baseImages: readonly string[] = []): To
           'This run has no Docker engine: tests run in the existing sandbox as they are.',
         );
       }
-      const result = await ctx.builder.build({
-        dockerfile: args.dockerfile,
-        worktree: ctx.worktree,
-        runId: ctx.runId,
-        signal: ctx.signal,
-        onStep: ctx.onBuildStep,
-      });
+      ctx.onBuilding?.(true);
+      const result = await ctx.builder
+        .build({
+          dockerfile: args.dockerfile,
+          worktree: ctx.worktree,
+          runId: ctx.runId,
+          signal: ctx.signal,
+          onStep: ctx.onBuildStep,
+        })
+        .finally(() => ctx.onBuilding?.(false));
       if (ctx.signal?.aborted) return fail('cancelled', 'build cancelled');
       // For the run's record only: the model is not told about the network's proxy or CA.
       ctx.trace.event('build_network', {

@@ -13,6 +13,7 @@ import {
   snapshotWorktree,
   type SnapshotEntry,
 } from './docker-context.js';
+import { gitDependencyHint } from './git-deps.js';
 import { DockerSandbox, LABEL, RUN_LABEL } from '../environment/docker.js';
 import { buildNetworkMode, ensureBuildNetwork, proxyBuildArgs } from './network.js';
 import { ImageLeases } from './leases.js';
@@ -128,6 +129,8 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
         const local = await this.localBaseImages().catch(() => []);
         error += `\nNo registry is reachable. Base images available locally: ${local.join(', ') || '(none)'}`;
       }
+      const gitHint = gitDependencyHint([...log.error_lines, ...log.tail], opts.worktree);
+      if (gitHint) error += `\n${gitHint}`;
       return failed(error, log);
     }
     // The stream can end without an error entry although nothing was built: trust only the engine.

@@ -172,6 +172,14 @@ d('Docker environment builder and sandbox (real engine)', () => {
     expect(res.error).toContain(BASE_IMAGE);
     expect(await builder.localBaseImages()).toContain(BASE_IMAGE);
     expect((await builder.localBaseImages()).some((t) => t.startsWith(`${ENV_REPO}:`))).toBe(false);
+    // Another project's image on the host is no advice to the model (it listed `bars-base:bookworm`).
+    const other = `other-project-${process.pid}`;
+    await docker.getImage(BASE_IMAGE).tag({ repo: other, tag: 'bookworm' });
+    try {
+      expect(await builder.localBaseImages()).not.toContain(`${other}:bookworm`);
+    } finally {
+      await docker.getImage(`${other}:bookworm`).remove();
+    }
   }, 60_000);
 
   it('runs as the worktree owner, writes only the worktree and /tmp', async () => {

@@ -255,8 +255,8 @@ function hostileReport(h: string): VerificationReport {
     task: {
       instance_id: h,
       resolved: false,
-      FAIL_TO_PASS: { success: [], failure: many },
-      PASS_TO_PASS: { success: many, failure: many },
+      FAIL_TO_PASS: { success: [], failure: many, missing: many },
+      PASS_TO_PASS: { success: many, failure: many, missing: [] },
     },
     phases: null,
     commands: [h, h],

@@ -16,6 +16,7 @@ export const PROJECTS = {
     'compose',
     'config',
     'cost',
+    'grading-units',
     'human-model',
     'observation',
     'patch',

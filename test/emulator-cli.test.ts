@@ -146,10 +146,7 @@ describe('agenticfix emulator with serve and a worker', () => {
 // client, and its HOST=127.0.0.1 and PORT, pasted into a container's .env, made serve unreachable.
 describe('agenticfix emulator by hand', () => {
   let home: string;
-  beforeAll(async () => {
-    home = tempDir('emulator-hand-');
-    await execa('npm', ['run', 'build'], { cwd: ROOT });
-  }, 300_000);
+  beforeAll(() => (home = tempDir('emulator-hand-')));
   afterAll(() => rmSync(home, { recursive: true, force: true }));
 
   it('prints its OAuth client, keeps HOST and PORT apart, and labels again when told on its input', async () => {

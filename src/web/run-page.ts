@@ -4,7 +4,7 @@ import { VerificationReportSchema, type VerificationReport } from '../verify/typ
 import { html, type Html } from './html.js';
 import { ACTIVE_STATES, duration, runDuration, spent, stateBadge } from './layout.js';
 import { renderDiff, renderMarkdown } from './render.js';
-import { toolCall } from './tool-call.js';
+import { num, obj, str, toolCall, type Body } from './tool-call.js';
 
 /** Who looks at the page: writers see the cancel button. */
 export interface Viewer {
@@ -12,11 +12,6 @@ export interface Viewer {
   csrf: string;
 }
 
-type Body = Record<string, unknown>;
-const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
-const num = (v: unknown): number | null => (typeof v === 'number' ? v : null);
-const obj = (v: unknown): Body =>
-  v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Body) : {};
 const time = (ts: string): Html => html`<time datetime="${ts}">${ts.slice(11, 19)}</time>`;
 
 /** The run's page body (also what the live update swaps in). */

@@ -8,10 +8,11 @@ import { duration } from './layout.js';
  * observation stay one click away.
  */
 
-type Body = Record<string, unknown>;
-const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
-const num = (v: unknown): number | null => (typeof v === 'number' ? v : null);
-const obj = (v: unknown): Body =>
+/** Event bodies are the trace's JSON: each value read as the type it should have, or nothing. */
+export type Body = Record<string, unknown>;
+export const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
+export const num = (v: unknown): number | null => (typeof v === 'number' ? v : null);
+export const obj = (v: unknown): Body =>
   v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Body) : {};
 const json = (v: unknown): string => JSON.stringify(v, null, 2) ?? 'null';
 /** Long failure messages and steps are cut for the view; the raw JSON has them whole. */

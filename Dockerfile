@@ -1,8 +1,8 @@
-# The AgenticFix app: multi-stage build, runs as a non-root user, listens on 0.0.0.0:3000.
+# The AgenticFix app on Node.js 22 LTS: multi-stage build, runs as a non-root user, listens on 0.0.0.0:3000.
 # It talks to a Docker Engine through DOCKER_HOST or a mounted /var/run/docker.sock.
-# Without a container registry: `bash scripts/node-image.sh` and --build-arg NODE_IMAGE=agenticfix/node:20;
+# Without a container registry: `bash scripts/node-image.sh` and --build-arg NODE_IMAGE=agenticfix/node:22;
 # behind a TLS-inspecting proxy: --build-arg EXTRA_CA_CERTS="$(cat your-ca.crt)" (README: "Offline build").
-ARG NODE_IMAGE=node:20-bookworm-slim
+ARG NODE_IMAGE=node:22-bookworm-slim
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*

@@ -67,6 +67,9 @@ describeIf(await needDocker())('the README container commands', () => {
     process.stderr.write(
       `container test: the offline build took ${Math.round((Date.now() - started) / 1000)} s\n`,
     );
+    // Issue 38, item 7: the image runs the supported runtime, Node 22 LTS.
+    const version = await execa('docker', ['run', '--rm', IMAGE, 'node', '--version']);
+    expect(version.stdout).toMatch(/^v22\./);
 
     const [, install, network, run] = block('#### The app in a container');
     expect(install).toBe('sudo install -d -o 10001 /srv/agenticfix');

@@ -1,5 +1,7 @@
 import { execa, type ResultPromise } from 'execa';
 import { mkdirSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
 import { tempDir } from './support/app.js';
@@ -107,7 +109,8 @@ describeIf(needs)('agenticfix emulator with serve and a worker', () => {
     });
     const said = events(emulator);
     expect(said.find((e) => e.event === 'labeled')).toMatchObject({ issue: 1, status: 200 });
-    expect(said.find((e) => e.event === 'pull_request')).toMatchObject({ number: 2, draft: true });
+    // Issues #1 and #2 are the emulator's; the pull request comes next.
+    expect(said.find((e) => e.event === 'pull_request')).toMatchObject({ number: 3, draft: true });
 
     const origin = `http://127.0.0.1:${port}`;
     const health = await get(`${origin}/healthz`);
@@ -138,4 +141,70 @@ describeIf(needs)('agenticfix emulator with serve and a worker', () => {
       30_000,
     );
   }, 600_000);
+});
+
+// Issue 38, item 4: the emulator labelled once (a second try needed a new emulator), printed no OAuth
+// client, and its HOST=127.0.0.1 and PORT, pasted into a container's .env, made serve unreachable.
+describe('agenticfix emulator by hand', () => {
+  let home: string;
+  beforeAll(() => (home = tempDir('emulator-hand-')));
+  afterAll(() => rmSync(home, { recursive: true, force: true }));
+
+  it('prints its OAuth client, keeps HOST and PORT apart, and labels again when told on its input', async () => {
+    const hooks: { event: string; action: string; issue: number }[] = [];
+    const serve = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (d: Buffer) => (body += d.toString()));
+      req.on('end', () => {
+        const p = JSON.parse(body || '{}') as { action?: string; issue?: { number: number } };
+        hooks.push({
+          event: String(req.headers['x-github-event']),
+          action: p.action!,
+          issue: p.issue!.number,
+        });
+        res.writeHead(200).end('ok');
+      });
+    });
+    await new Promise<void>((r) => serve.listen(0, '127.0.0.1', r));
+    const port = (serve.address() as AddressInfo).port;
+    const emulator = start(['emulator', '--no-label', '--serve', `http://127.0.0.1:${port}`], home, {
+      PATH: process.env.PATH!,
+      HOME: home,
+    });
+    try {
+      await until('the emulator', () => emulator.out().includes('label again'), 60_000);
+      const lines = emulator.out().split('\n');
+      const marker = lines.findIndex((l) => l.startsWith('# serve run by hand on this machine only'));
+      expect(marker).toBeGreaterThan(0);
+      const names = (ls: string[]) =>
+        ls.filter((l) => l.startsWith('export ')).map((l) => l.split(/[ =]/)[1]);
+      // What goes into any .env (a container's too), then the two lines for serve on this machine.
+      expect(names(lines.slice(0, marker))).toEqual(
+        expect.arrayContaining(['APP_ID', 'WEBHOOK_SECRET', 'GITHUB_CLIENT_ID', 'GITHUB_CLIENT_SECRET']),
+      );
+      expect(names(lines.slice(0, marker))).not.toContain('HOST');
+      expect(names(lines.slice(0, marker))).not.toContain('PORT');
+      expect(names(lines.slice(marker, marker + 3))).toEqual(['HOST', 'PORT']);
+      expect(emulator.out()).toMatch(/export GITHUB_CLIENT_ID=Iv1\.[0-9a-f]{16}\n/);
+
+      emulator.child.stdin!.write('label 2\nlabel\nlabel 9\n');
+      await until('two labels', () => hooks.length >= 2, 30_000);
+      expect(hooks).toEqual([
+        { event: 'issues', action: 'labeled', issue: 2 },
+        { event: 'issues', action: 'labeled', issue: 1 },
+      ]);
+      await until(
+        'the answers',
+        () => /labelled #1/.test(emulator.out()) && /label 1` or `label 2`/.test(emulator.out()),
+        10_000,
+      );
+      expect(emulator.out()).toContain(
+        "maintainer-mona labelled #2 'agenticfix': serve answered the webhook with HTTP 200",
+      );
+    } finally {
+      emulator.child.kill('SIGTERM');
+      await emulator.child;
+      serve.close();
+    }
+  }, 120_000);
 });

@@ -45,6 +45,10 @@ const COMMANDS: Record<string, { description: string; load: () => Promise<Handle
     description: 'check the settings and the services serve (or --worker) needs, without starting',
     load: async () => (await import('./doctor.js')).doctorCommand,
   },
+  config: {
+    description: 'check a repository configuration file (.github/agenticfix.yml) as the app reads it',
+    load: async () => (await import('./config-check.js')).configCommand,
+  },
   'build-network': {
     description: 'create the build network and install its iptables rules (as root)',
     load: async () => (await import('./build-network.js')).buildNetworkCommand,

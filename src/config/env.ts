@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { PROVIDERS } from './providers.js';
+import { nearest } from './did-you-mean.js';
 
 /**
  * Every setting the app reads from its environment, with its default and its check: the one schema
@@ -206,22 +207,9 @@ export function unknownSettings(env: Record<string, string | undefined>): string
     .filter((k) => k.startsWith('AGENTICFIX_') && !(k in ENV_SCHEMA.shape) && !SCRIPT_ENV_NAMES.has(k))
     .sort()
     .map((k) => {
-      const [best] = known.map((n) => [n, editDistance(k, n)] as const).sort((a, b) => a[1] - b[1]);
-      const hint = best && best[1] <= 3 ? ` (did you mean ${best[0]}?)` : '';
-      return `${k} is not a setting and is ignored${hint}`;
+      const near = nearest(k, known);
+      return `${k} is not a setting and is ignored${near ? ` (did you mean ${near}?)` : ''}`;
     });
-}
-
-/** Levenshtein distance: one row at a time. */
-function editDistance(a: string, b: string): number {
-  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const next = [i];
-    for (let j = 1; j <= b.length; j++)
-      next.push(Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1)));
-    row = next;
-  }
-  return row[b.length]!;
 }
 
 /** The settings as the schema leaves them. */

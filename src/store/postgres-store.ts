@@ -266,8 +266,8 @@ export class PostgresRunStore implements RunStore {
     const set = (['owner', 'repo', 'state'] as const).filter((k) => f[k] !== undefined);
     const where = set.length > 0 ? `WHERE ${set.map((k, i) => `${k} = $${i + 1}`).join(' AND ')}` : '';
     const { rows } = await this.pool.query(
-      `SELECT * FROM runs ${where} ORDER BY created_at DESC, id DESC LIMIT $${set.length + 1}`,
-      [...set.map((k) => f[k]), f.limit],
+      `SELECT * FROM runs ${where} ORDER BY created_at DESC, id DESC LIMIT $${set.length + 1} OFFSET $${set.length + 2}`,
+      [...set.map((k) => f[k]), f.limit, f.offset ?? 0],
     );
     return rows.map((r) => RUN_ROW.parse(r));
   }

@@ -226,8 +226,10 @@ export class SqliteRunStore implements RunStore {
 
   async recent(f: RunFilter): Promise<RunRecord[]> {
     const where = filterSql(f);
-    return this.statement(`SELECT * FROM runs ${where.sql} ORDER BY created_at DESC, id DESC LIMIT ?`)
-      .all(...where.args, f.limit)
+    return this.statement(
+      `SELECT * FROM runs ${where.sql} ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`,
+    )
+      .all(...where.args, f.limit, f.offset ?? 0)
       .map((r) => RUN_ROW.parse(r));
   }
 

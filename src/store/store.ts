@@ -166,6 +166,8 @@ export interface RunFilter {
   repo?: string;
   state?: RunState;
   limit: number;
+  /** Newest runs skipped first: the run list's pages. */
+  offset?: number;
 }
 
 /** A delivery acknowledged but not taken in yet. */

@@ -125,6 +125,14 @@ export function runStoreContract(backend: StoreBackend): void {
     expect((await store.forIssue('acme', 'calc', 7)).map((r) => r.id)).toEqual([b.id, a.id]);
     expect((await store.list()).map((r) => r.id)).toEqual([a.id, b.id, c.id]);
     expect((await store.list('queued')).map((r) => r.id)).toEqual([a.id, c.id]);
+    // Issue 38, item 6: the run list's pages (it stopped at 200 runs).
+    const page = (limit: number, offset?: number) =>
+      store.recent({ limit, offset }).then((l) => l.map((r) => r.id));
+    expect(await page(2)).toEqual([c.id, b.id]);
+    expect(await page(2, 2)).toEqual([a.id]);
+    expect(
+      await store.recent({ limit: 5, offset: 1, state: 'queued' }).then((l) => l.map((r) => r.id)),
+    ).toEqual([a.id]);
     await store.close();
   });
 

@@ -1,7 +1,8 @@
-import { chmod, mkdir, rm } from 'node:fs/promises';
+import { chmod, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { RunOutcome, Sandbox } from '../environment/types.js';
 import { readBelow } from '../workspace/safe-read.js';
+import { removeTree } from '../workspace/tree.js';
 import { collectResults, crossCheck, instrumentArgv, REPORT_DIR } from '../testrunners/reports/runner.js';
 import type { ParsedResults, TestResult } from '../testrunners/reports/types.js';
 import type { Cell } from './types.js';
@@ -48,7 +49,7 @@ async function runOnce(
 ): Promise<OneRun> {
   // The container runs as the worktree's owner or as nobody: the report directory must be writable by either.
   const dir = path.join(ctx.worktree, REPORT_DIR);
-  await rm(dir, { recursive: true, force: true });
+  await removeTree(dir); // what the tests left there: any depth, any mode
   await mkdir(dir, { recursive: true });
   await chmod(dir, 0o777);
   // The judge never rebuilds under its own feet: a vanished image would make the cells incomparable.
@@ -70,7 +71,7 @@ async function runOnce(
   const read = reportFile ? readBelow(ctx.worktree, reportFile, ctx.maxReportBytes) : null;
   // A cut report would be partial evidence: it counts as unreadable.
   const report = read?.ok && !read.truncated ? read.buf.toString('utf8') : null;
-  await rm(dir, { recursive: true, force: true });
+  await removeTree(dir);
   const parsed = collectResults(runner, outcome.stdout, report);
   if (outcome.status === 'timeout')
     return { outcome, parsed, problem: `timed out after ${Math.round(ctx.timeoutMs / 1000)} s` };

@@ -1,8 +1,10 @@
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, lstatSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { mkdir, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { execa } from 'execa';
 import { loadConfig, type Config } from '../src/config/config.js';
 import { startScriptedModelServer } from '../src/emulator/scripted-model.js';
 import { runRepair } from '../src/pipeline/repair.js';
@@ -588,8 +590,7 @@ d('hostile trees: what a command makes of the worktree (issue 35)', () => {
     const server = await startScriptedModelServer(hostileScript(script));
     // Its own home and repository, owned by the service's user; the service runs as that user (the
     // compiled app in a child process when this test runs as root, with the Docker socket's group).
-    const home = path.join(tmp.dir, 'nonroot');
-    await mkdir(home);
+    const home = mkdtempSync(path.join(tmpdir(), 'agenticfix-nonroot-'));
     const repo = await makeSourceRepo(path.join(home, 'source'), { 'README.md': 'calc\n' });
     const uid = asRoot ? NOBODY : process.getuid!();
     const gid = asRoot ? statSync('/var/run/docker.sock').gid : process.getgid!();
@@ -619,28 +620,31 @@ d('hostile trees: what a command makes of the worktree (issue 35)', () => {
     try {
       const result: Ended = asRoot
         ? (JSON.parse(
-            execFileSync(
-              'setpriv',
-              [
-                `--reuid=${uid}`,
-                `--regid=${gid}`,
-                '--clear-groups',
-                process.execPath,
-                '--input-type=module',
-                '-e',
-                child,
-              ],
-              {
-                cwd: ROOT_DIR,
-                env: {
-                  PATH: process.env.PATH!,
-                  HOME: home,
-                  OPTIONS: JSON.stringify(options),
-                  SETTINGS: JSON.stringify(env),
+            // Not a synchronous call: the scripted model answers from this process.
+            (
+              await execa(
+                'setpriv',
+                [
+                  `--reuid=${uid}`,
+                  `--regid=${gid}`,
+                  '--clear-groups',
+                  process.execPath,
+                  '--input-type=module',
+                  '-e',
+                  child,
+                ],
+                {
+                  cwd: ROOT_DIR,
+                  extendEnv: false,
+                  env: {
+                    PATH: process.env.PATH!,
+                    HOME: home,
+                    OPTIONS: JSON.stringify(options),
+                    SETTINGS: JSON.stringify(env),
+                  },
                 },
-                encoding: 'utf8',
-              },
-            ),
+              )
+            ).stdout,
           ) as Ended)
         : await runRepair({ ...(options as Parameters<typeof runRepair>[0]), config: loadConfig(env, home) });
       expect(plantingResult(result.trace_path)).toMatchObject({ error_code: 'disk_limit' });
@@ -651,6 +655,7 @@ d('hostile trees: what a command makes of the worktree (issue 35)', () => {
       expect(leftOf(path.join(home, 'home', 'worktrees'), runId)).toEqual([]);
     } finally {
       await server.close();
+      await removeTree(home);
     }
   }, 300_000);
 

@@ -360,6 +360,16 @@ afterAll(async () => {
   if (!process.env.KEEP_CORPUS) await removeTree(tmp.dir);
 });
 
+/** What every judge of the corpus is given but its test command: a one-line patch of the README. */
+const judgeOptions = () => ({
+  config,
+  remote: source.path,
+  baseCommit: source.head,
+  patch:
+    'diff --git a/README.md b/README.md\n--- a/README.md\n+++ b/README.md\n@@ -1 +1 @@\n-calc\n+calculator\n',
+  dockerfile: DOCKERFILE,
+});
+
 /** Every file of the mirror (objects, refs, config) with its content hash: what no case may change. */
 function mirrorState(mirror: string): string[] {
   return readdirSync(mirror, { recursive: true, encoding: 'utf8' })
@@ -483,12 +493,7 @@ d('adversarial corpus: what a container writes never runs on the host (issue 23)
     await mkdir(ctx.dir);
     const script = await plantScript(CASES[0]!, ctx);
     const report = await judge({
-      config,
-      remote: source.path,
-      baseCommit: source.head,
-      patch:
-        'diff --git a/README.md b/README.md\n--- a/README.md\n+++ b/README.md\n@@ -1 +1 @@\n-calc\n+calculator\n',
-      dockerfile: DOCKERFILE,
+      ...judgeOptions(),
       testArgv: ['sh', '-c', `${script}\necho planted`],
       runId: `corpus-judge-${process.pid}`,
     });
@@ -519,6 +524,18 @@ const hostileScript = (script: string) => [
   { tool_calls: [{ name: 'finish', arguments: { summary: 'planted' } }] },
 ];
 
+/** A hostile run's options but its settings (JSON: they also go to a child process). */
+const hostileOptions = (repo: { path: string; head: string }, modelUrl: string, runId: string) => ({
+  remote: repo.path,
+  baseCommit: repo.head,
+  issue: { title: 't', body: '' },
+  testArgv: ['true'],
+  model: { kind: 'url' as const, baseUrl: modelUrl, name: 'm' },
+  sandbox: 'docker' as const,
+  dockerfile: DOCKERFILE,
+  runId,
+});
+
 /** Everything of a run beside its worktree (stage, marks, lending marker) and the worktree itself. */
 const leftOf = (worktreeDir: string, runId: string) =>
   existsSync(worktreeDir) ? readdirSync(worktreeDir).filter((n) => n.includes(runId)) : [];
@@ -547,17 +564,7 @@ d('hostile trees: what a command makes of the worktree (issue 35)', () => {
         { AGENTICFIX_HOME: path.join(tmp.dir, 'home'), AGENTICFIX_BASE_IMAGE: BASE_IMAGE, ...env },
         tmp.dir,
       );
-      return await runRepair({
-        remote: source.path,
-        baseCommit: source.head,
-        issue: { title: 't', body: '' },
-        testArgv: ['true'],
-        model: { kind: 'url', baseUrl: server.url, name: 'm' },
-        sandbox: 'docker',
-        dockerfile: DOCKERFILE,
-        runId,
-        config: cfg,
-      });
+      return await runRepair({ ...hostileOptions(source, server.url, runId), config: cfg });
     } finally {
       await server.close();
     }
@@ -595,16 +602,7 @@ d('hostile trees: what a command makes of the worktree (issue 35)', () => {
     const uid = asRoot ? NOBODY : process.getuid!();
     const gid = asRoot ? statSync('/var/run/docker.sock').gid : process.getgid!();
     if (asRoot) execFileSync('chown', ['-R', `${uid}:${gid}`, home]);
-    const options = {
-      remote: repo.path,
-      baseCommit: repo.head,
-      issue: { title: 't', body: '' },
-      testArgv: ['true'],
-      model: { kind: 'url', baseUrl: server.url, name: 'm' },
-      sandbox: 'docker',
-      dockerfile: DOCKERFILE,
-      runId,
-    };
+    const options = hostileOptions(repo, server.url, runId);
     const env = {
       AGENTICFIX_HOME: path.join(home, 'home'),
       AGENTICFIX_BASE_IMAGE: BASE_IMAGE,
@@ -646,7 +644,7 @@ d('hostile trees: what a command makes of the worktree (issue 35)', () => {
               )
             ).stdout,
           ) as Ended)
-        : await runRepair({ ...(options as Parameters<typeof runRepair>[0]), config: loadConfig(env, home) });
+        : await runRepair({ ...options, config: loadConfig(env, home) });
       expect(plantingResult(result.trace_path)).toMatchObject({ error_code: 'disk_limit' });
       expect(result.stop_reason).toBe('fatal');
       expect(result.error).toMatch(
@@ -662,12 +660,7 @@ d('hostile trees: what a command makes of the worktree (issue 35)', () => {
   it('the judge: tests that make a chain deeper than PATH_MAX in every cell get a verdict, leave nothing, and the next start-up passes', async () => {
     const runId = `corpus-judge-deep-${process.pid}`;
     const report = await judge({
-      config,
-      remote: source.path,
-      baseCommit: source.head,
-      patch:
-        'diff --git a/README.md b/README.md\n--- a/README.md\n+++ b/README.md\n@@ -1 +1 @@\n-calc\n+calculator\n',
-      dockerfile: DOCKERFILE,
+      ...judgeOptions(),
       testArgv: ['sh', '-c', `set -e\n${DEEP_CHAIN}\necho deep > f\necho planted`],
       runId,
     });

@@ -18,9 +18,21 @@ RUN printf '%s\n' "$EXTRA_CA_CERTS" > /tmp/extra-ca.pem \
 COPY tsconfig.json tsconfig.build.json ./
 COPY scripts ./scripts
 COPY src ./src
+# The commit the image is built from (the context has no .git): `--build-arg GIT_COMMIT=$(git rev-parse HEAD)`.
+ARG GIT_COMMIT=""
 RUN npm run build && npm prune --omit=dev
 
 FROM ${NODE_IMAGE}
+# OCI labels. VERSION is package.json's (test/version.test.ts holds them equal: bump both in a release).
+ARG VERSION=0.2.0
+ARG GIT_COMMIT=""
+ARG CREATED=""
+LABEL org.opencontainers.image.title="AgenticFix" \
+  org.opencontainers.image.description="A GitHub App that fixes labelled issues and opens verified draft pull requests." \
+  org.opencontainers.image.version="${VERSION}" \
+  org.opencontainers.image.revision="${GIT_COMMIT}" \
+  org.opencontainers.image.created="${CREATED}" \
+  org.opencontainers.image.licenses="MIT"
 RUN apt-get update && apt-get install -y --no-install-recommends git ca-certificates && rm -rf /var/lib/apt/lists/* \
   && useradd --create-home --uid 10001 agenticfix
 WORKDIR /app

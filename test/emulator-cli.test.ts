@@ -127,12 +127,12 @@ describe('agenticfix emulator with serve and a worker', () => {
       30_000,
     );
     // The worker ran it and the judge verified it.
-    const workerUrl = /health and metrics on (http:\S+)/.exec(worker.out())![1]!;
+    const workerUrl = /health and metrics on (http:[^\s"]+)/.exec(worker.out())![1]!;
     await until(
       'the worker to count the verified run',
       async () =>
-        (await get(`${workerUrl}/metrics`)).text.includes(
-          'agenticfix_runs_ended_total{state="done",verdict="verified"} 1',
+        /^agenticfix_runs_ended_total\{state="done",verdict="verified",reason="\w+"\} 1$/m.test(
+          (await get(`${workerUrl}/metrics`)).text,
         ),
       30_000,
     );

@@ -81,6 +81,9 @@ describe('serve', () => {
     expect(health.status).toBe(200);
     expect(JSON.parse(health.text)).toEqual({
       status: 'ok',
+      version: expect.stringMatching(/^\d+\.\d+\.\d+/),
+      commit: expect.any(String),
+      node: process.version,
       checks: {
         store: { ok: true, ms: expect.any(Number) },
         docker: { ok: true, ms: expect.any(Number) },
@@ -115,7 +118,6 @@ describe('serve', () => {
     expect(m.type).toContain('text/plain');
     for (const line of [
       'agenticfix_webhook_deliveries_total{event="issues",outcome="new"} 1',
-      'agenticfix_runs_ended_total{state="done",verdict="verified"} 1',
       'agenticfix_queue_depth 0',
       'agenticfix_runs{state="running"} 0',
       'agenticfix_run_phase_seconds_count{phase="agent"} 1',
@@ -124,6 +126,9 @@ describe('serve', () => {
       'agenticfix_model_tokens_total{kind="completion"} 20',
     ])
       expect(m.text).toContain(line);
+    expect(m.text).toMatch(
+      /^agenticfix_runs_ended_total\{state="done",verdict="verified",reason="\w+"\} 1$/m,
+    );
     const said = lines
       .filter((l) => l.run === run!.id || l.delivery)
       .map((l) => [l.msg, l.phase ?? l.state ?? null]);
@@ -133,10 +138,13 @@ describe('serve', () => {
         ['run started', null],
         ['run phase', 'preparing_workspace'],
         ['run phase', 'working'],
+        ['run phase', 'verifying'],
+        ['run phase', 'publishing'],
         ['run work done', 'done'],
         ['run ended', 'done'],
       ]),
     );
+    expect(said).not.toContainEqual(['run phase', 'done']); // the repair's end, before the judge
     expect(lines.find((l) => l.msg === 'run started')).toMatchObject({
       level: 30,
       repo: `${O}/${R}`,
@@ -192,10 +200,10 @@ const database = process.env.AGENTICFIX_TEST_DATABASE_URL;
     );
     await until(
       'the worker to listen',
-      () => /health and metrics on (http:\S+)/.test(worker!.out()),
+      () => /health and metrics on (http:[^\s"]+)/.test(worker!.out()),
       120_000,
     );
-    const base = /health and metrics on (http:\S+)/.exec(worker.out())![1]!;
+    const base = /health and metrics on (http:[^\s"]+)/.exec(worker.out())![1]!;
     expect(new URL(base).hostname).toBe('127.0.0.1');
     expect(await get(`${base}/ping`)).toMatchObject({ status: 200, text: 'PONG' });
     const health = await get(`${base}/healthz`);
@@ -205,7 +213,10 @@ const database = process.env.AGENTICFIX_TEST_DATABASE_URL;
     });
     expect(health.status).toBe(200);
     const m = await get(`${base}/metrics`);
-    expect(m.text).toContain('agenticfix_queue_depth 0');
+    // The store-wide gauges are serve's alone: a sum over every process counts the store once.
+    expect(m.text).not.toContain('agenticfix_queue_depth');
+    expect(m.text).not.toMatch(/^agenticfix_runs\{/m);
+    expect(m.text).toMatch(/^agenticfix_build_info\{version="[^"]+",commit="[^"]+",node="v\d+[^"]*"\} 1$/m);
     expect(m.text).toContain('agenticfix_process_cpu_seconds_total');
     // Pretty: a level word and the message on one line, not a JSON object.
     expect(worker.out()).toMatch(/INFO.*start-up cleanup done/);

@@ -33,6 +33,13 @@ describe('SqliteRunStore', () => {
       ).run(h);
       db.close();
     },
+    async schemaVersion(set) {
+      const db = new Database(file);
+      if (set !== undefined) db.pragma(`user_version = ${set}`);
+      const version = db.pragma('user_version', { simple: true }) as number;
+      db.close();
+      return version;
+    },
   };
 
   describe('contract', () => runStoreContract(backend));
@@ -96,6 +103,10 @@ const database = serviceUrl('AGENTICFIX_TEST_DATABASE_URL');
              started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at`,
         [h.owner, h.host, h.pid, h.started_at, h.heartbeat_at],
       );
+    },
+    async schemaVersion(set) {
+      if (set !== undefined) await admin.query(`UPDATE ${schema}.schema_version SET version = $1`, [set]);
+      return (await admin.query(`SELECT version FROM ${schema}.schema_version`)).rows[0].version;
     },
   };
 

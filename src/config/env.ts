@@ -123,6 +123,9 @@ export const ENV_SCHEMA = z.object({
   AGENTICFIX_MAX_REPORT_MB: int(32, 1),
   // App
   AGENTICFIX_CONCURRENCY: int(2, 1),
+  // On SIGTERM (serve running runs, a worker): no more runs; running ones get this long to finish,
+  // then a worker hands them back to the queue and serve ends them `interrupted`, telling the issue.
+  AGENTICFIX_DRAIN_S: int(600, 0),
   AGENTICFIX_LABEL: z.string().min(1).default('agenticfix'),
   // The handle review comments mention to ask for a revision (`revise_on: [mention]`).
   AGENTICFIX_MENTION: z
@@ -143,7 +146,6 @@ export const ENV_SCHEMA = z.object({
     .regex(/^[\w-]{1,64}$/)
     .default('agenticfix-runs'),
   AGENTICFIX_WORKER_ID: z.string().min(1).max(200).optional(), // default host:pid
-  AGENTICFIX_WORKER_GRACE_S: int(600, 0), // on SIGTERM: running runs get this long to finish
   AGENTICFIX_WORKER_LOCK_MS: int(30_000, 500), // a worker silent this long is dead: its runs stalled
   AGENTICFIX_REQUEUE_STALLED: bool(false), // a dead worker's run is run again once (else interrupted)
   AGENTICFIX_INSTALLATION_CONCURRENCY: int(0, 0), // runs of one installation at once, all workers; 0: no limit

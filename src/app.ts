@@ -160,6 +160,7 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
         checkMounts: o.checkMounts,
         isFinished: (id) => runner.isFinished(id),
         isRunning,
+        log,
       });
       log.info(cleanup, 'start-up cleanup done');
     } catch (err) {

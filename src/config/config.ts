@@ -123,6 +123,8 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       observationMaxChars: e.AGENTICFIX_OBSERVATION_MAX_CHARS,
       /** A worktree larger than this after a test run ends the run. */
       maxWorktreeBytes: e.AGENTICFIX_MAX_WORKTREE_MB * MiB,
+      /** A worktree with more entries than this after a test run ends the run. */
+      maxWorktreeEntries: e.AGENTICFIX_MAX_WORKTREE_FILES,
       /** Larger new or changed files are left out of exported patches (and of the workspace revision). */
       maxPatchFileBytes: e.AGENTICFIX_MAX_PATCH_FILE_BYTES,
       /** Whether run_command may run on the host when the sandbox is the local one (never by default). */

@@ -33,6 +33,7 @@ export const ENV_SCHEMA = z.object({
   AGENTICFIX_MAX_LIST_ENTRIES: int(2000, 1),
   AGENTICFIX_MAX_SCANNED_ENTRIES: int(20000, 1),
   AGENTICFIX_MAX_WORKTREE_MB: int(1024, 1),
+  AGENTICFIX_MAX_WORKTREE_FILES: int(200_000, 1),
   AGENTICFIX_MAX_PATCH_FILE_BYTES: int(10 * MiB, 1),
   AGENTICFIX_RUN_COMMAND_LOCAL: bool(false), // run_command with the local sandbox runs on the host: off unless set
   // Docker sandbox

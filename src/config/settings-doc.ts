@@ -20,6 +20,8 @@ const DOCS: Record<EnvName, string> = {
   AGENTICFIX_MAX_LIST_ENTRIES: 'entries of one listing',
   AGENTICFIX_MAX_SCANNED_ENTRIES: 'entries one search scans',
   AGENTICFIX_MAX_WORKTREE_MB: 'a worktree larger than this after a test run ends the run',
+  AGENTICFIX_MAX_WORKTREE_FILES:
+    'a worktree with more entries (files, directories, links) than this after a test run ends the run',
   AGENTICFIX_MAX_PATCH_FILE_BYTES: 'new or changed files over this are left out of the patch',
   AGENTICFIX_RUN_COMMAND_LOCAL:
     '`run_command` with the local sandbox, that is on the host (trusted demos only)',

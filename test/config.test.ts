@@ -16,6 +16,7 @@ describe('config', () => {
       maxScannedEntries: 20000,
       observationMaxChars: 12_000,
       maxWorktreeBytes: 1024 * 1024 * 1024,
+      maxWorktreeEntries: 200_000,
       maxPatchFileBytes: 10 * 1024 * 1024,
       runCommandLocal: false,
     });
@@ -92,7 +93,6 @@ describe('config', () => {
       redisUrl: 'redis://q:6379',
       queueName: 'agenticfix-runs',
       workerId: 'w1',
-      workerGraceMs: 600_000,
       workerLockMs: 30_000,
       requeueStalled: true,
       installationLimit: 0,

@@ -1,7 +1,6 @@
-import { execa, type ResultPromise } from 'execa';
+import type { ResultPromise } from 'execa';
 import { rmSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import Docker from 'dockerode';
 import pg from 'pg';
 import { calculatorScript, CALCULATOR_TEST_ARGV, repoSource } from '../src/demo/calculator.js';
@@ -15,9 +14,10 @@ import type { RunRecord } from '../src/store/store.js';
 import { maxOverlap } from '../src/bench/stats.js';
 import type { RunningApp } from '../src/app.js';
 import { startEmulatedApp, startEmulator, tempDir, testConfig } from './support/app.js';
-import { dockerReady } from './support/docker.js';
+import { needDocker } from './support/docker.js';
 import { startChild, until } from './support/e2e.js';
-import { serviceUrl } from './support/services.js';
+import { needService, serviceUrl } from './support/services.js';
+import { describeIf, needAll } from './support/skip.js';
 
 /**
  * Scale-out end to end: `serve` (this process) takes signed webhooks from the GitHub emulator and
@@ -26,15 +26,18 @@ import { serviceUrl } from './support/services.js';
  */
 
 const O = 'octo';
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const REPOS = ['alpha', 'beta', 'gamma'];
 const CONCURRENCY = 2;
 const redis = serviceUrl('AGENTICFIX_TEST_REDIS_URL');
 const database = serviceUrl('AGENTICFIX_TEST_DATABASE_URL');
 const WAIT_MS = 240_000;
 
-(redis && database ? describe : describe.skip)('serve + two workers (BullMQ, PostgreSQL)', () => {
-  let ready = false;
+const needs = needAll(
+  await needDocker(),
+  needService('AGENTICFIX_TEST_REDIS_URL'),
+  needService('AGENTICFIX_TEST_DATABASE_URL'),
+);
+describeIf(needs)('serve + two workers (BullMQ, PostgreSQL)', () => {
   let emu: GitHubEmulator;
   let home: string;
   let model: ScriptedModelServer;
@@ -63,8 +66,6 @@ const WAIT_MS = 240_000;
   }
 
   beforeAll(async () => {
-    ready = await dockerReady();
-    if (!ready) return;
     emu = await startEmulator();
     home = tempDir('e2e-scale-');
     const config = testConfig(path.join(home, 'serve'), distributedEnv);
@@ -79,7 +80,6 @@ const WAIT_MS = 240_000;
     }
     emu.createRepo(O, 'slow', { fromDir: repoSource(home, ['node', '-e', 'setTimeout(() => {}, 600000)']) });
     emu.setPermission(O, 'slow', 'maint', 'write');
-    await execa('npm', ['run', 'build'], { cwd: ROOT });
     app = await startEmulatedApp(emu, { config });
     emu.setWebhookUrl(app.url);
     for (const id of ['w1', 'w2']) startWorker(id);
@@ -93,7 +93,7 @@ const WAIT_MS = 240_000;
     await app?.close();
     await model?.close();
     await emu?.close();
-    if (ready) await sweepContainers(new Docker()); // what the killed worker left
+    await sweepContainers(new Docker()); // what the killed worker left
     if (database) {
       const admin = new pg.Client({ connectionString: database.toString() });
       await admin.connect();
@@ -104,7 +104,6 @@ const WAIT_MS = 240_000;
   }, 120_000);
 
   it('six labelled issues over three repositories: all verified, spread over both workers within their concurrency', async () => {
-    if (!ready) return;
     const issues = REPOS.flatMap((repo) =>
       [1, 2].map((k) => ({
         repo,
@@ -151,7 +150,6 @@ const WAIT_MS = 240_000;
   }, 900_000);
 
   it('a redelivered webhook starts nothing; /agenticfix cancel stops the container on the worker holding the run', async () => {
-    if (!ready) return;
     const n = emu.createIssue(O, 'slow', { title: 'slow: cancel me', user: 'rae' });
     const label = await emu.label(O, 'slow', n, 'agenticfix', 'maint');
     expect(label.status).toBe(200);
@@ -191,7 +189,6 @@ const WAIT_MS = 240_000;
   }, 300_000);
 
   it('a worker killed mid-run leaves its run interrupted, and its issue is told', async () => {
-    if (!ready) return;
     const n = emu.createIssue(O, 'slow', { title: 'slow: subtract is wrong', user: 'rae' });
     expect((await emu.label(O, 'slow', n, 'agenticfix', 'maint')).status).toBe(200);
     // The repository's tests never end: the run is mid-run once its test container runs.

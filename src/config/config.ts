@@ -101,7 +101,6 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
           queueName: e.AGENTICFIX_QUEUE_NAME,
           /** This worker's name in the store; host:pid by default. */
           workerId: e.AGENTICFIX_WORKER_ID,
-          workerGraceMs: e.AGENTICFIX_WORKER_GRACE_S * 1000,
           workerLockMs: e.AGENTICFIX_WORKER_LOCK_MS,
           requeueStalled: e.AGENTICFIX_REQUEUE_STALLED,
           /** Runs of one installation running at once across all workers; 0: no limit. */
@@ -124,6 +123,8 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       observationMaxChars: e.AGENTICFIX_OBSERVATION_MAX_CHARS,
       /** A worktree larger than this after a test run ends the run. */
       maxWorktreeBytes: e.AGENTICFIX_MAX_WORKTREE_MB * MiB,
+      /** A worktree with more entries than this after a test run ends the run. */
+      maxWorktreeEntries: e.AGENTICFIX_MAX_WORKTREE_FILES,
       /** Larger new or changed files are left out of exported patches (and of the workspace revision). */
       maxPatchFileBytes: e.AGENTICFIX_MAX_PATCH_FILE_BYTES,
       /** Whether run_command may run on the host when the sandbox is the local one (never by default). */
@@ -209,6 +210,8 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
     verify: { flakyReruns: e.AGENTICFIX_FLAKY_RERUNS, maxReportBytes: e.AGENTICFIX_MAX_REPORT_MB * MiB },
     app: {
       concurrency: e.AGENTICFIX_CONCURRENCY,
+      /** On SIGTERM: how long running runs may go on before they are handed back or interrupted. */
+      drainMs: e.AGENTICFIX_DRAIN_S * 1000,
       label: e.AGENTICFIX_LABEL,
       mention: e.AGENTICFIX_MENTION,
       statusEditIntervalMs: e.AGENTICFIX_STATUS_EDIT_INTERVAL_MS,
@@ -237,7 +240,7 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       webhookBodyTimeoutMs: e.AGENTICFIX_WEBHOOK_BODY_TIMEOUT_S * 1000,
       /** People without write access get at most one reply per issue in this interval. */
       outsiderReplyIntervalMs: e.AGENTICFIX_OUTSIDER_REPLY_INTERVAL_S * 1000,
-      /** Check apps allowed to start revisions; null: GitHub Actions and those on the default branch's head. */
+      /** Check apps allowed to start revisions; null: GitHub Actions only. */
       checkApps: e.AGENTICFIX_CHECK_APPS ? splitList(e.AGENTICFIX_CHECK_APPS) : null,
     },
     log: { level: e.LOG_LEVEL, format: e.LOG_FORMAT },

@@ -20,6 +20,8 @@ const DOCS: Record<EnvName, string> = {
   AGENTICFIX_MAX_LIST_ENTRIES: 'entries of one listing',
   AGENTICFIX_MAX_SCANNED_ENTRIES: 'entries one search scans',
   AGENTICFIX_MAX_WORKTREE_MB: 'a worktree larger than this after a test run ends the run',
+  AGENTICFIX_MAX_WORKTREE_FILES:
+    'a worktree with more entries (files, directories, links) than this after a test run ends the run',
   AGENTICFIX_MAX_PATCH_FILE_BYTES: 'new or changed files over this are left out of the patch',
   AGENTICFIX_RUN_COMMAND_LOCAL:
     '`run_command` with the local sandbox, that is on the host (trusted demos only)',
@@ -73,7 +75,8 @@ const DOCS: Record<EnvName, string> = {
     'comma-separated models a repository or a command may choose (default: the configured one)',
   AGENTICFIX_MAX_REVISIONS: "revisions per pull request: a repository's default and ceiling",
   AGENTICFIX_CI_FEEDBACK_MAX_ROUNDS: "CI feedback rounds: a repository's default and ceiling",
-  AGENTICFIX_CHECK_APPS: 'comma-separated check apps whose failing runs may start a revision',
+  AGENTICFIX_CHECK_APPS:
+    'comma-separated check apps whose failing runs may start a revision (unset: github-actions only)',
   AGENTICFIX_OBSERVATION_MAX_CHARS: 'longest tool observation sent to the model',
   AGENTICFIX_KEEP_FULL_OBSERVATIONS: 'newest observations never compacted',
   AGENTICFIX_CONTEXT_COMPACT_TOKENS: 'older whole observations are compacted together past this many tokens',
@@ -84,6 +87,8 @@ const DOCS: Record<EnvName, string> = {
   AGENTICFIX_FLAKY_RERUNS: 'judge re-runs of failing cells',
   AGENTICFIX_MAX_REPORT_MB: 'largest test report the judge reads',
   AGENTICFIX_CONCURRENCY: 'concurrent runs of the app (or of one worker)',
+  AGENTICFIX_DRAIN_S:
+    'on SIGTERM running runs get this long to finish; then a worker hands them back to the queue, serve ends them `interrupted` and tells their issues',
   AGENTICFIX_LABEL: 'the trigger label',
   AGENTICFIX_MENTION: 'the handle review comments mention to ask for a revision',
   AGENTICFIX_DB_PATH: 'the SQLite run store (default: `<home>/runs.sqlite`)',
@@ -93,7 +98,6 @@ const DOCS: Record<EnvName, string> = {
     'the queue in Redis, run by `agenticfix worker` processes; needs AGENTICFIX_DATABASE_URL',
   AGENTICFIX_QUEUE_NAME: "the queue's name in Redis",
   AGENTICFIX_WORKER_ID: "a worker's name in the run store (default: host:pid)",
-  AGENTICFIX_WORKER_GRACE_S: 'a stopping worker lets running runs finish this long',
   AGENTICFIX_WORKER_LOCK_MS: 'a worker silent this long is dead: its runs stalled',
   AGENTICFIX_REQUEUE_STALLED: "a dead worker's run is run again once (else it ends interrupted)",
   AGENTICFIX_INSTALLATION_CONCURRENCY: 'runs of one installation at once across workers (0: no limit)',

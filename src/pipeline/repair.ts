@@ -33,7 +33,7 @@ import { capMiddle } from '../trace/cap.js';
 import { RunTrace, TraceError, type Artifact } from '../trace/trace.js';
 import { stripUserinfo } from '../workspace/git.js';
 import { GitWorkspaceManager } from '../workspace/manager.js';
-import { diskUsage } from '../workspace/usage.js';
+import { worktreeOverLimits } from '../workspace/tree.js';
 import type { Worktree } from '../workspace/types.js';
 import { removeOldWorktrees } from './startup.js';
 import type { RepairResult, StopReason } from '../agent/types.js';
@@ -170,6 +170,7 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
       trace,
       signal,
       onBuildStep,
+      onBuilding: (building) => phases.start(building ? 'environment' : 'agent'),
       // A fresh worktree of the base commit per call, from the mirror: never a copy of the agent's tree.
       baseTree: async () => {
         const wt = await workspaces.create(opts.remote, baseCommit, `${runId}-base-${newRunId().slice(-8)}`);
@@ -321,12 +322,11 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
   return result;
 }
 
-/** `--keep-worktree` keeps it; a failed run's is kept when configured, unless it is over the size limit. */
+/** `--keep-worktree` keeps it; a failed run's is kept when configured, unless it is over a limit. */
 async function keepWorktree(opts: RepairOptions, stop: StopReason, worktree: string): Promise<boolean> {
   if (opts.keepWorktree) return true;
   if (stop === 'completed' || !opts.config.app.keepFailedWorktrees) return false;
-  const max = opts.config.limits.maxWorktreeBytes;
-  return (await diskUsage(worktree, max)) <= max;
+  return (await worktreeOverLimits(worktree, opts.config.limits)) === null;
 }
 
 interface PreparedEnvironment {

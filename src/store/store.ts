@@ -5,7 +5,7 @@ import { FEEDBACK } from './feedback.js';
 
 /**
  * Persistent record of every run and webhook delivery (deliveries are pruned after
- * AGENTICFIX_DELIVERY_MAX_AGE_D; runs are never deleted). One interface, two implementations that pass
+ * AGENTICFIX_DELIVERY_MAX_AGE_D, runs after AGENTICFIX_RUNS_MAX_AGE_D). One interface, two implementations that pass
  * one contract suite (test/support/store-contract.ts): embedded SQLite for a single process
  * (sqlite-store.ts) and PostgreSQL shared by `serve` and workers on many machines (postgres-store.ts).
  * Both apply the same MIGRATIONS. Async because PostgreSQL is.
@@ -166,6 +166,8 @@ export interface RunFilter {
   repo?: string;
   state?: RunState;
   limit: number;
+  /** Newest runs skipped first: the run list's pages. */
+  offset?: number;
 }
 
 /** A delivery acknowledged but not taken in yet. */
@@ -216,6 +218,11 @@ export interface RunStore {
    * retention is refused): a forgotten body could otherwise act again.
    */
   pruneDeliveries(before: string): Promise<number>;
+  /**
+   * Forgets the runs over before `before` (ISO time) with their events, kept writes and deliveries, in
+   * one transaction; returns how many runs. With the run directories' retention (AGENTICFIX_RUNS_MAX_AGE_D).
+   */
+  pruneRuns(before: string): Promise<number>;
   /** Records a new queued run; a second run for the same delivery id is refused by the schema. */
   createRun(input: NewRun): Promise<RunRecord>;
   get(id: string): Promise<RunRecord | null>;

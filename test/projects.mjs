@@ -50,6 +50,7 @@ export const PROJECTS = {
     'emulator-github-probot',
     'emulator-reviews',
     'github-failures',
+    'model-limits',
     'publish',
     'repair',
     'repo-config',
@@ -57,6 +58,7 @@ export const PROJECTS = {
     'scripted-model',
     'web',
     'web-browser',
+    'webhook-intake',
     'worker-cli',
   ],
   /** Starts the built CLI (dist/, built once by test/support/global-setup.mjs); no Docker engine. */

@@ -90,7 +90,7 @@ describe('registering the app through the manifest flow, on the emulator', () =>
     AGENTICFIX_MODEL_PROVIDER: 'custom',
     AGENTICFIX_MODEL_BASE_URL: model.url,
     AGENTICFIX_MODEL_NAME: 'scripted',
-    LOG_LEVEL: 'warn',
+    LOG_LEVEL: 'info', // serve's "agenticfix listening" is an info log line
   });
 
   it('`agenticfix setup` sends app.yml as the manifest, writes .env (owner-only) and exits; doctor then passes its settings', async () => {

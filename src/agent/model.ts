@@ -87,9 +87,37 @@ export interface OpenAIChatModelOptions {
   onRetry?: (info: RetryInfo) => void;
 }
 
+/**
+ * undici's error when the connection drops while the body is read: the SDK lets it through as it is (a
+ * TypeError of fetch's realm, so told by its name and message).
+ */
+const cutMidBody = (err: unknown): boolean => {
+  const e = err as { name?: unknown; message?: unknown } | null;
+  return e?.name === 'TypeError' && e.message === 'terminated';
+};
+
 const isTransient = (err: unknown): boolean =>
   err instanceof APIConnectionError || // includes timeouts
+  cutMidBody(err) ||
   (err instanceof APIError && typeof err.status === 'number' && (err.status === 429 || err.status >= 500));
+
+/** The longest `retry-after` honoured, in seconds: a provider asking for more is not waited on for hours. */
+export const RETRY_AFTER_CAP_S = 120;
+
+/**
+ * The wait a provider asked for (`retry-after-ms`, else `retry-after` in seconds or as an HTTP date),
+ * capped, in units of `unitMs` per second (AGENTICFIX_MODEL_RETRY_BASE_MS, 1000 by default); null when it
+ * asked for none.
+ */
+export function retryAfterMs(err: unknown, unitMs: number, now = Date.now()): number | null {
+  if (!(err instanceof APIError) || !err.headers) return null;
+  const ms = Number(err.headers.get('retry-after-ms') ?? NaN);
+  const header = err.headers.get('retry-after');
+  let seconds = Number.isFinite(ms) && ms >= 0 ? ms / 1000 : header === null ? NaN : Number(header);
+  if (Number.isNaN(seconds) && header !== null) seconds = (Date.parse(header) - now) / 1000;
+  if (!Number.isFinite(seconds)) return null;
+  return Math.round(Math.min(Math.max(seconds, 0), RETRY_AFTER_CAP_S) * unitMs);
+}
 
 /** Full-jitter exponential backoff, capped so a run never sleeps for minutes on one request. */
 export const backoffMs = (attempt: number, baseMs: number, random = Math.random): number =>
@@ -147,7 +175,7 @@ export class OpenAIChatModel implements ModelClient {
         if (!isTransient(err) || attempt >= this.opts.maxRetries) {
           throw new ModelError(attempt > 0 ? `${message} (after ${attempt} retries)` : message, status);
         }
-        const delay = backoffMs(attempt, this.opts.retryBaseMs);
+        const delay = retryAfterMs(err, this.opts.retryBaseMs) ?? backoffMs(attempt, this.opts.retryBaseMs);
         this.opts.onRetry?.({ attempt: attempt + 1, delay_ms: delay, status, error: message });
         await sleep(delay, signal);
       } finally {

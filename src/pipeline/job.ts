@@ -17,7 +17,7 @@ import { prepare, type JobDeps, type RunContext, type RepairInputs, type Service
 import { freeBytes } from './disk.js';
 import { openPr } from './open-pr.js';
 import { nextTry, pendingFields } from './pending.js';
-import { judgeRun, NEVER_PUSHED } from './policy.js';
+import { emptyPatchError, judgeRun, NEVER_PUSHED } from './policy.js';
 import { pushRevision } from './push-revision.js';
 import { Reporter, refOf } from './reporter.js';
 import { message, republish } from './resume.js';
@@ -179,6 +179,7 @@ export class JobRunner implements QueueHooks {
     const result = await this.repair(c, prepared.inputs);
     if (signal.aborted) return {};
     if (run.revision !== null) return pushRevision(c, result);
+    if (!result.patch.trim()) return { state: 'failed', error: capMiddle(emptyPatchError(result)) };
     c.status.update({
       phase: 'verifying',
       step: result.requests,

@@ -94,7 +94,8 @@ export async function runAgentLoop(a: LoopInput): Promise<LoopOutcome> {
         const result = parsed.ok ? await registry.call(name, parsed.args) : parsed.result;
         budget.addToolCall();
         const obs = context.addObservation(call.id, name, args, result, a.registry.mutates(name));
-        if (result.fatal) return stop('fatal', { error: result.error });
+        if (result.fatal)
+          return stop(result.error_code === 'infra_error' ? 'infra_error' : 'fatal', { error: result.error });
         wellFormed ||= !isMalformed(result);
         if (loops.record(name, args ?? call.function.arguments, obs)) return stop('loop_detected');
       }

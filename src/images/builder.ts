@@ -13,7 +13,7 @@ import {
   snapshotWorktree,
   type SnapshotEntry,
 } from './docker-context.js';
-import { DockerSandbox, LABEL, RUN_LABEL } from '../environment/docker.js';
+import { DockerSandbox, engineGone, LABEL, RUN_LABEL } from '../environment/docker.js';
 import { buildNetworkMode, ensureBuildNetwork, proxyBuildArgs } from './network.js';
 import { ImageLeases } from './leases.js';
 import type { BuildLog, BuildOptions, BuildResult, EnvironmentBuilder } from '../environment/types.js';
@@ -52,6 +52,12 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
   }
 
   async build(opts: BuildOptions): Promise<BuildResult> {
+    const result = await this.buildOnce(opts);
+    if (result.success || opts.signal?.aborted || !(await engineGone(this.docker))) return result;
+    return { ...result, engine_gone: true };
+  }
+
+  private async buildOnce(opts: BuildOptions): Promise<BuildResult> {
     const elapsed = stopwatch();
     const settings = this.cfg.buildNetwork;
     const network = { proxy: settings.proxy !== undefined, ca: settings.caFile !== undefined };

@@ -17,7 +17,7 @@ import { prepare, type JobDeps, type RunContext, type RepairInputs, type Service
 import { freeBytes } from './disk.js';
 import { openPr } from './open-pr.js';
 import { nextTry, pendingFields } from './pending.js';
-import { emptyPatchError, judgeRun, NEVER_PUSHED } from './policy.js';
+import { emptyPatchError, judgeRun, NEVER_PUSHED, stopCause } from './policy.js';
 import { pushRevision } from './push-revision.js';
 import { Reporter, refOf } from './reporter.js';
 import { message, republish } from './resume.js';
@@ -178,6 +178,9 @@ export class JobRunner implements QueueHooks {
     const c = prepared.context;
     const result = await this.repair(c, prepared.inputs);
     if (signal.aborted) return {};
+    // The engine went away under the agent: nothing it did stands, and the judge cannot run either.
+    if (result.stop_reason === 'infra_error')
+      return { state: 'failed', error: capMiddle(`${stopCause(result)}. Nothing was published.`) };
     if (run.revision !== null) return pushRevision(c, result);
     if (!result.patch.trim()) return { state: 'failed', error: capMiddle(emptyPatchError(result)) };
     c.status.update({
@@ -324,7 +327,10 @@ function endingFor(run: RunRecord): StatusState | null {
         detail: 'The app shut down before the run finished. Comment `/agenticfix rerun` to start again.',
       };
     case 'failed':
-      return { phase: 'failed', detail: inert(capMiddle(run.error ?? 'unknown')) };
+      return {
+        phase: run.stop_reason === 'infra_error' ? 'infra_error' : 'failed',
+        detail: inert(capMiddle(run.error ?? 'unknown')),
+      };
     case 'publish_pending':
       return {
         phase: 'publish_pending',

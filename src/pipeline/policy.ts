@@ -61,6 +61,7 @@ export function stopCause(result: RepairResult): string | null {
   const { stop_reason: stop, error } = result;
   if (stop === 'completed') return null;
   if (stop === 'model_error') return `The model provider failed: ${error ?? 'no error given'}`;
+  if (stop === 'infra_error') return `Infrastructure error: ${error ?? 'no error given'}`;
   return `The agent stopped (\`${stop}\`)${error ? `: ${error}` : ''}`;
 }
 

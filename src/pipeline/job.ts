@@ -192,14 +192,9 @@ export class JobRunner implements QueueHooks {
       costBudget: c.budgets.costUsd,
     });
     const report = await judgeRun(c, result);
-    await this.o.store.update(run.id, { verdict: report.verdict });
-    if (signal.aborted) return {};
-    try {
-      return await openPr(c, result, report);
-    } catch (e) {
-      // Publishing waits and is tried again (resumePublishing); the model is not run again.
-      const { patch, ...kept } = result;
-      const pending = pendingFields({
+    const { patch, ...kept } = result;
+    const record = (attempts: number, next_at: string) =>
+      pendingFields({
         result: kept,
         patch,
         report,
@@ -208,9 +203,18 @@ export class JobRunner implements QueueHooks {
         default_branch: c.defaultBranch,
         remote: c.remote,
         dockerfile: c.dockerfile ?? null,
-        attempts: 1,
-        next_at: nextTry(1, this.o.config.app.publishRetryBaseMs),
+        attempts,
+        next_at,
       });
+    // What publishing needs is stored with the verdict, before anything is pushed: a process that dies
+    // from here on leaves a run that is published again (publish_pending), never a lost verified patch.
+    await this.o.store.update(run.id, { verdict: report.verdict, ...record(0, new Date().toISOString()) });
+    if (signal.aborted) return {};
+    try {
+      return { ...(await openPr(c, result, report)), publish: null };
+    } catch (e) {
+      // Publishing waits and is tried again (resumePublishing); the model is not run again.
+      const pending = record(1, nextTry(1, this.o.config.app.publishRetryBaseMs));
       return { ...pending, state: 'publish_pending', error: capMiddle(`publishing failed: ${message(e)}`) };
     }
   }

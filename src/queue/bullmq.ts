@@ -11,7 +11,7 @@ import {
   type RunQueue,
   type StopRequest,
 } from './queue.js';
-import type { RunRecord, RunStore } from '../store/store.js';
+import { AFTER_VERDICT, type RunRecord, type RunStore } from '../store/store.js';
 import { Connections, keys, RELEASE, RENEW, TAKE_SLOT } from './redis-keys.js';
 
 /**
@@ -207,6 +207,9 @@ export class BullRunQueue implements RunQueue {
     try {
       const run = await this.store.get(runId);
       if (!run || !isActive(run)) return;
+      // Judged, its publishing record stored: any serve publishes it (resumePublishing), not the model again.
+      if (run.publish !== null)
+        return void (await this.store.update(runId, { state: 'publish_pending', error: AFTER_VERDICT }));
       const final = await this.store.update(runId, {
         state: 'interrupted',
         stop_reason: 'interrupted',

@@ -23,6 +23,9 @@ export const RUN_STATES = [
 ] as const;
 export type RunState = (typeof RUN_STATES)[number];
 
+/** The error of a run whose process stopped after its verdict was stored: its publishing is resumed. */
+export const AFTER_VERDICT = 'the app stopped after the verdict: publishing is resumed';
+
 /** A run on the issue (label, rerun) or a revision of its pull request (command, review, mention, checks). */
 export const TRIGGERS = ['label', 'rerun', 'revise', 'review', 'mention', 'checks'] as const;
 
@@ -239,7 +242,10 @@ export interface RunStore {
   appendEvents(runId: string, events: readonly NewRunEvent[]): Promise<void>;
   /** A run's events after `afterSeq`, in order, at most `limit`. */
   events(runId: string, afterSeq: number, limit: number): Promise<RunEvent[]>;
-  /** On start-up: runs a crash left queued or running become `interrupted`; returns them so their issues are told. */
+  /**
+   * On start-up: runs a crash left queued or running become `interrupted`, or `publish_pending` when
+   * their publishing record was stored (they were judged); returns them so their issues are told.
+   */
   markInterrupted(): Promise<RunRecord[]>;
   /**
    * Makes this process the one instance serving the store, or throws StoreInUseError naming the live

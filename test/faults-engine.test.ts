@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Docker from 'dockerode';
@@ -21,6 +21,7 @@ import { startEngineProxy } from './support/engine-proxy.js';
 import { makeSourceRepo } from './support/git-fixtures.js';
 import { loadConfig } from '../src/config/config.js';
 import { judge } from '../src/verify/judge.js';
+import { checkBindMounts } from '../src/environment/startup.js';
 import { git } from '../src/workspace/git.js';
 
 /**
@@ -141,6 +142,22 @@ describe('the judge with no engine to reach', () => {
     } finally {
       if (before === undefined) delete process.env.DOCKER_HOST;
       else process.env.DOCKER_HOST = before;
+      rmSync(home, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
+
+describe('the start-up mount check', () => {
+  // Issue 37: each start-up left a 0-byte `..mount-check-*.lent` file in worktrees/.
+  it('leaves nothing in the worktree directory', async () => {
+    if (!(await dockerReady())) return;
+    const home = mkdtempSync(path.join(tmpdir(), 'faults-mount-check-'));
+    try {
+      const config = loadConfig({ AGENTICFIX_HOME: home, AGENTICFIX_BASE_IMAGE: BASE_IMAGE }, home);
+      mkdirSync(config.worktreeDir, { recursive: true });
+      await checkBindMounts(new Docker(), config);
+      expect(readdirSync(config.worktreeDir)).toEqual([]);
+    } finally {
       rmSync(home, { recursive: true, force: true });
     }
   }, 60_000);

@@ -4,6 +4,8 @@ export default {
   extensionsToTreatAsEsm: ['.ts'],
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
+  // dist/ built once, when stale, for the suites that start the built CLI in other processes.
+  globalSetup: '<rootDir>/test/support/global-setup.mjs',
   setupFiles: ['<rootDir>/test/support/jest-setup.cjs'],
   // Every GitHub emulator is checked against GitHub's published description as it closes.
   setupFilesAfterEnv: ['<rootDir>/test/support/contract-setup.ts'],

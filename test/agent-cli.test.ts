@@ -151,7 +151,6 @@ describe('agenticfix run', () => {
       await git(['init', '-q', '-b', 'main'], { cwd: repo });
       await commitAll(repo, 'fixture');
       const version = fileVersion(readFileSync(path.join(repo, 'src/math.js')));
-      await execa('npm', ['run', 'build'], { cwd: ROOT });
       const child = execa(
         'node',
         [

@@ -1,5 +1,5 @@
 import { execa } from 'execa';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,6 +12,16 @@ describe('the house from its imports (scripts/check-imports.mjs)', () => {
     const r = await check();
     expect(JSON.parse(r.stdout)).toMatchObject({ circles: 0, back_arrows: 0 });
     expect(r.exitCode).toBe(0);
+  });
+
+  // The emulator and the scripted model are for trying and testing: only entry points (cli/), the demo and
+  // the benchmarks start them; no pipeline stage depends on them.
+  it('no stage imports the emulator', () => {
+    const src = fileURLToPath(new URL('../src/', import.meta.url));
+    const offenders = readdirSync(src, { recursive: true, encoding: 'utf8' })
+      .filter((f) => f.endsWith('.ts') && !/^(emulator|cli|demo|bench)\//.test(f))
+      .filter((f) => /from '(\.\.\/)+emulator\//.test(readFileSync(path.join(src, f), 'utf8')));
+    expect(offenders).toEqual([]);
   });
 
   it('finds a circle of files and two folders that import each other', async () => {

@@ -13,7 +13,6 @@ test('`npm run bench -- --smoke` runs every benchmark to the end', async () => {
   const services = Boolean(
     serviceUrl('AGENTICFIX_TEST_REDIS_URL') && serviceUrl('AGENTICFIX_TEST_DATABASE_URL'),
   );
-  await execa('npm', ['run', 'build'], { cwd: ROOT });
   const bench = await execa('node', [path.join(ROOT, 'dist/bench/index.js'), '--smoke'], {
     cwd: ROOT,
     reject: false,

@@ -1,9 +1,7 @@
-import { execa } from 'execa';
 import { readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import Docker from 'dockerode';
 import type { Config } from '../src/config/config.js';
@@ -38,7 +36,6 @@ import { fileVersion } from '../src/tools/files.js';
  */
 
 const O = 'octo';
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const FILE = 'src/calculator.js';
 const docker = new Docker();
 const WAIT_MS = 120_000;
@@ -329,7 +326,6 @@ describe('a crash mid-run (the served app killed with SIGKILL) is reported after
 /** `agenticfix serve` from dist/ in its own process (so it can be SIGKILLed), receiving the emulator's webhooks. */
 async function serveInChild(dir: string, modelUrl: string) {
   const port = await freePort();
-  await execa('npm', ['run', 'build'], { cwd: ROOT });
   const { child, out } = startChild(emu, { role: 'serve', webhookSecret: SECRET, port }, dir, modelUrl);
   await until('the served app to listen', () => out().includes('listening'), 30_000);
   emu.setWebhookUrl(`http://127.0.0.1:${port}/api/github/webhooks`);

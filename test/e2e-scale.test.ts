@@ -1,7 +1,6 @@
-import { execa, type ResultPromise } from 'execa';
+import type { ResultPromise } from 'execa';
 import { rmSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import Docker from 'dockerode';
 import pg from 'pg';
 import { calculatorScript, CALCULATOR_TEST_ARGV, repoSource } from '../src/demo/calculator.js';
@@ -26,7 +25,6 @@ import { serviceUrl } from './support/services.js';
  */
 
 const O = 'octo';
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const REPOS = ['alpha', 'beta', 'gamma'];
 const CONCURRENCY = 2;
 const redis = serviceUrl('AGENTICFIX_TEST_REDIS_URL');
@@ -79,7 +77,6 @@ const WAIT_MS = 240_000;
     }
     emu.createRepo(O, 'slow', { fromDir: repoSource(home, ['node', '-e', 'setTimeout(() => {}, 600000)']) });
     emu.setPermission(O, 'slow', 'maint', 'write');
-    await execa('npm', ['run', 'build'], { cwd: ROOT });
     app = await startEmulatedApp(emu, { config });
     emu.setWebhookUrl(app.url);
     for (const id of ['w1', 'w2']) startWorker(id);

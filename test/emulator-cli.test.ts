@@ -1,7 +1,6 @@
 import { execa, type ResultPromise } from 'execa';
 import { mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { tempDir } from './support/app.js';
 import { dockerReady } from './support/docker.js';
@@ -14,7 +13,6 @@ import { serviceUrl } from './support/services.js';
  * and serve's /healthz and /metrics show it. Three processes from dist/, as a person would start them.
  */
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const get = async (url: string) => {
   const res = await fetch(url);
   return { status: res.status, text: await res.text() };
@@ -52,7 +50,6 @@ describe('agenticfix emulator with serve and a worker', () => {
     ready = (await dockerReady()) && redis !== null && database !== null;
     if (!ready) return;
     home = tempDir('emulator-cli-');
-    await execa('npm', ['run', 'build'], { cwd: ROOT });
   }, 300_000);
   afterAll(async () => {
     for (const s of started) s.child.kill('SIGTERM');

@@ -62,8 +62,6 @@ const dockerfile = (name: string, extra = '') =>
 beforeAll(async () => {
   worktree = mkdtempSync(path.join(tmpdir(), 'agenticfix-leases-'));
   writeFileSync(path.join(worktree, 'README'), 'lease fixture\n');
-  // The other process runs the compiled code.
-  if (ready) await execa('npm', ['run', 'build'], { cwd: ROOT });
 }, 180_000);
 
 afterAll(async () => {

@@ -3,7 +3,6 @@ import { existsSync, mkdirSync, readdirSync, statSync, symlinkSync, writeFileSyn
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Docker from 'dockerode';
-import { execa } from 'execa';
 import { ConfigError, loadConfig, type Config } from '../src/config/config.js';
 import { DEADLINE_LABEL, DockerSandbox, hostPath, OWNER_LABEL } from '../src/environment/docker.js';
 import { processOwner } from '../src/environment/lending.js';
@@ -85,8 +84,6 @@ beforeAll(async () => {
     tmp.dir,
   );
   mkdirSync(config.worktreeDir, { recursive: true });
-  // The child runs the compiled sandbox, as `agenticfix serve` or `run` would.
-  if (ready) await execa('npm', ['run', 'build'], { cwd: ROOT });
 }, 180_000);
 
 afterAll(async () => {

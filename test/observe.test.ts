@@ -1,8 +1,6 @@
-import { execa } from 'execa';
 import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { Writable } from 'node:stream';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import pino from 'pino';
 import { startApp, type RunningApp } from '../src/app.js';
@@ -27,7 +25,6 @@ import { startChild, until } from './support/e2e.js';
 
 const O = 'acme';
 const R = 'calc';
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 const get = async (url: string) => {
   const res = await fetch(url);
@@ -160,7 +157,6 @@ const database = process.env.AGENTICFIX_TEST_DATABASE_URL;
   let model: ScriptedModelServer | null = null;
   beforeAll(async () => {
     if (!(await dockerReady())) return;
-    await execa('npm', ['run', 'build'], { cwd: ROOT });
     model = await startScriptedModelServer([]);
     emu = await startEmulator();
     home = tempDir('observe-worker-');

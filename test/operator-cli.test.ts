@@ -26,7 +26,6 @@ let dir: string;
 let cleanup: () => Promise<void>;
 
 beforeAll(async () => {
-  await execa('npm', ['run', 'build'], { cwd: ROOT });
   ({ dir, cleanup } = await tempDir('agenticfix-operator-'));
 }, 120_000);
 afterAll(() => cleanup());

@@ -1,9 +1,6 @@
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
 import { addressedThreads, previousSummary, revisionContext } from '../src/revision/prompt.js';
 import type { Feedback } from '../src/store/feedback.js';
-import type { RunRecord } from '../src/store/store.js';
-import { tempDir } from './support/app.js';
+import { SqliteRunStore } from '../src/store/sqlite-store.js';
 
 /** What a revision's model is told besides the issue. */
 
@@ -23,29 +20,40 @@ const comment = (
 });
 
 describe('revision context', () => {
-  it('takes the summary of the latest earlier run that left one', () => {
-    const dir = tempDir('revision-context-');
+  // Read from the run store, not from a run directory: with workers, the earlier run's disk is elsewhere.
+  it('takes the summary of the latest earlier run that left one, from the run store', async () => {
+    const store = new SqliteRunStore(':memory:');
     try {
-      const runDir = (name: string, summary?: string) => {
-        const d = path.join(dir, name);
-        mkdirSync(d);
-        if (summary !== undefined) writeFileSync(path.join(d, 'result.json'), JSON.stringify({ summary }));
-        return d;
+      const run = async (n: number, events: { type: string; body: Record<string, unknown> }[]) => {
+        const r = await store.createRun({
+          owner: 'o',
+          repo: 'r',
+          issue: 1,
+          installation_id: 1,
+          trigger: 'label',
+          triggered_by: 'u',
+          delivery_id: `d${n}`,
+          base_commit: 'a'.repeat(40),
+        });
+        await store.appendEvents(
+          r.id,
+          events.map((e) => ({ ts: new Date().toISOString(), ...e })),
+        );
+        return { ...r, run_dir: '/nowhere/on/this/disk' };
       };
-      const torn = runDir('torn');
-      writeFileSync(path.join(torn, 'result.json'), '{"summary": "cut sh');
+      const result = (summary: unknown) => ({ type: 'repair_result', body: { summary } });
+      const filler = Array.from({ length: 1200 }, (_, i) => ({ type: 'tool_call', body: { i } }));
       const runs = [
-        { run_dir: runDir('no-result') },
-        { run_dir: runDir('blank', '  ') },
-        { run_dir: torn },
-        { run_dir: null },
-        { run_dir: runDir('first', 'Fixed add.') },
-        { run_dir: runDir('older', 'Older.') },
-      ] as RunRecord[];
-      expect(previousSummary(runs)).toBe('Fixed add.');
-      expect(previousSummary([])).toBeNull();
+        await run(1, []),
+        await run(2, [result('  ')]),
+        await run(3, [result(null)]),
+        await run(4, [...filler, result('Fixed add.')]), // past the first pages of events
+        await run(5, [result('Older.')]),
+      ];
+      expect(await previousSummary(store, runs)).toBe('Fixed add.');
+      expect(await previousSummary(store, [])).toBeNull();
     } finally {
-      rmSync(dir, { recursive: true, force: true });
+      await store.close();
     }
   });
 

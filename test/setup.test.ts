@@ -45,7 +45,6 @@ describe('registering the app through the manifest flow, on the emulator', () =>
   let model: ScriptedModelServer;
   let dir: string;
   beforeAll(async () => {
-    await execa('npm', ['run', 'build'], { cwd: ROOT });
     // The emulator starts with another app's key and secret: only the registered ones may work after.
     emu = await startGitHubEmulator({ webhookSecret: 'not-the-new-one', publicKeyPem: PUBLIC_KEY });
     emu.createRepo(OWNER, 'calc', { files: { 'README.md': 'calc\n' } });

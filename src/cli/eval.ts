@@ -10,6 +10,7 @@ import { gradeInstance, loadTasks, summarize, taskArgv, type RunSummary } from '
 import type { VerificationReport } from '../verify/types.js';
 import { stopwatch } from '../trace/phases.js';
 import { command, parseCli, usageLine, userFile } from './program.js';
+import { modelFromFlag } from './model-flag.js';
 
 const cli = () =>
   command('eval', 'run the agent and the judge on a JSON Lines task file')
@@ -92,7 +93,6 @@ export function aggregateEval(
 }
 
 function modelSpec(flag: string | undefined, config: Config): ModelSpec {
-  if (flag?.startsWith('scripted:')) return { kind: 'scripted', scriptPath: flag.slice('scripted:'.length) };
   if (flag) config.model.name = flag;
   return { kind: 'openai' };
 }
@@ -109,7 +109,6 @@ export async function evalCommand(argv: string[]): Promise<number> {
   const taskFile = userFile('the task file', parsed.args[0]!);
   const config = loadConfig();
   await prepareHost({ config, docker: true, checkMounts: true });
-  const model = modelSpec(values.model, config);
   const only = values.instance.length > 0 ? values.instance : null;
   const tasks = (
     await loadTasks(taskFile, (m) => process.stderr.write(`agenticfix eval: warning: ${m}\n`))
@@ -121,16 +120,18 @@ export async function evalCommand(argv: string[]): Promise<number> {
     const reports: VerificationReport[] = [];
     for (const task of tasks) {
       const elapsed = stopwatch();
+      // A scripted model replays from its first step for each repair.
+      const model = await modelFromFlag(values.model, () => modelSpec(values.model, config));
       const repair = await runRepair({
         config,
         remote: task.repo,
         baseCommit: task.base_commit,
         issue: { title: task.instance_id, body: task.problem_statement },
         testArgv: taskArgv(task),
-        model,
+        model: model.spec,
         sandbox: 'docker',
         dockerfile: task.dockerfile,
-      });
+      }).finally(() => model.close());
       const report = await gradeInstance(task, repair.patch, config, {
         dockerfile: task.dockerfile ?? repair.dockerfile ?? undefined,
         outDir: path.join(outDir, `run-${k}`, task.instance_id),

@@ -9,6 +9,7 @@ import type { ModelSpec, RepairProgress } from '../pipeline/types.js';
 import { stopwatch } from '../trace/phases.js';
 import { splitArgv } from '../verify/argv.js';
 import { command, parseCli, readUserFile, resolveRepo, usageLine } from './program.js';
+import { modelFromFlag } from './model-flag.js';
 
 const cli = () =>
   command('run', 'repair one issue in a fresh worktree')
@@ -58,7 +59,6 @@ export function parseIssueMarkdown(text: string): IssueText {
 
 function modelSpec(flag: string | undefined, humanOutput: NodeJS.WritableStream): ModelSpec {
   if (flag === 'human') return { kind: 'human', input: process.stdin, output: humanOutput };
-  if (flag?.startsWith('scripted:')) return { kind: 'scripted', scriptPath: flag.slice('scripted:'.length) };
   return { kind: 'openai' };
 }
 
@@ -109,6 +109,7 @@ export async function runCommand(argv: string[]): Promise<number> {
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   const started = stopwatch();
+  const model = await modelFromFlag(flags.model, () => modelSpec(flags.model, log));
   try {
     const config = loadConfig();
     await prepareHost({ config, docker: flags.sandbox === 'docker', checkMounts: true });
@@ -118,7 +119,7 @@ export async function runCommand(argv: string[]): Promise<number> {
       baseCommit: flags.base,
       issue,
       testArgv,
-      model: modelSpec(flags.model, log),
+      model: model.spec,
       sandbox: flags.sandbox,
       dockerfile,
       keepWorktree: flags.keepWorktree,
@@ -136,5 +137,6 @@ export async function runCommand(argv: string[]): Promise<number> {
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
+    await model.close();
   }
 }

@@ -231,7 +231,7 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       webhookMaxBytes: e.AGENTICFIX_WEBHOOK_MAX_BYTES,
       /** People without write access get at most one reply per issue in this interval. */
       outsiderReplyIntervalMs: e.AGENTICFIX_OUTSIDER_REPLY_INTERVAL_S * 1000,
-      /** Check apps allowed to start revisions; null: GitHub Actions and those on the default branch's head. */
+      /** Check apps allowed to start revisions; null: GitHub Actions only. */
       checkApps: e.AGENTICFIX_CHECK_APPS ? splitList(e.AGENTICFIX_CHECK_APPS) : null,
     },
     log: { level: e.LOG_LEVEL, format: e.LOG_FORMAT },

@@ -104,7 +104,7 @@ export const ENV_SCHEMA = z.object({
   AGENTICFIX_MAX_REVISIONS: int(5, 0),
   AGENTICFIX_CI_FEEDBACK_MAX_ROUNDS: int(2, 1),
   // Check apps (slugs, comma-separated) whose failing runs may start a revision; default: GitHub
-  // Actions and the apps that reported on the default branch's head.
+  // Actions only (a repository's ci_feedback.apps overrides it).
   AGENTICFIX_CHECK_APPS: z.string().optional(),
   // Context policy
   AGENTICFIX_OBSERVATION_MAX_CHARS: int(12_000, 200),

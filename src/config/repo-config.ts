@@ -181,7 +181,7 @@ const REPO_CONFIG_SCHEMA = z.strictObject({
             )
             .max(50)
             .optional(),
-          "Check apps whose failing runs count (default: the operator's AGENTICFIX_CHECK_APPS, else GitHub Actions and the apps that reported on the default branch's head).",
+          "Check apps whose failing runs count (default: the operator's AGENTICFIX_CHECK_APPS, else GitHub Actions only; any other CI app must be named here).",
         ),
       })
       .default({ enabled: false }),

@@ -71,7 +71,8 @@ const DOCS: Record<EnvName, string> = {
     'comma-separated models a repository or a command may choose (default: the configured one)',
   AGENTICFIX_MAX_REVISIONS: "revisions per pull request: a repository's default and ceiling",
   AGENTICFIX_CI_FEEDBACK_MAX_ROUNDS: "CI feedback rounds: a repository's default and ceiling",
-  AGENTICFIX_CHECK_APPS: 'comma-separated check apps whose failing runs may start a revision',
+  AGENTICFIX_CHECK_APPS:
+    'comma-separated check apps whose failing runs may start a revision (unset: github-actions only)',
   AGENTICFIX_OBSERVATION_MAX_CHARS: 'longest tool observation sent to the model',
   AGENTICFIX_KEEP_FULL_OBSERVATIONS: 'newest observations never compacted',
   AGENTICFIX_CONTEXT_COMPACT_TOKENS: 'older whole observations are compacted together past this many tokens',

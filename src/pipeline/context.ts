@@ -136,7 +136,7 @@ export async function prepare(
     issue.revision = revisionContext({
       revision: run.revision,
       pr: run.pr_number,
-      summary: previousSummary(earlier),
+      summary: await previousSummary(s.store, earlier),
       diff: await s.workspaces.diff(remote, run.base_commit, start),
       feedback: run.feedback,
     });

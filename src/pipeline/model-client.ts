@@ -1,9 +1,7 @@
 import type { Config } from '../config/config.js';
-import { loadScript, startScriptedModelServer } from '../emulator/scripted-model.js';
 import type { ModelSpec } from './types.js';
 import { HumanModel, OpenAIChatModel, type ModelClient, type RetryInfo } from '../agent/model.js';
 import { resolveModel } from '../config/providers.js';
-import { SCRIPTED } from './pricing.js';
 
 export interface ModelHandle {
   client: ModelClient;
@@ -12,10 +10,7 @@ export interface ModelHandle {
   close(): Promise<void>;
 }
 
-/**
- * The model client for a ModelSpec. `scripted:<file>` starts the scripted chat-completions server and
- * talks to it through the same SDK path as a real provider, so the demo exercises the real loop.
- */
+/** The model client for a ModelSpec (a scripted model is a `url` its caller started). */
 export async function createModelClient(
   spec: ModelSpec,
   model: Config['model'],
@@ -48,15 +43,6 @@ export async function createModelClient(
         describe: { kind: 'url', base_url: spec.baseUrl, name: spec.name },
         close: nothing,
       };
-    case 'scripted': {
-      const script = loadScript(spec.scriptPath);
-      const server = await startScriptedModelServer(script.steps, { model: script.model });
-      return {
-        client: new OpenAIChatModel({ ...common, baseUrl: server.url, apiKey: 'scripted', name: SCRIPTED }),
-        describe: { kind: 'scripted', script: spec.scriptPath, steps: script.steps.length },
-        close: () => server.close(),
-      };
-    }
     case 'human': {
       const client = new HumanModel(spec.input ?? process.stdin, spec.output ?? process.stdout);
       return { client, describe: { kind: 'human' }, close: async () => client.close() };

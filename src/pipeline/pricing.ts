@@ -5,9 +5,6 @@ import type { ModelSpec } from './types.js';
 
 /** What a run's model costs, known before any client is made (the job refuses a run it cannot measure). */
 
-/** The model name `scripted:<file>` runs ask for. */
-export const SCRIPTED = 'scripted';
-
 /**
  * The name a run's requests ask for and its price (by that name: a service may answer with a dated
  * variant of it). A person at the prompt costs nothing; a misconfigured model has neither (its
@@ -21,9 +18,6 @@ export function modelPrice(
   switch (spec.kind) {
     case 'human':
       return { name: null, price: { input: 0, cached_input: 0, output: 0 } };
-    case 'scripted':
-      name = SCRIPTED;
-      break;
     case 'url':
       name = spec.name;
       break;

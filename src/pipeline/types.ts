@@ -7,7 +7,6 @@ import type { TraceEvent } from '../trace/trace.js';
 /** How the agent is driven: a real OpenAI-compatible model, a scripted replay, or a person at a prompt. */
 export type ModelSpec =
   | { kind: 'openai' } // provider/name/key/base URL from Config['model']
-  | { kind: 'scripted'; scriptPath: string }
   | { kind: 'url'; baseUrl: string; name: string; apiKey?: string } // any OpenAI-compatible server (scripted server in tests)
   | { kind: 'human'; input?: NodeJS.ReadableStream; output?: NodeJS.WritableStream };
 

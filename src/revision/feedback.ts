@@ -163,9 +163,6 @@ const GH_CHECK_RUN = z.object({
   app: z.object({ slug: z.string().optional() }).nullable(),
 });
 const CHECK_RUNS = z.array(GH_CHECK_RUN);
-const CHECK_SUITES = z.object({
-  check_suites: z.array(z.object({ app: z.object({ slug: z.string().optional() }).nullable() })),
-});
 
 /** Check run conclusions that ask for a fix (neutral, skipped and stale do not). */
 const FAILING = new Set(['failure', 'timed_out', 'cancelled', 'action_required', 'startup_failure']);
@@ -173,22 +170,21 @@ const OUTPUT_TAIL_CHARS = 3000;
 const SUMMARY_KEEP = 1000; // characters kept at each end of a check run's summary
 const MAX_ANNOTATIONS = 50;
 
+/** The one check app trusted without being named: GitHub Actions runs the repository's own workflows. */
+const DEFAULT_CHECK_APPS = ['github-actions'];
+
 /**
  * Check apps whose failing runs may start a revision: the repository's `ci_feedback.apps`, else the
- * operator's AGENTICFIX_CHECK_APPS, else GitHub Actions and the apps that reported on the default
- * branch's head (the repository's own CI).
+ * operator's AGENTICFIX_CHECK_APPS, else GitHub Actions only. Nothing is inferred from where an app has
+ * reported before: any app with `checks:write` can report anywhere, so reporting proves no trust.
  */
-async function checkApps(gh: GitHub, t: Target, operatorApps: string[] | null, base: string) {
-  const listed = t.rc.ci_feedback.apps ?? operatorApps;
-  if (listed) return new Set(listed);
-  const { data } = await gh.rest.checks.listSuitesForRef({
-    owner: t.owner,
-    repo: t.repo,
-    ref: base,
-    per_page: 100,
-  });
-  const onBase = CHECK_SUITES.parse(data).check_suites.flatMap((c) => (c.app ? [c.app.slug] : []));
-  return new Set(['github-actions', ...onBase]);
+function checkApps(t: Target, operatorApps: string[] | null): Set<string> {
+  return new Set(t.rc.ci_feedback.apps ?? operatorApps ?? DEFAULT_CHECK_APPS);
+}
+
+/** Why an app's failing runs were ignored, and how a maintainer allows it. */
+export function notAllowed(slug: string): string {
+  return `its app is not an allowed check app (allow it with \`ci_feedback.apps: [${slug}]\` in the repository config, or the operator's AGENTICFIX_CHECK_APPS)`;
 }
 
 /** A completed check suite as its webhook names it. */
@@ -212,7 +208,7 @@ export async function checksFeedback(
   store: RunStore,
   config: Pick<Config, 'app'>,
   t: Target,
-  a: { suite: Suite; defaultBranch: string; ignored: (why: string) => void },
+  a: { suite: Suite; ignored: (why: string) => void },
 ): Promise<Feedback | null> {
   const { suite } = a;
   const head = t.pull.sha;
@@ -221,14 +217,14 @@ export async function checksFeedback(
     a.ignored('not the pull request’s own branch in this repository');
     return null;
   }
-  const allowed = await checkApps(gh, t, config.app.checkApps, a.defaultBranch);
+  const allowed = checkApps(t, config.app.checkApps);
   // Most webhook payloads name the suite's app by slug; where one does not, the suite itself does.
   const slug =
     suite.app?.slug ??
     (await gh.rest.checks.getSuite({ owner: t.owner, repo: t.repo, check_suite_id: suite.id })).data.app
       ?.slug;
   if (!slug || !allowed.has(slug)) {
-    a.ignored('its app is not an allowed check app');
+    a.ignored(notAllowed(slug ?? 'unknown'));
     return null;
   }
   const seen = await store.forPr(t.owner, t.repo, t.pr);
@@ -254,7 +250,7 @@ export async function checksFeedback(
       app: c.app?.slug ?? 'unknown',
       why: allowed.has(c.app?.slug ?? '')
         ? 'another check suite, not the one that triggered this revision'
-        : 'its app is not an allowed check app',
+        : notAllowed(c.app?.slug ?? 'unknown'),
     }));
   const runs = await Promise.all(
     failing.map(async (c) => {

@@ -1,26 +1,33 @@
-import { existsSync, readFileSync } from 'node:fs';
-import path from 'node:path';
 import type { CheckRun, Feedback, ReviewComment } from '../store/feedback.js';
-import type { RunRecord } from '../store/store.js';
+import type { RunRecord, RunStore } from '../store/store.js';
 import { capMiddle } from '../trace/cap.js';
 
 /** What a revision's model is told besides the issue: the change so far and the feedback on it. */
 
 const MAX_DIFF_CHARS = 40_000;
 
-/** The model's summary of the latest earlier run on the pull request that left one. */
-export function previousSummary(earlier: RunRecord[]): string | null {
+const EVENTS_PAGE = 500;
+
+/**
+ * The model's summary of the latest earlier run on the pull request that left one, from the run store's
+ * events (its `repair_result`): any worker may have run it, so its run directory may be on another disk.
+ */
+export async function previousSummary(
+  store: Pick<RunStore, 'events'>,
+  earlier: RunRecord[],
+): Promise<string | null> {
   for (const run of earlier) {
-    if (!run.run_dir) continue;
-    const file = path.join(run.run_dir, 'result.json');
-    if (!existsSync(file)) continue;
-    let summary: unknown;
-    try {
-      summary = (JSON.parse(readFileSync(file, 'utf8')) as { summary?: unknown }).summary;
-    } catch {
-      continue; // a record torn by a crash: an older run's summary is next best
+    for (let after = 0; ;) {
+      const page = await store.events(run.id, after, EVENTS_PAGE);
+      const repaired = page.find((e) => e.type === 'repair_result');
+      if (repaired) {
+        const summary = repaired.body.summary;
+        if (typeof summary === 'string' && summary.trim()) return summary.trim();
+        break;
+      }
+      if (page.length < EVENTS_PAGE) break;
+      after = page.at(-1)!.seq;
     }
-    if (typeof summary === 'string' && summary.trim()) return summary.trim();
   }
   return null;
 }

@@ -89,6 +89,6 @@ export async function onChecks(d: Delivery<z.infer<typeof CHECKED>>): Promise<vo
   if (!t) return;
   const ignored = (why: string) =>
     d.log.info({ delivery: d.id, suite: suite.id }, `check suite ignored: ${why}`);
-  const a = { suite, defaultBranch: r.default_branch, ignored };
+  const a = { suite, ignored };
   await startRevision(d, t, await checksFeedback(d.gh, d.deps.store, d.deps.config, t, a));
 }

@@ -2,119 +2,22 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Docker from 'dockerode';
-import { startScriptedModelServer, type ScriptStep } from '../src/emulator/scripted-model.js';
-import { RUN_LABEL } from '../src/environment/docker.js';
-import { LEASE_LABEL } from '../src/images/leases.js';
-import { REAL_JOB_DEPS } from '../src/pipeline/job.js';
-import { fileVersion } from '../src/tools/files.js';
-import {
-  CALC_FILES,
-  CALC_FIX,
-  localJudge,
-  startEmulatedApp,
-  startEmulator,
-  testConfig,
-  waitFor,
-} from './support/app.js';
+import { loadConfig } from '../src/config/config.js';
+import { checkBindMounts } from '../src/environment/startup.js';
+import { judge } from '../src/verify/judge.js';
+import { git } from '../src/workspace/git.js';
+import { CALC_FILES, CALC_FIX } from './support/app.js';
 import { BASE_IMAGE, dockerReady } from './support/docker.js';
 import { startEngineProxy } from './support/engine-proxy.js';
 import { makeSourceRepo } from './support/git-fixtures.js';
-import { loadConfig } from '../src/config/config.js';
-import { judge } from '../src/verify/judge.js';
-import { checkBindMounts } from '../src/environment/startup.js';
-import { git } from '../src/workspace/git.js';
 
 /**
- * Infrastructure is not the model's problem (issue 37): the engine going away under the agent's
- * `run_tests` ended in the judge's `build_failed` under "✅ Done". Here the app reaches the shared
- * engine through a proxy the test closes mid-run; the engine itself is never touched.
+ * Infrastructure is not the model's problem (issue 37): a judge build that met an engine it could not
+ * reach was reported as `build_failed` ("The Dockerfile does not build from scratch: connect ENOENT").
+ * The app reaches the engine through a proxy socket the test has closed; the shared engine is untouched.
  */
 
-const O = 'acme';
-const R = 'engine';
-// Long enough for the proxy to close while the container runs.
-const TEST = ['sh', '-c', 'sleep 6; grep -q "a + b" calc.py'];
-const call = (name: string, args: Record<string, unknown> = {}): ScriptStep => ({
-  tool_calls: [{ name, arguments: args }],
-});
-
-describe('the Docker engine goes away mid-run', () => {
-  it('during the agent’s run_tests: the run ends infra_error, "⚠️ Infrastructure error", no judge', async () => {
-    if (!(await dockerReady())) return;
-    const home = mkdtempSync(path.join(tmpdir(), 'faults-engine-'));
-    const proxy = await startEngineProxy(home);
-    const before = process.env.DOCKER_HOST;
-    process.env.DOCKER_HOST = proxy.host;
-    const model = await startScriptedModelServer(
-      [
-        call('build_environment', { dockerfile: `FROM ${BASE_IMAGE}\nWORKDIR /workspace\n` }),
-        call('edit_file', {
-          path: 'calc.py',
-          old_text: 'a - b',
-          new_text: 'a + b',
-          version: fileVersion(CALC_FILES['calc.py']),
-        }),
-        call('run_tests'),
-        call('finish', { summary: 'add() adds' }),
-      ],
-      {
-        // The run_tests reply is the third: the engine goes away while its container sleeps.
-        onRequest: (i) => void (i === 2 && setTimeout(() => void proxy.close(), 3000)),
-      },
-    );
-    const emu = await startEmulator();
-    let judged = 0;
-    const app = await startEmulatedApp(emu, {
-      config: testConfig(home, { AGENTICFIX_BASE_IMAGE: BASE_IMAGE }),
-      deps: {
-        ...REAL_JOB_DEPS,
-        judge: async (o) => {
-          judged++;
-          return localJudge(o);
-        },
-        renderEvidence: (r) => `Verdict ${r.verdict}.`,
-      },
-      model: { kind: 'url', baseUrl: model.url, name: 'scripted' },
-      sandbox: 'docker',
-    });
-    let runId = '';
-    try {
-      emu.createRepo(O, R, {
-        files: { ...CALC_FILES, '.github/agenticfix.yml': `test: ${JSON.stringify(TEST)}\n` },
-      });
-      emu.setPermission(O, R, 'maint', 'maintain');
-      emu.setWebhookUrl(app.url);
-      const n = emu.createIssue(O, R, { title: 'add() subtracts', user: 'alice' });
-      await emu.label(O, R, n, 'agenticfix', 'maint');
-      await waitFor(async () => (await app.store.forIssue(O, R, n)).length === 1);
-      await app.idle();
-      const [run] = await app.store.forIssue(O, R, n);
-      runId = run!.id;
-      expect(run).toMatchObject({ state: 'failed', stop_reason: 'infra_error', verdict: null });
-      expect(run!.error).toMatch(/^Infrastructure error: the Docker engine went away during the tests: /);
-      expect(judged).toBe(0);
-      expect(model.requests).toHaveLength(3); // the model is not asked again: nothing it did stands
-      const status = emu.comments(n).find((c) => c.id === run!.status_comment_id)!.body;
-      expect(status).toContain('### AgenticFix: ⚠️ Infrastructure error');
-      expect(status).not.toContain('✅ Done');
-      expect(emu.pulls).toHaveLength(0);
-    } finally {
-      await app.close();
-      await model.close();
-      await emu.close();
-      await proxy.close();
-      if (before === undefined) delete process.env.DOCKER_HOST;
-      else process.env.DOCKER_HOST = before;
-      // What the run left on the shared engine (its test container, its image lease).
-      const docker = new Docker();
-      for (const label of [`${RUN_LABEL}=${runId}`, `${LEASE_LABEL}=${runId}`]) {
-        const left = runId ? await docker.listContainers({ all: true, filters: { label: [label] } }) : [];
-        for (const c of left) await docker.getContainer(c.Id).remove({ force: true });
-      }
-      rmSync(home, { recursive: true, force: true });
-    }
-  }, 120_000);
-});
+const TEST = ['sh', '-c', 'grep -q "a + b" calc.py'];
 
 describe('the judge with no engine to reach', () => {
   // Issue 37: "The Dockerfile does not build from scratch: connect ENOENT …docker-rel.sock" (build_failed).

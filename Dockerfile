@@ -1,8 +1,8 @@
-# The AgenticFix app: multi-stage build, runs as a non-root user, listens on 0.0.0.0:3000.
+# The AgenticFix app on Node.js 22 LTS: multi-stage build, runs as a non-root user, listens on 0.0.0.0:3000.
 # It talks to a Docker Engine through DOCKER_HOST or a mounted /var/run/docker.sock.
-# Without a container registry: `bash scripts/node-image.sh` and --build-arg NODE_IMAGE=agenticfix/node:20;
+# Without a container registry: `bash scripts/node-image.sh` and --build-arg NODE_IMAGE=agenticfix/node:22;
 # behind a TLS-inspecting proxy: --build-arg EXTRA_CA_CERTS="$(cat your-ca.crt)" (README: "Offline build").
-ARG NODE_IMAGE=node:20-bookworm-slim
+ARG NODE_IMAGE=node:22-bookworm-slim
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
@@ -18,9 +18,21 @@ RUN printf '%s\n' "$EXTRA_CA_CERTS" > /tmp/extra-ca.pem \
 COPY tsconfig.json tsconfig.build.json ./
 COPY scripts ./scripts
 COPY src ./src
+# The commit the image is built from (the context has no .git): `--build-arg GIT_COMMIT=$(git rev-parse HEAD)`.
+ARG GIT_COMMIT=""
 RUN npm run build && npm prune --omit=dev
 
 FROM ${NODE_IMAGE}
+# OCI labels. VERSION is package.json's (test/version.test.ts holds them equal: bump both in a release).
+ARG VERSION=0.2.0
+ARG GIT_COMMIT=""
+ARG CREATED=""
+LABEL org.opencontainers.image.title="AgenticFix" \
+  org.opencontainers.image.description="A GitHub App that fixes labelled issues and opens verified draft pull requests." \
+  org.opencontainers.image.version="${VERSION}" \
+  org.opencontainers.image.revision="${GIT_COMMIT}" \
+  org.opencontainers.image.created="${CREATED}" \
+  org.opencontainers.image.licenses="MIT"
 RUN apt-get update && apt-get install -y --no-install-recommends git ca-certificates && rm -rf /var/lib/apt/lists/* \
   && useradd --create-home --uid 10001 agenticfix
 WORKDIR /app

@@ -1,11 +1,13 @@
 /** ESM TypeScript through ts-jest; node runs jest with --experimental-vm-modules. */
-export default {
+import { fileURLToPath } from 'node:url';
+import { PROJECTS, misassigned, testFiles } from './test/projects.mjs';
+
+const problems = misassigned(PROJECTS, testFiles(fileURLToPath(new URL('test', import.meta.url))));
+if (problems.length) throw new Error(`jest projects (test/projects.mjs):\n  ${problems.join('\n  ')}`);
+
+const common = {
   testEnvironment: 'node',
   extensionsToTreatAsEsm: ['.ts'],
-  roots: ['<rootDir>/test'],
-  testMatch: ['**/*.test.ts'],
-  // dist/ built once, when stale, for the suites that start the built CLI in other processes.
-  globalSetup: '<rootDir>/test/support/global-setup.mjs',
   setupFiles: ['<rootDir>/test/support/jest-setup.cjs'],
   // Every GitHub emulator is checked against GitHub's published description as it closes.
   setupFilesAfterEnv: ['<rootDir>/test/support/contract-setup.ts'],
@@ -13,5 +15,18 @@ export default {
   transform: {
     '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json' }],
   },
+};
+
+// dist/ built once, when stale, for the projects whose suites start the built CLI in other processes
+// (a project's globalSetup runs only when one of its tests runs: `test:fast` never builds).
+const NEEDS_DIST = new Set(['cli', 'docker', 'services']);
+
+export default {
+  projects: Object.entries(PROJECTS).map(([name, files]) => ({
+    ...common,
+    displayName: name,
+    testMatch: files.map((f) => `<rootDir>/test/${f}.test.ts`),
+    ...(NEEDS_DIST.has(name) ? { globalSetup: '<rootDir>/test/support/global-setup.mjs' } : {}),
+  })),
   testTimeout: 120000,
 };

@@ -15,6 +15,7 @@ import { Intake } from './webhook/intake.js';
 import { listenForWebhooks } from './webhook/server.js';
 import { appLogger, healthChecks, observeRoutes } from './observe.js';
 import { webRoutes } from './web/routes.js';
+import { OutageLog } from './trace/outage.js';
 
 /**
  * The GitHub App put together (serve, demo, the tests): the run store, the queue (in-process, or
@@ -51,10 +52,11 @@ export interface RunningApp {
   /** Resolves when nothing is queued or running and every status edit has landed. */
   idle(): Promise<void>;
   /**
-   * Stops the HTTP server and the queue (in one process running runs are aborted and end `interrupted`;
-   * distributed, they go on in their workers) and closes the store.
+   * Stops the HTTP server and the queue (in one process running runs get `drainMs` to finish, then are
+   * aborted and end `interrupted`, their issues told; distributed, they go on in their workers) and
+   * closes the store. Each step logged.
    */
-  close(): Promise<void>;
+  close(drainMs?: number): Promise<void>;
 }
 
 /** How often runs are reconciled with the store; retention is applied every RETENTION_TICKS of it. */
@@ -98,10 +100,12 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
     await store.close();
     throw err;
   }
+  // The heartbeat is also the store's outage watch: one line when it stops answering, one when it is back.
+  const outage = new OutageLog(o.config.databaseUrl ? 'postgresql' : 'sqlite', log);
   const heartbeat = setInterval(() => {
     store.heartbeat().then(
-      (held) => held || log.error('another instance has taken over the run store'),
-      (err: unknown) => log.error({ err }, 'could not renew the run store claim'),
+      (held) => (outage.answered(), held || log.error('another instance has taken over the run store')),
+      (err: unknown) => outage.failed(err),
     );
   }, INSTANCE_STALE_MS / 6).unref();
   const runner = new JobRunner({
@@ -124,10 +128,10 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
           onError: (run, err) => runner.onError(run, err),
           onInterrupted: (run) =>
             void runner
-              .reportInterrupted(run, run.error ?? 'its worker stopped')
+              .reportInterrupted(run, run.error ?? 'its worker stopped', 'worker_died')
               .catch((err) => log.error({ err, run: run.id }, 'could not report an interrupted run')),
         },
-        { redisUrl: distributed.redisUrl, name: distributed.queueName, retry: distributed.retry },
+        { redisUrl: distributed.redisUrl, name: distributed.queueName, retry: distributed.retry, log },
       )
     : new LocalRunQueue(store, o.config.app.concurrency, runner);
   const intake = new Intake(store, log);
@@ -173,14 +177,19 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
   const resumePublishing = () =>
     void runner.resumePublishing().catch((err: unknown) => log.error({ err }, 'could not resume publishing'));
   resumePublishing();
-  // Deliveries older than AGENTICFIX_DELIVERY_MAX_AGE_D are forgotten (their events are refused by age).
+  // Deliveries older than AGENTICFIX_DELIVERY_MAX_AGE_D are forgotten (their events are refused by age);
+  // runs over for AGENTICFIX_RUNS_MAX_AGE_D with their events, as their run directories are.
+  const { deliveryMaxAgeMs, runsMaxAgeMs } = o.config.app.retention;
+  const before = (ms: number) => new Date(Date.now() - ms).toISOString();
   const pruneDeliveries = () =>
-    void store
-      .pruneDeliveries(new Date(Date.now() - o.config.app.retention.deliveryMaxAgeMs).toISOString())
-      .then(
-        (pruned) => pruned > 0 && log.info({ pruned }, 'deliveries pruned'),
-        (err: unknown) => log.error({ err }, 'could not prune deliveries'),
-      );
+    void Promise.all([
+      store.pruneDeliveries(before(deliveryMaxAgeMs)),
+      store.pruneRuns(before(runsMaxAgeMs)),
+    ]).then(
+      ([pruned, runs]) =>
+        (pruned > 0 || runs > 0) && log.info({ pruned, runs }, 'deliveries and runs pruned'),
+      (err: unknown) => log.error({ err }, 'could not prune deliveries and runs'),
+    );
   pruneDeliveries();
 
   // Periodically: runs whose end the store would not take (a full disk) are recorded once it does;
@@ -260,15 +269,19 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
       await queue.idle();
       await runner.settled();
     },
-    async close() {
+    async close(drainMs = 0) {
       web.close();
       await server.close();
       await intake.idle();
-      await queue.close();
+      const running = (await store.list('running')).map((r) => r.id);
+      if (!distributed && running.length > 0)
+        log.info({ runs: running, drain_s: drainMs / 1000 }, 'draining: no more runs taken');
+      await queue.close(drainMs);
       await runner.settled();
       clearInterval(heartbeat);
       clearInterval(upkeep);
       await store.close();
+      log.info('stopped');
     },
   };
 }

@@ -4,8 +4,9 @@ import Docker from 'dockerode';
 import pino, { type Logger } from 'pino';
 import pretty from 'pino-pretty';
 import type { Config } from './config/config.js';
+import { buildInfo } from './config/version.js';
 import type { RunStore } from './store/store.js';
-import { countRunsWith, registry } from './trace/metrics.js';
+import { exportBuildInfo, exportRunCounts, registry } from './trace/metrics.js';
 
 /**
  * What an operator watches: `/ping`, `/healthz` (each check with its time, 503 when one fails) and
@@ -30,14 +31,20 @@ export function healthChecks(o: {
   };
 }
 
-/** The routes, or false for any other path (the caller answers it). */
-export function observeRoutes(checks: Checks, store: RunStore) {
-  countRunsWith(async () => {
-    const [queued, running, pending] = await Promise.all(
-      (['queued', 'running', 'publish_pending'] as const).map((s) => store.list(s)),
-    );
-    return { queued: queued!.length, running: running!.length, publish_pending: pending!.length };
-  });
+/**
+ * The routes, or false for any other path (the caller answers it). `store`: the process serving the
+ * store (serve) exports its run counts; workers share it and do not.
+ */
+export function observeRoutes(checks: Checks, store: RunStore | null) {
+  const build = buildInfo();
+  exportBuildInfo(build);
+  if (store)
+    exportRunCounts(async () => {
+      const [queued, running, pending] = await Promise.all(
+        (['queued', 'running', 'publish_pending'] as const).map((s) => store.list(s)),
+      );
+      return { queued: queued!.length, running: running!.length, publish_pending: pending!.length };
+    });
   return async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
     const path = (req.url ?? '').split('?')[0];
     if (req.method !== 'GET' && req.method !== 'HEAD') return false;
@@ -49,7 +56,9 @@ export function observeRoutes(checks: Checks, store: RunStore) {
       const ok = results.every(([, r]) => r.ok);
       res
         .writeHead(ok ? 200 : 503, { 'content-type': 'application/json' })
-        .end(JSON.stringify({ status: ok ? 'ok' : 'failing', checks: Object.fromEntries(results) }));
+        .end(
+          JSON.stringify({ status: ok ? 'ok' : 'failing', ...build, checks: Object.fromEntries(results) }),
+        );
     } else if (path === '/metrics') {
       const text = await registry.metrics();
       res.writeHead(200, { 'content-type': registry.contentType }).end(text);

@@ -25,7 +25,8 @@ import { makeBuildEnvironmentTool } from '../src/tools/build-environment.js';
 import type { ToolContext } from '../src/tools/types.js';
 import { RunTrace } from '../src/trace/trace.js';
 import { machineCa } from './support/ca.js';
-import { BASE_IMAGE, dockerReady } from './support/docker.js';
+import { BASE_IMAGE, needDocker } from './support/docker.js';
+import { describeIf, itIf, missing, present } from './support/skip.js';
 
 const dirs: string[] = [];
 const temp = () => {
@@ -176,8 +177,8 @@ describe('CA injection into the Dockerfile (pure)', () => {
   });
 });
 
-const ready = await dockerReady();
-const d = ready ? describe : describe.skip;
+const engine = await needDocker();
+const d = describeIf(engine);
 const docker = new Docker();
 const cfg: Config['sandbox'] = loadConfig({}).sandbox;
 const runId = `test-ca-${process.pid}-${Date.now()}`;
@@ -187,7 +188,7 @@ const withCa = (caFile?: string): Config['sandbox'] => ({
 });
 
 afterAll(async () => {
-  if (!ready) return;
+  if (!engine.ok) return; // nothing was built
   await new DockerEnvironmentBuilder(docker, cfg).release(runId);
   await new DockerEnvironmentBuilder(docker, { ...cfg, imageKeep: 1, imageMaxAgeMs: 1 }).gc({ runId });
 });
@@ -248,11 +249,8 @@ d('build CA (real engine)', () => {
 
   // The npm registry is reachable from builds (README "Build network"); this machine's egress re-signs its TLS.
   const machine = machineCa(temp());
-  if (!machine && process.env.CI)
-    throw new Error('CI machines carry their egress CA in /usr/local/share/ca-certificates');
-  const m = machine ? it : it.skip;
-  if (!machine)
-    console.warn('\n!!! no CA in /usr/local/share/ca-certificates: SKIPPING the npm registry builds !!!\n');
+  const egressCa = 'the egress CA in /usr/local/share/ca-certificates (CI machines carry it)';
+  const m = itIf(machine ? present(egressCa) : missing(egressCa, 'none there'));
   const registryDockerfile = [
     `FROM ${BASE_IMAGE}`,
     // The run id keeps the engine's layer cache from answering for the network.

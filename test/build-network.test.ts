@@ -27,7 +27,8 @@ import {
 } from '../src/images/network.js';
 import { startApp, type RunningApp } from '../src/app.js';
 import { APP_ID, PRIVATE_KEY, quietLog, SECRET, tempDir, testConfig } from './support/app.js';
-import { BASE_IMAGE, dockerReady } from './support/docker.js';
+import { BASE_IMAGE, needDocker } from './support/docker.js';
+import { describeIf } from './support/skip.js';
 
 const NAMES = BUILD_NETWORK;
 const rulesOf = (families: FamilyRules[], binary: string) => families.find((f) => f.binary === binary)!;
@@ -169,8 +170,8 @@ describe('build network rules (pure)', () => {
   });
 });
 
-const ready = await dockerReady();
-const d = ready ? describe : describe.skip;
+const engine = await needDocker();
+const d = describeIf(engine);
 const docker = new Docker();
 const cfg: Config['sandbox'] = loadConfig({}).sandbox;
 const runId = `test-net-${process.pid}-${Date.now()}`;

@@ -8,7 +8,8 @@ import { loadConfig, type Config } from '../src/config/config.js';
 import { BuildStepFilter } from '../src/images/build-ca.js';
 import { DockerEnvironmentBuilder } from '../src/images/builder.js';
 import { readBuildOutput, readProgress } from '../src/images/build-progress.js';
-import { BASE_IMAGE, dockerReady } from './support/docker.js';
+import { BASE_IMAGE, needDocker } from './support/docker.js';
+import { describeIf } from './support/skip.js';
 
 /**
  * Issue 9, item 3: build output was accumulated in one string. 100 MB of RUN output took the
@@ -192,8 +193,7 @@ describe('a broken engine ends the build as failed, never the process', () => {
   });
 });
 
-const ready = await dockerReady();
-(ready ? describe : describe.skip)('noisy and endless builds (real engine)', () => {
+describeIf(await needDocker())('noisy and endless builds (real engine)', () => {
   const docker = new Docker();
   const runId = `test-build-out-${process.pid}-${Date.now()}`;
 

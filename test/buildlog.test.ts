@@ -1,3 +1,7 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { gitDependencyHint } from '../src/images/git-deps.js';
 import { BuildLogCompactor, compactBuildLog, DEFAULT_COMPACT } from '../src/images/buildlog.js';
 
 /** A long apt build whose failure sits in the middle of thousands of progress lines. */
@@ -134,5 +138,31 @@ describe('BuildLogCompactor (streaming)', () => {
     expect(log.tail).toHaveLength(DEFAULT_COMPACT.tailLines);
     expect(log.tail.at(-1)).toBe('line 999');
     expect(JSON.stringify(log).length).toBeLessThan(12_000);
+  });
+});
+
+describe('a build that fails on a git-URL dependency', () => {
+  it('names the dependency and says builds reach only package registries', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'git-deps-'));
+    try {
+      writeFileSync(
+        path.join(dir, 'package.json'),
+        JSON.stringify({ dependencies: { left: '^1.0.0', 'bars-lib': 'github:acme/bars-lib#v2' } }),
+      );
+      // npm's own lines (npm 9 in a node image without git).
+      const log = [
+        'npm ERR! code ENOENT',
+        'npm ERR! syscall spawn git',
+        'npm ERR! path git',
+        'npm ERR! errno -2',
+      ];
+      expect(gitDependencyHint(log, dir)).toBe(
+        'npm had to fetch bars-lib (github:acme/bars-lib#v2) with git: builds reach only package registries ' +
+          '(npm, PyPI, Debian), not git hosts. Use a version published on the registry, or vendor the code into the repository.',
+      );
+      expect(gitDependencyHint(['npm ERR! code E404'], dir)).toBeNull();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -72,11 +72,25 @@ describe('docker-compose.yml: start order and health', () => {
   });
 
   it("asks serve's and the workers' /healthz on the ports they listen on", () => {
-    const config = loadConfig({});
     const port = (name: string) =>
       /http:\/\/127\.0\.0\.1:(\d+)\/healthz/.exec(compose.services[name]!.healthcheck!.test.join(' '))?.[1];
-    expect(port('serve')).toBe(compose.services.serve!.ports![0]!.split(':')[1]);
-    expect(port('worker')).toBe(String(config.workerListen.port));
+    expect(port('serve')).toBe(compose.services.serve!.ports![0]!.split(':').at(-1));
+    const { AGENTICFIX_WORKER_PORT } = compose.services.worker!.environment!;
+    const worker = loadConfig({ AGENTICFIX_WORKER_PORT: String(AGENTICFIX_WORKER_PORT) });
+    expect(port('worker')).toBe(String(worker.workerListen.port));
+  });
+
+  // Issue 38, item 4: workers exposed 3000 (the image's) and listened on 3001; serve, with /runs and
+  // /metrics, was published on every address of the host.
+  it('lets workers listen on the port the image exposes, and publishes serve on 127.0.0.1 unless told', () => {
+    const exposed = /^EXPOSE (\d+)$/m.exec(readFileSync('Dockerfile', 'utf8'))![1];
+    expect(String(compose.services.worker!.environment!.AGENTICFIX_WORKER_PORT)).toBe(exposed);
+    expect(compose.services.serve!.ports).toEqual([`\${PUBLISH_ADDRESS:-127.0.0.1}:${exposed}:${exposed}`]);
+    for (const [name, image] of <[string, string][]>[
+      ['redis', '${REDIS_IMAGE:-redis:7-alpine}'],
+      ['postgres', '${POSTGRES_IMAGE:-postgres:16-alpine}'],
+    ])
+      expect((compose.services[name] as { image?: string }).image).toBe(image);
   });
 
   it('gives the workers the Docker socket group the operator sets, with no default', () => {

@@ -92,7 +92,6 @@ describe('config', () => {
       redisUrl: 'redis://q:6379',
       queueName: 'agenticfix-runs',
       workerId: 'w1',
-      workerGraceMs: 600_000,
       workerLockMs: 30_000,
       requeueStalled: true,
       installationLimit: 0,

@@ -8,7 +8,8 @@ import { emulatorAppEnv } from '../src/cli/app-env.js';
 import { startGitHubEmulator, type GitHubEmulator } from '../src/emulator/github.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../src/emulator/scripted-model.js';
 import { PRIVATE_KEY, PUBLIC_KEY, SECRET } from './support/app.js';
-import { dockerReady } from './support/docker.js';
+import { needDocker } from './support/docker.js';
+import { describeIf } from './support/skip.js';
 import { CLI, freePort, until } from './support/e2e.js';
 
 /**
@@ -35,14 +36,11 @@ function block(heading: string): string[] {
     .filter(Boolean);
 }
 
-describe('the README container commands', () => {
-  let ready = false;
+describeIf(await needDocker())('the README container commands', () => {
   let emu: GitHubEmulator;
   let model: ScriptedModelServer;
   let dir: string;
   beforeAll(async () => {
-    ready = await dockerReady();
-    if (!ready) return;
     const bridge = await new Docker().getNetwork('bridge').inspect();
     const gateway = (bridge as { IPAM: { Config: { Gateway: string }[] } }).IPAM.Config[0]!.Gateway;
     emu = await startGitHubEmulator({ webhookSecret: SECRET, publicKeyPem: PUBLIC_KEY, host: gateway });
@@ -50,7 +48,6 @@ describe('the README container commands', () => {
     dir = mkdtempSync(path.join(tmpdir(), 'agenticfix-container-'));
   });
   afterAll(async () => {
-    if (!ready) return;
     await execa('docker', ['rm', '-f', IMAGE], { reject: false });
     await emu.close();
     await model.close();
@@ -58,7 +55,6 @@ describe('the README container commands', () => {
   });
 
   it('builds offline, runs as written, and the app answers /healthz', async () => {
-    if (!ready) return;
     const build = block('#### Offline build');
     expect(build[0]).toBe('bash scripts/base-image.sh');
     expect(build[1]).toBe('bash scripts/node-image.sh');
@@ -71,6 +67,9 @@ describe('the README container commands', () => {
     process.stderr.write(
       `container test: the offline build took ${Math.round((Date.now() - started) / 1000)} s\n`,
     );
+    // Issue 38, item 7: the image runs the supported runtime, Node 22 LTS.
+    const version = await execa('docker', ['run', '--rm', IMAGE, 'node', '--version']);
+    expect(version.stdout).toMatch(/^v22\./);
 
     const [, install, network, run] = block('#### The app in a container');
     expect(install).toBe('sudo install -d -o 10001 /srv/agenticfix');

@@ -4,7 +4,8 @@ import path from 'node:path';
 import { loadConfig } from '../src/config/config.js';
 import { runToolsOnlyDemo } from '../src/demo/tools-only.js';
 import { sha256 } from '../src/trace/trace.js';
-import { dockerReady } from './support/docker.js';
+import { needDocker } from './support/docker.js';
+import { describeIf } from './support/skip.js';
 
 const configIn = (dir: string) => loadConfig({ AGENTICFIX_HOME: '.af', AGENTICFIX_RUNS_DIR: 'runs' }, dir);
 
@@ -52,9 +53,8 @@ describe('trusted tool-chain demo (local sandbox)', () => {
   });
 });
 
-describe('trusted tool-chain demo (Docker sandbox)', () => {
+describeIf(await needDocker())('trusted tool-chain demo (Docker sandbox)', () => {
   it('gives the same numbers with every test run inside a container', async () => {
-    if (!(await dockerReady())) return;
     const dir = mkdtempSync(path.join(tmpdir(), 'demo-'));
     const summary = await runToolsOnlyDemo({
       config: configIn(dir),

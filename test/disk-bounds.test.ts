@@ -13,7 +13,8 @@ import { RunTrace } from '../src/trace/trace.js';
 import { git, GitError } from '../src/workspace/git.js';
 import { GitWorkspaceManager } from '../src/workspace/manager.js';
 import { diskUsage } from '../src/workspace/usage.js';
-import { BASE_IMAGE, dockerReady } from './support/docker.js';
+import { BASE_IMAGE, needDocker } from './support/docker.js';
+import { describeIf } from './support/skip.js';
 import { commitAll, tempDir } from './support/git-fixtures.js';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/agent-repo', import.meta.url));
@@ -22,7 +23,7 @@ const call = (name: string, args: Record<string, unknown> = {}): ScriptStep => (
 });
 const MiB = 1024 * 1024;
 
-const ready = await dockerReady();
+const engine = await needDocker();
 let tmp: { dir: string; cleanup: () => Promise<void> };
 let repo: string;
 
@@ -59,7 +60,7 @@ async function repair(config: Config, script: ScriptStep[], more: Partial<Repair
   }
 }
 
-(ready ? describe : describe.skip)('a worktree that grows past its limit ends the run (real engine)', () => {
+describeIf(engine)('a worktree that grows past its limit ends the run (real engine)', () => {
   it('tests writing 5 MB into the worktree under a 2 MB limit (the 500 MB attack, scaled) stop the run', async () => {
     const config = configFor('home-disk', { AGENTICFIX_MAX_WORKTREE_MB: '2' });
     const result = await repair(config, [call('run_tests'), call('finish', { summary: 'never reached' })], {

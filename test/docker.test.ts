@@ -13,7 +13,8 @@ import type { RunRequest } from '../src/environment/types.js';
 import { makeBuildEnvironmentTool } from '../src/tools/build-environment.js';
 import type { ToolContext } from '../src/tools/types.js';
 import { RunTrace } from '../src/trace/trace.js';
-import { BASE_IMAGE, dockerReady } from './support/docker.js';
+import { BASE_IMAGE, needDocker } from './support/docker.js';
+import { describeIf } from './support/skip.js';
 
 const FIXTURE = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures', 'pyproject-ok');
 const FIXTURE_DOCKERFILE = [
@@ -25,8 +26,8 @@ const FIXTURE_DOCKERFILE = [
 /** A host uid that is not root, so the run maps to a non-root user in the container. */
 const OWNER = 1000;
 
-const ready = await dockerReady();
-const d = ready ? describe : describe.skip;
+const engine = await needDocker();
+const d = describeIf(engine);
 const docker = new Docker();
 const cfg: Config['sandbox'] = { ...loadConfig({}).sandbox, memoryBytes: 128 * 1024 * 1024, pidsLimit: 64 };
 const runId = `test-${process.pid}-${Date.now()}`;
@@ -61,7 +62,7 @@ const py = (code: string) => ['python3', '-c', code];
 
 afterAll(async () => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-  if (ready)
+  if (engine.ok)
     await new DockerEnvironmentBuilder(docker, { ...cfg, imageKeep: 1, imageMaxAgeMs: 1 }).gc({ runId });
 });
 
@@ -171,6 +172,14 @@ d('Docker environment builder and sandbox (real engine)', () => {
     expect(res.error).toContain(BASE_IMAGE);
     expect(await builder.localBaseImages()).toContain(BASE_IMAGE);
     expect((await builder.localBaseImages()).some((t) => t.startsWith(`${ENV_REPO}:`))).toBe(false);
+    // Another project's image on the host is no advice to the model (it listed `bars-base:bookworm`).
+    const other = `other-project-${process.pid}`;
+    await docker.getImage(BASE_IMAGE).tag({ repo: other, tag: 'bookworm' });
+    try {
+      expect(await builder.localBaseImages()).not.toContain(`${other}:bookworm`);
+    } finally {
+      await docker.getImage(`${other}:bookworm`).remove();
+    }
   }, 60_000);
 
   it('runs as the worktree owner, writes only the worktree and /tmp', async () => {

@@ -26,7 +26,8 @@ import { SqliteRunStore } from '../src/store/sqlite-store.js';
 import type { RunningApp } from '../src/app.js';
 import { git } from '../src/workspace/git.js';
 import { SECRET, startEmulatedApp, startEmulator, tempDir, testConfig } from './support/app.js';
-import { dockerReady } from './support/docker.js';
+import { needDocker } from './support/docker.js';
+import { describeIf } from './support/skip.js';
 import { freePort, startChild, startDockerApp, until } from './support/e2e.js';
 import { fileVersion } from '../src/tools/files.js';
 
@@ -62,13 +63,10 @@ const agentContainers = async () =>
   docker
     .listContainers({ all: true, filters: { label: [`${LABEL}=1`] } })
     .then((l) => l.filter((c) => !c.Labels[LEASE_LABEL]).length);
-
-let ready = false;
+const engine = await needDocker();
 let emu: GitHubEmulator;
 let home: string;
 beforeAll(async () => {
-  ready = await dockerReady();
-  if (!ready) return;
   emu = await startEmulator();
   home = tempDir('e2e-');
 });
@@ -77,164 +75,167 @@ afterAll(async () => {
   if (home) rmSync(home, { recursive: true, force: true });
 });
 
-describe('label → verified draft PR, rerun, cancel, outsiders, redelivery, unverified results', () => {
-  const R = 'calculator';
-  let config: Config;
-  let app: RunningApp;
-  let model: ScriptedModelServer;
-  const runsOf = (n: number, repo = R) => app.store.forIssue(O, repo, n);
-  const bot = (n: number, repo = R) =>
-    emu
-      .comments(n, `${O}/${repo}`)
-      .filter((c) => c.user === emu.botLogin)
-      .map((c) => c.body);
+describeIf(engine)(
+  'label → verified draft PR, rerun, cancel, outsiders, redelivery, unverified results',
+  () => {
+    const R = 'calculator';
+    let config: Config;
+    let app: RunningApp;
+    let model: ScriptedModelServer;
+    const runsOf = (n: number, repo = R) => app.store.forIssue(O, repo, n);
+    const bot = (n: number, repo = R) =>
+      emu
+        .comments(n, `${O}/${repo}`)
+        .filter((c) => c.user === emu.botLogin)
+        .map((c) => c.body);
 
-  beforeAll(async () => {
-    if (!ready) return;
-    config = testConfig(path.join(home, 'app'));
-    // One scripted model serves the runs of this block in order.
-    const script: ScriptStep[] = [
-      // 1. the fix
-      ...calculatorScript(config.sandbox.baseImage, calculatorFixCalls()),
-      // 2. the rerun: another correct fix, so the branch really moves
-      ...calculatorScript(
-        config.sandbox.baseImage,
-        edits([
-          ['  return b - a;', '  return -(b - a);'],
-          ['  return a / b;', "  if (b === 0) throw new RangeError('no division by zero');\n  return a / b;"],
-        ]),
-      ),
-      // 3. a "fix" that breaks add: the judge finds a regression
-      ...calculatorScript(config.sandbox.baseImage, edits([['  return a + b;', '  return a + b + 1;']])),
-      // 4. a run whose tests hang until cancelled
-      ...calculatorScript(config.sandbox.baseImage, [{ name: 'run_tests', arguments: {} }]),
-    ];
-    model = await startScriptedModelServer(script, { model: 'scripted-e2e' });
-    emu.createRepo(O, R, { fromDir: repoSource(home, CALCULATOR_TEST_ARGV), private: true });
-    emu.createRepo(O, 'slow', { fromDir: repoSource(home, NEVER_ENDS) });
-    for (const repo of [R, 'slow']) {
-      emu.setPermission(O, repo, 'maint', 'write');
-      emu.setPermission(O, repo, 'visitor', 'read');
-    }
-    app = await startDockerApp(emu, config, model.url, 'scripted-e2e');
-  });
-  afterAll(async () => {
-    await app?.close();
-    await model?.close();
-  });
+    beforeAll(async () => {
+      config = testConfig(path.join(home, 'app'));
+      // One scripted model serves the runs of this block in order.
+      const script: ScriptStep[] = [
+        // 1. the fix
+        ...calculatorScript(config.sandbox.baseImage, calculatorFixCalls()),
+        // 2. the rerun: another correct fix, so the branch really moves
+        ...calculatorScript(
+          config.sandbox.baseImage,
+          edits([
+            ['  return b - a;', '  return -(b - a);'],
+            [
+              '  return a / b;',
+              "  if (b === 0) throw new RangeError('no division by zero');\n  return a / b;",
+            ],
+          ]),
+        ),
+        // 3. a "fix" that breaks add: the judge finds a regression
+        ...calculatorScript(config.sandbox.baseImage, edits([['  return a + b;', '  return a + b + 1;']])),
+        // 4. a run whose tests hang until cancelled
+        ...calculatorScript(config.sandbox.baseImage, [{ name: 'run_tests', arguments: {} }]),
+      ];
+      model = await startScriptedModelServer(script, { model: 'scripted-e2e' });
+      emu.createRepo(O, R, { fromDir: repoSource(home, CALCULATOR_TEST_ARGV), private: true });
+      emu.createRepo(O, 'slow', { fromDir: repoSource(home, NEVER_ENDS) });
+      for (const repo of [R, 'slow']) {
+        emu.setPermission(O, repo, 'maint', 'write');
+        emu.setPermission(O, repo, 'visitor', 'read');
+      }
+      app = await startDockerApp(emu, config, model.url, 'scripted-e2e');
+    });
+    afterAll(async () => {
+      await app?.close();
+      await model?.close();
+    });
 
-  let issue = 0;
-  let firstDelivery = '';
-  let prNumber = 0;
+    let issue = 0;
+    let firstDelivery = '';
+    let prNumber = 0;
 
-  it('a maintainer labels an issue of a private repository: draft PR with evidence and the right diff', async () => {
-    if (!ready) return;
-    issue = emu.createIssue(O, R, { title: 'subtract and divide are wrong', body: 'see tests', user: 'rae' });
-    const delivery = await emu.label(O, R, issue, 'agenticfix', 'maint');
-    firstDelivery = delivery.id;
-    expect(delivery.status).toBe(200);
-    await app.idle();
+    it('a maintainer labels an issue of a private repository: draft PR with evidence and the right diff', async () => {
+      issue = emu.createIssue(O, R, {
+        title: 'subtract and divide are wrong',
+        body: 'see tests',
+        user: 'rae',
+      });
+      const delivery = await emu.label(O, R, issue, 'agenticfix', 'maint');
+      firstDelivery = delivery.id;
+      expect(delivery.status).toBe(200);
+      await app.idle();
 
-    const [run] = await runsOf(issue);
-    expect(run).toMatchObject({ state: 'done', verdict: 'verified', stop_reason: 'completed' });
-    const pr = emu.pulls.find((p) => p.repo === `${O}/${R}` && p.pull?.head === branchFor(issue))!;
-    expect(pr.pull).toMatchObject({ draft: true, base: 'main' });
-    expect(run!.pr_number).toBe(pr.number);
-    prNumber = pr.number;
+      const [run] = await runsOf(issue);
+      expect(run).toMatchObject({ state: 'done', verdict: 'verified', stop_reason: 'completed' });
+      const pr = emu.pulls.find((p) => p.repo === `${O}/${R}` && p.pull?.head === branchFor(issue))!;
+      expect(pr.pull).toMatchObject({ draft: true, base: 'main' });
+      expect(run!.pr_number).toBe(pr.number);
+      prNumber = pr.number;
 
-    // The branch holds exactly the agent's patch on top of the pinned base commit.
-    const head = emu.branchHead(O, R, branchFor(issue))!;
-    const clone = tempDir('e2e-clone-');
-    const token = emu.installationToken(O);
-    const auth = [
-      [
-        'http.extraHeader',
-        `Authorization: Basic ${Buffer.from(`x-access-token:${token}`).toString('base64')}`,
-      ],
-    ] as const;
-    await git(['clone', '--quiet', `${emu.url}/git/${O}/${R}.git`, clone], { cwd: home, config: auth });
-    await git(['fetch', '--quiet', 'origin', `${branchFor(issue)}`], { cwd: clone, config: auth });
-    expect((await git(['rev-parse', 'FETCH_HEAD^'], { cwd: clone })).stdout.trim()).toBe(run!.base_commit);
-    const diff = (await git(['diff', '--binary', '--full-index', run!.base_commit, head], { cwd: clone }))
-      .stdout;
-    expect(diff).toBe(readFileSync(run!.patch_path!, 'utf8'));
+      // The branch holds exactly the agent's patch on top of the pinned base commit.
+      const head = emu.branchHead(O, R, branchFor(issue))!;
+      const clone = tempDir('e2e-clone-');
+      const token = emu.installationToken(O);
+      const auth = [
+        [
+          'http.extraHeader',
+          `Authorization: Basic ${Buffer.from(`x-access-token:${token}`).toString('base64')}`,
+        ],
+      ] as const;
+      await git(['clone', '--quiet', `${emu.url}/git/${O}/${R}.git`, clone], { cwd: home, config: auth });
+      await git(['fetch', '--quiet', 'origin', `${branchFor(issue)}`], { cwd: clone, config: auth });
+      expect((await git(['rev-parse', 'FETCH_HEAD^'], { cwd: clone })).stdout.trim()).toBe(run!.base_commit);
+      const diff = (await git(['diff', '--binary', '--full-index', run!.base_commit, head], { cwd: clone }))
+        .stdout;
+      expect(diff).toBe(readFileSync(run!.patch_path!, 'utf8'));
 
-    const [evidence, traceSummary, runConfig] = bot(pr.number);
-    expect(evidence).toMatch(/^## Test evidence/);
-    expect(evidence).toContain('`verified`');
-    expect(traceSummary).toMatch(/^## Trace summary/);
-    expect(traceSummary).toContain('build_environment');
-    expect(runConfig).toMatch(/^## Run configuration/);
-    expect(runConfig).toContain('scripted-e2e');
-    const status = bot(issue);
-    expect(status).toHaveLength(1);
-    expect(status[0]).toContain('✅ Done');
-    expect(await agentContainers()).toBe(0);
-  });
+      const [evidence, traceSummary, runConfig] = bot(pr.number);
+      expect(evidence).toMatch(/^## Test evidence/);
+      expect(evidence).toContain('`verified`');
+      expect(traceSummary).toMatch(/^## Trace summary/);
+      expect(traceSummary).toContain('build_environment');
+      expect(runConfig).toMatch(/^## Run configuration/);
+      expect(runConfig).toContain('scripted-e2e');
+      const status = bot(issue);
+      expect(status).toHaveLength(1);
+      expect(status[0]).toContain('✅ Done');
+      expect(await agentContainers()).toBe(0);
+    });
 
-  it('a redelivered webhook starts nothing new; an outsider gets a reply and nothing runs', async () => {
-    if (!ready) return;
-    await emu.redeliver(firstDelivery);
-    const other = emu.createIssue(O, R, { title: 'another', user: 'rae' });
-    await emu.label(O, R, other, 'agenticfix', 'visitor');
-    await emu.comment(O, R, issue, '/agenticfix rerun', 'visitor');
-    await app.idle();
-    expect(await runsOf(issue)).toHaveLength(1);
-    expect(await runsOf(other)).toHaveLength(0);
-    expect(bot(other).join('\n')).toMatch(/write/i);
-    expect(model.remaining()).toBeGreaterThan(0);
-  });
+    it('a redelivered webhook starts nothing new; an outsider gets a reply and nothing runs', async () => {
+      await emu.redeliver(firstDelivery);
+      const other = emu.createIssue(O, R, { title: 'another', user: 'rae' });
+      await emu.label(O, R, other, 'agenticfix', 'visitor');
+      await emu.comment(O, R, issue, '/agenticfix rerun', 'visitor');
+      await app.idle();
+      expect(await runsOf(issue)).toHaveLength(1);
+      expect(await runsOf(other)).toHaveLength(0);
+      expect(bot(other).join('\n')).toMatch(/write/i);
+      expect(model.remaining()).toBeGreaterThan(0);
+    });
 
-  it('/agenticfix rerun on the PR runs again on a new branch and PR; the first branch is left as it was', async () => {
-    if (!ready) return;
-    const before = emu.branchHead(O, R, branchFor(issue));
-    await emu.comment(O, R, prNumber, '/agenticfix rerun', 'maint');
-    await app.idle();
-    const runs = await runsOf(issue);
-    expect(runs).toHaveLength(2);
-    // Newest first.
-    expect(runs[0]).toMatchObject({ trigger: 'rerun', verdict: 'verified' });
-    expect(runs[0]!.pr_number).not.toBe(prNumber);
-    expect(emu.branchHead(O, R, branchFor(issue))).toBe(before);
-    expect(emu.branchHead(O, R, `${branchFor(issue)}-${runs[0]!.id}`)).toBe(runs[0]!.pushed_commit);
-    expect(bot(prNumber).at(-1)).toContain(`opened #${runs[0]!.pr_number} for the same issue`);
-    expect(readFileSync(runs[0]!.patch_path!, 'utf8')).toContain('-(b - a)');
-  });
+    it('/agenticfix rerun on the PR runs again on a new branch and PR; the first branch is left as it was', async () => {
+      const before = emu.branchHead(O, R, branchFor(issue));
+      await emu.comment(O, R, prNumber, '/agenticfix rerun', 'maint');
+      await app.idle();
+      const runs = await runsOf(issue);
+      expect(runs).toHaveLength(2);
+      // Newest first.
+      expect(runs[0]).toMatchObject({ trigger: 'rerun', verdict: 'verified' });
+      expect(runs[0]!.pr_number).not.toBe(prNumber);
+      expect(emu.branchHead(O, R, branchFor(issue))).toBe(before);
+      expect(emu.branchHead(O, R, `${branchFor(issue)}-${runs[0]!.id}`)).toBe(runs[0]!.pushed_commit);
+      expect(bot(prNumber).at(-1)).toContain(`opened #${runs[0]!.pr_number} for the same issue`);
+      expect(readFileSync(runs[0]!.patch_path!, 'utf8')).toContain('-(b - a)');
+    });
 
-  it('an unverified result is reported on the issue with its patch, and no PR is opened', async () => {
-    if (!ready) return;
-    const n = emu.createIssue(O, R, { title: 'make add better', user: 'rae' });
-    await emu.label(O, R, n, 'agenticfix', 'maint');
-    await app.idle();
-    expect((await runsOf(n))[0]).toMatchObject({ state: 'done', verdict: 'regression', pr_number: null });
-    expect(emu.pulls.some((p) => p.repo === `${O}/${R}` && p.pull?.head === branchFor(n))).toBe(false);
-    expect(emu.branchHead(O, R, branchFor(n))).toBeNull();
-    const all = bot(n).join('\n');
-    expect(all).toContain('regression');
-    expect(all).toContain('<details>');
-    expect(all).toContain('a + b + 1');
-  });
+    it('an unverified result is reported on the issue with its patch, and no PR is opened', async () => {
+      const n = emu.createIssue(O, R, { title: 'make add better', user: 'rae' });
+      await emu.label(O, R, n, 'agenticfix', 'maint');
+      await app.idle();
+      expect((await runsOf(n))[0]).toMatchObject({ state: 'done', verdict: 'regression', pr_number: null });
+      expect(emu.pulls.some((p) => p.repo === `${O}/${R}` && p.pull?.head === branchFor(n))).toBe(false);
+      expect(emu.branchHead(O, R, branchFor(n))).toBeNull();
+      const all = bot(n).join('\n');
+      expect(all).toContain('regression');
+      expect(all).toContain('<details>');
+      expect(all).toContain('a + b + 1');
+    });
 
-  it('/agenticfix cancel stops the running container and publishes nothing', async () => {
-    if (!ready) return;
-    const n = emu.createIssue(O, 'slow', { title: 'slow tests', user: 'rae' });
-    await emu.label(O, 'slow', n, 'agenticfix', 'maint');
-    await until('the test container to run', async () => (await agentContainers()) > 0, WAIT_MS);
-    const t0 = Date.now();
-    await emu.comment(O, 'slow', n, '/agenticfix cancel', 'maint');
-    await app.idle();
-    expect(Date.now() - t0).toBeLessThan(30_000); // long before the 60 s test timeout
-    expect(await agentContainers()).toBe(0);
-    expect((await runsOf(n, 'slow'))[0]).toMatchObject({ state: 'cancelled' });
-    expect(bot(n, 'slow').join('\n')).toContain('Cancelled');
-    expect(emu.pulls.some((p) => p.repo === `${O}/slow`)).toBe(false);
-    expect(emu.branchHead(O, 'slow', branchFor(n))).toBeNull();
-  });
-});
+    it('/agenticfix cancel stops the running container and publishes nothing', async () => {
+      const n = emu.createIssue(O, 'slow', { title: 'slow tests', user: 'rae' });
+      await emu.label(O, 'slow', n, 'agenticfix', 'maint');
+      await until('the test container to run', async () => (await agentContainers()) > 0, WAIT_MS);
+      const t0 = Date.now();
+      await emu.comment(O, 'slow', n, '/agenticfix cancel', 'maint');
+      await app.idle();
+      expect(Date.now() - t0).toBeLessThan(30_000); // long before the 60 s test timeout
+      expect(await agentContainers()).toBe(0);
+      expect((await runsOf(n, 'slow'))[0]).toMatchObject({ state: 'cancelled' });
+      expect(bot(n, 'slow').join('\n')).toContain('Cancelled');
+      expect(emu.pulls.some((p) => p.repo === `${O}/slow`)).toBe(false);
+      expect(emu.branchHead(O, 'slow', branchFor(n))).toBeNull();
+    });
+  },
+);
 
-describe('a crash mid-run (the served app killed with SIGKILL) is reported after restart', () => {
+describeIf(engine)('a crash mid-run (the served app killed with SIGKILL) is reported after restart', () => {
   it('marks the run interrupted and tells the issue', async () => {
-    if (!ready) return;
     const crashHome = path.join(home, 'crash');
     const config = testConfig(crashHome);
     // The model answers the first steps, then keeps the run waiting: the crash lands mid-run.
@@ -276,7 +277,6 @@ describe('a crash mid-run (the served app killed with SIGKILL) is reported after
   });
 
   it('a burst of deliveries answered right before the kill is all recorded and taken in after restart', async () => {
-    if (!ready) return;
     const burstHome = path.join(home, 'burst');
     const config = testConfig(burstHome);
     emu.createRepo(O, 'bursty', { fromDir: repoSource(home, CALCULATOR_TEST_ARGV) });

@@ -8,7 +8,8 @@ import { branchFor } from '../src/publish/pr.js';
 import type { RunningApp } from '../src/app.js';
 import { startEmulator, tempDir, testConfig } from './support/app.js';
 import { machineCa } from './support/ca.js';
-import { dockerReady } from './support/docker.js';
+import { needDocker } from './support/docker.js';
+import { describeIf } from './support/skip.js';
 import { startDockerApp } from './support/e2e.js';
 import { NODE_FIXTURE, nodeDockerfile, RUNNER_ARGV } from './support/node.js';
 import { fileVersion } from '../src/tools/files.js';
@@ -24,8 +25,7 @@ const O = 'octo';
 const R = 'slugger';
 const BUGGY = ".replace(/^-/, '');";
 const FIXED = ".replace(/^-|-$/g, '');";
-
-let ready = false;
+const engine = await needDocker();
 let emu: GitHubEmulator;
 let home: string;
 let config: Config;
@@ -33,8 +33,6 @@ let app: RunningApp;
 let model: ScriptedModelServer;
 
 beforeAll(async () => {
-  ready = await dockerReady();
-  if (!ready) return;
   emu = await startEmulator();
   home = tempDir('e2e-node-');
   const ca = machineCa(home);
@@ -70,9 +68,8 @@ afterAll(async () => {
   if (home) rmSync(home, { recursive: true, force: true });
 });
 
-describe('a JavaScript repository whose tests need npm packages, end to end', () => {
+describeIf(engine)('a JavaScript repository whose tests need npm packages, end to end', () => {
   it('is repaired, verified with per-test ids and opened as a draft PR', async () => {
-    if (!ready) return;
     const issue = emu.createIssue(O, R, {
       title: 'slugify leaves a trailing dash',
       body: "slugify('Hello, World!') returns 'hello-world-'",

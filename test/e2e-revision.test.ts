@@ -15,7 +15,8 @@ import { fileVersion } from '../src/tools/files.js';
 import type { RunningApp } from '../src/app.js';
 import { git } from '../src/workspace/git.js';
 import { startEmulator, tempDir, testConfig } from './support/app.js';
-import { dockerReady } from './support/docker.js';
+import { needDocker } from './support/docker.js';
+import { describeIf } from './support/skip.js';
 import { startDockerApp } from './support/e2e.js';
 
 /**
@@ -36,16 +37,13 @@ function revisedCalculator(): string {
   return fixedCalculator()[0].replace(edit.old_text, edit.new_text);
 }
 
-describe('revisions through the real pipeline', () => {
-  let ready = false;
+describeIf(await needDocker())('revisions through the real pipeline', () => {
   let emu: GitHubEmulator;
   let home: string;
   let app: RunningApp;
   let model: ScriptedModelServer;
 
   beforeAll(async () => {
-    ready = await dockerReady();
-    if (!ready) return;
     emu = await startEmulator();
     home = tempDir('e2e-revision-');
     const config = testConfig(path.join(home, 'app'));
@@ -83,7 +81,6 @@ describe('revisions through the real pipeline', () => {
   });
 
   it('revise keeps a maintainer commit and pushes a verified commit; a failing check suite leads to a regression that pushes nothing', async () => {
-    if (!ready) return;
     const issue = emu.createIssue(O, R, { title: 'subtract and divide are wrong', user: 'rae' });
     await emu.label(O, R, issue, 'agenticfix', 'maint');
     await app.idle();

@@ -14,9 +14,10 @@ import type { RunRecord } from '../src/store/store.js';
 import { maxOverlap } from '../src/bench/stats.js';
 import type { RunningApp } from '../src/app.js';
 import { startEmulatedApp, startEmulator, tempDir, testConfig } from './support/app.js';
-import { dockerReady } from './support/docker.js';
+import { needDocker } from './support/docker.js';
 import { startChild, until } from './support/e2e.js';
-import { serviceUrl } from './support/services.js';
+import { needService, serviceUrl } from './support/services.js';
+import { describeIf, needAll } from './support/skip.js';
 
 /**
  * Scale-out end to end: `serve` (this process) takes signed webhooks from the GitHub emulator and
@@ -31,8 +32,12 @@ const redis = serviceUrl('AGENTICFIX_TEST_REDIS_URL');
 const database = serviceUrl('AGENTICFIX_TEST_DATABASE_URL');
 const WAIT_MS = 240_000;
 
-(redis && database ? describe : describe.skip)('serve + two workers (BullMQ, PostgreSQL)', () => {
-  let ready = false;
+const needs = needAll(
+  await needDocker(),
+  needService('AGENTICFIX_TEST_REDIS_URL'),
+  needService('AGENTICFIX_TEST_DATABASE_URL'),
+);
+describeIf(needs)('serve + two workers (BullMQ, PostgreSQL)', () => {
   let emu: GitHubEmulator;
   let home: string;
   let model: ScriptedModelServer;
@@ -61,8 +66,6 @@ const WAIT_MS = 240_000;
   }
 
   beforeAll(async () => {
-    ready = await dockerReady();
-    if (!ready) return;
     emu = await startEmulator();
     home = tempDir('e2e-scale-');
     const config = testConfig(path.join(home, 'serve'), distributedEnv);
@@ -90,7 +93,7 @@ const WAIT_MS = 240_000;
     await app?.close();
     await model?.close();
     await emu?.close();
-    if (ready) await sweepContainers(new Docker()); // what the killed worker left
+    await sweepContainers(new Docker()); // what the killed worker left
     if (database) {
       const admin = new pg.Client({ connectionString: database.toString() });
       await admin.connect();
@@ -101,7 +104,6 @@ const WAIT_MS = 240_000;
   }, 120_000);
 
   it('six labelled issues over three repositories: all verified, spread over both workers within their concurrency', async () => {
-    if (!ready) return;
     const issues = REPOS.flatMap((repo) =>
       [1, 2].map((k) => ({
         repo,
@@ -148,7 +150,6 @@ const WAIT_MS = 240_000;
   }, 900_000);
 
   it('a redelivered webhook starts nothing; /agenticfix cancel stops the container on the worker holding the run', async () => {
-    if (!ready) return;
     const n = emu.createIssue(O, 'slow', { title: 'slow: cancel me', user: 'rae' });
     const label = await emu.label(O, 'slow', n, 'agenticfix', 'maint');
     expect(label.status).toBe(200);
@@ -188,7 +189,6 @@ const WAIT_MS = 240_000;
   }, 300_000);
 
   it('a worker killed mid-run leaves its run interrupted, and its issue is told', async () => {
-    if (!ready) return;
     const n = emu.createIssue(O, 'slow', { title: 'slow: subtract is wrong', user: 'rae' });
     expect((await emu.label(O, 'slow', n, 'agenticfix', 'maint')).status).toBe(200);
     // The repository's tests never end: the run is mid-run once its test container runs.

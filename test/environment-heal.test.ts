@@ -10,21 +10,19 @@ import { runRepair } from '../src/pipeline/repair.js';
 import { CellInfraError, runCell } from '../src/verify/cells.js';
 import { infraReason } from '../src/verify/judge.js';
 import { git } from '../src/workspace/git.js';
-import { BASE_IMAGE, dockerReady } from './support/docker.js';
+import { BASE_IMAGE, needDocker } from './support/docker.js';
+import { describeIf } from './support/skip.js';
 import { commitAll, tempDir } from './support/git-fixtures.js';
 
 const call = (id: string, name: string, args: Record<string, unknown> = {}): ScriptStep => ({
   tool_calls: [{ id, name, arguments: args }],
 });
-
-let ready = false;
 let tmp: { dir: string; cleanup: () => Promise<void> };
 let repo: string;
 let config: Config;
 const docker = new Docker();
 
 beforeAll(async () => {
-  ready = await dockerReady();
   tmp = await tempDir('agenticfix-heal-');
   repo = path.join(tmp.dir, 'repo');
   await mkdir(repo);
@@ -38,9 +36,9 @@ beforeAll(async () => {
 });
 afterAll(() => tmp.cleanup());
 
-describe('a sandbox whose image disappeared', () => {
+const engine = await needDocker();
+describeIf(engine)('a sandbox whose image disappeared', () => {
   it('is rebuilt from the recorded Dockerfile before the next run, and the model is told so', async () => {
-    if (!ready) return;
     // A Dockerfile of its own, so the image removed below is this test's alone.
     const dockerfile = `FROM ${BASE_IMAGE}\nRUN echo ${randomUUID()} > /heal-marker\n`;
     let built: string | null = null;
@@ -120,7 +118,6 @@ describe('a sandbox whose image disappeared', () => {
   }, 240_000);
 
   it("the judge's lost image is an infra_error with a plain reason, not the engine's message", async () => {
-    if (!ready) return;
     const gone = new DockerSandbox(docker, `sha256:${'0'.repeat(64)}`, config.sandbox);
     expect(await gone.available()).toBe(false);
     const err = await runCell(

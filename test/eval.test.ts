@@ -6,7 +6,8 @@ import { evalCommand, type EvalSummary } from '../src/cli/eval.js';
 import { loadConfig } from '../src/config/config.js';
 import { calculatorDockerfile, calculatorFixCalls, createCalculatorRepo } from '../src/demo/calculator.js';
 import { scriptFromToolCalls } from '../src/emulator/scripted-model.js';
-import { dockerReady } from './support/docker.js';
+import { needDocker } from './support/docker.js';
+import { describeIf } from './support/skip.js';
 
 /** A test_patch that adds one hidden test file. */
 function newTestFile(file: string, body: string): string {
@@ -31,9 +32,8 @@ test('${name}', () => {
 });`;
 
 // node's TAP names top-level tests by their title alone (see src/verify/README.md).
-describe('agenticfix eval: the agent then the judge on every task, K times', () => {
+describeIf(await needDocker())('agenticfix eval: the agent then the judge on every task, K times', () => {
   it('reports resolved per run, the mean, pass@K, tokens and time per task', async () => {
-    if (!(await dockerReady())) return;
     const dir = mkdtempSync(path.join(tmpdir(), 'eval-'));
     const config = loadConfig({}, dir);
     const { repo, baseCommit } = await createCalculatorRepo(dir);

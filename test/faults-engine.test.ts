@@ -7,7 +7,8 @@ import { checkBindMounts } from '../src/environment/startup.js';
 import { judge } from '../src/verify/judge.js';
 import { git } from '../src/workspace/git.js';
 import { CALC_FILES, CALC_FIX } from './support/app.js';
-import { BASE_IMAGE, dockerReady } from './support/docker.js';
+import { BASE_IMAGE, needDocker } from './support/docker.js';
+import { itIf } from './support/skip.js';
 import { startEngineProxy } from './support/engine-proxy.js';
 import { makeSourceRepo } from './support/git-fixtures.js';
 
@@ -17,6 +18,7 @@ import { makeSourceRepo } from './support/git-fixtures.js';
  * The app reaches the engine through a proxy socket the test has closed; the shared engine is untouched.
  */
 
+const engine = await needDocker();
 const TEST = ['sh', '-c', 'grep -q "a + b" calc.py'];
 
 describe('the judge with no engine to reach', () => {
@@ -52,16 +54,19 @@ describe('the judge with no engine to reach', () => {
 
 describe('the start-up mount check', () => {
   // Issue 37: each start-up left a 0-byte `..mount-check-*.lent` file in worktrees/.
-  it('leaves nothing in the worktree directory', async () => {
-    if (!(await dockerReady())) return;
-    const home = mkdtempSync(path.join(tmpdir(), 'faults-mount-check-'));
-    try {
-      const config = loadConfig({ AGENTICFIX_HOME: home, AGENTICFIX_BASE_IMAGE: BASE_IMAGE }, home);
-      mkdirSync(config.worktreeDir, { recursive: true });
-      await checkBindMounts(new Docker(), config);
-      expect(readdirSync(config.worktreeDir)).toEqual([]);
-    } finally {
-      rmSync(home, { recursive: true, force: true });
-    }
-  }, 60_000);
+  itIf(engine)(
+    'leaves nothing in the worktree directory',
+    async () => {
+      const home = mkdtempSync(path.join(tmpdir(), 'faults-mount-check-'));
+      try {
+        const config = loadConfig({ AGENTICFIX_HOME: home, AGENTICFIX_BASE_IMAGE: BASE_IMAGE }, home);
+        mkdirSync(config.worktreeDir, { recursive: true });
+        await checkBindMounts(new Docker(), config);
+        expect(readdirSync(config.worktreeDir)).toEqual([]);
+      } finally {
+        rmSync(home, { recursive: true, force: true });
+      }
+    },
+    60_000,
+  );
 });

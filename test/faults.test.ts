@@ -22,7 +22,8 @@ import { startScriptedModelServer, type ScriptedModelServer } from '../src/emula
 import { REAL_JOB_DEPS } from '../src/pipeline/job.js';
 import { prepareHost, sweepEngine } from '../src/pipeline/startup.js';
 import { ImageLeases } from '../src/images/leases.js';
-import { BASE_IMAGE, dockerReady } from './support/docker.js';
+import { BASE_IMAGE, needDocker } from './support/docker.js';
+import { describeIf, itIf, missing, present, type Need } from './support/skip.js';
 import {
   calcFixScript,
   CALC_CONFIG,
@@ -42,6 +43,7 @@ import {
  * record, its issue told and its space given back.
  */
 
+const engine = await needDocker();
 const O = 'acme';
 const MiB = 1024 * 1024;
 
@@ -49,15 +51,13 @@ const MiB = 1024 * 1024;
  * A 30 MB tmpfs (root, or passwordless sudo as in CI): a disk that really fills. Elsewhere the case is
  * skipped loudly; in CI a mount that fails is a failure.
  */
-function mountTmpfs(dir: string): boolean {
+function mountTmpfs(dir: string): Need {
   const sudo = process.getuid?.() === 0 ? [] : ['sudo', '-n'];
   const owner = `uid=${process.getuid?.() ?? 0},gid=${process.getgid?.() ?? 0}`;
   const argv = [...sudo, 'mount', '-t', 'tmpfs', '-o', `size=30m,${owner}`, 'tmpfs', dir];
   const res = execaSync(argv[0]!, argv.slice(1), { reject: false });
-  if (res.exitCode === 0) return true;
-  if (process.env.CI) throw new Error(`a tmpfs mount is required in CI: ${res.stderr}`);
-  console.warn(`\n!!! cannot mount a tmpfs: SKIPPING the full-disk test (${res.stderr}) !!!\n`);
-  return false;
+  const what = 'a tmpfs mount (root, or passwordless sudo)';
+  return res.exitCode === 0 ? present(what) : missing(what, res.stderr);
 }
 const unmount = (dir: string) => {
   const argv = [...(process.getuid?.() === 0 ? [] : ['sudo', '-n']), 'umount', dir];
@@ -71,11 +71,11 @@ const freeMb = async (dir: string) => {
 const diskDir = mkdtempSync(path.join(tmpdir(), 'faults-disk-'));
 const mounted = mountTmpfs(diskDir);
 afterAll(() => {
-  if (mounted) unmount(diskDir);
+  if (mounted.ok) unmount(diskDir);
   rmSync(diskDir, { recursive: true, force: true });
 });
 
-(mounted ? describe : describe.skip)('a full disk (AGENTICFIX_HOME on a 30 MB tmpfs)', () => {
+describeIf(mounted)('a full disk (AGENTICFIX_HOME on a 30 MB tmpfs)', () => {
   const R = 'disk';
   let emu: GitHubEmulator;
   let app: RunningApp;
@@ -407,38 +407,41 @@ describe('final status and comments through a GitHub outage', () => {
 describe('image leases of a holder that is gone (a real engine)', () => {
   // Issue 31: a lease container outlived an engine restart; its holder label (host/pid) was one no
   // sweep could read, so it stayed until its TTL ran out.
-  it('the engine sweep clears them at once; a live holder’s lease stays', async () => {
-    if (!(await dockerReady())) return;
-    const docker = new Docker();
-    const image = (await docker.getImage(BASE_IMAGE).inspect()).Id;
-    const run = `lease-${randomUUID().slice(0, 8)}`;
-    // A holder that takes a lease and dies without releasing it (its engine was gone at the run's end).
-    const root = fileURLToPath(new URL('..', import.meta.url));
-    const leases = path.join(root, 'dist/images/leases.js');
-    const script = `
+  itIf(engine)(
+    'the engine sweep clears them at once; a live holder’s lease stays',
+    async () => {
+      const docker = new Docker();
+      const image = (await docker.getImage(BASE_IMAGE).inspect()).Id;
+      const run = `lease-${randomUUID().slice(0, 8)}`;
+      // A holder that takes a lease and dies without releasing it (its engine was gone at the run's end).
+      const root = fileURLToPath(new URL('..', import.meta.url));
+      const leases = path.join(root, 'dist/images/leases.js');
+      const script = `
       import Docker from 'dockerode';
       import { ImageLeases } from ${JSON.stringify(leases)};
       await new ImageLeases(new Docker(), 3_600_000).acquire('${run}-dead', '${image}');
       process.kill(process.pid, 'SIGKILL');`;
-    const child = await execa(process.execPath, ['--input-type=module', '-e', script], {
-      reject: false,
-      cwd: root,
-    });
-    expect(child.signal).toBe('SIGKILL');
-    const mine = new ImageLeases(docker, 3_600_000);
-    await mine.acquire(`${run}-live`, image);
-    try {
-      const dead = (await ImageLeases.list(docker)).find((l) => l.run === `${run}-dead`)!;
-      expect(dead.expires).toBeGreaterThan(Date.now() + 3_000_000); // GC would keep it for the hour
-      expect(await sweepEngine()).toContain(dead.container);
-      const left = (await ImageLeases.list(docker)).map((l) => l.run);
-      expect(left).not.toContain(`${run}-dead`);
-      expect(left).toContain(`${run}-live`);
-    } finally {
-      await mine.release(`${run}-live`);
-      await mine.release(`${run}-dead`); // on the old code, the lease the sweep left
-    }
-  }, 60_000);
+      const child = await execa(process.execPath, ['--input-type=module', '-e', script], {
+        reject: false,
+        cwd: root,
+      });
+      expect(child.signal).toBe('SIGKILL');
+      const mine = new ImageLeases(docker, 3_600_000);
+      await mine.acquire(`${run}-live`, image);
+      try {
+        const dead = (await ImageLeases.list(docker)).find((l) => l.run === `${run}-dead`)!;
+        expect(dead.expires).toBeGreaterThan(Date.now() + 3_000_000); // GC would keep it for the hour
+        expect(await sweepEngine()).toContain(dead.container);
+        const left = (await ImageLeases.list(docker)).map((l) => l.run);
+        expect(left).not.toContain(`${run}-dead`);
+        expect(left).toContain(`${run}-live`);
+      } finally {
+        await mine.release(`${run}-live`);
+        await mine.release(`${run}-dead`); // on the old code, the lease the sweep left
+      }
+    },
+    60_000,
+  );
 });
 
 describe('deliveries are pruned, and events older than the delivery retention are refused', () => {

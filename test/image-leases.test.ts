@@ -7,7 +7,8 @@ import { execa } from 'execa';
 import { loadConfig, type Config } from '../src/config/config.js';
 import { DockerEnvironmentBuilder } from '../src/images/builder.js';
 import { ImageLeases } from '../src/images/leases.js';
-import { BASE_IMAGE, dockerReady } from './support/docker.js';
+import { BASE_IMAGE, needDocker } from './support/docker.js';
+import { describeIf } from './support/skip.js';
 
 /**
  * Issue 9, item 6: runs broke each other's images. GC spared only images used by a container, so an
@@ -15,8 +16,8 @@ import { BASE_IMAGE, dockerReady } from './support/docker.js';
  * told `No such image` mid-run. Every image and lease here carries run ids unique to this file.
  */
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const ready = await dockerReady();
-const d = ready ? describe : describe.skip;
+const engine = await needDocker();
+const d = describeIf(engine);
 const docker = new Docker();
 const unique = `${process.pid}-${Date.now()}`;
 const cfg: Config['sandbox'] = { ...loadConfig({}).sandbox, imageLeaseTtlMs: 3000 };
@@ -66,7 +67,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   rmSync(worktree, { recursive: true, force: true });
-  if (!ready) return;
+  if (!engine.ok) return; // nothing was built
   const sweep = new DockerEnvironmentBuilder(docker, { ...cfg, imageKeep: 0, imageMaxAgeMs: 0 });
   for (const runId of runs) {
     await sweep.release(runId);

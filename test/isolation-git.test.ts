@@ -17,7 +17,8 @@ import { git, GitError, worktreeGit } from '../src/workspace/git.js';
 import { gitLinkChanges, restoreGitLink, snapshotGitLink } from '../src/workspace/guard.js';
 import { GitWorkspaceManager } from '../src/workspace/manager.js';
 import type { Worktree } from '../src/workspace/types.js';
-import { BASE_IMAGE, dockerReady } from './support/docker.js';
+import { BASE_IMAGE, needDocker } from './support/docker.js';
+import { describeIf } from './support/skip.js';
 import { makeSourceRepo, tempDir } from './support/git-fixtures.js';
 
 /**
@@ -248,8 +249,8 @@ function breachWhenReady(worktrees: () => string[]): Promise<string> {
 }
 const SIGNAL_AND_WAIT = ['sh', '-c', 'touch .ready; sleep 3; echo done'];
 
-const ready = await dockerReady();
-const d = ready ? describe : describe.skip;
+const engine = await needDocker();
+const d = describeIf(engine);
 const DOCKERFILE = `FROM ${BASE_IMAGE}\nWORKDIR /workspace\n`;
 const runIds: string[] = [];
 

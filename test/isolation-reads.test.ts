@@ -20,7 +20,8 @@ import type { Sandbox } from '../src/environment/types.js';
 import { runCell } from '../src/verify/cells.js';
 import { REPORT_DIR } from '../src/testrunners/reports/runner.js';
 import { readBelow, readRegularFile } from '../src/workspace/safe-read.js';
-import { BASE_IMAGE, dockerReady } from './support/docker.js';
+import { BASE_IMAGE, needDocker } from './support/docker.js';
+import { describeIf } from './support/skip.js';
 
 /**
  * Issue 9, item 2: the judge read its test report with a plain read. A test that made the report a
@@ -123,8 +124,7 @@ describe("the judge's report read (local sandbox)", () => {
   });
 });
 
-const ready = await dockerReady();
-(ready ? describe : describe.skip)("the judge's report read (Docker sandbox, real container)", () => {
+describeIf(await needDocker())("the judge's report read (Docker sandbox, real container)", () => {
   const docker = new Docker();
   const runId = `test-reads-${process.pid}-${Date.now()}`;
   let sandbox: DockerSandbox;

@@ -10,12 +10,13 @@ import { sweepContainers } from '../src/environment/startup.js';
 import { prepareHost } from '../src/pipeline/startup.js';
 import { startApp } from '../src/app.js';
 import { APP_ID, PRIVATE_KEY, quietLog, SECRET } from './support/app.js';
-import { BASE_IMAGE, dockerReady } from './support/docker.js';
+import { BASE_IMAGE, needDocker } from './support/docker.js';
+import { describeIf } from './support/skip.js';
 import { tempDir } from './support/git-fixtures.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const ready = await dockerReady();
-const d = ready ? describe : describe.skip;
+const engine = await needDocker();
+const d = describeIf(engine);
 const docker = new Docker();
 const asRoot = process.getuid?.() === 0;
 const runId = `leftovers-${process.pid}-${Date.now()}`;
@@ -87,7 +88,7 @@ beforeAll(async () => {
 }, 180_000);
 
 afterAll(async () => {
-  if (ready)
+  if (engine.ok)
     for (const run of [runId, `${runId}-deadline`, `${runId}-finished`])
       for (const c of await ours(run))
         await docker

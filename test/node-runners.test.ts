@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Docker from 'dockerode';
@@ -6,8 +6,12 @@ import { loadConfig } from '../src/config/config.js';
 import { DockerEnvironmentBuilder } from '../src/images/builder.js';
 import { nodeSetupNote, nodeSetupSteps } from '../src/environment/node.js';
 import { runCell } from '../src/verify/cells.js';
+import { gradeInstance, TaskSchema } from '../src/verify/task.js';
+import { gradeRow } from '../src/verify/test-ids.js';
+import { git } from '../src/workspace/git.js';
 import { machineCa } from './support/ca.js';
-import { BASE_IMAGE, dockerReady } from './support/docker.js';
+import { BASE_IMAGE, needDocker } from './support/docker.js';
+import { describeIf } from './support/skip.js';
 import { nodeDockerfile, nodeFixtureRepo, RUNNER_ARGV } from './support/node.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'agenticfix-node-'));
@@ -48,8 +52,8 @@ describe('Node projects: the setup the model is told', () => {
   });
 });
 
-const ready = await dockerReady();
-const d = ready ? describe : describe.skip;
+const engine = await needDocker();
+const d = describeIf(engine);
 
 d('jest, vitest and mocha for real, installed from the npm registry at build time', () => {
   const runId = `test-node-${process.pid}-${Date.now()}`;
@@ -129,6 +133,75 @@ d('jest, vitest and mocha for real, installed from the npm registry at build tim
         [`${ids[runner]}drops trailing punctuation`]: 'failed',
       });
       expect(second.results.map((r) => r.id)).toEqual(first.results.map((r) => r.id));
+
+      // A row names the same tests in any runner's naming: the same verdict from every form.
+      const [file, describe] = ids[runner].split(' > ');
+      const forms = [
+        (t: string) => `${ids[runner]}${t}`, // the judge's own
+        (t: string) => `${file}::${describe!.trim()} ${t}`, // SWE-bench-style rows
+        (t: string) => `${describe!.trim()} ${t}`, // jest fullName, vitest's and mocha's full title
+        (t: string) => `${describe!.trim()} > ${t}`,
+      ];
+      const grades = forms.map((form) =>
+        gradeRow(
+          [form('drops trailing punctuation')],
+          [form('lower-cases words'), form('joins runs of symbols with one dash')],
+          first,
+        ),
+      );
+      for (const g of grades)
+        expect({
+          runner,
+          verdict: g.verdict,
+          f2p: g.grade.FAIL_TO_PASS.failure.length,
+          p2p: g.grade.PASS_TO_PASS.success.length,
+        }).toEqual({
+          runner,
+          verdict: 'no_reproduction',
+          f2p: 1,
+          p2p: 2,
+        });
+      // An id the report does not hold is missing, named, never failing; a missing FAIL_TO_PASS cannot be graded.
+      const gone = `${file}::${describe!.trim()} keeps emoji`;
+      const p2pGone = gradeRow([forms[1]!('drops trailing punctuation')], [gone], first);
+      expect(p2pGone.grade.PASS_TO_PASS).toEqual({ success: [], failure: [], missing: [gone] });
+      expect(p2pGone.reason).toContain(`${gone} (not in the report)`);
+      const f2pGone = gradeRow([gone], [], first);
+      expect({ verdict: f2pGone.verdict, reason: f2pGone.reason }).toEqual({
+        verdict: 'invalid_test_run',
+        reason: `The test run cannot grade the row: 1 FAIL_TO_PASS test(s) are missing from the report: ${gone} (not in the report).`,
+      });
     }
+  }, 600_000);
+
+  it("grades a row whose command redirects the runner's report with the shell (`> file`)", async () => {
+    const repo = await nodeFixtureRepo(dir);
+    const fixed = readFileSync(path.join(repo, 'slug.js'), 'utf8').replace(
+      ".replace(/^-/, '')",
+      ".replace(/^-|-$/g, '')",
+    );
+    expect(fixed).not.toBe(readFileSync(path.join(repo, 'slug.js'), 'utf8'));
+    writeFileSync(path.join(repo, 'slug.js'), fixed);
+    const gold = (await git(['diff'], { cwd: repo })).stdout;
+    await git(['checkout', '--', '.'], { cwd: repo });
+    const config = { ...loadConfig({ AGENTICFIX_HOME: path.join(dir, 'home') }, dir), sandbox: sandboxCfg };
+    const task = TaskSchema.parse({
+      instance_id: 'slugger-1',
+      repo,
+      base_commit: 'HEAD',
+      problem_statement: 'trailing dash',
+      test_patch: '',
+      FAIL_TO_PASS: ['test/mocha/slug.spec.js::slugify drops trailing punctuation'],
+      PASS_TO_PASS: ['slugify lower-cases words', 'slugify joins runs of symbols with one dash'],
+      test_command: 'mocha test/mocha --reporter json > test-results.json',
+      dockerfile: nodeDockerfile(BASE_IMAGE),
+    });
+    const r = await gradeInstance(task, gold, config, { outDir: path.join(dir, 'graded') });
+    // It was "No test files found" (`>` and the file name reached mocha as arguments): invalid_test_run.
+    expect({ verdict: r.verdict, reason: r.reason }).toEqual({
+      verdict: 'verified',
+      reason: 'Resolved: all 1 FAIL_TO_PASS and 2 PASS_TO_PASS tests pass.',
+    });
+    expect(r.cells[0]!.argv.slice(0, 2)).toEqual(['sh', '-c']);
   }, 600_000);
 });

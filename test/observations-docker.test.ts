@@ -4,7 +4,8 @@ import { loadConfig, type Config } from '../src/config/config.js';
 import { startScriptedModelServer, type ScriptStep } from '../src/emulator/scripted-model.js';
 import { runRepair } from '../src/pipeline/repair.js';
 import { git } from '../src/workspace/git.js';
-import { BASE_IMAGE, dockerReady } from './support/docker.js';
+import { BASE_IMAGE, needDocker } from './support/docker.js';
+import { describeIf } from './support/skip.js';
 import { commitAll, tempDir } from './support/git-fixtures.js';
 import { fileVersion } from '../src/tools/files.js';
 
@@ -28,14 +29,11 @@ const ONE = 'tests/test_calc.py::test_add_small';
 const call = (id: string, name: string, args: Record<string, unknown> = {}): ScriptStep => ({
   tool_calls: [{ id, name, arguments: args }],
 });
-
-let ready = false;
 let tmp: { dir: string; cleanup: () => Promise<void> };
 let repo: string;
 let config: Config;
 
 beforeAll(async () => {
-  ready = await dockerReady();
   tmp = await tempDir('agenticfix-observations-');
   repo = path.join(tmp.dir, 'repo');
   mkdirSync(path.join(repo, 'tests'), { recursive: true });
@@ -50,9 +48,9 @@ beforeAll(async () => {
 });
 afterAll(() => tmp.cleanup());
 
-describe('test observations through the agent loop, in Docker', () => {
+const engine = await needDocker();
+describeIf(engine)('test observations through the agent loop, in Docker', () => {
   it('builds, runs a script, and a failing 332-test run reaches the model as JSON with failures first; tests selects one test', async () => {
-    if (!ready) return;
     const version = fileVersion(CALC);
     const server = await startScriptedModelServer([
       call('bad', 'build_environment', { dockerfile: `FROM ${BASE_IMAGE}\nRUN echo building && exit 3\n` }),

@@ -18,7 +18,9 @@ import {
   tempDir,
   testConfig,
 } from './support/app.js';
-import { dockerReady } from './support/docker.js';
+import { needDocker } from './support/docker.js';
+import { needService } from './support/services.js';
+import { describeIf, needAll } from './support/skip.js';
 import { startChild, until } from './support/e2e.js';
 
 /** Issue 27, item 3: /ping, /healthz and /metrics on serve and on workers, and log lines per run. */
@@ -31,16 +33,14 @@ const get = async (url: string) => {
   return { status: res.status, type: res.headers.get('content-type') ?? '', text: await res.text() };
 };
 
-describe('serve', () => {
-  let ready = false;
+const engine = await needDocker();
+describeIf(engine)('serve', () => {
   let emu: GitHubEmulator;
   let app: RunningApp;
   let home: string;
   let origin: string;
   const lines: Record<string, unknown>[] = [];
   beforeAll(async () => {
-    ready = await dockerReady();
-    if (!ready) return;
     emu = await startEmulator();
     emu.createRepo(O, R, { files: { ...CALC_FILES, '.github/agenticfix.yml': CALC_CONFIG } });
     emu.setPermission(O, R, 'maint', 'write');
@@ -75,12 +75,14 @@ describe('serve', () => {
   });
 
   it('/ping answers, /healthz reports each check, and 503 when one fails', async () => {
-    if (!ready) return;
     expect(await get(`${origin}/ping`)).toMatchObject({ status: 200, text: 'PONG' });
     const health = await get(`${origin}/healthz`);
     expect(health.status).toBe(200);
     expect(JSON.parse(health.text)).toEqual({
       status: 'ok',
+      version: expect.stringMatching(/^\d+\.\d+\.\d+/),
+      commit: expect.any(String),
+      node: process.version,
       checks: {
         store: { ok: true, ms: expect.any(Number) },
         docker: { ok: true, ms: expect.any(Number) },
@@ -104,7 +106,6 @@ describe('serve', () => {
   });
 
   it('/metrics counts deliveries, runs by state and verdict, queue depth, durations and tokens; each run step is logged', async () => {
-    if (!ready) return;
     const n = emu.createIssue(O, R, { title: 'add() subtracts', user: 'alice' });
     await emu.label(O, R, n, 'agenticfix', 'maint');
     await app.idle();
@@ -115,7 +116,6 @@ describe('serve', () => {
     expect(m.type).toContain('text/plain');
     for (const line of [
       'agenticfix_webhook_deliveries_total{event="issues",outcome="new"} 1',
-      'agenticfix_runs_ended_total{state="done",verdict="verified"} 1',
       'agenticfix_queue_depth 0',
       'agenticfix_runs{state="running"} 0',
       'agenticfix_run_phase_seconds_count{phase="agent"} 1',
@@ -124,6 +124,9 @@ describe('serve', () => {
       'agenticfix_model_tokens_total{kind="completion"} 20',
     ])
       expect(m.text).toContain(line);
+    expect(m.text).toMatch(
+      /^agenticfix_runs_ended_total\{state="done",verdict="verified",reason="\w+"\} 1$/m,
+    );
     const said = lines
       .filter((l) => l.run === run!.id || l.delivery)
       .map((l) => [l.msg, l.phase ?? l.state ?? null]);
@@ -133,10 +136,13 @@ describe('serve', () => {
         ['run started', null],
         ['run phase', 'preparing_workspace'],
         ['run phase', 'working'],
+        ['run phase', 'verifying'],
+        ['run phase', 'publishing'],
         ['run work done', 'done'],
         ['run ended', 'done'],
       ]),
     );
+    expect(said).not.toContainEqual(['run phase', 'done']); // the repair's end, before the judge
     expect(lines.find((l) => l.msg === 'run started')).toMatchObject({
       level: 30,
       repo: `${O}/${R}`,
@@ -148,7 +154,8 @@ describe('serve', () => {
 const redis = process.env.AGENTICFIX_TEST_REDIS_URL;
 const database = process.env.AGENTICFIX_TEST_DATABASE_URL;
 
-(redis && database ? describe : describe.skip)('a worker', () => {
+const services = [needService('AGENTICFIX_TEST_REDIS_URL'), needService('AGENTICFIX_TEST_DATABASE_URL')];
+describeIf(needAll(engine, ...services))('a worker', () => {
   const schema = `observe_${process.pid}`;
   let emu: GitHubEmulator;
   let home: string;
@@ -156,7 +163,6 @@ const database = process.env.AGENTICFIX_TEST_DATABASE_URL;
   // The worker's start-up check asks the model endpoint (GET /v1/models) before it takes runs.
   let model: ScriptedModelServer | null = null;
   beforeAll(async () => {
-    if (!(await dockerReady())) return;
     model = await startScriptedModelServer([]);
     emu = await startEmulator();
     home = tempDir('observe-worker-');
@@ -174,7 +180,6 @@ const database = process.env.AGENTICFIX_TEST_DATABASE_URL;
   }, 60_000);
 
   it('answers /ping, /healthz (store, queue, Docker) and /metrics on its own port, and logs pretty lines with LOG_FORMAT=pretty', async () => {
-    if (!emu) return;
     worker = startChild(
       emu,
       { role: 'worker', workerId: 'w-observe', concurrency: 1 },
@@ -192,10 +197,10 @@ const database = process.env.AGENTICFIX_TEST_DATABASE_URL;
     );
     await until(
       'the worker to listen',
-      () => /health and metrics on (http:\S+)/.test(worker!.out()),
+      () => /health and metrics on (http:[^\s"]+)/.test(worker!.out()),
       120_000,
     );
-    const base = /health and metrics on (http:\S+)/.exec(worker.out())![1]!;
+    const base = /health and metrics on (http:[^\s"]+)/.exec(worker.out())![1]!;
     expect(new URL(base).hostname).toBe('127.0.0.1');
     expect(await get(`${base}/ping`)).toMatchObject({ status: 200, text: 'PONG' });
     const health = await get(`${base}/healthz`);
@@ -205,7 +210,10 @@ const database = process.env.AGENTICFIX_TEST_DATABASE_URL;
     });
     expect(health.status).toBe(200);
     const m = await get(`${base}/metrics`);
-    expect(m.text).toContain('agenticfix_queue_depth 0');
+    // The store-wide gauges are serve's alone: a sum over every process counts the store once.
+    expect(m.text).not.toContain('agenticfix_queue_depth');
+    expect(m.text).not.toMatch(/^agenticfix_runs\{/m);
+    expect(m.text).toMatch(/^agenticfix_build_info\{version="[^"]+",commit="[^"]+",node="v\d+[^"]*"\} 1$/m);
     expect(m.text).toContain('agenticfix_process_cpu_seconds_total');
     // Pretty: a level word and the message on one line, not a JSON object.
     expect(worker.out()).toMatch(/INFO.*start-up cleanup done/);

@@ -11,12 +11,15 @@ import { commitAll, tempDir } from './support/git-fixtures.js';
 import { buildNetworkCommand } from '../src/cli/build-network.js';
 import { emulatorCommand } from '../src/cli/emulator.js';
 import { setupCommand } from '../src/cli/setup.js';
+import { configCommand } from '../src/cli/config-check.js';
 import { doctorCommand } from '../src/cli/doctor.js';
 import { evalCommand } from '../src/cli/eval.js';
 import { runCommand } from '../src/cli/run.js';
 import { verifyCommand } from '../src/cli/verify.js';
 import { workerCommand } from '../src/cli/worker.js';
 import { git } from '../src/workspace/git.js';
+import { loadConfig } from '../src/config/config.js';
+import { parseRepoConfig, REPO_CONFIG_SCHEMA_URL } from '../src/config/repo-config.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const CLI = path.join(ROOT, 'dist/cli/index.js');
@@ -110,6 +113,7 @@ describe('the agenticfix CLI (commander)', () => {
       'build-network': buildNetworkCommand,
       emulator: emulatorCommand,
       setup: setupCommand,
+      config: configCommand,
     };
     for (const [name, handler] of Object.entries({ ...handlers, ...extra })) {
       const help = await inProcess(() => handler(['--help']));
@@ -375,4 +379,46 @@ describe('the start-up check (serve, worker, doctor)', () => {
     );
     expect(r.err).not.toContain('AGENTICFIX_TEST_REDIS_URL');
   }, 180_000);
+});
+
+// Issue 38, item 5: a repository's config could be checked only by labelling an issue.
+describe('agenticfix config check', () => {
+  const write = (name: string, text: string) => (writeFileSync(path.join(dir, name), text), name);
+
+  it('exits 2 on a bad file with the message the issue gets, naming the key meant; 0 on a good one', async () => {
+    const text = 'lable: fix-me\nbudgets: { tokns: 5000 }\nverify: { rebuild: never }\n';
+    const bad = await agenticfix(['config', 'check', write('bad.yml', text)]);
+    const issue = parseRepoConfig(text, loadConfig({}));
+    expect(issue.ok).toBe(false);
+    expect(bad).toMatchObject({ code: 2, out: '', err: `bad.yml:\n${!issue.ok && issue.error}` });
+    expect(lines(bad.err).slice(1)).toEqual([
+      '.github/agenticfix.yml is invalid:',
+      '- `budgets.tokns`: unknown key (did you mean `budgets.tokens`?)',
+      '- `verify.rebuild`: Invalid option: expected one of "changed"|"always"',
+      '- `lable`: unknown key (did you mean `label`?)',
+    ]);
+    const json = await agenticfix(['config', 'check', '--json', 'bad.yml']);
+    expect([json.code, JSON.parse(json.out)]).toEqual([2, { ok: false, error: !issue.ok && issue.error }]);
+
+    // The operator limits of this environment: a ceiling from it refuses what the defaults allow.
+    const good = write(
+      'good.yml',
+      `# yaml-language-server: $schema=${REPO_CONFIG_SCHEMA_URL}\nbudgets: { tokens: 90000 }\n`,
+    );
+    expect(await agenticfix(['config', 'check', good])).toMatchObject({ code: 0, out: 'good.yml: valid' });
+    expect(await agenticfix(['config', 'check', good], { AGENTICFIX_TOKEN_BUDGET: '50000' })).toMatchObject({
+      code: 2,
+      err: "good.yml:\n.github/agenticfix.yml asks for more than the operator allows:\n- `budgets.tokens`: 90000 exceeds the operator's ceiling of 50000 tokens",
+    });
+    // The default path, and the size limit checked before parsing, as the app does.
+    expect(await agenticfix(['config', 'check'])).toMatchObject({
+      code: 2,
+      err: 'agenticfix config: .github/agenticfix.yml: no such file (see agenticfix config --help)',
+    });
+    const big = write('big.yml', `# ${'x'.repeat(70_000)}\n`);
+    expect(await agenticfix(['config', 'check', big])).toMatchObject({
+      code: 2,
+      err: 'big.yml:\n`.github/agenticfix.yml` has 70003 bytes, over the 65536-byte limit; nothing was read.',
+    });
+  }, 120_000);
 });

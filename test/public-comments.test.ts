@@ -17,7 +17,8 @@ import {
   tempDir,
   testConfig,
 } from './support/app.js';
-import { BASE_IMAGE, dockerReady } from './support/docker.js';
+import { BASE_IMAGE, needDocker } from './support/docker.js';
+import { describeIf } from './support/skip.js';
 
 /** Issue 27, item 7: what the app posts is public; the operator's paths and endpoints are not. */
 
@@ -147,17 +148,14 @@ describe('installation', () => {
  * URL, the real judge (Docker) and evidence, published through the emulator. Its trace used to carry
  * the model's `base_url` and the worktree path, and its evidence the judge's worktree paths.
  */
-describe('a published run shows neither the model endpoint nor host paths', () => {
+describeIf(await needDocker())('a published run shows neither the model endpoint nor host paths', () => {
   const R = 'calc';
-  let ready = false;
   let emu: GitHubEmulator;
   let app: RunningApp;
   let model: ScriptedModelServer;
   let home: string;
   let config: Config;
   beforeAll(async () => {
-    ready = await dockerReady();
-    if (!ready) return;
     emu = await startEmulator();
     const test = ['sh', '-c', "grep -q 'return a + b' calc.py"];
     emu.createRepo(O, R, {
@@ -187,7 +185,6 @@ describe('a published run shows neither the model endpoint nor host paths', () =
   });
 
   it('every body the app posted is free of them', async () => {
-    if (!ready) return;
     const n = emu.createIssue(O, R, { title: 'add() subtracts', user: 'alice' });
     await emu.label(O, R, n, 'agenticfix', 'maint');
     await app.idle();

@@ -7,7 +7,8 @@ import { BullRunQueue, RunWorker } from '../src/queue/bullmq.js';
 import { LocalRunQueue } from '../src/queue/queue.js';
 import { SqliteRunStore } from '../src/store/sqlite-store.js';
 import type { RunRecord, RunUpdate } from '../src/store/store.js';
-import { serviceUrl } from './support/services.js';
+import { needService, serviceUrl } from './support/services.js';
+import { describeIf } from './support/skip.js';
 import { Jobs, newRun, recordedRun, runQueueContract, until } from './support/queue-contract.js';
 
 describe('LocalRunQueue', () => {
@@ -17,6 +18,7 @@ describe('LocalRunQueue', () => {
         const queue = new LocalRunQueue(store, concurrency, hooks);
         return { queue, close: () => queue.close() };
       },
+      stopped: 'interrupted',
     }));
 
   it('close ends queued runs interrupted too and refuses new ones', async () => {
@@ -33,6 +35,24 @@ describe('LocalRunQueue', () => {
     expect((await store.get(b.id))!.state).toBe('interrupted');
     const late = await recordedRun(store, newRun(3));
     await expect(q.enqueue(late)).rejects.toThrow(/closed/);
+    await store.close();
+  });
+
+  // Issue 38, item 3: SIGTERM to serve interrupted its run at once, with no drain.
+  it('close drains: a running run finishing within the drain time is done; one that does not is interrupted', async () => {
+    const store = new SqliteRunStore(':memory:');
+    const jobs = new Jobs();
+    const q = new LocalRunQueue(store, 2, jobs);
+    const [a, b] = [await recordedRun(store, newRun(1)), await recordedRun(store, newRun(2))];
+    await q.enqueue(a);
+    await q.enqueue(b);
+    await until('both started', () => jobs.started.length === 2);
+    setTimeout(() => jobs.finish(a.id, { state: 'done' }), 200);
+    const started = Date.now();
+    await q.close(1000);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
+    expect(await store.get(a.id)).toMatchObject({ state: 'done' });
+    expect(await store.get(b.id)).toMatchObject({ state: 'interrupted', stop_reason: 'shutdown' });
     await store.close();
   });
 
@@ -94,7 +114,7 @@ describe('LocalRunQueue', () => {
 const redis = serviceUrl('AGENTICFIX_TEST_REDIS_URL');
 const queueName = () => `test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
 
-(redis ? describe : describe.skip)('BullRunQueue with RunWorker', () => {
+describeIf(needService('AGENTICFIX_TEST_REDIS_URL'))('BullRunQueue with RunWorker', () => {
   const redisUrl = redis?.toString() ?? '';
 
   describe('contract (one worker)', () =>
@@ -112,6 +132,7 @@ const queueName = () => `test-${process.pid}-${Math.random().toString(36).slice(
           },
         };
       },
+      stopped: 'queued',
     }));
 
   // Issue 24, item 5: a worker ran any run record it found, minting a token for its installation.
@@ -367,6 +388,93 @@ const queueName = () => `test-${process.pid}-${Math.random().toString(36).slice(
         ],
         { reject: false },
       );
+
+    /**
+     * A worker process (the built code) that drains on SIGTERM for `drainMs`, logging as JSON lines; its
+     * runs end `finishMs` after the signal, or never by themselves.
+     */
+    const drainingWorker = (file: string, name: string, drainMs: number, finishMs: number | null) =>
+      execa(
+        process.execPath,
+        [
+          '--input-type=module',
+          '-e',
+          `import { RunWorker } from ${JSON.stringify(path.join(dist, 'queue/bullmq.js'))};
+           import { SqliteRunStore } from ${JSON.stringify(path.join(dist, 'store/sqlite-store.js'))};
+           const line = (level) => (obj, msg) => process.stdout.write(JSON.stringify({ level, ...obj, msg }) + '\\n');
+           const log = { info: line('info'), warn: line('warn') };
+           const store = new SqliteRunStore(${JSON.stringify(file)});
+           let finish = () => {};
+           const hooks = { execute: (run, signal) => {
+             log.info({ run: run.id }, 'started');
+             return new Promise((resolve) => {
+               finish = () => resolve({ state: 'done' });
+               signal.addEventListener('abort', () => resolve({}));
+             });
+           } };
+           const worker = new RunWorker(store, hooks, { redisUrl: ${JSON.stringify(redisUrl)}, name: ${JSON.stringify(name)}, concurrency: 1, id: 'drainer', lockMs: 1000, log });
+           await worker.start();
+           process.once('SIGTERM', async () => {
+             if (${finishMs} !== null) setTimeout(() => finish(), ${finishMs ?? 0});
+             await worker.close(${drainMs});
+             await store.close();
+           });`,
+        ],
+        { reject: false },
+      );
+
+    it.each([
+      ['finished within the drain time', 10_000, 300],
+      ['handed back when the drain time is over', 300, null],
+    ])('SIGTERM mid-run: the run is %s, never lost, and the log says which', async (_, drainMs, finishMs) => {
+      const file = path.join(dir, 'runs.sqlite');
+      const store = new SqliteRunStore(file);
+      const name = queueName();
+      const queue = new BullRunQueue(store, {}, { redisUrl, name });
+      const survivor = new Jobs();
+      let worker: RunWorker | undefined;
+      await queue.ready();
+      const child = drainingWorker(file, name, drainMs, finishMs);
+      try {
+        let out = '';
+        child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+        const run = await recordedRun(store, newRun(1));
+        await queue.enqueue(run);
+        await until('the child runs it', () => out.includes('"msg":"started"'), 20_000);
+        child.kill('SIGTERM');
+        const exited = await child;
+        expect(exited.exitCode).toBe(0);
+        const said = out
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l) as { msg: string; run?: string; runs?: string[] });
+        expect(said[1]).toMatchObject({ msg: 'draining: no more runs taken', runs: [run.id] });
+        if (finishMs !== null) {
+          expect(said.map((l) => l.msg).slice(2)).toEqual(['drained']);
+          expect(await store.get(run.id)).toMatchObject({ state: 'done', worker: 'drainer' });
+          return;
+        }
+        expect(said.slice(2)).toEqual([
+          expect.objectContaining({ msg: 'drain time over: handing the run back to the queue', run: run.id }),
+          expect.objectContaining({ msg: 'run handed back', run: run.id, state: 'queued' }),
+          expect.objectContaining({ msg: 'drained' }),
+        ]);
+        expect(await store.get(run.id)).toMatchObject({ state: 'queued', finished_at: null });
+        // Another worker takes it up.
+        worker = new RunWorker(store, survivor, { redisUrl, name, concurrency: 1, id: 'next', lockMs: 1000 });
+        await worker.start();
+        await until('the next worker takes it', () => survivor.started.includes(run.id), 20_000);
+        survivor.finish(run.id);
+        await until('done', async () => (await store.get(run.id))!.state === 'done', 20_000);
+        expect(await store.get(run.id)).toMatchObject({ worker: 'next' });
+      } finally {
+        child.kill('SIGKILL');
+        await child;
+        await worker?.close(0);
+        await queue.close();
+        await store.close();
+      }
+    });
 
     it('a worker blocked past its lock stops the run there, which ends interrupted once', async () => {
       const file = path.join(dir, 'runs.sqlite');

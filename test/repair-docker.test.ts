@@ -8,7 +8,8 @@ import { startScriptedModelServer, type ScriptStep } from '../src/emulator/scrip
 import { runRepair } from '../src/pipeline/repair.js';
 import type { RepairOptions } from '../src/pipeline/types.js';
 import { git } from '../src/workspace/git.js';
-import { BASE_IMAGE, dockerReady } from './support/docker.js';
+import { BASE_IMAGE, needDocker } from './support/docker.js';
+import { describeIf } from './support/skip.js';
 import { commitAll, tempDir } from './support/git-fixtures.js';
 import { fileVersion } from '../src/tools/files.js';
 
@@ -27,14 +28,11 @@ const EDIT = call('edit_file', {
   version: VERSION,
 });
 const FINISH = call('finish', { summary: 'add() now adds' });
-
-let ready = false;
 let tmp: { dir: string; cleanup: () => Promise<void> };
 let repo: string;
 let config: Config;
 
 beforeAll(async () => {
-  ready = await dockerReady();
   tmp = await tempDir('agenticfix-repair-docker-');
   repo = path.join(tmp.dir, 'repo');
   cpSync(FIXTURE, repo, { recursive: true });
@@ -66,9 +64,9 @@ async function repair(script: ScriptStep[], more: Partial<RepairOptions> = {}) {
   }
 }
 
-describe('runRepair in the Docker sandbox', () => {
+const engine = await needDocker();
+describeIf(engine)('runRepair in the Docker sandbox', () => {
   it('without a maintainer Dockerfile the model builds its environment, then tests run in it', async () => {
-    if (!ready) return;
     const { result, requests } = await repair([
       call('run_tests'),
       call('build_environment', { dockerfile: DOCKERFILE }),
@@ -88,7 +86,6 @@ describe('runRepair in the Docker sandbox', () => {
   });
 
   it('a maintainer Dockerfile is built up front and build_environment is not offered', async () => {
-    if (!ready) return;
     const { result, requests } = await repair([EDIT, call('run_tests'), FINISH], { dockerfile: DOCKERFILE });
     expect(result.stop_reason).toBe('completed');
     const tools = (requests[0]!.body as { tools: { function: { name: string } }[] }).tools.map(
@@ -104,7 +101,6 @@ describe('runRepair in the Docker sandbox', () => {
   });
 
   it('the image is leased while the run uses it and released when the run ends, also when cancelled', async () => {
-    if (!ready) return;
     const docker = new Docker();
     const runId = `lease-repair-${process.pid}-${Date.now()}`;
     const leased = async () =>

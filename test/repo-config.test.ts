@@ -114,6 +114,22 @@ describe('repository config', () => {
     expect(!r.ok && r.error).toContain(field);
   });
 
+  // Issue 38, item 5: unknown keys got zod's "Unrecognized key" at their parent, with no hint.
+  it('names an unknown key by its path, with the nearest key at that level when one is close', () => {
+    const r = parseRepoConfig(
+      'protectd_paths: [a]\ncolour: blue\nci_feedback: { enabeld: true }\n',
+      operator,
+    );
+    expect(!r.ok && r.error.split('\n')).toEqual([
+      '.github/agenticfix.yml is invalid:',
+      '- `ci_feedback.enabeld`: unknown key (did you mean `ci_feedback.enabled`?)',
+      '- `protectd_paths`: unknown key (did you mean `protected_paths`?)',
+      '- `colour`: unknown key',
+    ]);
+    const nested = parseRepoConfig('ci_entry_points: { polcy: block }', operator);
+    expect(!nested.ok && nested.error).toContain('(did you mean `ci_entry_points.policy`?)');
+  });
+
   it('reports YAML syntax errors', () => {
     const r = parseRepoConfig('test: [unclosed', operator);
     expect(r.ok).toBe(false);

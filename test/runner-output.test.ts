@@ -1,7 +1,7 @@
 import { readFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { omitPassLines, shapeOutput } from '../src/testrunners/failures.js';
+import { collapseRepeats, omitPassLines, shapeOutput } from '../src/testrunners/failures.js';
 import { stripAnsi } from '../src/testrunners/output.js';
 import { parseTestSummary } from '../src/testrunners/summary.js';
 import { renderObservation } from '../src/tools/observation.js';
@@ -192,5 +192,46 @@ describe('what is squeezed first', () => {
     expect(o.data.stdout).toMatch(/^ERROR tests\/test_inventory.py::test_sync - ConnectionError/m);
     // -vv repeats each message in the short summary: left out, the block is in failures.
     expect(o.data.stdout).toMatch(/lines repeating a failure's message left out/);
+  });
+});
+
+describe('real vitest output with a shared error block, a runner timeout and suites that fail to load', () => {
+  const stdout = read('vitest-shared.stdout');
+  const stderr = read('vitest-shared.stderr');
+
+  it('gives one failure per test under a shared block, and counts the suites as errors with their files', () => {
+    const shaped = shapeOutput(stdout, stderr);
+    const file = 'test/shared.test.mjs > slugify > ';
+    // Only the last of the three FAIL lines survived, and the two broken files were not counted.
+    expect(shaped.failures.map((f) => [f.id, f.timeout ?? false])).toEqual([
+      ['test/broken.test.mjs (suite failed to run)', false],
+      ['test/empty.test.mjs (suite failed to run)', false],
+      [`${file}drops trailing punctuation of Hello!`, false],
+      [`${file}drops trailing punctuation of World?`, false],
+      [`${file}drops trailing punctuation of Bye.`, false],
+      [`${file}waits`, true],
+    ]);
+    const shared = shaped.failures.slice(2, 5).map((f) => f.message);
+    expect(new Set(shared).size).toBe(1);
+    expect(shared[0]).toMatch(/^AssertionError: expected true to be false/);
+    expect(shaped.failures[0]!.message).toMatch(/Failed to load url \.\.\/nowhere\.js/);
+    expect(shaped.failures[1]!.message).toMatch(/No test suite found in file/);
+    expect(parseTestSummary(stdout, stderr)).toEqual({
+      passed: 1,
+      failed: 4,
+      errors: 2,
+      skipped: 0,
+      source: 'vitest',
+    });
+  });
+
+  it('collapses identical repeated lines with a count, and leaves jest PASS file lines out like pass lines', () => {
+    const hint = 'If this is a long-running test, pass a timeout value as the last argument.';
+    const out = collapseRepeats(['a', hint, 'b', hint, hint].join('\n'));
+    expect(out).toEqual({ text: ['a', `${hint} [printed 3 times]`, 'b'].join('\n'), collapsed: 2 });
+    expect(omitPassLines('PASS test/a.test.js\nPASS test/b.test.js (1.2 s)\nFAIL test/c.test.js')).toEqual({
+      text: '[... 2 passing-test lines left out ...]\nFAIL test/c.test.js',
+      omitted: 2,
+    });
   });
 });

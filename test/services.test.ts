@@ -1,5 +1,6 @@
 import { connect } from 'node:net';
-import { serviceUrl } from './support/services.js';
+import { needService, serviceUrl } from './support/services.js';
+import { itIf } from './support/skip.js';
 
 /** Writes `request` to host:port and resolves with the first bytes answered. */
 function exchange(url: URL, defaultPort: number, request: Buffer): Promise<Buffer> {
@@ -17,17 +18,23 @@ function exchange(url: URL, defaultPort: number, request: Buffer): Promise<Buffe
 const redis = serviceUrl('AGENTICFIX_TEST_REDIS_URL');
 const database = serviceUrl('AGENTICFIX_TEST_DATABASE_URL');
 
-(redis ? it : it.skip)('Redis answers PING on AGENTICFIX_TEST_REDIS_URL', async () => {
-  const reply = await exchange(redis!, 6379, Buffer.from('PING\r\n'));
-  expect(reply.toString()).toBe('+PONG\r\n');
-});
+itIf(needService('AGENTICFIX_TEST_REDIS_URL'))(
+  'Redis answers PING on AGENTICFIX_TEST_REDIS_URL',
+  async () => {
+    const reply = await exchange(redis!, 6379, Buffer.from('PING\r\n'));
+    expect(reply.toString()).toBe('+PONG\r\n');
+  },
+);
 
-(database ? it : it.skip)('PostgreSQL answers the protocol on AGENTICFIX_TEST_DATABASE_URL', async () => {
-  // SSLRequest (length 8, code 80877103): a PostgreSQL server answers one byte, S or N.
-  const request = Buffer.alloc(8);
-  request.writeInt32BE(8, 0);
-  request.writeInt32BE(80877103, 4);
-  const reply = await exchange(database!, 5432, request);
-  expect(['S', 'N']).toContain(reply.subarray(0, 1).toString());
-  expect(database!.pathname).toBe('/agenticfix');
-});
+itIf(needService('AGENTICFIX_TEST_DATABASE_URL'))(
+  'PostgreSQL answers the protocol on AGENTICFIX_TEST_DATABASE_URL',
+  async () => {
+    // SSLRequest (length 8, code 80877103): a PostgreSQL server answers one byte, S or N.
+    const request = Buffer.alloc(8);
+    request.writeInt32BE(8, 0);
+    request.writeInt32BE(80877103, 4);
+    const reply = await exchange(database!, 5432, request);
+    expect(['S', 'N']).toContain(reply.subarray(0, 1).toString());
+    expect(database!.pathname).toBe('/agenticfix');
+  },
+);

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { ENV_SCHEMA, unknownSettings } from '../src/config/env.js';
-import { parseRepoConfig, repoConfigJsonSchema } from '../src/config/repo-config.js';
+import { parseRepoConfig, REPO_CONFIG_SCHEMA_URL, repoConfigJsonSchema } from '../src/config/repo-config.js';
 import { envExample, withSettingsTable } from '../src/config/settings-doc.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -56,5 +56,14 @@ describe('the settings table', () => {
     expect(parseRepoConfig('publish_unverified: true\n', limits)).toMatchObject({ ok: true });
     expect(parseRepoConfig('frobnicate: true\n', limits)).toMatchObject({ ok: false });
     expect(Object.keys(schema.properties)).toContain('ci_feedback');
+  });
+
+  // Issue 38, item 5: editors had no stable URL to fetch the schema from.
+  it("has a stable $id, the file on the project's default branch, and the README gives the editor line", () => {
+    const project = /^url: https:\/\/github\.com\/(\S+)$/m.exec(read('app.yml'))![1];
+    const url = `https://raw.githubusercontent.com/${project}/main/schema/agenticfix.schema.json`;
+    expect(repoConfigJsonSchema().$id).toBe(url);
+    expect(REPO_CONFIG_SCHEMA_URL).toBe(url);
+    expect(read('README.md')).toContain(`# yaml-language-server: $schema=${url}`);
   });
 });

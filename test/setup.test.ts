@@ -6,7 +6,8 @@ import { parse as parseYaml } from 'yaml';
 import { startGitHubEmulator, type GitHubEmulator } from '../src/emulator/github.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../src/emulator/scripted-model.js';
 import { PUBLIC_KEY, tempDir } from './support/app.js';
-import { dockerReady } from './support/docker.js';
+import { needDocker } from './support/docker.js';
+import { itIf } from './support/skip.js';
 import { CLI, freePort, until } from './support/e2e.js';
 import { OperationChecker } from './support/github-description.js';
 
@@ -17,6 +18,7 @@ import { OperationChecker } from './support/github-description.js';
  * form posts to, and the code's conversion into the app's id, key and webhook secret.
  */
 
+const engine = await needDocker();
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const OWNER = 'octo-setup';
 
@@ -125,42 +127,45 @@ describe('registering the app through the manifest flow, on the emulator', () =>
     rmSync(cwd, { recursive: true, force: true });
   }, 120_000);
 
-  it('`agenticfix serve` without credentials registers the app first, then serves with them', async () => {
-    if (!(await dockerReady())) return;
-    const cwd = tempDir('setup-serve-');
-    const port = await freePort();
-    const child = execa('node', [CLI, 'serve'], {
-      cwd,
-      env: { ...env(port, cwd), AGENTICFIX_BUILD_NETWORK: 'unrestricted' },
-      extendEnv: false,
-      reject: false,
-    });
-    let out = '';
-    child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
-    try {
-      await until('the setup page', () => out.includes('to register the app'), 60_000);
-      await registerLikeABrowser(`http://127.0.0.1:${port}`);
-      await until(
-        'serve to start with the new credentials',
-        () => out.includes('agenticfix listening'),
-        120_000,
-      );
-      // GitHub sends the installation to the registered webhook URL, signed with the new secret; the app
-      // answers with a token minted by the new key: it creates its trigger label.
-      const installed = await emu.install(OWNER);
-      expect(installed.status).toBe(200);
-      await until(
-        'the label',
-        () => emu.repoLabels(OWNER, 'calc').some((l) => l.name === 'agenticfix'),
-        30_000,
-      );
-    } catch (err) {
-      throw new Error(`${String(err)}\n--- serve\n${out}`);
-    } finally {
-      child.kill('SIGTERM');
-      await child;
-      rmSync(cwd, { recursive: true, force: true });
-    }
-  }, 300_000);
+  itIf(engine)(
+    '`agenticfix serve` without credentials registers the app first, then serves with them',
+    async () => {
+      const cwd = tempDir('setup-serve-');
+      const port = await freePort();
+      const child = execa('node', [CLI, 'serve'], {
+        cwd,
+        env: { ...env(port, cwd), AGENTICFIX_BUILD_NETWORK: 'unrestricted' },
+        extendEnv: false,
+        reject: false,
+      });
+      let out = '';
+      child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+      child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
+      try {
+        await until('the setup page', () => out.includes('to register the app'), 60_000);
+        await registerLikeABrowser(`http://127.0.0.1:${port}`);
+        await until(
+          'serve to start with the new credentials',
+          () => out.includes('agenticfix listening'),
+          120_000,
+        );
+        // GitHub sends the installation to the registered webhook URL, signed with the new secret; the app
+        // answers with a token minted by the new key: it creates its trigger label.
+        const installed = await emu.install(OWNER);
+        expect(installed.status).toBe(200);
+        await until(
+          'the label',
+          () => emu.repoLabels(OWNER, 'calc').some((l) => l.name === 'agenticfix'),
+          30_000,
+        );
+      } catch (err) {
+        throw new Error(`${String(err)}\n--- serve\n${out}`);
+      } finally {
+        child.kill('SIGTERM');
+        await child;
+        rmSync(cwd, { recursive: true, force: true });
+      }
+    },
+    300_000,
+  );
 });

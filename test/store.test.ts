@@ -8,7 +8,8 @@ import pg from 'pg';
 import { PostgresRunStore } from '../src/store/postgres-store.js';
 import { SqliteRunStore } from '../src/store/sqlite-store.js';
 import { MIGRATIONS } from '../src/store/store.js';
-import { serviceUrl } from './support/services.js';
+import { needService, serviceUrl } from './support/services.js';
+import { describeIf } from './support/skip.js';
 import { claim, runStoreContract, type StoreBackend } from './support/store-contract.js';
 
 describe('SqliteRunStore', () => {
@@ -32,6 +33,13 @@ describe('SqliteRunStore', () => {
            VALUES (1, @owner, @host, @pid, @started_at, @heartbeat_at)`,
       ).run(h);
       db.close();
+    },
+    async schemaVersion(set) {
+      const db = new Database(file);
+      if (set !== undefined) db.pragma(`user_version = ${set}`);
+      const version = db.pragma('user_version', { simple: true }) as number;
+      db.close();
+      return version;
     },
   };
 
@@ -74,7 +82,7 @@ describe('SqliteRunStore', () => {
 
 const database = serviceUrl('AGENTICFIX_TEST_DATABASE_URL');
 
-(database ? describe : describe.skip)('PostgresRunStore', () => {
+describeIf(needService('AGENTICFIX_TEST_DATABASE_URL'))('PostgresRunStore', () => {
   const url = database?.toString() ?? '';
   let schema = '';
   // An administrative connection of the test: schemas per test, rows written as other processes would.
@@ -96,6 +104,10 @@ const database = serviceUrl('AGENTICFIX_TEST_DATABASE_URL');
              started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at`,
         [h.owner, h.host, h.pid, h.started_at, h.heartbeat_at],
       );
+    },
+    async schemaVersion(set) {
+      if (set !== undefined) await admin.query(`UPDATE ${schema}.schema_version SET version = $1`, [set]);
+      return (await admin.query(`SELECT version FROM ${schema}.schema_version`)).rows[0].version;
     },
   };
 

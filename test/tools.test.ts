@@ -23,6 +23,8 @@ import { createRegistry, DEFAULT_TOOLS, IsolationError, lastTestState } from '..
 import { renderObservation } from '../src/tools/observation.js';
 import { fail, ok, type ToolContext, type ToolDefinition, type ToolResult } from '../src/tools/types.js';
 import { RunTrace } from '../src/trace/trace.js';
+import { makeBuildEnvironmentTool } from '../src/tools/build-environment.js';
+import type { EnvironmentBuilder } from '../src/environment/types.js';
 import { makeSourceRepo, tempDir } from './support/git-fixtures.js';
 
 // A file's version as the tools define it, computed independently: SHA-256 cut to 16 hex digits.
@@ -317,6 +319,38 @@ describe('pages that fit one observation', () => {
     expect(pages).toBeGreaterThan(1);
     expect(paths).toEqual(Object.keys(files).sort());
     expectFail(await call('list_files', { path: 'tests', offset: 229 }), 'invalid_arguments');
+  });
+});
+
+describe('search_code and list_files skip what .gitignore ignores unless include_ignored', () => {
+  it('leaves out coverage/ and a nested ignore, and shows them when asked', async () => {
+    const { call } = await setup({
+      '.gitignore': 'coverage/\n*.log\n',
+      'src/a.js': 'const needle = 1;\n',
+      'src/.gitignore': 'gen/\n',
+      'src/gen/b.js': 'const needle = 2;\n',
+      'coverage/lcov-report/a.js.html': 'needle\n',
+      'debug.log': 'needle\n',
+    });
+    // 16 of 34 hits were in coverage/, which git ignores.
+    const hits = await call('search_code', { query: 'needle' });
+    expect(hits.data.results.map((r: { file: string }) => r.file)).toEqual(['src/a.js']);
+    const all = await call('search_code', { query: 'needle', include_ignored: true });
+    expect(all.data.results.map((r: { file: string }) => r.file).sort()).toEqual([
+      'coverage/lcov-report/a.js.html',
+      'debug.log',
+      'src/a.js',
+      'src/gen/b.js',
+    ]);
+    const listed = await call('list_files', { max_depth: 5 });
+    expect(listed.data.entries.map((e: { path: string }) => e.path)).toEqual([
+      '.gitignore',
+      'src',
+      'src/.gitignore',
+      'src/a.js',
+    ]);
+    const everything = await call('list_files', { max_depth: 1, include_ignored: true });
+    expect(everything.data.entries.map((e: { path: string }) => e.path)).toContain('coverage');
   });
 });
 
@@ -895,6 +929,42 @@ describe('run_tests, git_diff and test staleness', () => {
     const derived = Math.max(2, Math.ceil((first.data.duration_ms * 5) / 1000));
     expect(second.data.time_limit_s).toBe(Math.min(300, derived));
     expect(ctx.suiteMs).toBe(first.data.duration_ms); // the first full run is the measure
+  });
+
+  it('measures the suite again after each environment rebuild, and tells when a build runs', async () => {
+    const { ctx } = await setup(files, { maxTestTimeoutMs: 300_000, minTestTimeoutMs: 2_000 });
+    let image = 0;
+    const events: (boolean | string)[] = [];
+    const builder: EnvironmentBuilder = {
+      build: async () => ({
+        ...(events.push('build') && {}),
+        success: true,
+        image_id: `sha256:${++image}`,
+        image_tag: null,
+        cache_hit: false,
+        duration_ms: 1,
+        network: { proxy: false, ca: false },
+        log: { exit_status: 'ok', head: [], tail: [], error_lines: [], total_lines: 0, truncated: false },
+        error: null,
+      }),
+      sandboxFor: () => new LocalSandbox(),
+      localBaseImages: async () => [],
+    };
+    // The build's time is the environment's (phases_ms), not the agent's: 342 s showed as 36 ms.
+    const c: ToolContext = { ...ctx, builder, onBuilding: (b) => events.push(b) };
+    const reg = createRegistry(c, [...DEFAULT_TOOLS, makeBuildEnvironmentTool()]);
+    const call = async (name: string, args: unknown) => envelope(await reg.call(name, args));
+    const built = await call('build_environment', { dockerfile: 'FROM x\n' });
+    expect(built.success).toBe(true);
+    await call('run_tests', {});
+    const measured = c.suiteMs;
+    expect(measured).toEqual(expect.any(Number));
+    // A limit measured in a wrong environment (or under other load) bound every later run.
+    await call('build_environment', { dockerfile: 'FROM y\n' });
+    expect(c.suiteMs).toBeNull();
+    await call('run_tests', {});
+    expect(c.suiteMs).toEqual(expect.any(Number));
+    expect(events).toEqual([true, 'build', false, true, 'build', false]);
   });
 
   it('bounds the diff preview', async () => {

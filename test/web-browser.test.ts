@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { waitFor } from './support/app.js';
+import { describeIf, missing, present } from './support/skip.js';
 import { startWebFixture, type WebFixture } from './support/web.js';
 
 /**
@@ -15,20 +16,14 @@ import { startWebFixture, type WebFixture } from './support/web.js';
 const CHROMIUM = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => existsSync(p));
 const SHOTS = path.join(tmpdir(), 'agenticfix-screenshots');
 
-function chromiumReady(): boolean {
-  if (CHROMIUM) return true;
-  if (process.env.CI) throw new Error('Chromium required in CI (apt-get install chromium) but not found');
-  console.warn('\n!!! Chromium not installed: SKIPPING the browser test of the run pages !!!\n');
-  return false;
-}
+const chromium = CHROMIUM
+  ? present('Chromium')
+  : missing('Chromium', 'not installed (apt-get install chromium, as scripts/setup-services.sh does)');
 
-describe('run pages in a browser', () => {
+describeIf(chromium)('run pages in a browser', () => {
   let f: WebFixture;
   let browser: Browser;
-  let ready = false;
   beforeAll(async () => {
-    ready = chromiumReady();
-    if (!ready) return;
     mkdirSync(SHOTS, { recursive: true });
     f = await startWebFixture();
     browser = await puppeteer.launch({
@@ -56,11 +51,18 @@ describe('run pages in a browser', () => {
     page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
 
   it('signs in, watches a run live, expands a tool call by keyboard, and reads the finished run', async () => {
-    if (!ready) return;
     const run = await f.label('add() subtracts');
     await waitFor(async () => (await f.app.store.events(run, 0, 100)).some((e) => e.type === 'tool_end'));
     const page = await browser.newPage();
     const dialogs: string[] = [];
+    // Issue 38, item 6: every CSP violation the browser reports (inline styles were refused 140 times).
+    const violations: string[] = [];
+    await page.evaluateOnNewDocument(
+      "document.addEventListener('securitypolicyviolation', (e) => console.error('CSP violation: ' + e.violatedDirective + ' ' + e.blockedURI))",
+    );
+    page.on('console', (m) => {
+      if (/Content Security Policy|CSP violation/.test(m.text())) violations.push(m.text());
+    });
     page.on('dialog', (d) => {
       dialogs.push(d.message());
       void d.dismiss();
@@ -76,7 +78,7 @@ describe('run pages in a browser', () => {
     // During the run: live, one tool call, the cancel button for this writer.
     expect(await prop(page, '#run', 'active')).toBe('true');
     expect(await page.$eval('.live', (e) => e.textContent)).toMatch(/Live/);
-    expect(await page.$$('.calls details')).toHaveLength(1);
+    expect(await page.$$('.calls > li > details')).toHaveLength(1);
     expect(await page.$('form.cancel button')).not.toBeNull();
     await shot(page, 'run-during');
 
@@ -85,6 +87,8 @@ describe('run pages in a browser', () => {
     await summary!.focus();
     await page.keyboard.press('Enter');
     expect(await prop(page, '.calls details', 'open')).toBe(true);
+    expect(String(await prop(page, '.calls details', 'innerText'))).toMatch(/calc\.py.*lines 1–2 of 2/);
+    await page.click('.calls details details.raw summary'); // the raw JSON, one click away
     const observation = String(await prop(page, '.calls details', 'innerText'));
     expect(observation).toContain('return a - b');
     expect(observation).toContain('<script>alert(1)</script>'); // shown as text, not run
@@ -93,7 +97,7 @@ describe('run pages in a browser', () => {
 
     // The run goes on and ends: the page follows without a reload, the open call stays open.
     f.release();
-    await page.waitForFunction("document.querySelectorAll('.calls details').length === 2", {
+    await page.waitForFunction("document.querySelectorAll('.calls > li > details').length === 3", {
       timeout: 20_000,
     });
     await page.waitForFunction("document.getElementById('run').dataset.active === 'false'", {
@@ -106,11 +110,39 @@ describe('run pages in a browser', () => {
     expect(await page.$('form.cancel')).toBeNull();
     await shot(page, 'run-after');
 
-    // On a phone: nothing wider than the screen but the scrolling tables and code.
+    // Tool calls by kind, the raw JSON one click away.
+    await page.evaluate("document.querySelectorAll('.calls > li > details').forEach((d) => (d.open = true))");
+    const kinds = String(await prop(page, '.calls', 'innerText'));
+    expect(kinds).toMatch(/- +return a - b/);
+    expect(kinds).toMatch(/3 passed, 1 failed/);
+    expect(kinds).toContain('test_add');
+    expect(await page.$$('.calls details details.raw')).toHaveLength(3);
+
+    // On a phone: nothing wider than the screen (tables and code scroll inside themselves), the run
+    // page and the list, whose rows keep state, verdict, cost and start time in view.
     await page.setViewport({ width: 390, height: 844, isMobile: true });
     await page.reload();
-    expect(await page.evaluate('document.body.scrollWidth')).toBeLessThanOrEqual(390);
+    const width = 'Math.max(document.documentElement.scrollWidth, document.body.scrollWidth)';
+    expect(await page.evaluate(width)).toBeLessThanOrEqual(390);
     await shot(page, 'run-phone');
+    await page.goto(`${f.site}/runs`);
+    expect(await page.evaluate(width)).toBeLessThanOrEqual(390);
+    const row = String(await prop(page, 'table.runs tbody tr', 'innerText'));
+    expect(row).toMatch(/done/);
+    expect(row).toMatch(/\d{4}-\d\d-\d\d \d\d:\d\d/);
+    const right = await page.$eval('table.runs tbody tr', (e) => {
+      const cells = (
+        e as unknown as { querySelectorAll(s: string): { getBoundingClientRect(): { right: number } }[] }
+      ).querySelectorAll('td');
+      return Math.max(...Array.from(cells, (c) => c.getBoundingClientRect().right));
+    });
+    expect(right).toBeLessThanOrEqual(390);
+    await shot(page, 'run-list-phone');
+    expect(await page.evaluate("document.querySelectorAll('[style]').length")).toBe(0);
+    expect(violations).toEqual([]);
+    // The watch works: an inline style put in the page now is reported.
+    await page.evaluate("document.body.insertAdjacentHTML('beforeend', '<p style=\"color: red\">x</p>')");
+    await waitFor(async () => violations.length > 0);
     expect(dialogs).toEqual([]);
 
     // Without a session (a fresh browser context) the run's data is not served.

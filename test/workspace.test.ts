@@ -1,4 +1,5 @@
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { git, GitError } from '../src/workspace/git.js';
@@ -47,6 +48,28 @@ describe('git runner', () => {
     expect((err as GitError).message).toMatch(/Needed a single revision/);
     const res = await git(['rev-parse', '--verify', 'nope'], { cwd: source.path, allowFail: true });
     expect(res.exitCode).toBe(128);
+  });
+
+  it('a source repository missing an object fails with one plain sentence, not raw git output', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'missing-object-'));
+    try {
+      await git(['init', '-q', '-b', 'main', 'r'], { cwd: dir });
+      const repo = path.join(dir, 'r');
+      writeFileSync(path.join(repo, 'a.txt'), 'hi\n');
+      await git(['add', 'a.txt'], { cwd: repo });
+      await git(['commit', '-qm', 'x'], { cwd: repo });
+      const blob = (await git(['rev-parse', 'HEAD:a.txt'], { cwd: repo })).stdout.trim();
+      rmSync(path.join(repo, '.git/objects', blob.slice(0, 2), blob.slice(2)));
+      const err = await git(['worktree', 'add', '-q', '--detach', path.join(dir, 'w'), 'HEAD'], {
+        cwd: repo,
+      }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(GitError);
+      expect((err as GitError).message).toBe(
+        `The source repository is missing an object (a.txt, ${blob.slice(0, 12)}): it is incomplete or damaged, so this commit cannot be checked out; repair or re-clone it.`,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('commits with the fixed identity and hides host credentials', async () => {

@@ -160,10 +160,9 @@ export const issuesLine = (error: z.ZodError) =>
     .join('; ');
 
 /** Resolves on the first SIGINT or SIGTERM. */
-export function untilStopped(): Promise<void> {
-  return new Promise<void>((resolve) => {
-    const stop = () => resolve();
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
+export function untilStopped(): Promise<NodeJS.Signals> {
+  return new Promise<NodeJS.Signals>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
   });
 }

@@ -2,6 +2,7 @@ import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { createInterface } from 'node:readline';
 import { z } from 'zod';
 import { loadConfig } from '../config/config.js';
 import {
@@ -32,10 +33,11 @@ const cli = () =>
     .option('--json', 'print the environment and then each event as one JSON object a line', false)
     .addHelpText(
       'after',
-      '\nPrints the settings for `agenticfix serve` and `agenticfix worker` (export lines, valid in .env too),\n' +
-        'waits until serve answers on --serve, then labels the demo issue as a maintainer would: a signed\n' +
-        '`issues.labeled` webhook. It reports the draft pull request when the app opens it, and runs until\n' +
-        'SIGINT or SIGTERM.\n',
+      '\nPrints the settings for `agenticfix serve` and `agenticfix worker` (export lines, valid in .env too;\n' +
+        'HOST and PORT apart, for serve on this machine only), waits until serve answers on --serve, then\n' +
+        'labels the demo issue as a maintainer would: a signed `issues.labeled` webhook. `label [n]` on its\n' +
+        'standard input labels issue n (default 1) again; issue 2 is a second one to try. It reports each\n' +
+        'pull request the app opens, and runs until SIGINT or SIGTERM.\n',
     );
 
 const Port = z.coerce.number().int().min(0).max(65535);
@@ -95,6 +97,12 @@ export async function emulatorCommand(argv: string[]): Promise<number> {
     body: body.join('\n').trim(),
     user: 'reporter-ray',
   });
+  // A second issue to label by hand (the scripted model repairs the calculator whichever it is given).
+  const second = emu.createIssue(EMULATOR_OWNER, EMULATOR_REPO, {
+    title: 'divide(1, 0) returns Infinity',
+    body: '`divide(1, 0)` should throw a `RangeError`; `test/calculator.test.js` says so.',
+    user: 'reporter-ray',
+  });
 
   const env = {
     ...emulatorAppEnv({
@@ -104,16 +112,25 @@ export async function emulatorCommand(argv: string[]): Promise<number> {
       modelUrl: model.url,
     }),
     WEBHOOK_SECRET: secret,
-    HOST: serve.hostname,
-    PORT: serve.port || (serve.protocol === 'https:' ? '443' : '80'),
+    // The run pages' sign-in: the emulator's OAuth client, and where serve is seen from the browser.
+    GITHUB_CLIENT_ID: emu.oauth.clientId,
+    GITHUB_CLIENT_SECRET: emu.oauth.clientSecret,
+    AGENTICFIX_PUBLIC_URL: serve.origin,
   };
+  /**
+   * Where serve listens: for serve started by hand on this machine. In a container's .env they would
+   * move the image's 0.0.0.0:3000 (unreachable from outside, its healthcheck failing): kept apart.
+   */
+  const local = { HOST: serve.hostname, PORT: serve.port || (serve.protocol === 'https:' ? '443' : '80') };
   const repo = `${EMULATOR_OWNER}/${EMULATOR_REPO}`;
   const say = (event: Record<string, unknown>, line: string) =>
     process.stdout.write(flags.json ? `${JSON.stringify(event)}\n` : `${line}\n`);
   say(
     {
       event: 'ready',
-      env,
+      env: { ...env, ...local },
+      local_only: Object.keys(local),
+      issues: [issue, second],
       github: emu.url,
       model: model.url,
       repository: repo,
@@ -125,6 +142,9 @@ export async function emulatorCommand(argv: string[]): Promise<number> {
       '# The environment of `agenticfix serve` and `agenticfix worker` (paste into their shells or .env;',
       '# a worker also needs AGENTICFIX_REDIS_URL and AGENTICFIX_DATABASE_URL, as serve then does):',
       ...Object.entries(env).map(([k, v]) => `export ${k}=${quoted(v)}`),
+      "# serve run by hand on this machine only: not in a container's .env (the image listens on 0.0.0.0:3000):",
+      ...Object.entries(local).map(([k, v]) => `export ${k}=${quoted(v)}`),
+      `# Issue #${second} is a second one to try. Type \`label ${second}\` (or \`label\` for #${issue}) and Enter here to label again.`,
       flags.label
         ? `# Once serve answers on ${serve.origin}, ${MAINTAINER} labels issue #${issue} '${config.app.label}'.`
         : `# Label issue #${issue} yourself: nothing is labelled (--no-label).`,
@@ -132,6 +152,26 @@ export async function emulatorCommand(argv: string[]): Promise<number> {
   );
 
   let stopped = false;
+  const label = async (n: number) => {
+    const delivery = await emu.label(EMULATOR_OWNER, EMULATOR_REPO, n, config.app.label, MAINTAINER);
+    say(
+      { event: 'labeled', issue: n, label: config.app.label, status: delivery.status },
+      `${MAINTAINER} labelled #${n} '${config.app.label}': serve answered the webhook with HTTP ${delivery.status}`,
+    );
+  };
+  // `label [n]` on standard input labels again (the app starts a new run; one per issue at a time).
+  const input = createInterface({ input: process.stdin, terminal: false });
+  input.on('line', (line) => {
+    const m = /^\s*label(?:\s+#?(\d+))?\s*$/.exec(line);
+    const n = m ? Number(m[1] ?? issue) : null;
+    if (n !== issue && n !== second) {
+      if (line.trim()) say({ event: 'unknown', line }, `type \`label ${issue}\` or \`label ${second}\``);
+      return;
+    }
+    label(n).catch((err: unknown) =>
+      say({ event: 'error', error: String(err) }, `could not label #${n}: ${String(err)}`),
+    );
+  });
   const labelWhenServeAnswers = async () => {
     while (!stopped) {
       const up = await fetch(new URL('/ping', serve), { signal: AbortSignal.timeout(2000) }).then(
@@ -142,11 +182,7 @@ export async function emulatorCommand(argv: string[]): Promise<number> {
       await new Promise((r) => setTimeout(r, 500));
     }
     if (stopped) return;
-    const delivery = await emu.label(EMULATOR_OWNER, EMULATOR_REPO, issue, config.app.label, MAINTAINER);
-    say(
-      { event: 'labeled', issue, label: config.app.label, status: delivery.status },
-      `${MAINTAINER} labelled #${issue} '${config.app.label}': serve answered the webhook with HTTP ${delivery.status}`,
-    );
+    await label(issue);
   };
   const labelling = flags.label
     ? labelWhenServeAnswers().catch((err: unknown) => {
@@ -170,6 +206,8 @@ export async function emulatorCommand(argv: string[]): Promise<number> {
   await untilStopped();
   stopped = true;
   clearInterval(watch);
+  input.close();
+  process.stdin.destroy();
   await labelling;
   await model.close();
   await emu.close();

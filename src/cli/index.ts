@@ -2,6 +2,7 @@
 /** The `agenticfix` command: one sub-command per user-facing job. */
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../config/config.js';
+import { buildInfo } from '../config/version.js';
 import { UsageError, usageLine } from './program.js';
 
 type Handler = (argv: string[]) => Promise<number>;
@@ -44,6 +45,10 @@ const COMMANDS: Record<string, { description: string; load: () => Promise<Handle
     description: 'check the settings and the services serve (or --worker) needs, without starting',
     load: async () => (await import('./doctor.js')).doctorCommand,
   },
+  config: {
+    description: 'check a repository configuration file (.github/agenticfix.yml) as the app reads it',
+    load: async () => (await import('./config-check.js')).configCommand,
+  },
   'build-network': {
     description: 'create the build network and install its iptables rules (as root)',
     load: async () => (await import('./build-network.js')).buildNetworkCommand,
@@ -55,6 +60,7 @@ function topLevel(): Command {
   const program = new Command('agenticfix')
     .usage('<command> [options]')
     .description('Fixes labelled GitHub issues and opens verified draft pull requests.')
+    .option('-V, --version', 'print the version, the commit it was built from and the Node.js running it')
     .exitOverride()
     .configureOutput({ outputError: () => {} })
     .addHelpText('after', '\nSee `agenticfix <command> --help` for the options of each.');
@@ -64,6 +70,11 @@ function topLevel(): Command {
 
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
+  if (name === '--version' || name === '-V') {
+    const b = buildInfo();
+    process.stdout.write(`agenticfix ${b.version} (commit ${b.commit}, node ${b.node})\n`);
+    return 0;
+  }
   const known = name !== undefined ? COMMANDS[name] : undefined;
   if (known) return (await known.load())(rest);
   // `agenticfix help run` is `agenticfix run --help`.

@@ -3,6 +3,8 @@ import { z } from 'zod';
 import { StoreInUseError } from '../store/store.js';
 import { startApp } from '../app.js';
 import { loadEnv } from '../config/config.js';
+import { buildInfo } from '../config/version.js';
+import { appLogger } from '../observe.js';
 import { untilStopped } from './app-env.js';
 import { reportCheck, startupCheck } from './doctor.js';
 import { command, parseCli } from './program.js';
@@ -37,8 +39,10 @@ export async function serveCommand(argv: string[]): Promise<number> {
   }
   const { app, config } = checked.ready!;
   const env = checked.ready!.serve!;
+  const log = appLogger(config);
   const running = await startApp({
     config,
+    log,
     ...app,
     webhookSecret: env.WEBHOOK_SECRET,
     port: env.PORT,
@@ -50,13 +54,15 @@ export async function serveCommand(argv: string[]): Promise<number> {
     return null;
   });
   if (!running) return 1;
-  process.stdout.write(`agenticfix listening on ${running.url}\n`);
+  // A log line like every other (JSON with LOG_FORMAT=json): a collector reads each line as one.
+  log.info({ url: running.url, ...buildInfo() }, `agenticfix listening on ${running.url}`);
   // Development: relay deliveries from a smee.io channel to the local endpoint, as Probot does.
   const proxy = env.WEBHOOK_PROXY_URL
-    ? await new SmeeClient({ source: env.WEBHOOK_PROXY_URL, target: running.url, logger: console }).start()
+    ? await new SmeeClient({ source: env.WEBHOOK_PROXY_URL, target: running.url, logger: log }).start()
     : null;
-  await untilStopped();
+  const signal = await untilStopped();
+  log.info({ signal, drain_s: config.app.drainMs / 1000 }, 'agenticfix stopping');
   proxy?.close();
-  await running.close();
+  await running.close(config.app.drainMs);
   return 0;
 }

@@ -1,5 +1,6 @@
 import { Probot } from 'probot';
 import { z } from 'zod';
+import { buildInfo } from '../config/version.js';
 import { appLogger, healthChecks, listenObserve, observeRoutes } from '../observe.js';
 import { JobRunner } from '../pipeline/job.js';
 import { publicScrubber } from '../pipeline/public.js';
@@ -15,7 +16,8 @@ import { command, parseCli } from './program.js';
  * `agenticfix worker`: takes runs from the queue (AGENTICFIX_REDIS_URL) and runs them on this machine
  * with its own Docker engine, mirrors and image cache; it mints installation tokens and publishes
  * itself, and records its runs in the shared store (AGENTICFIX_DATABASE_URL). On SIGTERM or SIGINT it
- * takes no more runs and gives running ones AGENTICFIX_WORKER_GRACE_S before they end `interrupted`.
+ * drains: takes no more runs and gives running ones AGENTICFIX_DRAIN_S, then hands them back to the
+ * queue for another worker. Every line it prints is a log line (JSON with LOG_FORMAT=json).
  */
 export async function workerCommand(argv: string[]): Promise<number> {
   const parsed = parseCli(
@@ -65,8 +67,10 @@ export async function workerCommand(argv: string[]): Promise<number> {
     requeueStalled: distributed.requeueStalled,
     installationLimit: distributed.installationLimit,
     onQueueError: (err) => log.warn({ err }, 'queue error'),
+    log,
   });
-  const routes = observeRoutes(healthChecks({ store, queue: () => worker.ping(), docker: true }), store);
+  // The store-wide run counts are serve's to export (observeRoutes).
+  const routes = observeRoutes(healthChecks({ store, queue: () => worker.ping(), docker: true }), null);
   const listener = await listenObserve(routes, config.workerListen.port, config.workerListen.host);
   await worker.start();
   const sweep = setInterval(() => {
@@ -74,17 +78,20 @@ export async function workerCommand(argv: string[]): Promise<number> {
       log.warn({ err }, 'could not sweep the engine'),
     );
   }, ENGINE_SWEEP_MS).unref();
-  process.stdout.write(
-    `agenticfix worker ${worker.id} taking runs (concurrency ${config.app.concurrency}); health and metrics on ${listener.url}\n`,
+  log.info(
+    { worker: worker.id, url: listener.url, ...buildInfo() },
+    `agenticfix worker ${worker.id} taking runs (concurrency ${config.app.concurrency}); health and metrics on ${listener.url}`,
   );
-  await untilStopped();
-  process.stdout.write(
-    `agenticfix worker ${worker.id} stopping (grace ${distributed.workerGraceMs / 1000} s)\n`,
+  const signal = await untilStopped();
+  log.info(
+    { worker: worker.id, signal, running: worker.running, drain_s: config.app.drainMs / 1000 },
+    `agenticfix worker ${worker.id} stopping`,
   );
   clearInterval(sweep);
-  await worker.close(distributed.workerGraceMs);
+  await worker.close(config.app.drainMs);
   await listener.close();
   await runner.settled();
   await store.close();
+  log.info({ worker: worker.id }, `agenticfix worker ${worker.id} stopped`);
   return 0;
 }

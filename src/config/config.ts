@@ -101,7 +101,6 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
           queueName: e.AGENTICFIX_QUEUE_NAME,
           /** This worker's name in the store; host:pid by default. */
           workerId: e.AGENTICFIX_WORKER_ID,
-          workerGraceMs: e.AGENTICFIX_WORKER_GRACE_S * 1000,
           workerLockMs: e.AGENTICFIX_WORKER_LOCK_MS,
           requeueStalled: e.AGENTICFIX_REQUEUE_STALLED,
           /** Runs of one installation running at once across all workers; 0: no limit. */
@@ -207,6 +206,8 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
     verify: { flakyReruns: e.AGENTICFIX_FLAKY_RERUNS, maxReportBytes: e.AGENTICFIX_MAX_REPORT_MB * MiB },
     app: {
       concurrency: e.AGENTICFIX_CONCURRENCY,
+      /** On SIGTERM: how long running runs may go on before they are handed back or interrupted. */
+      drainMs: e.AGENTICFIX_DRAIN_S * 1000,
       label: e.AGENTICFIX_LABEL,
       mention: e.AGENTICFIX_MENTION,
       statusEditIntervalMs: e.AGENTICFIX_STATUS_EDIT_INTERVAL_MS,

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { PROVIDERS } from './providers.js';
+import { nearest } from './did-you-mean.js';
 
 /**
  * Every setting the app reads from its environment, with its default and its check: the one schema
@@ -122,6 +123,9 @@ export const ENV_SCHEMA = z.object({
   AGENTICFIX_MAX_REPORT_MB: int(32, 1),
   // App
   AGENTICFIX_CONCURRENCY: int(2, 1),
+  // On SIGTERM (serve running runs, a worker): no more runs; running ones get this long to finish,
+  // then a worker hands them back to the queue and serve ends them `interrupted`, telling the issue.
+  AGENTICFIX_DRAIN_S: int(600, 0),
   AGENTICFIX_LABEL: z.string().min(1).default('agenticfix'),
   // The handle review comments mention to ask for a revision (`revise_on: [mention]`).
   AGENTICFIX_MENTION: z
@@ -142,7 +146,6 @@ export const ENV_SCHEMA = z.object({
     .regex(/^[\w-]{1,64}$/)
     .default('agenticfix-runs'),
   AGENTICFIX_WORKER_ID: z.string().min(1).max(200).optional(), // default host:pid
-  AGENTICFIX_WORKER_GRACE_S: int(600, 0), // on SIGTERM: running runs get this long to finish
   AGENTICFIX_WORKER_LOCK_MS: int(30_000, 500), // a worker silent this long is dead: its runs stalled
   AGENTICFIX_REQUEUE_STALLED: bool(false), // a dead worker's run is run again once (else interrupted)
   AGENTICFIX_INSTALLATION_CONCURRENCY: int(0, 0), // runs of one installation at once, all workers; 0: no limit
@@ -204,22 +207,9 @@ export function unknownSettings(env: Record<string, string | undefined>): string
     .filter((k) => k.startsWith('AGENTICFIX_') && !(k in ENV_SCHEMA.shape) && !SCRIPT_ENV_NAMES.has(k))
     .sort()
     .map((k) => {
-      const [best] = known.map((n) => [n, editDistance(k, n)] as const).sort((a, b) => a[1] - b[1]);
-      const hint = best && best[1] <= 3 ? ` (did you mean ${best[0]}?)` : '';
-      return `${k} is not a setting and is ignored${hint}`;
+      const near = nearest(k, known);
+      return `${k} is not a setting and is ignored${near ? ` (did you mean ${near}?)` : ''}`;
     });
-}
-
-/** Levenshtein distance: one row at a time. */
-function editDistance(a: string, b: string): number {
-  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const next = [i];
-    for (let j = 1; j <= b.length; j++)
-      next.push(Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1)));
-    row = next;
-  }
-  return row[b.length]!;
 }
 
 /** The settings as the schema leaves them. */

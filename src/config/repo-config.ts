@@ -1,6 +1,7 @@
 import { Lexer, parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import type { Config } from './config.js';
+import { nearest } from './did-you-mean.js';
 import { parsePathPattern } from './path-patterns.js';
 
 /** Per-repository settings from `.github/agenticfix.yml` (at the run's base commit). */
@@ -15,6 +16,12 @@ export const RebuildPolicySchema = z.enum(['changed', 'always']);
 export type RebuildPolicy = z.infer<typeof RebuildPolicySchema>;
 
 export const REPO_CONFIG_PATH = '.github/agenticfix.yml';
+/**
+ * The schema's `$id`: where editors fetch it (`# yaml-language-server: $schema=…`), the file
+ * schema/agenticfix.schema.json on the project's default branch (app.yml's `url`).
+ */
+export const REPO_CONFIG_SCHEMA_URL =
+  'https://raw.githubusercontent.com/agenticfix/agenticfix/main/schema/agenticfix.schema.json';
 /** Checked against the contents API's `size` before anything is decoded or parsed. */
 export const REPO_CONFIG_MAX_BYTES = 64 * 1024;
 export const DEFAULT_TEST_ARGV = ['python3', '-m', 'pytest', '-q'];
@@ -194,10 +201,37 @@ const REPO_CONFIG_SCHEMA = z.strictObject({
  * written by scripts/settings-doc.mjs and kept in sync by a test).
  */
 export function repoConfigJsonSchema(): Record<string, unknown> {
+  const { $schema, ...rest } = z.toJSONSchema(REPO_CONFIG_SCHEMA, { io: 'input', unrepresentable: 'any' });
   return {
-    ...z.toJSONSchema(REPO_CONFIG_SCHEMA, { io: 'input', unrepresentable: 'any' }),
+    $schema,
+    $id: REPO_CONFIG_SCHEMA_URL,
     title: `AgenticFix repository configuration (${REPO_CONFIG_PATH})`,
+    ...rest,
   };
+}
+
+type SchemaNode = { properties?: Record<string, SchemaNode>; items?: SchemaNode; anyOf?: SchemaNode[] };
+let jsonSchema: SchemaNode | undefined;
+
+/** The keys the file may have at `path` (an object's, or a union's object branch), from the JSON Schema. */
+function keysAt(path: PropertyKey[]): string[] {
+  let node: SchemaNode | undefined = (jsonSchema ??= repoConfigJsonSchema() as SchemaNode);
+  const props = (n: SchemaNode | undefined) =>
+    n?.properties ?? n?.anyOf?.find((o) => o.properties)?.properties;
+  for (const key of path) node = typeof key === 'number' ? node?.items : props(node)?.[String(key)];
+  return Object.keys(props(node) ?? {});
+}
+
+/** One line per problem, naming the key; an unknown key with the nearest known one. */
+function issueLines(issues: z.core.$ZodIssue[]): string[] {
+  return issues.flatMap((i) => {
+    if (i.code !== 'unrecognized_keys') return [`- \`${i.path.join('.') || '(root)'}\`: ${i.message}`];
+    return i.keys.map((key) => {
+      const near = nearest(key, keysAt(i.path));
+      const hint = near ? ` (did you mean \`${[...i.path, near].join('.')}\`?)` : '';
+      return `- \`${[...i.path, key].join('.')}\`: unknown key${hint}`;
+    });
+  });
 }
 
 type ParsedRepoConfig = z.infer<typeof REPO_CONFIG_SCHEMA>;
@@ -314,8 +348,10 @@ export function parseRepoConfig(text: string | null, limits: OperatorLimits): Re
   }
   const parsed = REPO_CONFIG_SCHEMA.safeParse(raw);
   if (!parsed.success) {
-    const lines = parsed.error.issues.map((i) => `- \`${i.path.join('.') || '(root)'}\`: ${i.message}`);
-    return { ok: false, error: `${REPO_CONFIG_PATH} is invalid:\n${lines.join('\n')}` };
+    return {
+      ok: false,
+      error: `${REPO_CONFIG_PATH} is invalid:\n${issueLines(parsed.error.issues).join('\n')}`,
+    };
   }
   const rc = parsed.data;
   const refused = refusals(limits, {

@@ -25,6 +25,10 @@ export interface ContentsReader {
   };
 }
 
+/** Why a file of `size` bytes is not read. */
+export const overSize = (path: string, size: number, maxBytes: number) =>
+  `\`${path}\` has ${size} bytes, over the ${maxBytes}-byte limit; nothing was read.`;
+
 export type FileResult = { ok: true; text: string | null } | { ok: false; error: string };
 
 /**
@@ -40,10 +44,7 @@ export async function fetchFile(
   ref: string,
   maxBytes: number,
 ): Promise<FileResult> {
-  const tooBig = (size: number): FileResult => ({
-    ok: false,
-    error: `\`${path}\` has ${size} bytes, over the ${maxBytes}-byte limit; nothing was read.`,
-  });
+  const tooBig = (size: number): FileResult => ({ ok: false, error: overSize(path, size, maxBytes) });
   try {
     const { data } = (await gh.rest.repos.getContent({ owner, repo, path, ref })) as {
       data: { type?: string; size?: number; sha?: string; content?: string; encoding?: string };

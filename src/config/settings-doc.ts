@@ -83,6 +83,8 @@ const DOCS: Record<EnvName, string> = {
   AGENTICFIX_FLAKY_RERUNS: 'judge re-runs of failing cells',
   AGENTICFIX_MAX_REPORT_MB: 'largest test report the judge reads',
   AGENTICFIX_CONCURRENCY: 'concurrent runs of the app (or of one worker)',
+  AGENTICFIX_DRAIN_S:
+    'on SIGTERM running runs get this long to finish; then a worker hands them back to the queue, serve ends them `interrupted` and tells their issues',
   AGENTICFIX_LABEL: 'the trigger label',
   AGENTICFIX_MENTION: 'the handle review comments mention to ask for a revision',
   AGENTICFIX_DB_PATH: 'the SQLite run store (default: `<home>/runs.sqlite`)',
@@ -92,7 +94,6 @@ const DOCS: Record<EnvName, string> = {
     'the queue in Redis, run by `agenticfix worker` processes; needs AGENTICFIX_DATABASE_URL',
   AGENTICFIX_QUEUE_NAME: "the queue's name in Redis",
   AGENTICFIX_WORKER_ID: "a worker's name in the run store (default: host:pid)",
-  AGENTICFIX_WORKER_GRACE_S: 'a stopping worker lets running runs finish this long',
   AGENTICFIX_WORKER_LOCK_MS: 'a worker silent this long is dead: its runs stalled',
   AGENTICFIX_REQUEUE_STALLED: "a dead worker's run is run again once (else it ends interrupted)",
   AGENTICFIX_INSTALLATION_CONCURRENCY: 'runs of one installation at once across workers (0: no limit)',

@@ -13,6 +13,7 @@ import {
   snapshotWorktree,
   type SnapshotEntry,
 } from './docker-context.js';
+import { gitDependencyHint } from './git-deps.js';
 import { DockerSandbox, engineGone, LABEL, RUN_LABEL } from '../environment/docker.js';
 import { buildNetworkMode, ensureBuildNetwork, proxyBuildArgs } from './network.js';
 import { ImageLeases } from './leases.js';
@@ -21,6 +22,8 @@ import { stopwatch } from '../trace/phases.js';
 
 /** Repository of every environment image; the tag is a prefix of the environment's content key. */
 export const ENV_REPO = 'agenticfix-env';
+/** The repository of the app's own base images (scripts/setup-docker.sh builds `agenticfix/debian:bookworm`). */
+const APP_REPO = 'agenticfix';
 export const KEY_LABEL = 'agenticfix.key';
 /** Build time in milliseconds: Docker's `Created` has one-second resolution, too coarse to order recent builds. */
 export const BUILT_LABEL = 'agenticfix.built';
@@ -132,6 +135,8 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
         const local = await this.localBaseImages().catch(() => []);
         error += `\nNo registry is reachable. Base images available locally: ${local.join(', ') || '(none)'}`;
       }
+      const gitHint = gitDependencyHint([...log.error_lines, ...log.tail], opts.worktree);
+      if (gitHint) error += `\n${gitHint}`;
       return failed(error, log);
     }
     // The stream can end without an error entry although nothing was built: trust only the engine.
@@ -169,11 +174,15 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
     return new DockerSandbox(this.docker, imageId, this.cfg, this.runOf.get(imageId));
   }
 
-  /** Tagged images that are not AgenticFix environments: what a Dockerfile can start FROM offline. */
+  /**
+   * What a Dockerfile can start FROM offline: the operator's configured base image and the app's own
+   * images (`agenticfix/…`) that are here. Other tagged images on the host (other projects', the
+   * environments built for runs) are no one's advice to the model.
+   */
   async localBaseImages(): Promise<string[]> {
     const images = await this.docker.listImages();
     const tags = images.flatMap((i) => i.RepoTags ?? []);
-    return [...new Set(tags.filter((t) => t !== '<none>:<none>' && !t.startsWith(`${ENV_REPO}:`)))].sort();
+    return [...new Set(tags.filter((t) => t === this.cfg.baseImage || t.startsWith(`${APP_REPO}/`)))].sort();
   }
 
   /** Ends the run's leases on its images (also those another builder of the run took). */

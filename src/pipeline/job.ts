@@ -10,6 +10,7 @@ import type { QueueHooks } from '../queue/queue.js';
 import type { RunRecord, RunStore, RunUpdate } from '../store/store.js';
 import { capMiddle } from '../trace/cap.js';
 import { metrics } from '../trace/metrics.js';
+import { stopwatch } from '../trace/phases.js';
 import { RunTrace } from '../trace/trace.js';
 import { code, inert } from '../verify/untrusted.js';
 import { GitWorkspaceManager } from '../workspace/manager.js';
@@ -92,6 +93,7 @@ export class JobRunner implements QueueHooks {
   }
 
   onQueued(run: RunRecord): void {
+    this.o.log?.info({ run: run.id, state: run.state, trigger: run.trigger }, 'run queued');
     this.reporter.status(run).update({ phase: 'queued' });
   }
 
@@ -100,6 +102,7 @@ export class JobRunner implements QueueHooks {
    * run (another process) edits this comment rather than posting its own.
    */
   async announceQueued(run: RunRecord): Promise<void> {
+    this.o.log?.info({ run: run.id, state: run.state, trigger: run.trigger }, 'run queued');
     const status = this.reporter.status(run);
     status.update({ phase: 'queued' });
     await status.settled();
@@ -111,7 +114,7 @@ export class JobRunner implements QueueHooks {
   }
 
   onFinished(run: RunRecord): void {
-    metrics.runsEnded.inc({ state: run.state, verdict: run.verdict ?? 'none' });
+    countEnded(run, run.stop_reason ?? 'none');
     const { id, state, verdict, stop_reason, tokens } = run;
     this.o.log?.info({ run: id, state, verdict, stop_reason, tokens }, 'run ended');
     const ending = endingFor(run);
@@ -141,10 +144,16 @@ export class JobRunner implements QueueHooks {
   }
 
   /**
-   * Tells an issue that its run was interrupted (edits the status comment, then comments): `why` the
-   * app restarted, or the worker running it stopped.
+   * Counts and logs a run found interrupted (`reason`: app_restarted, worker_died) and tells its issue
+   * (edits the status comment, then comments) `why`: the app restarted, or the worker running it stopped.
    */
-  async reportInterrupted(run: RunRecord, why = 'the app restarted'): Promise<void> {
+  async reportInterrupted(
+    run: RunRecord,
+    why = 'the app restarted',
+    reason = 'app_restarted',
+  ): Promise<void> {
+    countEnded(run, reason);
+    this.o.log?.warn({ run: run.id, state: run.state, reason, error: run.error }, 'run ended');
     const gh = await this.o.auth(run.installation_id);
     await this.reporter.interrupted(run, gh, `Interrupted: ${why}.`);
     await this.reporter.tell(
@@ -191,7 +200,10 @@ export class JobRunner implements QueueHooks {
       costUsd: result.cost_usd,
       costBudget: c.budgets.costUsd,
     });
+    this.o.log?.info({ run: run.id, phase: 'verifying' }, 'run phase');
+    const judging = stopwatch();
     const report = await judgeRun(c, result);
+    metrics.phaseSeconds.observe({ phase: 'judge' }, judging() / 1000);
     const { patch, ...kept } = result;
     const record = (attempts: number, next_at: string) =>
       pendingFields({
@@ -210,8 +222,14 @@ export class JobRunner implements QueueHooks {
     // from here on leaves a run that is published again (publish_pending), never a lost verified patch.
     await this.o.store.update(run.id, { verdict: report.verdict, ...record(0, new Date().toISOString()) });
     if (signal.aborted) return {};
+    this.o.log?.info({ run: run.id, phase: 'publishing' }, 'run phase');
+    const publishing = stopwatch();
     try {
-      return { ...(await openPr(c, result, report)), publish: null };
+      const opened = await openPr(c, result, report);
+      metrics.phaseSeconds.observe({ phase: 'publish' }, publishing() / 1000);
+      if (opened.pr_number != null)
+        metrics.labelToPr.observe((Date.now() - Date.parse(run.created_at)) / 1000);
+      return { ...opened, publish: null };
     } catch (e) {
       // Publishing waits and is tried again (resumePublishing); the model is not run again.
       const pending = record(1, nextTry(1, this.o.config.app.publishRetryBaseMs));
@@ -238,11 +256,13 @@ export class JobRunner implements QueueHooks {
       signal: c.signal,
       onEvent: this.reporter.pages.trace(run.id),
       onProgress: (p) => {
-        if (p.phase !== phase) this.o.log?.info({ run: run.id, phase: (phase = p.phase) }, 'run phase');
+        // The repair's `done` is not the run's: the judge and publishing follow (logged by work()).
+        if (p.phase !== phase && p.phase !== 'done')
+          this.o.log?.info({ run: run.id, phase: (phase = p.phase) }, 'run phase');
         c.status.update(progressStatus(p));
       },
     });
-    observeRepair(result);
+    observeRepair(result, c.model);
     this.reporter.pages.repaired(run.id, result);
     await this.o.store.update(run.id, {
       stop_reason: result.stop_reason,
@@ -310,8 +330,14 @@ export class JobRunner implements QueueHooks {
   }
 }
 
-/** A repair's figures for /metrics: its time, each phase's and its tokens. */
-function observeRepair(result: RepairResult): void {
+/** A run's end for /metrics, with why it ended. */
+function countEnded(run: RunRecord, reason: string): void {
+  metrics.runsEnded.inc({ state: run.state, verdict: run.verdict ?? 'none', reason });
+}
+
+/** A repair's figures for /metrics: its time, each phase's, its tokens and its cost. */
+function observeRepair(result: RepairResult, model: string): void {
+  if (result.cost_usd !== null) metrics.cost.inc({ model }, result.cost_usd);
   metrics.runSeconds.observe({ stop_reason: result.stop_reason }, result.duration_ms / 1000);
   for (const [phase, ms] of Object.entries(result.phases_ms))
     metrics.phaseSeconds.observe({ phase }, ms / 1000);

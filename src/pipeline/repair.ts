@@ -169,6 +169,7 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
       trace,
       signal,
       onBuildStep,
+      onBuilding: (building) => phases.start(building ? 'environment' : 'agent'),
       // A fresh worktree of the base commit per call, from the mirror: never a copy of the agent's tree.
       baseTree: async () => {
         const wt = await workspaces.create(opts.remote, baseCommit, `${runId}-base-${newRunId().slice(-8)}`);

@@ -1,12 +1,12 @@
 import type { RepairResult } from '../agent/types.js';
 import { priceNote, usd } from '../config/prices.js';
+import { buildInfo } from '../config/version.js';
 import type { Feedback } from '../store/feedback.js';
 import type { RunRecord } from '../store/store.js';
 import type { VerificationReport } from '../verify/types.js';
 import { code, codeBlock, inert } from '../verify/untrusted.js';
 
 /** Markdown for everything the app posts. Pure functions; every body fits GitHub's limit. */
-
 export const GITHUB_BODY_LIMIT = 65_536;
 /** Head-room for the notes and wrappers added around cut content. */
 const MARGIN = 600;
@@ -97,9 +97,9 @@ export function fitBody(body: string, max = GITHUB_BODY_LIMIT): string {
 
 /** A run with its page's address when serve has a public one (runPageUrl). */
 export type PageRun = RunRecord & { page?: string | null };
-/** The run (linked to its page), its base commit and the version of the issue it worked on. */
+/** The app's version, the run (linked to its page), its base commit and the version of the issue it worked on. */
 const runLine = (run: PageRun): string =>
-  `Run ${run.page ? `[${code(run.id)}](${run.page})` : code(run.id)}, base commit ${code(run.base_commit.slice(0, 12))}` +
+  `AgenticFix ${buildInfo().version}, run ${run.page ? `[${code(run.id)}](${run.page})` : code(run.id)}, base commit ${code(run.base_commit.slice(0, 12))}` +
   (run.issue_updated_at ? `, issue #${run.issue} as of ${run.issue_updated_at}` : '');
 
 export function prTitle(issue: { number: number; title: string }): string {
@@ -124,7 +124,7 @@ export function prBody(a: {
       `### Summary\n\n${cutMiddle(summary, 8000).text}`,
       `Fixes #${a.issue}${earlier}`,
       `### Verification\n\n**Verdict: \`${a.report.verdict}\`**: ${inert(a.report.reason)}`,
-      `<sub>Opened by AgenticFix. ${runLine(a.run)}. Evidence, trace and configuration are in the comments below.</sub>`,
+      `<sub>Opened by ${runLine(a.run)}. Evidence, trace and configuration are in the comments below.</sub>`,
     ].join('\n\n'),
   );
 }

@@ -4,15 +4,18 @@ import type { Redis } from 'ioredis';
 import {
   executeRun,
   finishRun,
+  HandedBack,
   RetryRun,
   STOP_REQUEST,
   stoppedFields,
   type QueueHooks,
   type RunQueue,
+  workerStopped,
   type StopRequest,
 } from './queue.js';
-import { AFTER_VERDICT, type RunRecord, type RunStore } from '../store/store.js';
-import { Connections, keys, RELEASE, RENEW, TAKE_SLOT } from './redis-keys.js';
+import type { RunRecord, RunStore } from '../store/store.js';
+import { OutageLog, type OutageLogger } from '../trace/outage.js';
+import { CONNECTION_ERROR, Connections, keys, RELEASE, RENEW, TAKE_SLOT } from './redis-keys.js';
 
 /**
  * The run queue across machines: BullMQ on Redis, the job id being the run id. `serve` enqueues,
@@ -35,6 +38,8 @@ export interface BullQueueOptions {
   redisUrl: string;
   /** The queue's name: one per deployment (and per test). Its Redis keys all start with it. */
   name: string;
+  /** Where Redis outages (one line each, and one on recovery) and a worker's drain are logged. */
+  log?: OutageLogger;
 }
 
 /** Infrastructure failures (the job threw: GitHub or the engine unreachable, ...) retried with backoff. */
@@ -97,13 +102,20 @@ export class BullRunQueue implements RunQueue {
     this.retry = o.retry ?? { retries: 0, baseMs: 0 };
     const name = o.name;
     this.keys = keys(name);
-    this.connections = new Connections(o.redisUrl);
+    this.connections = new Connections(o.redisUrl, new OutageLog('redis', o.log));
     this.redis = this.connections.open();
     this.queue = new Queue(name, { connection: this.connections.open() });
     this.events = new QueueEvents(name, { connection: this.connections.open() });
+    this.queue.on('error', (err) => this.connections.outage.failed(err));
+    this.events.on('error', (err) => this.connections.outage.failed(err));
     this.events.on('failed', ({ jobId, failedReason }) => {
       if (failedReason === STALLED_REASON) void this.interrupted(jobId);
     });
+  }
+
+  /** Whether Redis answers (the health check). */
+  async ping(): Promise<void> {
+    await this.redis.ping();
   }
 
   /**
@@ -111,11 +123,6 @@ export class BullRunQueue implements RunQueue {
    * runs whose worker died meanwhile end `interrupted`; runs recorded but never enqueued (serve
    * stopped in between) are enqueued.
    */
-  /** Whether Redis answers (the health check). */
-  async ping(): Promise<void> {
-    await this.redis.ping();
-  }
-
   async ready(): Promise<void> {
     await Promise.all([this.queue.waitUntilReady(), this.events.waitUntilReady()]);
     for (const run of [...(await this.store.list('queued')), ...(await this.store.list('running'))]) {
@@ -207,16 +214,8 @@ export class BullRunQueue implements RunQueue {
     try {
       const run = await this.store.get(runId);
       if (!run || !isActive(run)) return;
-      // Judged, its publishing record stored: any serve publishes it (resumePublishing), not the model again.
-      if (run.publish !== null)
-        return void (await this.store.update(runId, { state: 'publish_pending', error: AFTER_VERDICT }));
-      const final = await this.store.update(runId, {
-        state: 'interrupted',
-        stop_reason: 'interrupted',
-        finished_at: new Date().toISOString(),
-        error: `its worker${run.worker ? ` (${run.worker})` : ''} stopped`,
-      });
-      this.hooks.onInterrupted?.(final);
+      const final = await workerStopped(this.store, run);
+      if (final.state === 'interrupted') this.hooks.onInterrupted?.(final);
     } catch (err) {
       this.hooks.onError?.({ id: runId } as RunRecord, err);
     }
@@ -234,6 +233,7 @@ export class RunWorker {
   private readonly active = new Map<string, AbortController>();
   private readonly lockMs: number;
   private readonly installationLimit: number;
+  private readonly log?: OutageLogger;
 
   constructor(
     private readonly store: RunStore,
@@ -245,7 +245,8 @@ export class RunWorker {
     this.keys = keys(name);
     this.lockMs = o.lockMs ?? 30_000;
     this.installationLimit = o.installationLimit ?? 0;
-    this.connections = new Connections(o.redisUrl);
+    this.log = o.log;
+    this.connections = new Connections(o.redisUrl, new OutageLog('redis', o.log));
     this.redis = this.connections.open();
     this.subscriber = this.connections.open();
     this.subscriber.on('message', (_channel: string, runId: string) => {
@@ -265,16 +266,19 @@ export class RunWorker {
     this.worker.on('lockRenewalFailed', (jobIds) => {
       for (const id of jobIds) this.active.get(id)?.abort({ kind: 'shutdown' } satisfies StopRequest);
     });
-    // Connection trouble and lock renewals that failed: reported, never fatal (BullMQ reconnects).
-    this.worker.on('error', (err) => o.onQueueError?.(err));
+    // Connection trouble (one line per outage) and lock renewals that failed: reported, never fatal
+    // (BullMQ reconnects).
+    this.worker.on('error', (err) =>
+      CONNECTION_ERROR.test(err.message) ? this.connections.outage.failed(err) : o.onQueueError?.(err),
+    );
   }
 
-  /** Subscribes to stop requests, then starts taking jobs. */
   /** Whether Redis answers (the health check). */
   async ping(): Promise<void> {
     await this.redis.ping();
   }
 
+  /** Subscribes to stop requests, then starts taking jobs. */
   async start(): Promise<void> {
     await this.subscriber.subscribe(this.keys.channel);
     void this.worker.run();
@@ -287,15 +291,23 @@ export class RunWorker {
   }
 
   /**
-   * Stops taking jobs and lets running ones finish for up to `graceMs`; those still running then are
-   * aborted and end `interrupted` (stop reason `shutdown`).
+   * Drains: takes no more jobs and lets running ones finish for up to `drainMs`; those still running
+   * then are stopped and handed back to the queue, where another worker takes them. Each step logged.
    */
-  async close(graceMs = 0): Promise<void> {
+  async close(drainMs = 0): Promise<void> {
     const closing = this.worker.close();
-    const timer = new Promise<void>((resolve) => setTimeout(resolve, graceMs).unref());
-    await Promise.race([closing, timer]);
-    for (const c of this.active.values()) c.abort({ kind: 'shutdown' } satisfies StopRequest);
+    const runs = [...this.active.keys()];
+    if (runs.length > 0)
+      this.log?.info({ worker: this.id, runs, drain_s: drainMs / 1000 }, 'draining: no more runs taken');
+    const timer = new Promise<boolean>((resolve) => setTimeout(() => resolve(false), drainMs).unref());
+    const drained = await Promise.race([closing.then(() => true), timer]);
+    if (!drained)
+      for (const [run, c] of this.active) {
+        this.log?.warn({ worker: this.id, run }, 'drain time over: handing the run back to the queue');
+        c.abort({ kind: 'handback' } satisfies StopRequest);
+      }
     await closing;
+    if (runs.length > 0) this.log?.info({ worker: this.id }, 'drained');
     this.connections.close();
   }
 
@@ -347,7 +359,15 @@ export class RunWorker {
         retry,
       });
     } catch (err) {
-      if (err instanceof RetryRun) throw err; // BullMQ tries the job again after its backoff
+      if (err instanceof RetryRun) {
+        this.log?.warn({ run: run.id, state: 'queued', error: err.error }, 'run queued to be tried again');
+        throw err; // BullMQ tries the job again after its backoff
+      }
+      if (err instanceof HandedBack) {
+        await job.moveToDelayed(Date.now(), token);
+        this.log?.info({ worker: this.id, run: run.id, state: 'queued' }, 'run handed back');
+        throw new DelayedError();
+      }
       this.hooks.onError?.(run, err);
     } finally {
       clearInterval(renew);

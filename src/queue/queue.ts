@@ -1,11 +1,19 @@
 import { z } from 'zod';
-import type { RunRecord, RunState, RunStore, RunUpdate } from '../store/store.js';
+import {
+  AFTER_VERDICT,
+  type RunRecord,
+  type RunState,
+  type RunStore,
+  type RunUpdate,
+} from '../store/store.js';
 
 /** Why a run's signal was aborted (`signal.reason`); it also travels between processes. */
 export const STOP_REQUEST = z.discriminatedUnion('kind', [
   z.strictObject({ kind: z.literal('superseded'), by: z.string() }),
   z.strictObject({ kind: z.literal('cancelled'), by: z.string() }),
   z.strictObject({ kind: z.literal('shutdown') }),
+  // A draining worker's run that did not finish in time: back to the queue for another worker.
+  z.strictObject({ kind: z.literal('handback') }),
 ]);
 export type StopRequest = z.infer<typeof STOP_REQUEST>;
 
@@ -37,14 +45,25 @@ export interface RunQueue {
   cancel(owner: string, repo: string, issue: number, by: string): Promise<RunRecord | null>;
   /** Resolves when nothing is queued or running. */
   idle(): Promise<void>;
-  /** Stops taking runs. LocalRunQueue ends those still here `interrupted`; BullRunQueue leaves them to the workers. */
-  close(): Promise<void>;
+  /**
+   * Stops taking runs. LocalRunQueue ends queued ones `interrupted` and gives running ones `drainMs` to
+   * finish before they are too; BullRunQueue leaves them to the workers.
+   */
+  close(drainMs?: number): Promise<void>;
 }
 
 const message = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
 export const issueKey = (r: Pick<RunRecord, 'owner' | 'repo' | 'issue'>): string =>
   `${r.owner}/${r.repo}#${r.issue}`.toLowerCase();
+
+/** A run stopped by a draining worker (`handback`): recorded `queued` again, for the queue to hand on. */
+export class HandedBack extends Error {
+  constructor(readonly runId: string) {
+    super(`run ${runId} handed back to the queue`);
+    this.name = 'HandedBack';
+  }
+}
 
 /** An infrastructure failure (execute threw) that the queue will retry: the run went back to `queued`. */
 export class RetryRun extends Error {
@@ -90,7 +109,11 @@ export async function executeRun(
       await store.update(run.id, { state: 'queued', error: `retrying after: ${error}` });
       throw new RetryRun(error);
     }
-    fields = { state: 'failed', error };
+    fields = { state: 'failed', stop_reason: 'infra_error', error };
+  }
+  if (signal.aborted && (signal.reason as StopRequest).kind === 'handback') {
+    await store.update(run.id, { state: 'queued', error: 'handed back by a stopping worker' });
+    throw new HandedBack(run.id);
   }
   if (signal.aborted) fields = { ...fields, ...stoppedFields(signal.reason as StopRequest) };
   await finishRun(store, hooks, run, fields, o.recordRetryMs);
@@ -136,6 +159,23 @@ export async function finishRun(
   hooks.onFinished?.(final);
 }
 
+/**
+ * The end of a run whose worker stopped: `interrupted`, unless it was judged and its publishing record
+ * stored: then `publish_pending`, and any serve publishes it (resumePublishing).
+ */
+export const workerStopped = (store: RunStore, run: RunRecord): Promise<RunRecord> =>
+  store.update(
+    run.id,
+    run.publish !== null
+      ? { state: 'publish_pending', error: AFTER_VERDICT }
+      : {
+          state: 'interrupted',
+          stop_reason: 'interrupted',
+          finished_at: new Date().toISOString(),
+          error: `its worker${run.worker ? ` (${run.worker})` : ''} stopped`,
+        },
+  );
+
 export function stoppedFields(stop: StopRequest): RunUpdate & { state: RunState } {
   switch (stop.kind) {
     case 'superseded':
@@ -143,6 +183,7 @@ export function stoppedFields(stop: StopRequest): RunUpdate & { state: RunState 
     case 'cancelled':
       return { state: 'cancelled', stop_reason: 'cancelled' };
     case 'shutdown':
+    case 'handback': // where there is no queue to hand back to
       return { state: 'interrupted', stop_reason: 'shutdown' };
   }
 }
@@ -205,12 +246,16 @@ export class LocalRunQueue implements RunQueue {
     await Promise.all([...this.dropping]);
   }
 
-  /** Stops accepting runs, aborts running ones (they end `interrupted`) and waits for them. */
-  async close(): Promise<void> {
+  /** Stops accepting runs, lets running ones finish for `drainMs`, then aborts them (they end `interrupted`). */
+  async close(drainMs = 0): Promise<void> {
     this.closed = true;
     const dropped = this.pending
       .splice(0)
       .map((r) => this.drop(r, { state: 'interrupted', stop_reason: 'shutdown' }));
+    const running = Promise.all([...this.active.values()].map((a) => a.done));
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([running, new Promise((resolve) => (timer = setTimeout(resolve, drainMs)))]);
+    clearTimeout(timer);
     for (const a of this.active.values()) a.controller.abort({ kind: 'shutdown' } satisfies StopRequest);
     await Promise.all([...dropped, ...[...this.active.values()].map((a) => a.done)]);
   }

@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import { issueKey } from './queue.js';
 import type { RunRecord } from '../store/store.js';
+import { OutageLog } from '../trace/outage.js';
 
 /** What the distributed queue keeps in Redis besides BullMQ's jobs: its keys, the scripts on them, its connections. */
 
@@ -11,13 +12,21 @@ export const keys = (name: string) => ({
   channel: `${name}:stop`,
 });
 
-/** Connections to close: BullMQ leaves the ones it is given open. */
+/**
+ * Connections to close: BullMQ leaves the ones it is given open. Their errors go to `outage` (one line
+ * per outage and one on recovery), never to ioredis's "Unhandled error event" stack traces.
+ */
 export class Connections {
   private readonly all: Redis[] = [];
-  constructor(private readonly url: string) {}
+  constructor(
+    private readonly url: string,
+    readonly outage = new OutageLog('redis'),
+  ) {}
   open(): Redis {
     // BullMQ requires maxRetriesPerRequest null on its connections (blocking commands).
     const r = new Redis(this.url, { maxRetriesPerRequest: null });
+    r.on('error', (err) => this.outage.failed(err));
+    r.on('ready', () => this.outage.answered());
     this.all.push(r);
     return r;
   }
@@ -25,6 +34,10 @@ export class Connections {
     for (const r of this.all) r.disconnect();
   }
 }
+
+/** Errors of a Redis connection (an outage), as against BullMQ's own (a lock renewal that failed). */
+export const CONNECTION_ERROR =
+  /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|ENOTFOUND|EHOSTUNREACH|EAI_AGAIN|Connection is closed/;
 
 /** Deletes the issue lock only while it is this run's (it may have expired and been taken since). */
 export const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0`;

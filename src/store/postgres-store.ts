@@ -5,7 +5,6 @@ import {
   AFTER_VERDICT,
   holderGone,
   INSTANCE_ROW,
-  MIGRATIONS,
   newInstance,
   now,
   GITHUB_WRITE,
@@ -27,6 +26,7 @@ import {
   type RunStore,
   type RunUpdate,
 } from './store.js';
+import { migratePostgres, pruneStatements } from './schema.js';
 
 /**
  * The run store shared by `serve` and the workers of many machines: PostgreSQL, with the schema and
@@ -42,12 +42,6 @@ const types = {
       ? (v: string) => Number(v)
       : pg.types.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
 };
-
-/** SQLite's INTEGER is 64 bits wide, PostgreSQL's 32: GitHub comment ids already need more. */
-const toPostgres = (sql: string) => sql.replace(/\bINTEGER\b/g, 'BIGINT');
-
-/** Two processes starting at once (serve and a worker) migrate one after the other. */
-const MIGRATION_LOCK = 0x61676678; // "agfx"
 
 export interface PostgresStoreOptions {
   /** `postgres://user:password@host:port/database` */
@@ -92,16 +86,7 @@ export class PostgresRunStore implements RunStore {
   }
 
   private async migrate(schema: string): Promise<void> {
-    await this.transaction(async (c) => {
-      await c.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
-      await c.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
-      await c.query('CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)');
-      const { rows } = await c.query<{ version: number }>('SELECT version FROM schema_version');
-      const version = rows[0]?.version ?? 0;
-      for (let v = version; v < MIGRATIONS.length; v++) await c.query(toPostgres(MIGRATIONS[v]!));
-      if (rows.length === 0) await c.query('INSERT INTO schema_version VALUES ($1)', [MIGRATIONS.length]);
-      else await c.query('UPDATE schema_version SET version = $1', [MIGRATIONS.length]);
-    });
+    await this.transaction((c) => migratePostgres(c, schema, this.where));
   }
 
   private async transaction<T>(work: (c: pg.PoolClient) => Promise<T>): Promise<T> {
@@ -175,6 +160,14 @@ export class PostgresRunStore implements RunStore {
       [before],
     );
     return res.rowCount ?? 0;
+  }
+
+  async pruneRuns(before: string): Promise<number> {
+    return this.transaction(async (c) => {
+      let runs = 0; // the last statement's
+      for (const sql of pruneStatements('$1')) runs = (await c.query(sql, [before])).rowCount ?? 0;
+      return runs;
+    });
   }
 
   async createRun(input: NewRun): Promise<RunRecord> {
@@ -274,8 +267,8 @@ export class PostgresRunStore implements RunStore {
     const set = (['owner', 'repo', 'state'] as const).filter((k) => f[k] !== undefined);
     const where = set.length > 0 ? `WHERE ${set.map((k, i) => `${k} = $${i + 1}`).join(' AND ')}` : '';
     const { rows } = await this.pool.query(
-      `SELECT * FROM runs ${where} ORDER BY created_at DESC, id DESC LIMIT $${set.length + 1}`,
-      [...set.map((k) => f[k]), f.limit],
+      `SELECT * FROM runs ${where} ORDER BY created_at DESC, id DESC LIMIT $${set.length + 1} OFFSET $${set.length + 2}`,
+      [...set.map((k) => f[k]), f.limit, f.offset ?? 0],
     );
     return rows.map((r) => RUN_ROW.parse(r));
   }

@@ -29,6 +29,7 @@ import {
   type RunStore,
   type RunUpdate,
 } from './store.js';
+import { checkSchema, pruneStatements } from './schema.js';
 
 /** The WHERE clause of a run filter, with `?` placeholders. */
 function filterSql(f: RunFilter): { sql: string; args: unknown[] } {
@@ -67,6 +68,12 @@ export class SqliteRunStore implements RunStore {
 
   private migrate(): void {
     const version = this.db.pragma('user_version', { simple: true }) as number;
+    try {
+      checkSchema(this.file, version);
+    } catch (err) {
+      this.db.close();
+      throw err;
+    }
     for (let v = version; v < MIGRATIONS.length; v++) {
       this.db.transaction(() => {
         this.db.exec(MIGRATIONS[v]!);
@@ -115,6 +122,15 @@ export class SqliteRunStore implements RunStore {
       `DELETE FROM deliveries WHERE received_at < ? AND done_at IS NOT NULL
            AND id NOT IN (SELECT delivery_id FROM runs WHERE state IN ('queued', 'running'))`,
     ).run(before).changes;
+  }
+
+  async pruneRuns(before: string): Promise<number> {
+    const statements = pruneStatements('?').map((sql) => this.statement(sql));
+    return this.db.transaction(() => {
+      let runs = 0; // the last statement's
+      for (const s of statements) runs = s.run(before).changes;
+      return runs;
+    })();
   }
 
   async createRun(input: NewRun): Promise<RunRecord> {
@@ -211,8 +227,10 @@ export class SqliteRunStore implements RunStore {
 
   async recent(f: RunFilter): Promise<RunRecord[]> {
     const where = filterSql(f);
-    return this.statement(`SELECT * FROM runs ${where.sql} ORDER BY created_at DESC, id DESC LIMIT ?`)
-      .all(...where.args, f.limit)
+    return this.statement(
+      `SELECT * FROM runs ${where.sql} ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`,
+    )
+      .all(...where.args, f.limit, f.offset ?? 0)
       .map((r) => RUN_ROW.parse(r));
   }
 

@@ -5,7 +5,7 @@ import { FEEDBACK } from './feedback.js';
 
 /**
  * Persistent record of every run and webhook delivery (deliveries are pruned after
- * AGENTICFIX_DELIVERY_MAX_AGE_D; runs are never deleted). One interface, two implementations that pass
+ * AGENTICFIX_DELIVERY_MAX_AGE_D, runs after AGENTICFIX_RUNS_MAX_AGE_D). One interface, two implementations that pass
  * one contract suite (test/support/store-contract.ts): embedded SQLite for a single process
  * (sqlite-store.ts) and PostgreSQL shared by `serve` and workers on many machines (postgres-store.ts).
  * Both apply the same MIGRATIONS. Async because PostgreSQL is.
@@ -22,9 +22,7 @@ export const RUN_STATES = [
   'failed',
 ] as const;
 export type RunState = (typeof RUN_STATES)[number];
-
-/** The error of a run whose process stopped after its verdict was stored: its publishing is resumed. */
-export const AFTER_VERDICT = 'the app stopped after the verdict: publishing is resumed';
+export const AFTER_VERDICT = 'the app stopped after the verdict: publishing is resumed'; // then publish_pending
 
 /** A run on the issue (label, rerun) or a revision of its pull request (command, review, mention, checks). */
 export const TRIGGERS = ['label', 'rerun', 'revise', 'review', 'mention', 'checks'] as const;
@@ -169,6 +167,8 @@ export interface RunFilter {
   repo?: string;
   state?: RunState;
   limit: number;
+  /** Newest runs skipped first: the run list's pages. */
+  offset?: number;
 }
 
 /** A delivery acknowledged but not taken in yet. */
@@ -219,6 +219,11 @@ export interface RunStore {
    * retention is refused): a forgotten body could otherwise act again.
    */
   pruneDeliveries(before: string): Promise<number>;
+  /**
+   * Forgets the runs over before `before` (ISO time) with their events, kept writes and deliveries, in
+   * one transaction; returns how many runs. With the run directories' retention (AGENTICFIX_RUNS_MAX_AGE_D).
+   */
+  pruneRuns(before: string): Promise<number>;
   /** Records a new queued run; a second run for the same delivery id is refused by the schema. */
   createRun(input: NewRun): Promise<RunRecord>;
   get(id: string): Promise<RunRecord | null>;
@@ -242,10 +247,7 @@ export interface RunStore {
   appendEvents(runId: string, events: readonly NewRunEvent[]): Promise<void>;
   /** A run's events after `afterSeq`, in order, at most `limit`. */
   events(runId: string, afterSeq: number, limit: number): Promise<RunEvent[]>;
-  /**
-   * On start-up: runs a crash left queued or running become `interrupted`, or `publish_pending` when
-   * their publishing record was stored (they were judged); returns them so their issues are told.
-   */
+  /** On start-up: runs a crash left queued or running become `interrupted` (judged ones with a publishing record: `publish_pending`); returns them. */
   markInterrupted(): Promise<RunRecord[]>;
   /**
    * Makes this process the one instance serving the store, or throws StoreInUseError naming the live

@@ -11,7 +11,13 @@ import { fitParts } from './output-fit.js';
 export interface TestFailure {
   id: string;
   message: string;
+  /** The runner stopped the test at its own per-test timeout (jest, vitest, mocha). */
+  timeout?: true;
 }
+
+/** jest's, vitest's and mocha's words for a test they stopped at their per-test timeout. */
+const RUNNER_TIMEOUT =
+  /Exceeded timeout of \d+ ?ms for a (test|hook)|Test timed out in \d+ ?ms|Timeout of \d+ ?ms exceeded/;
 
 /** Generous: a long assertion diff fits whole, and three such failures still fit one observation. */
 export const MESSAGE_MAX_CHARS = 4000;
@@ -107,9 +113,11 @@ export function shapeOutput(rawStdout: string, rawStderr: string): ShapedOutput 
       const message = blockMessage(block);
       // A suite that failed because its tests did (node's spec mark, TAP's subtestsFailed): they are listed.
       if (!message.trim() || /failureType: 'subtestsFailed'/.test(message)) continue;
-      const id = ids.get(part.block.id) ?? part.block.id;
-      if (!byId.has(id)) {
-        byId.set(id, { id, message });
+      // vitest prints one block under several FAIL lines when tests share an error: one failure each.
+      for (const name of part.block.ids) {
+        const id = ids.get(name) ?? name;
+        if (byId.has(id)) continue;
+        byId.set(id, { id, message, ...(RUNNER_TIMEOUT.test(message) ? { timeout: true as const } : {}) });
         out.push(failurePointer(id));
       }
     }
@@ -176,4 +184,27 @@ export function omitPassLines(text: string): { text: string; omitted: number } {
   flush();
   out.push(...held);
   return omitted ? { text: out.join('\n'), omitted } : { text, omitted };
+}
+
+/**
+ * Identical lines repeated through the output (a runner's hint printed after every timed-out test) kept
+ * once, where first seen, with how many times they were printed. Blank and short lines stay as they are.
+ */
+export function collapseRepeats(text: string): { text: string; collapsed: number } {
+  const lines = text.split('\n');
+  const seen = new Map<string, number>();
+  for (const l of lines) if (l.trim().length >= 20) seen.set(l, (seen.get(l) ?? 0) + 1);
+  let collapsed = 0;
+  const out: string[] = [];
+  const shown = new Set<string>();
+  for (const l of lines) {
+    const n = seen.get(l) ?? 1;
+    if (n < 2) out.push(l);
+    else if (shown.has(l)) collapsed++;
+    else {
+      shown.add(l);
+      out.push(`${l} [printed ${n} times]`);
+    }
+  }
+  return collapsed ? { text: out.join('\n'), collapsed } : { text, collapsed };
 }

@@ -40,8 +40,8 @@ export const LABEL: Record<PartKind, string> = {
 export interface Part {
   kind: PartKind;
   lines: string[];
-  /** Set on the parts of one failing test's block (its header line is not part of it). */
-  block?: { n: number; id: string };
+  /** Set on the parts of one failing test's block (its header line is not part of it); `ids`: all tests sharing it. */
+  block?: { n: number; id: string; ids: string[] };
 }
 
 // eslint-disable-next-line no-control-regex
@@ -72,18 +72,26 @@ const POINTER = /^\[failure of .+: in failures\]$/;
 class Parts {
   readonly list: Part[] = [];
   private blocks = 0;
-  private current: { n: number; id: string } | undefined;
+  private current: { n: number; id: string; ids: string[] } | undefined;
+  private filled = false;
 
   add(given: PartKind, line: string): void {
     // Where run_tests took a failure block out: as short as it gets and says where the failure is.
     const kind = !this.current && POINTER.test(line) ? 'summary' : given;
+    if (this.current) this.filled = true;
     const last = this.list.at(-1);
     if (last && last.kind === kind && last.block === this.current) last.lines.push(line);
     else this.list.push({ kind, lines: [line], ...(this.current ? { block: this.current } : {}) });
   }
 
-  startBlock(id: string): void {
-    this.current = { n: this.blocks++, id };
+  /** `share`: a header right after another one (nothing between) names one more test of the same block. */
+  startBlock(id: string, share = false): void {
+    if (share && this.current && !this.filled) {
+      this.current.ids.push(id);
+      return;
+    }
+    this.current = { n: this.blocks++, id, ids: [id] };
+    this.filled = false;
   }
 
   endBlock(): void {
@@ -97,7 +105,7 @@ class Parts {
 
 /** pytest -v / -rA pass lines, jest/mocha/node ticks, TAP `ok`, go -v. */
 export const PASS_LINE =
-  /^(PASSED \S.*|\S+::\S.* PASSED(\s+\[\s*\d+%\])?|\s*[✓✔√] .*|\s*ok \d+ - .*|\s*--- PASS: .*|=== (RUN|PAUSE|CONT) .*)$/;
+  /^(PASSED \S.*|\s*PASS\s+\S+(\s+\([\d.]+ m?s\))?|\S+::\S.* PASSED(\s+\[\s*\d+%\])?|\s*[✓✔√] .*|\s*ok \d+ - .*|\s*--- PASS: .*|=== (RUN|PAUSE|CONT) .*)$/;
 
 const PYTEST_FINAL =
   /^=*\s*(?:(?:\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|warnings?|deselected|rerun)(?:, )?)+|no tests ran) in [\d.]+s\b.*$/;
@@ -148,14 +156,17 @@ function pytest(lines: readonly string[], p: Parts): void {
 
 function jest(lines: readonly string[], p: Parts): void {
   let mode: 'other' | 'summary' | 'captured' | 'failure' = 'other';
+  let file = '';
   for (const line of lines) {
     const bullet = /^\s*● (.+)$/.exec(line);
+    file = /^\s*FAIL\s+(\S+)/.exec(line)?.[1] ?? file;
     if (/^(Test Suites|Tests):/.test(line)) mode = 'summary';
     else if (mode === 'summary') {
       // the verdict runs to the end
     } else if (/^(PASS|FAIL)\s+\S/.test(line) || line === 'Summary of all failing tests') mode = 'other';
     else if (bullet && bullet[1] !== 'Console') {
-      p.startBlock(bullet[1]!.trim());
+      const title = bullet[1]!.trim();
+      p.startBlock(title === 'Test suite failed to run' && file ? `${file} (suite failed to run)` : title);
       mode = 'failure';
       continue;
     } else if (/^\s*console\.(log|info|warn|error|debug|trace)$/.test(line)) mode = 'captured';
@@ -175,7 +186,8 @@ function vitest(lines: readonly string[], p: Parts): void {
     const fail = /^\s*FAIL\s+(\S.*?)\s*$/.exec(line);
     if (/^\s*Test Files\s/.test(line)) mode = 'summary';
     else if (fail) {
-      p.startBlock(fail[1]!);
+      // Tests that failed with the same error share one block under several FAIL lines.
+      p.startBlock(suiteFailure(fail[1]!) ?? fail[1]!, mode === 'failure');
       mode = 'failure';
       continue;
     } else if (/^⎯+(\[\d+\/\d+\])?⎯*$/.test(line) || /^⎯+ .+ ⎯+$/.test(line)) {
@@ -193,6 +205,12 @@ function vitest(lines: readonly string[], p: Parts): void {
       else p.add('failure', line);
     } else p.add(PASS_LINE.test(line) ? 'passes' : 'other', line);
   }
+}
+
+/** vitest's `FAIL  file [ file ]` (a file that failed to load or has no suite) as `file (suite failed to run)`. */
+export function suiteFailure(header: string): string | null {
+  const m = /^(\S+) \[ \1 \]$/.exec(header);
+  return m ? `${m[1]} (suite failed to run)` : null;
 }
 
 function mocha(lines: readonly string[], p: Parts): void {

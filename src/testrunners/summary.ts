@@ -75,9 +75,17 @@ const jest: Parser = (text) => {
   const m = lastMatch(text, /^Tests:\s+(.*\d+ total)\s*$/gm);
   if (!m) return null;
   const c = counts(m[1] ?? '');
+  // A suite that failed to run (an import error) is in no test count: each is an error.
+  const suites = new Set<string>();
+  let file = '';
+  for (const line of text.split('\n')) {
+    file = /^\s*(?:FAIL|PASS)\s+(\S+)/.exec(line)?.[1] ?? file;
+    if (/^\s*● Test suite failed to run$/.test(line)) suites.add(file);
+  }
   return summary('jest', {
     passed: c.get('passed'),
     failed: c.get('failed'),
+    errors: suites.size,
     skipped: (c.get('skipped') ?? 0) + (c.get('todo') ?? 0),
   });
 };
@@ -87,9 +95,12 @@ const vitest: Parser = (text) => {
   const m = lastMatch(text, /^\s*Tests\s{2,}(\d+ [a-z]+(?: \| \d+ [a-z]+)*) \(\d+\)\s*$/gm);
   if (!m || !/^\s*Test Files\s/m.test(text)) return null;
   const c = counts(m[1] ?? '');
+  // A file that failed to load or holds no suite (`FAIL  file [ file ]`) is in no test count: each is an error.
+  const suites = new Set([...text.matchAll(/^\s*FAIL\s+(\S+) \[ \1 \]\s*$/gm)].map((x) => x[1]));
   return summary('vitest', {
     passed: c.get('passed'),
     failed: c.get('failed'),
+    errors: suites.size,
     skipped: (c.get('skipped') ?? 0) + (c.get('todo') ?? 0),
   });
 };

@@ -99,13 +99,16 @@ export function makeBuildEnvironmentTool(baseImages: readonly string[] = []): To
           'This run has no Docker engine: tests run in the existing sandbox as they are.',
         );
       }
-      const result = await ctx.builder.build({
-        dockerfile: args.dockerfile,
-        worktree: ctx.worktree,
-        runId: ctx.runId,
-        signal: ctx.signal,
-        onStep: ctx.onBuildStep,
-      });
+      ctx.onBuilding?.(true);
+      const result = await ctx.builder
+        .build({
+          dockerfile: args.dockerfile,
+          worktree: ctx.worktree,
+          runId: ctx.runId,
+          signal: ctx.signal,
+          onStep: ctx.onBuildStep,
+        })
+        .finally(() => ctx.onBuilding?.(false));
       if (ctx.signal?.aborted) return fail('cancelled', 'build cancelled');
       // For the run's record only: the model is not told about the network's proxy or CA.
       ctx.trace.event('build_network', {
@@ -135,6 +138,9 @@ export function makeBuildEnvironmentTool(baseImages: readonly string[] = []): To
           );
         return fail('build_failed', result.error ?? 'build failed', data);
       }
+      // A new image is a new environment: the next full run measures the suite again (a limit measured in
+      // a wrong environment, or under other load, must not bind the runs in this one).
+      if (ctx.environment?.imageId !== result.image_id) ctx.suiteMs = null;
       ctx.sandbox = ctx.builder.sandboxFor(result.image_id);
       // Success needs no log: what was built, whether from cache, how long it took, and what the tests will run on.
       const data = { ...built, steps: steps(args.dockerfile), runtime: await runtimeVersions(ctx) };

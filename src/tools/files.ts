@@ -3,6 +3,7 @@ import path from 'node:path';
 import { ALWAYS_EXCLUDED } from '../patch/types.js';
 import { sha256 } from '../trace/trace.js';
 import { readRegularFile } from '../workspace/safe-read.js';
+import type { GitIgnores } from './gitignore.js';
 import { isForbiddenName, pathError, resolveInWorktree } from './paths.js';
 import { fail, type ToolContext, type ToolResult } from './types.js';
 
@@ -124,7 +125,7 @@ const isSkipped = (name: string): boolean => isForbiddenName(name) || EXCLUDED.h
 export function walkTree(
   start: string,
   startRel: string,
-  opts: { maxDepth: number; maxScanned: number },
+  opts: { maxDepth: number; maxScanned: number; ignores?: GitIgnores | null },
   visit: (e: TreeEntry) => boolean | void,
 ): { scanLimitHit: boolean } {
   let scanned = 0;
@@ -156,6 +157,7 @@ export function walkTree(
             : st.isFile()
               ? 'file'
               : 'other';
+        if (opts.ignores?.ignored(rel, type === 'dir')) continue;
         if (visit({ rel, abs, type, stat: st, depth }) === false) {
           return { scanLimitHit: false };
         }

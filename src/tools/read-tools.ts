@@ -10,6 +10,7 @@ import {
   walkTree,
   type TreeEntry,
 } from './files.js';
+import { GitIgnores } from './gitignore.js';
 import { pathError, relPath, resolveInWorktree } from './paths.js';
 import { fail, ok, type ToolContext, type ToolDefinition } from './types.js';
 
@@ -20,10 +21,20 @@ import { fail, ok, type ToolContext, type ToolDefinition } from './types.js';
 const PAGE_RESERVE_CHARS = 800;
 const pageChars = (ctx: ToolContext) => Math.max(1000, ctx.limits.observationMaxChars - PAGE_RESERVE_CHARS);
 
+const INCLUDE_IGNORED = z
+  .boolean()
+  .default(false)
+  .describe("Also show what the repository's .gitignore ignores (coverage, build output…)");
+
+/** The repository's ignore rules, unless the model asked for ignored paths too. */
+const ignoresFor = (ctx: ToolContext, includeIgnored: boolean) =>
+  includeIgnored ? null : new GitIgnores(ctx.worktree);
+
 const ListArgs = z.strictObject({
   path: relPath.default('.').describe('The directory to list (relative to the repository root)'),
   max_depth: z.int().min(1).max(10).default(3).describe('How many directory levels to descend (1-10)'),
   offset: z.int().min(0).default(0).describe('Entries to skip: the next_offset of the previous page'),
+  include_ignored: INCLUDE_IGNORED,
 });
 
 type ListEntry = { path: string; type: TreeEntry['type']; size?: number };
@@ -32,7 +43,8 @@ export const listFiles: ToolDefinition<typeof ListArgs> = {
   name: 'list_files',
   description:
     'List files and directories below a directory of the repository, to a depth, sorted, with their type. ' +
-    'Skips .git, env files and dependency/cache directories. Long listings come in pages: pass ' +
+    "Skips .git, env files, dependency/cache directories and what the repository's .gitignore ignores " +
+    '(include_ignored: true shows it). Long listings come in pages: pass ' +
     'next_offset as offset for the next one.',
   args: ListArgs,
   mutates: false,
@@ -46,7 +58,11 @@ export const listFiles: ToolDefinition<typeof ListArgs> = {
     const { scanLimitHit } = walkTree(
       r.abs,
       r.rel,
-      { maxDepth: args.max_depth, maxScanned: ctx.limits.maxScannedEntries },
+      {
+        maxDepth: args.max_depth,
+        maxScanned: ctx.limits.maxScannedEntries,
+        ignores: ignoresFor(ctx, args.include_ignored),
+      },
       (e) => {
         if (entries.length >= ctx.limits.maxListEntries) {
           cut = true;
@@ -167,6 +183,7 @@ const SearchArgs = z.strictObject({
       'Glob on the file name (e.g. "*.py"), or on the relative path when it contains "/" (e.g. "src/**/*.ts")',
     ),
   max_results: z.int().min(1).max(200).default(50),
+  include_ignored: INCLUDE_IGNORED,
 });
 
 const SNIPPET_CHARS = 400;
@@ -177,7 +194,8 @@ export const searchCode: ToolDefinition<typeof SearchArgs> = {
   name: 'search_code',
   description:
     'Search the repository for a literal string (case-sensitive, no regular expressions). ' +
-    'Returns file, line number and the matching line.',
+    "Returns file, line number and the matching line. Skips what the repository's .gitignore ignores " +
+    '(coverage, build output) unless include_ignored is true.',
   args: SearchArgs,
   mutates: false,
   async run(ctx, args) {
@@ -192,7 +210,11 @@ export const searchCode: ToolDefinition<typeof SearchArgs> = {
     const { scanLimitHit } = walkTree(
       ctx.worktree,
       '.',
-      { maxDepth: SEARCH_DEPTH, maxScanned: ctx.limits.maxScannedEntries },
+      {
+        maxDepth: SEARCH_DEPTH,
+        maxScanned: ctx.limits.maxScannedEntries,
+        ignores: ignoresFor(ctx, args.include_ignored),
+      },
       (e) => {
         if (e.type !== 'file' || !matches(e.rel)) return;
         if (e.stat.size > ctx.limits.maxFileBytes) return skip(e.rel, 'too_large');

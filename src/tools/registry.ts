@@ -60,7 +60,7 @@ export interface TestRecord {
   /** The output as the model was given it (failure blocks in `failures`, pass lines left out). */
   stdout: string;
   stderr: string;
-  /** Per stream: whether anything of it is missing from `stdout`/`stderr` (capture cap, pass lines). */
+  /** Per stream: whether the capture cap cut it (passing-test lines left out are not a cut). */
   stdout_truncated: boolean;
   stderr_truncated: boolean;
   detail?: string;

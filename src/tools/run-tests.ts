@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { omitPassLines, shapeOutput } from '../testrunners/failures.js';
+import { collapseRepeats, omitPassLines, shapeOutput } from '../testrunners/failures.js';
 import { workspaceRevision } from '../patch/patch.js';
 import type { Config } from '../config/config.js';
 import { currentLimitS, ensureSandbox, readOnlyNote, sandboxResult, timeoutArg } from './run-command.js';
@@ -86,8 +86,8 @@ export const runTests: ToolDefinition<ReturnType<typeof RunTestsArgs>> = {
       // What the model needs first leads: verdict, counts, failures; the output follows without them and
       // without pass lines.
       const shaped = shapeOutput(o.stdout, o.stderr);
-      const stdout = omitPassLines(shaped.stdout);
-      const stderr = omitPassLines(shaped.stderr);
+      const stdout = omitPassLines(collapseRepeats(shaped.stdout).text);
+      const stderr = omitPassLines(collapseRepeats(shaped.stderr).text);
       const data = {
         ...(ready.rebuilt ? { environment_rebuilt: ready.rebuilt } : {}),
         at: args.at,
@@ -104,8 +104,10 @@ export const runTests: ToolDefinition<ReturnType<typeof RunTestsArgs>> = {
         ...readOnlyNote(o),
         stdout: stdout.text,
         stderr: stderr.text,
-        stdout_truncated: o.stdout_truncated || stdout.omitted > 0,
-        stderr_truncated: o.stderr_truncated || stderr.omitted > 0,
+        // Only a real cut is truncation; passing-test lines left out are counted on their own.
+        stdout_truncated: o.stdout_truncated,
+        stderr_truncated: o.stderr_truncated,
+        passing_lines_omitted: stdout.omitted + stderr.omitted,
         ...(o.detail ? { detail: o.detail } : {}),
       };
       const truncated = data.stdout_truncated || data.stderr_truncated;

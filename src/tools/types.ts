@@ -81,6 +81,8 @@ export interface ToolContext {
   readonly signal?: AbortSignal;
   /** Told each step of a build the model asked for (progress for the CLI and the status comment). */
   readonly onBuildStep?: (step: string) => void;
+  /** Told when the model's build starts (true) and ends (false): its time is the environment's, not the agent's. */
+  readonly onBuilding?: (building: boolean) => void;
   /** Wall time of the first full run of the default test target (null until then): later limits derive from it. */
   suiteMs?: number | null;
   /**

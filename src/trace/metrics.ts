@@ -19,8 +19,8 @@ export const metrics = {
   }),
   runsEnded: new Counter({
     name: 'agenticfix_runs_ended_total',
-    help: 'Runs that reached a final state, by state and verdict',
-    labelNames: ['state', 'verdict'],
+    help: 'Runs that reached a final state, by state, verdict and reason (stop reason; infra_error: its job threw; worker_died, app_restarted: interrupted)',
+    labelNames: ['state', 'verdict', 'reason'],
     registers,
   }),
   runSeconds: new Histogram({
@@ -32,9 +32,21 @@ export const metrics = {
   }),
   phaseSeconds: new Histogram({
     name: 'agenticfix_run_phase_seconds',
-    help: 'Time of each phase of the runs on this process',
+    help: 'Time of each phase of the runs on this process (model_setup, workspace, environment, agent, patch_and_cleanup, judge, publish)',
     labelNames: ['phase'],
     buckets: SECONDS,
+    registers,
+  }),
+  labelToPr: new Histogram({
+    name: 'agenticfix_label_to_pr_seconds',
+    help: 'From the run recorded (the label taken in) to its pull request opened, on the process that opened it',
+    buckets: SECONDS,
+    registers,
+  }),
+  cost: new Counter({
+    name: 'agenticfix_cost_usd_total',
+    help: "What the runs' model requests cost, in US dollars, by model (runs of a model without a price add nothing)",
+    labelNames: ['model'],
     registers,
   }),
   tokens: new Counter({
@@ -45,32 +57,47 @@ export const metrics = {
   }),
 };
 
+/** The release this process runs: one series, always 1 (join on it to see versions in a fleet). */
+export function exportBuildInfo(info: { version: string; commit: string; node: string }): void {
+  if (registry.getSingleMetric('agenticfix_build_info')) return;
+  new Gauge({
+    name: 'agenticfix_build_info',
+    help: 'The version, commit and Node.js of this process; always 1',
+    labelNames: ['version', 'commit', 'node'],
+    registers,
+  }).set(info, 1);
+}
+
 /** Run counts by state as the store holds them (the queue's depth is `queued`). */
 export type RunCounts = () => Promise<Record<'queued' | 'running' | 'publish_pending', number>>;
 
 let counts: RunCounts | null = null;
-/** The store the run gauges read at scrape (the listener's process has one). */
-export function countRunsWith(source: RunCounts | null): void {
+/**
+ * The store-wide gauges (`agenticfix_runs`, `agenticfix_queue_depth`), read from the store at scrape.
+ * Only the process serving the store exports them (serve): workers share that store, and a Grafana
+ * `sum` over every process would count it once per process.
+ */
+export function exportRunCounts(source: RunCounts | null): void {
   counts = source;
+  if (!source || registry.getSingleMetric('agenticfix_runs')) return;
+  new Gauge({
+    name: 'agenticfix_runs',
+    help: 'Runs in the store that are queued, running or waiting to be published again (serve only)',
+    labelNames: ['state'],
+    registers,
+    async collect() {
+      this.reset();
+      if (!counts) return;
+      for (const [state, n] of Object.entries(await counts())) this.set({ state }, n);
+    },
+  });
+  new Gauge({
+    name: 'agenticfix_queue_depth',
+    help: 'Runs waiting to be taken (serve only)',
+    registers,
+    async collect() {
+      this.reset();
+      if (counts) this.set((await counts()).queued);
+    },
+  });
 }
-
-new Gauge({
-  name: 'agenticfix_runs',
-  help: 'Runs in the store that are queued, running or waiting to be published again',
-  labelNames: ['state'],
-  registers,
-  async collect() {
-    this.reset();
-    if (!counts) return;
-    for (const [state, n] of Object.entries(await counts())) this.set({ state }, n);
-  },
-});
-new Gauge({
-  name: 'agenticfix_queue_depth',
-  help: 'Runs waiting to be taken',
-  registers,
-  async collect() {
-    this.reset();
-    if (counts) this.set((await counts()).queued);
-  },
-});

@@ -2,7 +2,14 @@ import { chmod, mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { RunOutcome, Sandbox } from '../environment/types.js';
 import { readBelow } from '../workspace/safe-read.js';
-import { collectResults, crossCheck, instrumentArgv, REPORT_DIR } from '../testrunners/reports/runner.js';
+import {
+  collectResults,
+  crossCheck,
+  instrumentArgv,
+  REPORT_DIR,
+  type InstrumentedCommand,
+} from '../testrunners/reports/runner.js';
+import { instrumentShell } from '../testrunners/reports/shell.js';
 import type { ParsedResults, TestResult } from '../testrunners/reports/types.js';
 import type { Cell } from './types.js';
 import { stopwatch } from '../trace/phases.js';
@@ -11,6 +18,8 @@ export interface CellContext {
   sandbox: Sandbox;
   worktree: string;
   argv: readonly string[];
+  /** A task row's command line with shell syntax: run through `sh -c` instead of `argv` (see instrumentShell). */
+  shell?: string;
   timeoutMs: number;
   maxOutputBytes: number;
   /** The report is read only up to this size; a larger one counts as unreadable. */
@@ -40,12 +49,8 @@ export class CellIsolationError extends CellInfraError {
 
 const TAIL = 2000;
 
-async function runOnce(
-  ctx: CellContext,
-  argv: string[],
-  reportFile: string | null,
-  runner: ParsedResults['runner'],
-): Promise<OneRun> {
+async function runOnce(ctx: CellContext, cmd: InstrumentedCommand): Promise<OneRun> {
+  const { argv, reportFile, runner } = cmd;
   // The container runs as the worktree's owner or as nobody: the report directory must be writable by either.
   const dir = path.join(ctx.worktree, REPORT_DIR);
   await rm(dir, { recursive: true, force: true });
@@ -67,9 +72,12 @@ async function runOnce(
   if (outcome.status === 'error' || outcome.status === 'cancelled')
     throw new CellInfraError(`test run ${outcome.status}: ${outcome.detail ?? 'no detail'}`);
   // The container wrote the report: it may have made it a link to a host file, or a FIFO.
-  const read = reportFile ? readBelow(ctx.worktree, reportFile, ctx.maxReportBytes) : null;
-  // A cut report would be partial evidence: it counts as unreadable.
-  const report = read?.ok && !read.truncated ? read.buf.toString('utf8') : null;
+  const readReport = (file: string | null | undefined) => {
+    const read = file ? readBelow(ctx.worktree, file, ctx.maxReportBytes) : null;
+    // A cut report would be partial evidence: it counts as unreadable.
+    return read?.ok && !read.truncated && read.buf.length > 0 ? read.buf.toString('utf8') : null;
+  };
+  const report = readReport(reportFile) ?? readReport(cmd.stdoutFile);
   await rm(dir, { recursive: true, force: true });
   const parsed = collectResults(runner, outcome.stdout, report);
   if (outcome.status === 'timeout')
@@ -94,15 +102,15 @@ export async function runCell(
   spec: Pick<Cell, 'name' | 'source' | 'tests'>,
   ctx: CellContext,
 ): Promise<Cell> {
-  const cmd = instrumentArgv(ctx.argv);
+  const cmd = ctx.shell === undefined ? instrumentArgv(ctx.argv) : instrumentShell(ctx.shell);
   const elapsed = stopwatch();
-  const first = await runOnce(ctx, cmd.argv, cmd.reportFile, cmd.runner);
+  const first = await runOnce(ctx, cmd);
   const runs = [first];
   const anyFailure =
     first.outcome.exit_code !== 0 ||
     first.parsed.results.some((r) => r.status === 'failed' || r.status === 'error');
   if (anyFailure && first.outcome.status !== 'timeout') {
-    for (let i = 0; i < ctx.reruns; i++) runs.push(await runOnce(ctx, cmd.argv, cmd.reportFile, cmd.runner));
+    for (let i = 0; i < ctx.reruns; i++) runs.push(await runOnce(ctx, cmd));
   }
   // A run that timed out or reported nothing has no results: that is its problem, never a flip of every test.
   const compared = runs.filter((r) => r.outcome.status !== 'timeout' && r.parsed.results.length > 0);

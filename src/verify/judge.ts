@@ -297,7 +297,11 @@ async function decide(opts: JudgeOptions, runId: string): Promise<VerificationRe
 
     const cells = {} as Record<CellName, Cell>;
     let suiteMs = opts.suiteMs ?? null;
-    const runOne = async (cell: (typeof CELLS)[number]) => {
+    const ceiling = opts.config.limits.maxTestTimeoutMs;
+    const runOne = async (
+      cell: (typeof CELLS)[number],
+      timeoutMs = testLimitMs(opts.config.limits, suiteMs),
+    ) => {
       if (opts.signal?.aborted) return;
       cells[cell.name] = await runCell(
         { name: cell.name, source: cell.source, tests: cell.tests },
@@ -305,7 +309,7 @@ async function decide(opts: JudgeOptions, runId: string): Promise<VerificationRe
           sandbox,
           worktree: paths[cell.name],
           argv: opts.testArgv,
-          timeoutMs: testLimitMs(opts.config.limits, suiteMs),
+          timeoutMs,
           maxOutputBytes: opts.config.limits.maxOutputBytes,
           maxReportBytes: opts.config.verify.maxReportBytes,
           reruns: opts.config.verify.flakyReruns,
@@ -327,8 +331,19 @@ async function decide(opts: JudgeOptions, runId: string): Promise<VerificationRe
         suiteMs = measured.duration_ms / measured.runs;
       rest = CELLS.filter((c) => c !== base);
     }
-    phases.cell_limit_s = Math.round(testLimitMs(opts.config.limits, suiteMs) / 1000);
-    await inPool(rest, phases.cells_at_once, runOne);
+    const limit = testLimitMs(opts.config.limits, suiteMs);
+    phases.cell_limit_s = Math.round(limit / 1000);
+    await inPool(rest, phases.cells_at_once, (cell) => runOne(cell));
+    // A cell that timed out at the derived limit may have lost only to the load beside it (other cells,
+    // other jobs): before any verdict it runs once more alone, at the ceiling.
+    for (const cell of limit < ceiling ? rest : []) {
+      if (cells[cell.name]?.status !== 'timeout') continue;
+      await runOne(cell, ceiling);
+      if (cells[cell.name])
+        cells[cell.name].retimed =
+          `timed out at the derived ${phases.cell_limit_s} s limit (${phases.cells_at_once} cell(s) at once); ` +
+          `re-run alone at the ${Math.round(ceiling / 1000)} s ceiling: ${cells[cell.name].status}`;
+    }
     phases.cells_ms = lap();
     if (opts.signal?.aborted) return finish(report, 'infra_error', 'The judge was cancelled.');
     for (const cell of CELLS) {
@@ -338,7 +353,10 @@ async function decide(opts: JudgeOptions, runId: string): Promise<VerificationRe
     const judged = evaluate(cells, staticTestModifications(tests), tests.length > 0);
     report.evidence = judged.evidence;
     report.tests_modified = judged.tests_modified;
-    return finish(report, judged.verdict, judged.reason);
+    const retimed = CELLS.filter((c) => cells[c.name].retimed).map(
+      (c) => `${c.name} ${cells[c.name].retimed}`,
+    );
+    return finish(report, judged.verdict, [judged.reason, ...retimed.map((r) => `(${r}.)`)].join(' '));
   } catch (err) {
     return finish(report, 'infra_error', infraReason(err));
   } finally {

@@ -65,6 +65,13 @@ function render(r: VerificationReport, hidden: number): string[] {
     );
     out.push(list('FAIL_TO_PASS still failing', t.FAIL_TO_PASS.failure, hidden));
     out.push(list('PASS_TO_PASS broken', t.PASS_TO_PASS.failure, hidden));
+    out.push(
+      list(
+        'Missing from the report (not graded)',
+        [...t.FAIL_TO_PASS.missing, ...t.PASS_TO_PASS.missing],
+        hidden,
+      ),
+    );
   }
   const e = r.evidence;
   out.push(list('Tests that flipped (fail on base, pass with the patch)', e.reproduced, hidden));

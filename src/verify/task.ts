@@ -8,6 +8,8 @@ import { worktreeGit } from '../workspace/git.js';
 import type { WorktreeGit } from '../workspace/types.js';
 import { runCell } from './cells.js';
 import { splitArgv } from './argv.js';
+import { needsShell } from '../testrunners/reports/shell.js';
+import { gradeRow } from './test-ids.js';
 import { newRunId } from '../trace/ids.js';
 import { buildEnvironment, finish, infraReason, newReport, unbuilt, Worktrees } from './judge.js';
 import type { RebuildPolicy } from '../config/repo-config.js';
@@ -104,8 +106,16 @@ export async function loadTasks(
   return tasks;
 }
 
-export const taskArgv = (t: Task): string[] =>
-  Array.isArray(t.test_command) ? t.test_command : splitArgv(t.test_command);
+/** A command line with shell syntax (rows are the operator's trusted input), else null. */
+const shellLine = (t: Task): string | null =>
+  typeof t.test_command === 'string' && needsShell(t.test_command) ? t.test_command : null;
+
+/** The row's command as its author wrote it: argv, words split like a shell, or `sh -c` for shell syntax. */
+export const taskArgv = (t: Task): string[] => {
+  const line = shellLine(t);
+  if (line !== null) return ['sh', '-c', line];
+  return Array.isArray(t.test_command) ? t.test_command : splitArgv(t.test_command);
+};
 
 export interface GradeOptions {
   /** Overrides the task's Dockerfile (e.g. the one the agent's run ended with). */
@@ -152,8 +162,8 @@ export async function gradeInstance(
   report.task = {
     instance_id: task.instance_id,
     resolved: false,
-    FAIL_TO_PASS: { success: [], failure: [...F2P] },
-    PASS_TO_PASS: { success: [], failure: [...P2P] },
+    FAIL_TO_PASS: { success: [], failure: [...F2P], missing: [] },
+    PASS_TO_PASS: { success: [], failure: [...P2P], missing: [] },
   };
   const done = async (verdict: VerificationReport['verdict'], reason: string) => {
     const final = finish(report, verdict, reason);
@@ -211,6 +221,7 @@ export async function gradeInstance(
         sandbox,
         worktree: wt.path,
         argv: taskArgv(task),
+        shell: shellLine(task) ?? undefined,
         timeoutMs: config.limits.maxTestTimeoutMs,
         maxOutputBytes: config.limits.maxOutputBytes,
         maxReportBytes: config.verify.maxReportBytes,
@@ -223,33 +234,9 @@ export async function gradeInstance(
     report.commands.push(`[graded] ${cell.argv.join(' ')}`);
     if (cell.problem) return done('invalid_test_run', `The test run cannot be trusted: ${cell.problem}.`);
 
-    const status = new Map(cell.results.map((r) => [r.id, r.status]));
-    const split = (ids: string[], ok: (s: string | undefined) => boolean) => ({
-      success: ids.filter((id) => ok(status.get(id))),
-      failure: ids.filter((id) => !ok(status.get(id))),
-    });
-    report.task.FAIL_TO_PASS = cell.per_test
-      ? split(F2P, (s) => s === 'passed')
-      : split(F2P, () => cell.exit_code === 0);
-    report.task.PASS_TO_PASS = cell.per_test
-      ? split(P2P, (s) => s === 'passed' || s === 'skipped')
-      : split(P2P, () => cell.exit_code === 0);
-    const { FAIL_TO_PASS: f, PASS_TO_PASS: p } = report.task;
-    report.task.resolved = f.failure.length === 0 && p.failure.length === 0;
-    if (report.task.resolved)
-      return done(
-        'verified',
-        `Resolved: all ${F2P.length} FAIL_TO_PASS and ${P2P.length} PASS_TO_PASS tests pass.`,
-      );
-    if (p.failure.length > 0)
-      return done(
-        'regression',
-        `Unresolved: ${p.failure.length} PASS_TO_PASS test(s) fail: ${p.failure.slice(0, 3).join(', ')}.`,
-      );
-    return done(
-      'no_reproduction',
-      `Unresolved: ${f.failure.length} FAIL_TO_PASS test(s) do not pass: ${f.failure.slice(0, 3).join(', ')}.`,
-    );
+    const graded = gradeRow(F2P, P2P, cell);
+    report.task = { ...report.task, ...graded.grade };
+    return done(graded.verdict, graded.reason);
   } catch (err) {
     return done('infra_error', infraReason(err));
   } finally {

@@ -62,6 +62,8 @@ export const CellSchema = z.strictObject({
   flaky: z.array(z.string()),
   /** Why the cell's results cannot be trusted (cross-check with the exit code, timeout…), else null. */
   problem: z.string().nullable(),
+  /** Set when the cell timed out at the derived limit and was run again alone at the ceiling (its results are that run's). */
+  retimed: z.string().optional(),
   output_tail: z.string(),
 });
 export type Cell = z.infer<typeof CellSchema>;
@@ -80,7 +82,12 @@ export const EvidenceSchema = z.strictObject({
 });
 export type Evidence = z.infer<typeof EvidenceSchema>;
 
-const IdLists = z.strictObject({ success: z.array(z.string()), failure: z.array(z.string()) });
+const IdLists = z.strictObject({
+  success: z.array(z.string()),
+  failure: z.array(z.string()),
+  /** Ids the run's report does not contain (see test-ids.ts): never counted as failing. */
+  missing: z.array(z.string()),
+});
 export const TaskGradeSchema = z.strictObject({
   instance_id: z.string(),
   resolved: z.boolean(),

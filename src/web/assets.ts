@@ -18,7 +18,7 @@ a:focus, button:focus, summary:focus, select:focus { outline: 3px solid #0969da;
 .top { display: flex; flex-wrap: wrap; gap: 8px; justify-content: space-between; align-items: center; padding: 8px 16px; border-bottom: 1px solid var(--line); }
 .brand { font-weight: 600; text-decoration: none; }
 .who { display: flex; gap: 8px; align-items: center; margin: 0; }
-main { max-width: 1100px; margin: 0 auto; padding: 12px 16px 48px; }
+main { max-width: 1100px; margin: 0 auto; padding: 12px 16px 48px; overflow-wrap: anywhere; }
 h1 { font-size: 1.5rem; word-break: break-all; } h2 { font-size: 1.2rem; border-bottom: 1px solid var(--line); padding-bottom: 4px; margin-top: 28px; } h3 { font-size: 1rem; }
 button { font: inherit; padding: 6px 14px; border: 1px solid var(--line); border-radius: 6px; background: #f6f8fa; color: var(--fg); cursor: pointer; min-height: 44px; }
 button.danger { background: var(--bad); color: #fff; border-color: var(--bad); }
@@ -31,7 +31,7 @@ th, td { text-align: left; padding: 6px 8px; border-bottom: 1px solid var(--line
 .muted { color: var(--muted); } .bad { color: var(--bad); } .good { color: var(--good); }
 .badge { display: inline-block; padding: 0 8px; border-radius: 10px; border: 1px solid var(--line); font-size: .85rem; }
 .state-running, .state-queued { background: #ddf4ff; } .state-done { background: #dafbe1; } .state-failed, .state-interrupted { background: #ffebe9; }
-.facts { display: grid; grid-template-columns: max-content 1fr; gap: 4px 16px; }
+.facts { display: grid; grid-template-columns: max-content minmax(0, 1fr); gap: 4px 16px; }
 .facts dt { font-weight: 600; } .facts dd { margin: 0; min-width: 0; }
 pre { overflow-x: auto; } pre.code, pre.wrap { background: #f6f8fa; border: 1px solid var(--line); border-radius: 6px; padding: 8px; font-size: .85rem; max-height: 32rem; }
 pre.wrap { white-space: pre-wrap; word-break: break-word; }
@@ -45,7 +45,22 @@ pre.wrap { white-space: pre-wrap; word-break: break-word; }
 .calls .n { display: inline-block; min-width: 2em; color: var(--muted); }
 .live { border-left: 4px solid var(--accent); padding-left: 8px; }
 .cancel { margin: 12px 0; }
-@media (max-width: 600px) { .facts { grid-template-columns: 1fr; } .facts dd { margin-bottom: 6px; } main { padding: 8px; } }
+.calls li, .calls details { min-width: 0; }
+.calls details.raw { border: 0; padding: 0; margin-top: 4px; }
+pre.diff .del { background: #ffebe9; } pre.diff .ins { background: #dafbe1; }
+.failures pre.wrap { max-height: 12rem; }
+.align-left { text-align: left; } .align-center { text-align: center; } .align-right { text-align: right; }
+.md table { display: block; overflow-x: auto; max-width: 100%; }
+.pages { display: flex; gap: 16px; margin: 12px 0; }
+@media (max-width: 600px) {
+  .facts { grid-template-columns: minmax(0, 1fr); } .facts dd { margin-bottom: 6px; } main { padding: 8px; }
+  /* The run list as cards: every fact of a run in view, each named. */
+  table.runs thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }
+  table.runs, table.runs tbody, table.runs tr, table.runs td { display: block; }
+  table.runs tr { border: 1px solid var(--line); border-radius: 6px; margin: 8px 0; padding: 4px 8px; }
+  table.runs td { border: 0; padding: 2px 0; }
+  table.runs td::before { content: attr(data-label) ": "; color: var(--muted); }
+}
 `;
 
 const JS = `

@@ -5,11 +5,22 @@ import { html, trusted, type Html } from './html.js';
 /** Markdown without raw HTML (escaped instead) and with only http(s) and mailto links. */
 const markdown = new MarkdownIt({ html: false, linkify: false });
 markdown.validateLink = (url) => /^(https?:|mailto:|#|\/)/i.test(url.trim());
+// A table column's alignment as a class, not an inline style: the CSP refuses inline styles.
+markdown.core.ruler.push('align_class', (state) => {
+  for (const token of state.tokens) {
+    const align = /^text-align:(left|center|right)$/.exec(String(token.attrGet('style') ?? ''))?.[1];
+    if (!align) continue;
+    token.attrs = (token.attrs ?? []).filter(([name]) => name !== 'style');
+    token.attrJoin('class', `align-${align}`);
+  }
+});
 
-export const renderMarkdown = (text: string): Html => trusted(markdown.render(text));
+export const renderMarkdown = (text: string): Html =>
+  html`<div class="md">${trusted(markdown.render(text))}</div>`;
 
 /** A unified diff as diff2html's line-by-line view (it escapes file names and lines). */
 export function renderDiff(patch: string): Html {
   if (patch.trim() === '') return html`<p class="muted">No changes.</p>`;
-  return trusted(diffHtml(patch, { drawFileList: true, outputFormat: 'line-by-line', matching: 'none' }));
+  const view = diffHtml(patch, { drawFileList: true, outputFormat: 'line-by-line', matching: 'none' });
+  return html`<div class="scroll">${trusted(view)}</div>`;
 }

@@ -37,7 +37,8 @@ export interface WebRoutes {
   close(): void;
 }
 
-const LIST_LIMIT = 200;
+/** Runs a page of the list reads from the store (fewer show when some are not the reader's). */
+const LIST_PAGE = 50;
 const EVENTS_LIMIT = 100_000;
 const KEEPALIVE_MS = 15_000;
 const SECURITY_HEADERS = {
@@ -114,20 +115,28 @@ export function webRoutes(o: WebOptions): WebRoutes {
       ? query.get('state')!
       : '';
     const [owner, name] = repo.includes('/') ? repo.split('/', 2) : [undefined, undefined];
+    const pageNo = Math.min(Math.max(1, Number.parseInt(query.get('page') ?? '1', 10) || 1), 10_000);
+    // One more than a page: whether there is an older page.
     const runs = await o.store.recent({
       owner,
       repo: name,
       state: (state || undefined) as RunState | undefined,
-      limit: LIST_LIMIT,
+      limit: LIST_PAGE + 1,
+      offset: (pageNo - 1) * LIST_PAGE,
     });
     const visible: RunRecord[] = [];
-    for (const r of runs) if ((await accessTo(s, r)) !== 'none') visible.push(r);
+    for (const r of runs.slice(0, LIST_PAGE)) if ((await accessTo(s, r)) !== 'none') visible.push(r);
     const repos = [...new Set(visible.map((r) => `${r.owner}/${r.repo}`))].sort();
     if (repo && !repos.includes(repo)) repos.push(repo);
     send(
       res,
       200,
-      page({ title: 'Runs', user: s.login, csrf: s.csrf, body: runList(visible, { repo, state }, repos) }),
+      page({
+        title: 'Runs',
+        user: s.login,
+        csrf: s.csrf,
+        body: runList(visible, { repo, state }, repos, { page: pageNo, older: runs.length > LIST_PAGE }),
+      }),
     );
   }
 

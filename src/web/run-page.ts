@@ -4,6 +4,7 @@ import { VerificationReportSchema, type VerificationReport } from '../verify/typ
 import { html, type Html } from './html.js';
 import { ACTIVE_STATES, duration, runDuration, spent, stateBadge } from './layout.js';
 import { renderDiff, renderMarkdown } from './render.js';
+import { num, obj, str, toolCall, type Body } from './tool-call.js';
 
 /** Who looks at the page: writers see the cancel button. */
 export interface Viewer {
@@ -11,12 +12,6 @@ export interface Viewer {
   csrf: string;
 }
 
-type Body = Record<string, unknown>;
-const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
-const num = (v: unknown): number | null => (typeof v === 'number' ? v : null);
-const obj = (v: unknown): Body =>
-  v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Body) : {};
-const json = (v: unknown): string => JSON.stringify(v, null, 2) ?? 'null';
 const time = (ts: string): Html => html`<time datetime="${ts}">${ts.slice(11, 19)}</time>`;
 
 /** The run's page body (also what the live update swaps in). */
@@ -182,25 +177,7 @@ function toolCalls(events: RunEvent[]): Html {
   const ends = events.filter((e) => e.type === 'tool_end');
   if (ends.length === 0 && !inFlight) return html`<p class="muted">None yet.</p>`;
   return html`<ol class="calls">
-    ${ends.map((e, i) => {
-      const result = obj(e.body.result);
-      const failed = result.success === false;
-      return html`<li>
-        <details id="call-${e.seq}">
-          <summary>
-            <span class="n">${i + 1}</span> <code>${str(e.body.name)}</code>
-            <span class="${failed ? 'bad' : 'good'}"
-              >${failed ? (str(result.error_code) ?? 'failed') : 'ok'}</span
-            >
-            <span class="muted">${duration(num(e.body.duration_ms))}</span>
-          </summary>
-          <h3>Arguments</h3>
-          <pre class="code">${json(e.body.args)}</pre>
-          <h3>Observation</h3>
-          <pre class="code">${json(result)}</pre>
-        </details>
-      </li>`;
-    })}${inFlight?.type === 'tool_start' ? html`<li class="muted"><code>${str(inFlight.body.name)}</code> running…</li>` : ''}
+    ${ends.map((e, i) => html`<li>${toolCall(e, i)}</li>`)}${inFlight?.type === 'tool_start' ? html`<li class="muted"><code>${str(inFlight.body.name)}</code> running…</li>` : ''}
   </ol>`;
 }
 

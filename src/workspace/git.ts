@@ -28,6 +28,17 @@ export interface GitResult {
 /** A git stderr as it may be stored (in an error, a result, a report): head and tail, trimmed. */
 export const capStderr = (stderr: string): string => capMiddle(stderr.trim());
 
+/** git's words for an object the repository lacks, as one plain sentence; null for any other failure. */
+function missingObject(stderr: string): string | null {
+  const m =
+    /unable to read sha1 file of (\S+) \(([0-9a-f]{7,})\)|missing (?:blob|tree|commit) ([0-9a-f]{7,})/.exec(
+      stderr,
+    );
+  if (!m) return null;
+  const what = m[1] ? `${m[1]}, ${m[2]!.slice(0, 12)}` : m[3]!.slice(0, 12);
+  return `The source repository is missing an object (${what}): it is incomplete or damaged, so this commit cannot be checked out; repair or re-clone it.`;
+}
+
 export class GitError extends Error {
   /** Head and tail only: a failing git can print megabytes, and errors are stored. */
   readonly stderr: string;
@@ -39,7 +50,7 @@ export class GitError extends Error {
     // Credentials are removed before cutting: a cut could leave part of one unrecognised.
     const command = capMiddle(args.map(stripUserinfo).join(' '), 512);
     const capped = capStderr(stripUserinfo(stderr));
-    super(`git ${command} failed (exit ${exitCode}): ${capped}`);
+    super(missingObject(capped) ?? `git ${command} failed (exit ${exitCode}): ${capped}`);
     this.stderr = capped;
     this.name = 'GitError';
   }

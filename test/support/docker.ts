@@ -5,35 +5,31 @@ import Docker from 'dockerode';
 import { loadConfig } from '../../src/config/config.js';
 import { DockerSandbox } from '../../src/environment/docker.js';
 import { engineRuntimes } from '../../src/environment/startup.js';
+import { missing, needAll, present, type Need } from './skip.js';
 
-/**
- * Whether Docker-backed tests can run. In CI a missing engine is a failure, never a silent skip;
- * elsewhere the suite is skipped with a loud warning.
- */
-export async function dockerReady(): Promise<boolean> {
+/** The Docker engine, for `describeIf`/`itIf` (support/skip.ts): in CI its absence is a failure. */
+export async function needDocker(): Promise<Need> {
   try {
     await new Docker().ping();
-    return true;
+    return present('the Docker engine');
   } catch (err) {
-    if (process.env.CI) throw new Error(`Docker engine required in CI but not reachable: ${String(err)}`);
-    console.warn(`\n!!! Docker engine not reachable: SKIPPING Docker tests (${String(err)}) !!!\n`);
-    return false;
+    return missing('the Docker engine', `not reachable: ${String(err)}`);
   }
 }
 
 export const BASE_IMAGE = process.env.AGENTICFIX_BASE_IMAGE ?? 'agenticfix/debian:bookworm';
 
 /**
- * Whether the sandbox can run under gVisor (AGENTICFIX_RUNTIME=runsc) here: the engine lists the runsc
- * runtime and a run of the base image through DockerSandbox passes. Not being able to is a loud skip,
- * in CI too: `scripts/setup-docker.sh` only tries to register runsc, and some kernels refuse it.
+ * The sandbox under gVisor (AGENTICFIX_RUNTIME=runsc): the engine lists the runsc runtime and a run of the
+ * base image through DockerSandbox passes. Not being able to is a loud skip, in CI too:
+ * `scripts/setup-docker.sh` only tries to register runsc, and some kernels refuse it.
  */
-export async function runscReady(): Promise<boolean> {
-  if (!(await dockerReady())) return false;
+export async function needRunsc(): Promise<Need> {
+  const what = 'gVisor (runsc)';
+  const engine = await needDocker();
+  if (engine.missing !== null) return needAll(engine, present(what));
   const why = await runscRefusal(new Docker());
-  if (why === null) return true;
-  console.warn(`\n!!! gVisor (runsc) not usable: SKIPPING the runs under gVisor (${why}) !!!\n`);
-  return false;
+  return why === null ? present(what) : missing(what, why, 'skip');
 }
 
 async function runscRefusal(docker: Docker): Promise<string | null> {

@@ -1,7 +1,9 @@
 import { hostname } from 'node:os';
 import { execa } from 'execa';
 import type { InstanceHolder, NewRun, RunStore } from '../../src/store/store.js';
-import { INSTANCE_STALE_MS, StoreInUseError } from '../../src/store/store.js';
+import { StoreTooNewError } from '../../src/store/schema.js';
+import { INSTANCE_STALE_MS, MIGRATIONS, StoreInUseError } from '../../src/store/store.js';
+import { buildInfo } from '../../src/config/version.js';
 
 /**
  * The run store contract: one suite that every RunStore implementation passes (test/store.test.ts runs
@@ -16,6 +18,8 @@ export interface StoreBackend {
   cleanup(): Promise<void>;
   /** Writes the instance row directly, as another (possibly dead) process would have left it. */
   writeHolder(holder: InstanceHolder): Promise<void>;
+  /** The store's schema version as recorded (a newer release may have set it), or sets it. */
+  schemaVersion(set?: number): Promise<number>;
 }
 
 export const newRun = (over: Partial<NewRun> = {}): NewRun => ({
@@ -121,6 +125,14 @@ export function runStoreContract(backend: StoreBackend): void {
     expect((await store.forIssue('acme', 'calc', 7)).map((r) => r.id)).toEqual([b.id, a.id]);
     expect((await store.list()).map((r) => r.id)).toEqual([a.id, b.id, c.id]);
     expect((await store.list('queued')).map((r) => r.id)).toEqual([a.id, c.id]);
+    // Issue 38, item 6: the run list's pages (it stopped at 200 runs).
+    const page = (limit: number, offset?: number) =>
+      store.recent({ limit, offset }).then((l) => l.map((r) => r.id));
+    expect(await page(2)).toEqual([c.id, b.id]);
+    expect(await page(2, 2)).toEqual([a.id]);
+    expect(
+      await store.recent({ limit: 5, offset: 1, state: 'queued' }).then((l) => l.map((r) => r.id)),
+    ).toEqual([a.id]);
     await store.close();
   });
 
@@ -414,5 +426,66 @@ export function runStoreContract(backend: StoreBackend): void {
     const run = await stores[0]!.createRun(newRun());
     expect(await stores[2]!.get(run.id)).toMatchObject({ id: run.id });
     await Promise.all(stores.map((s) => s.close()));
+  });
+
+  it('refuses a store a newer release migrated, naming both versions, and leaves it as it was', async () => {
+    const store = await open();
+    const run = await store.createRun(newRun());
+    await store.close();
+    const newer = MIGRATIONS.length + 3;
+    await backend.schemaVersion(newer);
+    const refused = await open().then(
+      (s) => s.close().then(() => null),
+      (err: unknown) => err,
+    );
+    expect(refused).toBeInstanceOf(StoreTooNewError);
+    expect((refused as Error).message).toMatch(
+      new RegExp(
+        `has schema version ${newer}, newer than this AgenticFix ${buildInfo().version.replace(/\./g, '\\.')} knows \\(schema version ${MIGRATIONS.length}\\)`,
+      ),
+    );
+    expect(await backend.schemaVersion()).toBe(newer); // not rewritten to this release's
+    await backend.schemaVersion(MIGRATIONS.length);
+    const again = await open();
+    expect(await again.get(run.id)).toMatchObject({ id: run.id });
+    await again.close();
+  });
+
+  it('prunes runs over before a time with their events, kept writes and deliveries; others stay', async () => {
+    const store = await open();
+    const ids = ['d-old', 'd-going', 'd-new', 'd-pending'];
+    for (const id of ids) await claim(store, id, 'issues', { id }, null);
+    for (const id of ids) await store.finishDelivery(id);
+    const [old, going, recent, pending] = await Promise.all(
+      ids.map((delivery_id, i) => store.createRun(newRun({ delivery_id, issue: i + 1 }))),
+    );
+    await store.update(old!.id, { state: 'done', finished_at: '2026-01-01T00:00:00.000Z' });
+    await store.update(going!.id, { state: 'running' });
+    await store.update(recent!.id, { state: 'failed', finished_at: '2026-03-01T00:00:00.000Z' });
+    await store.update(pending!.id, { state: 'publish_pending', finished_at: '2026-01-01T00:00:00.000Z' });
+    for (const run of [old!, recent!]) {
+      await store.appendEvents(run.id, [{ ts: '2026-01-01T00:00:00Z', type: 'stop', body: {} }]);
+      await store.queueWrite({
+        id: `${run.id}:status`,
+        run_id: run.id,
+        installation_id: 1,
+        owner: 'acme',
+        repo: 'calc',
+        issue: run.issue,
+        comment_id: null,
+        body: 'x',
+        next_at: '2099-01-01T00:00:00.000Z',
+      });
+    }
+    expect(await store.pruneRuns('2026-02-01T00:00:00.000Z')).toBe(1);
+    expect(await store.get(old!.id)).toBeNull();
+    expect(await store.events(old!.id, 0, 10)).toEqual([]);
+    expect(await store.deliveryRecorded('d-old')).toBe(false);
+    expect((await store.dueWrites('2100-01-01T00:00:00.000Z')).map((w) => w.run_id)).toEqual([recent!.id]);
+    for (const run of [going!, recent!, pending!]) expect(await store.get(run.id)).not.toBeNull();
+    expect(await store.events(recent!.id, 0, 10)).toHaveLength(1);
+    expect(await store.deliveryRecorded('d-new')).toBe(true);
+    expect(await store.pruneRuns('2026-02-01T00:00:00.000Z')).toBe(0);
+    await store.close();
   });
 }

@@ -67,7 +67,16 @@ export async function startWebFixture(): Promise<WebFixture> {
       trace.event('tool_end', {
         name: 'read_file',
         args: { path: `calc.py${HOSTILE}` },
-        result: { success: true, data: { content: `def add(a, b):\n    return a - b  # ${HOSTILE}\n` } },
+        result: {
+          success: true,
+          data: {
+            path: `calc.py${HOSTILE}`,
+            total_lines: 2,
+            start_line: 1,
+            end_line: 2,
+            content: `def add(a, b):\n    return a - b  # ${HOSTILE}\n`,
+          },
+        },
         duration_ms: 4,
       });
       trace.event('model_reply', {
@@ -87,9 +96,27 @@ export async function startWebFixture(): Promise<WebFixture> {
       trace.event('tool_start', { name: 'edit_file', args: { path: 'calc.py' } });
       trace.event('tool_end', {
         name: 'edit_file',
-        args: { path: 'calc.py', old_text: 'a - b', new_text: 'a + b' },
+        args: { path: 'calc.py', old_text: '    return a - b', new_text: '    return a + b' },
         result: { success: true, data: { changed: true } },
         duration_ms: 2,
+      });
+      // A test run with a failure whose output has a line far wider than a phone.
+      trace.event('tool_start', { name: 'run_tests', args: {} });
+      trace.event('tool_end', {
+        name: 'run_tests',
+        args: {},
+        result: {
+          success: true,
+          data: {
+            status: 'failed',
+            exit_code: 1,
+            summary: { passed: 3, failed: 1, errors: 0, skipped: 0, source: 'pytest' },
+            failures: [{ id: 'tests/test_calc.py::test_add', message: `assert ${'9'.repeat(300)} == 3` }],
+            duration_ms: 880,
+            stdout: `FAILED tests/test_calc.py::test_add ${'x'.repeat(400)}`,
+          },
+        },
+        duration_ms: 900,
       });
       return base.repair({ ...opts, remote: authed(opts.remote) });
     },

@@ -26,6 +26,8 @@ export interface InstrumentedCommand {
   argv: string[];
   /** Report file relative to the worktree root, or null when results come from stdout (go) or nowhere (generic). */
   reportFile: string | null;
+  /** Where a shell command sends the runner's stdout (see instrumentShell): its report when the judge's is missing. */
+  stdoutFile?: string | null;
 }
 
 /** A runner's own report flag: its names, whether it takes a value (`--f=v` or `--f v`), which values count. */

@@ -161,6 +161,7 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
         checkMounts: o.checkMounts,
         isFinished: (id) => runner.isFinished(id),
         isRunning,
+        log,
       });
       log.info(cleanup, 'start-up cleanup done');
     } catch (err) {
@@ -217,13 +218,14 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
   const resumed = await handlers.resume(auth, log);
   if (resumed > 0) log.info({ resumed }, 'taking in deliveries left by the previous process');
 
-  const { clientId, clientSecret, publicUrl } = o.config.web;
+  const { clientId, clientSecret, publicUrl, trustProxy } = o.config.web;
   const web = webRoutes({
     store,
     queue,
     githubApi: o.baseUrl,
     client: clientId && clientSecret ? { id: clientId, secret: clientSecret } : null,
     publicUrl,
+    trustProxy,
     pollMs: o.livePollMs,
     log,
   });
@@ -243,6 +245,8 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
       store,
       webhookSecret: o.webhookSecret,
       maxBytes: o.config.app.webhookMaxBytes,
+      inflightBytes: o.config.app.webhookInflightBytes,
+      bodyTimeoutMs: o.config.app.webhookBodyTimeoutMs,
       port: o.port,
       host: o.host,
       log,

@@ -16,6 +16,7 @@ describe('config', () => {
       maxScannedEntries: 20000,
       observationMaxChars: 12_000,
       maxWorktreeBytes: 1024 * 1024 * 1024,
+      maxWorktreeEntries: 200_000,
       maxPatchFileBytes: 10 * 1024 * 1024,
       runCommandLocal: false,
     });

@@ -12,7 +12,7 @@ import { capMiddle, ERROR_KEEP } from '../src/trace/cap.js';
 import { RunTrace } from '../src/trace/trace.js';
 import { git, GitError } from '../src/workspace/git.js';
 import { GitWorkspaceManager } from '../src/workspace/manager.js';
-import { diskUsage } from '../src/workspace/usage.js';
+import { measureTree } from '../src/workspace/tree.js';
 import { BASE_IMAGE, needDocker } from './support/docker.js';
 import { describeIf } from './support/skip.js';
 import { commitAll, tempDir } from './support/git-fixtures.js';
@@ -80,15 +80,19 @@ describeIf(engine)('a worktree that grows past its limit ends the run (real engi
 });
 
 describe('disk bounds without Docker', () => {
-  it('diskUsage counts files and stops early past the limit', async () => {
+  it('measureTree counts files and stops early past the limit', async () => {
     const dir = path.join(tmp.dir, 'usage');
     mkdirSync(path.join(dir, 'a', 'b'), { recursive: true });
     writeFileSync(path.join(dir, 'a', 'b', 'f'), Buffer.alloc(3 * MiB));
     writeFileSync(path.join(dir, 'g'), Buffer.alloc(MiB));
-    const all = await diskUsage(dir);
-    expect(all).toBeGreaterThanOrEqual(4 * MiB);
-    expect(all).toBeLessThan(4 * MiB + 64 * 1024);
-    expect(await diskUsage(dir, MiB / 2)).toBeGreaterThan(MiB / 2);
+    const all = await measureTree(dir, { maxBytes: Infinity, maxEntries: Infinity });
+    expect(all).toMatchObject({ entries: 4, over: null });
+    expect(all.bytes).toBeGreaterThanOrEqual(4 * MiB);
+    expect(all.bytes).toBeLessThan(4 * MiB + 64 * 1024);
+    const over = await measureTree(dir, { maxBytes: MiB / 2, maxEntries: Infinity });
+    expect(over.over).toBe('bytes');
+    expect(over.bytes).toBeGreaterThan(MiB / 2);
+    expect((await measureTree(dir, { maxBytes: Infinity, maxEntries: 3 })).over).toBe('entries');
   });
 
   it('AGENTICFIX_KEEP_FAILED_WORKTREES decides whether a failed run keeps its worktree', async () => {

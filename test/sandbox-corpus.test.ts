@@ -1,14 +1,18 @@
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, lstatSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { mkdir, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { execa } from 'execa';
 import { loadConfig, type Config } from '../src/config/config.js';
 import { startScriptedModelServer } from '../src/emulator/scripted-model.js';
 import { runRepair } from '../src/pipeline/repair.js';
+import { prepareHost } from '../src/pipeline/startup.js';
 import { judge } from '../src/verify/judge.js';
 import { git } from '../src/workspace/git.js';
 import { GitWorkspaceManager } from '../src/workspace/manager.js';
+import { removeTree } from '../src/workspace/tree.js';
 import { BASE_IMAGE, needDocker, needRunsc } from './support/docker.js';
 import { describeIf } from './support/skip.js';
 import { makeSourceRepo, tempDir, writeFiles } from './support/git-fixtures.js';
@@ -353,9 +357,18 @@ beforeAll(async () => {
   );
 });
 afterAll(async () => {
-  // A case may leave unreadable directories: make them removable.
-  execFileSync('chmod', ['-R', 'u+rwX', tmp.dir]);
-  if (!process.env.KEEP_CORPUS) await tmp.cleanup();
+  // A case may leave unreadable directories and chains deeper than PATH_MAX.
+  if (!process.env.KEEP_CORPUS) await removeTree(tmp.dir);
+});
+
+/** What every judge of the corpus is given but its test command: a one-line patch of the README. */
+const judgeOptions = () => ({
+  config,
+  remote: source.path,
+  baseCommit: source.head,
+  patch:
+    'diff --git a/README.md b/README.md\n--- a/README.md\n+++ b/README.md\n@@ -1 +1 @@\n-calc\n+calculator\n',
+  dockerfile: DOCKERFILE,
 });
 
 /** Every file of the mirror (objects, refs, config) with its content hash: what no case may change. */
@@ -481,17 +494,185 @@ d('adversarial corpus: what a container writes never runs on the host (issue 23)
     await mkdir(ctx.dir);
     const script = await plantScript(CASES[0]!, ctx);
     const report = await judge({
-      config,
-      remote: source.path,
-      baseCommit: source.head,
-      patch:
-        'diff --git a/README.md b/README.md\n--- a/README.md\n+++ b/README.md\n@@ -1 +1 @@\n-calc\n+calculator\n',
-      dockerfile: DOCKERFILE,
+      ...judgeOptions(),
       testArgv: ['sh', '-c', `${script}\necho planted`],
       runId: `corpus-judge-${process.pid}`,
     });
     expect(report.cells).toHaveLength(4);
     for (const cell of report.cells) expect(cell.output_tail).toContain('planted');
     expect(existsSync(ctx.marker)).toBe(false);
+  }, 300_000);
+});
+
+/**
+ * Issue 35: trees of any shape. What a command in the container makes of the worktree — a directory chain
+ * deeper than PATH_MAX with a large file at its bottom, a file count past its limit, a directory of mode 000 (which a
+ * service that is not root cannot read) — ends the run with the limit it broke (never `internal_error`, never
+ * `completed` over the limit), and leaves nothing on the disk; the judge's cells likewise.
+ */
+const NAME = 'd'.repeat(200);
+/** 40 levels of 201 bytes below /workspace/deep: twice PATH_MAX. Relative steps (`cd -P`), as a test would make it. */
+const DEEP_CHAIN = `mkdir deep && cd deep && for i in $(seq 1 40); do mkdir ${NAME} && cd -P ${NAME} || exit 1; done`;
+const ROOT_DIR = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
+/** A user that is not root, with the Docker socket's group (the service's user in a non-root deployment). */
+const NOBODY = 65534;
+const asRoot = process.getuid?.() === 0;
+
+/** The steps of a hostile run: the planting, then what would copy the worktree. */
+const hostileScript = (script: string) => [
+  { tool_calls: [{ name: 'run_command', arguments: { script } }] },
+  { tool_calls: [{ name: 'git_diff', arguments: {} }] },
+  { tool_calls: [{ name: 'finish', arguments: { summary: 'planted' } }] },
+];
+
+/** A hostile run's options but its settings (JSON: they also go to a child process). */
+const hostileOptions = (repo: { path: string; head: string }, modelUrl: string, runId: string) => ({
+  remote: repo.path,
+  baseCommit: repo.head,
+  issue: { title: 't', body: '' },
+  testArgv: ['true'],
+  model: { kind: 'url' as const, baseUrl: modelUrl, name: 'm' },
+  sandbox: 'docker' as const,
+  dockerfile: DOCKERFILE,
+  runId,
+});
+
+/** Everything of a run beside its worktree (stage, marks, lending marker) and the worktree itself. */
+const leftOf = (worktreeDir: string, runId: string) =>
+  existsSync(worktreeDir) ? readdirSync(worktreeDir).filter((n) => n.includes(runId)) : [];
+
+interface Ended {
+  stop_reason: string;
+  error: string | null;
+  trace_path: string;
+}
+
+/** The planting's tool result, as the trace recorded it. */
+function plantingResult(tracePath: string): { error_code: string | null; error: string | null } {
+  const events = readFileSync(tracePath, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+  const result = events.find((e) => e.type === 'tool_end' && e.name === 'run_command');
+  return result!.result as { error_code: string | null; error: string | null };
+}
+
+d('hostile trees: what a command makes of the worktree (issue 35)', () => {
+  const hostile = async (runId: string, script: string, env: Record<string, string>): Promise<Ended> => {
+    const server = await startScriptedModelServer(hostileScript(script));
+    try {
+      const cfg = loadConfig(
+        { AGENTICFIX_HOME: path.join(tmp.dir, 'home'), AGENTICFIX_BASE_IMAGE: BASE_IMAGE, ...env },
+        tmp.dir,
+      );
+      return await runRepair({ ...hostileOptions(source, server.url, runId), config: cfg });
+    } finally {
+      await server.close();
+    }
+  };
+
+  it('a chain deeper than PATH_MAX with 3 MB at its bottom, under a 2 MB limit: disk_limit, nothing left', async () => {
+    const runId = `corpus-deep-${process.pid}`;
+    const script = `set -e\n${DEEP_CHAIN}\ndd if=/dev/zero of=big bs=1M count=3 status=none\necho planted`;
+    const result = await hostile(runId, script, { AGENTICFIX_MAX_WORKTREE_MB: '2' });
+    expect(plantingResult(result.trace_path)).toMatchObject({ error_code: 'disk_limit' });
+    expect(result.stop_reason).toBe('fatal');
+    expect(result.error).toMatch(/grew past 2 MB \(AGENTICFIX_MAX_WORKTREE_MB\) during the command/);
+    expect(leftOf(config.worktreeDir, runId)).toEqual([]);
+  }, 180_000);
+
+  // The shape of 250,000 files, at a tenth of the scale: creating files on the bind mount is what costs
+  // (about 20 s per 25,000 here). The observation of 250,000 paths is trees.test.ts's.
+  it('25,000 files made by one command past a 20,000 file limit: the file limit stops the run, nothing left', async () => {
+    const runId = `corpus-many-${process.pid}`;
+    const script = 'set -e\nmkdir many && cd many && seq 1 25000 | xargs touch\necho planted';
+    const result = await hostile(runId, script, { AGENTICFIX_MAX_WORKTREE_FILES: '20000' });
+    expect(plantingResult(result.trace_path)).toMatchObject({ error_code: 'disk_limit' });
+    expect(result.stop_reason).toBe('fatal');
+    expect(result.error).toMatch(/grew past 20000 files and directories \(AGENTICFIX_MAX_WORKTREE_FILES\)/);
+    expect(leftOf(config.worktreeDir, runId)).toEqual([]);
+  }, 300_000);
+
+  it('a chmod 000 directory holding 3 MB, the service not root: the worktree cannot be measured, so it is over, and it is removed', async () => {
+    const runId = `corpus-closed-${process.pid}`;
+    const script =
+      'set -e\nmkdir closed && dd if=/dev/zero of=closed/big bs=1M count=3 status=none && chmod 000 closed\necho planted';
+    const server = await startScriptedModelServer(hostileScript(script));
+    // Its own home and repository, owned by the service's user; the service runs as that user (the
+    // compiled app in a child process when this test runs as root, with the Docker socket's group).
+    const home = mkdtempSync(path.join(tmpdir(), 'agenticfix-nonroot-'));
+    const repo = await makeSourceRepo(path.join(home, 'source'), { 'README.md': 'calc\n' });
+    const uid = asRoot ? NOBODY : process.getuid!();
+    const gid = asRoot ? statSync('/var/run/docker.sock').gid : process.getgid!();
+    if (asRoot) execFileSync('chown', ['-R', `${uid}:${gid}`, home]);
+    const options = hostileOptions(repo, server.url, runId);
+    const env = {
+      AGENTICFIX_HOME: path.join(home, 'home'),
+      AGENTICFIX_BASE_IMAGE: BASE_IMAGE,
+      AGENTICFIX_MAX_WORKTREE_MB: '2',
+    };
+    const child = `
+      import { loadConfig } from ${JSON.stringify(path.join(ROOT_DIR, 'dist/config/config.js'))};
+      import { runRepair } from ${JSON.stringify(path.join(ROOT_DIR, 'dist/pipeline/repair.js'))};
+      const o = JSON.parse(process.env.OPTIONS);
+      const r = await runRepair({ ...o, config: loadConfig(JSON.parse(process.env.SETTINGS), process.env.HOME) });
+      process.stdout.write(JSON.stringify({ stop_reason: r.stop_reason, error: r.error, trace_path: r.trace_path }));
+    `;
+    try {
+      const result: Ended = asRoot
+        ? (JSON.parse(
+            // Not a synchronous call: the scripted model answers from this process.
+            (
+              await execa(
+                'setpriv',
+                [
+                  `--reuid=${uid}`,
+                  `--regid=${gid}`,
+                  '--clear-groups',
+                  process.execPath,
+                  '--input-type=module',
+                  '-e',
+                  child,
+                ],
+                {
+                  cwd: ROOT_DIR,
+                  extendEnv: false,
+                  env: {
+                    PATH: process.env.PATH!,
+                    HOME: home,
+                    OPTIONS: JSON.stringify(options),
+                    SETTINGS: JSON.stringify(env),
+                  },
+                },
+              )
+            ).stdout,
+          ) as Ended)
+        : await runRepair({ ...options, config: loadConfig(env, home) });
+      expect(plantingResult(result.trace_path)).toMatchObject({ error_code: 'disk_limit' });
+      expect(result.stop_reason).toBe('fatal');
+      expect(result.error).toMatch(
+        /could not be measured, which counts as over its limits \(.*Permission denied/,
+      );
+      expect(leftOf(path.join(home, 'home', 'worktrees'), runId)).toEqual([]);
+    } finally {
+      await server.close();
+      await removeTree(home);
+    }
+  }, 300_000);
+
+  it('the judge: tests that make a chain deeper than PATH_MAX in every cell get a verdict, leave nothing, and the next start-up passes', async () => {
+    const runId = `corpus-judge-deep-${process.pid}`;
+    const report = await judge({
+      ...judgeOptions(),
+      testArgv: ['sh', '-c', `set -e\n${DEEP_CHAIN}\necho deep > f\necho planted`],
+      runId,
+    });
+    expect(report.verdict).not.toBe('infra_error');
+    expect(report.cells).toHaveLength(4);
+    for (const cell of report.cells) expect(cell.output_tail).toContain('planted');
+    expect(leftOf(config.worktreeDir, runId)).toEqual([]);
+    await expect(prepareHost({ config, docker: false })).resolves.toMatchObject({
+      quarantined_worktrees: [],
+    });
   }, 300_000);
 });

@@ -4,6 +4,7 @@ import { mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { worktreeGit } from '../src/workspace/git.js';
 import { markLent, removeStage, stagePath, syncStage, wasLent } from '../src/workspace/stage.js';
+import { removeTree } from '../src/workspace/tree.js';
 import { tempDir, writeFiles } from './support/git-fixtures.js';
 
 /** The stage (src/workspace/stage.ts): the only way the host reads a lent worktree, as data. */
@@ -19,7 +20,7 @@ let n = 0;
 beforeAll(async () => {
   tmp = await tempDir('agenticfix-stage-');
 });
-afterAll(() => tmp.cleanup());
+afterAll(() => removeTree(tmp.dir));
 
 async function tree(files: Record<string, string>): Promise<string> {
   const wt = path.join(tmp.dir, `wt-${++n}`);
@@ -31,6 +32,33 @@ async function tree(files: Record<string, string>): Promise<string> {
 const staged = (wt: string, rel: string) => path.join(stagePath(wt), rel);
 
 describe('syncStage', () => {
+  it('leaves out what lies deeper than PATH_MAX (issue 35), also a directory only the stage could not name', async () => {
+    const wt = await tree({ 'top.txt': 'top\n' });
+    // Directories of 200 bytes, the last one sized so that its path in the worktree is 4,093 bytes:
+    // within PATH_MAX there, past it in the stage (whose name is longer), then 40 levels more.
+    const names: string[] = [];
+    let length = Buffer.byteLength(wt);
+    while (4093 - length > 201) {
+      names.push('d'.repeat(200));
+      length += 201;
+    }
+    names.push('e'.repeat(4093 - length - 1), ...Array<string>(40).fill('f'.repeat(200)));
+    execFileSync(
+      'sh',
+      ['-c', 'for n in "$@"; do mkdir "$n" && cd -P "$n" || exit 1; done; echo deep > f', 'sh', ...names],
+      {
+        cwd: wt,
+      },
+    );
+    const s = await syncStage(wt, OPTS);
+    expect(readFileSync(staged(wt, 'top.txt'), 'utf8')).toBe('top\n');
+    const deep = names.slice(0, names.findIndex((n) => n.startsWith('e')) + 1).join('/');
+    expect(s.skipped).toEqual([{ path: deep, bytes: 0, reason: 'too_deep' }]);
+    expect(s.excluded).toEqual([deep]);
+    await removeStage(wt);
+    expect(existsSync(stagePath(wt))).toBe(false);
+  });
+
   it('copies regular files, directories and link text; leaves out .git at any depth, gitlinks, large and special files', async () => {
     const wt = await tree({
       '.git': 'gitdir: /somewhere\n',

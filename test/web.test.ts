@@ -1,4 +1,9 @@
-import { HOSTILE, OWNER, REPO, signIn, startWebFixture, type WebFixture } from './support/web.js';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { HOSTILE, OWNER, REPO, signIn, signInFlow, startWebFixture, type WebFixture } from './support/web.js';
+import { renderMarkdown } from '../src/web/render.js';
+import { safeNext, webRoutes } from '../src/web/routes.js';
+import type { RunStore } from '../src/store/store.js';
 import { waitFor } from './support/app.js';
 import { evidenceComment } from '../src/publish/render.js';
 import { renderStatus, runPageUrl } from '../src/publish/status.js';
@@ -81,6 +86,8 @@ describe('run pages: access as GitHub decides it', () => {
     const cookie = await signIn(f.site, 'writer-wu');
     const html = await (await get(`/runs/${run}`, cookie)).text();
     expect(html).toContain('Cancel this run');
+    // A reply without usage: its tokens are marked as estimated (issue 35, item 5).
+    expect(html).toMatch(/120 \(estimated\)/);
     const post = (body: string, headers: Record<string, string> = {}) =>
       fetch(`${f.site}/runs/${run}/cancel`, {
         method: 'POST',
@@ -96,6 +103,91 @@ describe('run pages: access as GitHub decides it', () => {
     expect(ok.status).toBe(303);
     await waitFor(async () => (await f.app.store.get(run))?.state === 'cancelled');
     expect(HOSTILE).toContain('<script>'); // the fixture's hostile text is what the page escaped
+  });
+});
+
+describe('sign-in (issue 35, item 3)', () => {
+  let f: WebFixture;
+  beforeAll(async () => {
+    f = await startWebFixture();
+  });
+  afterAll(() => f?.close());
+
+  it('`next` stays on this site: `/%09/evil.example/phish` and its kin go to the run list', async () => {
+    const { location } = await signInFlow(f.site, 'reader-ray', '/\t/evil.example/phish');
+    expect(location).toBe('/runs');
+    for (const next of [
+      '/\t/evil.example/phish',
+      '/\n/evil.example',
+      '/ /evil.example',
+      '/\\evil.example',
+      '//evil.example',
+      '/\u00a0/evil.example',
+      'https://evil.example/',
+      'evil.example',
+      '/runs/\u0000',
+    ])
+      expect(safeNext(next)).toBe('/runs');
+    for (const next of ['/runs', '/runs/r-1?after=3', '/runs?repo=a%2Fb&state=failed'])
+      expect(safeNext(next)).toBe(next);
+  });
+
+  it("a callback URL from someone else's sign-in does not sign a fresh browser in (the state is bound to the browser)", async () => {
+    // The attacker starts a sign-in as themselves and stops before GitHub's redirect back is followed.
+    const start = await fetch(`${f.site}/login?login=outsider-olga&next=/runs`, { redirect: 'manual' });
+    const authorize = start.headers.get('location')!;
+    const back = await fetch(authorize, { redirect: 'manual' });
+    const callback = back.headers.get('location')!;
+    expect(callback).toMatch(/\/login\/callback\?.*code=/);
+    // The victim's browser is sent there (a link, an image): no session, no cookie.
+    const victim = await fetch(callback, { redirect: 'manual' });
+    expect(victim.status).toBe(400);
+    expect(victim.headers.getSetCookie().filter((c) => c.startsWith('agenticfix_session='))).toEqual([]);
+    // The browser that started it, with its state cookie, is signed in; the state cookie is cleared.
+    const stateCookie = start.headers.getSetCookie().find((c) => c.startsWith('agenticfix_signin='))!;
+    expect(stateCookie).toMatch(/HttpOnly/);
+    expect(stateCookie).toMatch(/Max-Age=\d+/);
+    const own = await fetch(callback, {
+      redirect: 'manual',
+      headers: { cookie: stateCookie.split(';')[0]! },
+    });
+    expect(own.status).toBe(303);
+    const set = own.headers.getSetCookie();
+    expect(set.some((c) => c.startsWith('agenticfix_session='))).toBe(true);
+    expect(set.some((c) => /^agenticfix_signin=;.*Max-Age=0/.test(c))).toBe(true);
+  });
+
+  it('cookies are Secure when the request came over https: X-Forwarded-Proto only from a trusted proxy', async () => {
+    const cookieOf = async (trustProxy: boolean, headers: Record<string, string>) => {
+      const routes = webRoutes({
+        store: {} as RunStore,
+        queue: { cancel: async () => null },
+        client: { id: 'id', secret: 'secret' },
+        publicUrl: null,
+        trustProxy,
+      });
+      const server = createServer((req, res) => void routes(req, res));
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+      const { port } = server.address() as AddressInfo;
+      const res = await fetch(`http://127.0.0.1:${port}/login`, { redirect: 'manual', headers });
+      server.close();
+      return res.headers.getSetCookie().join('\n');
+    };
+    expect(await cookieOf(true, { 'x-forwarded-proto': 'https' })).toMatch(/; Secure/);
+    expect(await cookieOf(true, {})).not.toMatch(/Secure/);
+    // Without the setting, anyone could send the header: it is not believed.
+    expect(await cookieOf(false, { 'x-forwarded-proto': 'https' })).not.toMatch(/Secure/);
+  });
+
+  it('rendered Markdown links only to http(s) or relative addresses', () => {
+    const out = String(
+      renderMarkdown(
+        '[a](https://ok.example/x) [b](docs/a.md) [c](/runs) [d](mailto:x@evil.example) ' +
+          '[e](javascript:alert(1)) [f](data:text/html,x) [g](tel:123) [h](vbscript:x) [i](#top)',
+      ),
+    );
+    const hrefs = [...out.matchAll(/href="([^"]*)"/g)].map((m) => m[1]);
+    expect(hrefs).toEqual(['https://ok.example/x', 'docs/a.md', '/runs', '#top']);
   });
 });
 

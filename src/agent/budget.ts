@@ -19,6 +19,8 @@ export class Budget {
   costUsd: number | null;
   requests = 0;
   toolCalls = 0;
+  /** Some reply came without usage: its tokens (and their cost) are estimated from sizes. */
+  estimated = false;
   private warned = false;
   private readonly startedAt: number;
   private readonly price: ModelPrice | null;
@@ -41,6 +43,7 @@ export class Budget {
     this.tokens.completion += u.completion;
     this.tokens.cached += u.cached;
     this.tokens.total += u.total;
+    this.estimated ||= u.estimated === true;
     if (!this.price || this.costUsd === null) return null;
     const cost = requestCostUsd(this.price, u);
     this.costUsd += cost;
@@ -137,6 +140,7 @@ export class Budget {
     return {
       tokens: { ...this.tokens },
       cost_usd: this.costUsd,
+      ...(this.estimated ? { estimated: true } : {}),
       requests: this.requests,
       tool_calls: this.toolCalls,
       elapsed_ms: this.elapsedMs(),

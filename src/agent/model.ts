@@ -2,6 +2,7 @@ import { createInterface, type Interface } from 'node:readline';
 import OpenAI, { APIConnectionError, APIError, APIUserAbortError } from 'openai';
 import { z } from 'zod';
 import type { ToolSchema } from '../tools/types.js';
+import { tokensOfChars } from './tokens.js';
 
 /** A tool call exactly as the model sent it: `arguments` is raw text that may not even be JSON. */
 const RawToolCallSchema = z.object({
@@ -44,6 +45,8 @@ export interface Usage {
   completion: number;
   cached: number;
   total: number;
+  /** The service sent no usage: the tokens are estimated from the sizes of the request and the reply. */
+  estimated?: true;
 }
 
 export interface ModelReply {
@@ -84,6 +87,8 @@ export interface OpenAIChatModelOptions {
   timeoutMs: number;
   maxRetries: number;
   retryBaseMs: number;
+  /** A reply larger than this is refused (ModelError) before it is parsed. */
+  maxReplyBytes: number;
   onRetry?: (info: RetryInfo) => void;
 }
 
@@ -144,6 +149,8 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
  */
 export class OpenAIChatModel implements ModelClient {
   private readonly client: OpenAI;
+  /** The sizes of the last request and its reply, in characters: what a reply without usage is charged by. */
+  private readonly sizes = { request: 0, reply: 0 };
 
   constructor(private readonly opts: OpenAIChatModelOptions) {
     this.client = new OpenAI({
@@ -151,6 +158,7 @@ export class OpenAIChatModel implements ModelClient {
       apiKey: opts.apiKey,
       timeout: opts.timeoutMs,
       maxRetries: 0,
+      fetch: cappedFetch(opts.maxReplyBytes, this.sizes),
     });
   }
 
@@ -166,10 +174,12 @@ export class OpenAIChatModel implements ModelClient {
           { model: this.opts.name, messages: messages as OpenAI.ChatCompletionMessageParam[], tools },
           { signal: request.signal },
         );
-        return toReply(raw);
+        return toReply(raw, this.sizes);
       } catch (err) {
         if (err instanceof APIUserAbortError || signal?.aborted) throw new ModelCancelled('cancelled');
         if (err instanceof ModelError) throw err;
+        // The SDK wraps what its fetch throws: a reply over the cap is no connection failure to retry.
+        if (err instanceof APIConnectionError && err.cause instanceof ModelError) throw err.cause;
         const status = err instanceof APIError ? (err.status ?? null) : null;
         const message = (err as Error).message;
         if (!isTransient(err) || attempt >= this.opts.maxRetries) {
@@ -185,23 +195,67 @@ export class OpenAIChatModel implements ModelClient {
   }
 }
 
-function toReply(raw: unknown): ModelReply {
+/**
+ * fetch that reads a reply only up to `maxBytes` (a longer one is a ModelError, nothing of it parsed)
+ * and notes the sizes of the request and the reply as text.
+ */
+function cappedFetch(maxBytes: number, sizes: { request: number; reply: number }): typeof fetch {
+  const tooLarge = () =>
+    new ModelError(
+      `the model's reply is over ${maxBytes} bytes (AGENTICFIX_MODEL_MAX_REPLY_MB): refused unread`,
+    );
+  return async (input, init) => {
+    sizes.request = typeof init?.body === 'string' ? init.body.length : 0;
+    const res = await fetch(input, init);
+    if (Number(res.headers.get('content-length')) > maxBytes) {
+      await res.body?.cancel();
+      throw tooLarge();
+    }
+    const chunks: Uint8Array[] = [];
+    let bytes = 0;
+    for await (const chunk of res.body ?? []) {
+      bytes += chunk.length;
+      if (bytes > maxBytes) {
+        await res.body?.cancel();
+        throw tooLarge();
+      }
+      chunks.push(chunk);
+    }
+    const body = Buffer.concat(chunks);
+    sizes.reply = body.toString('utf8').length;
+    return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
+  };
+}
+
+function toReply(raw: unknown, sizes: { request: number; reply: number }): ModelReply {
   const parsed = CompletionSchema.safeParse(raw);
   if (!parsed.success) throw new ModelError(`invalid reply from the model service: ${parsed.error.message}`);
   const { model, choices, usage } = parsed.data;
   const message = choices[0]!.message;
-  const prompt = usage?.prompt_tokens ?? 0;
-  const completion = usage?.completion_tokens ?? 0;
   return {
     message: { content: message.content ?? null, tool_calls: message.tool_calls ?? [] },
-    usage: {
-      prompt,
-      completion,
-      cached: usage?.prompt_tokens_details?.cached_tokens ?? 0,
-      total: usage?.total_tokens ?? prompt + completion,
-    },
+    usage: usage ? usageOf(usage) : estimatedUsage(sizes),
     model,
   };
+}
+
+function usageOf(u: z.infer<typeof UsageSchema>): Usage {
+  return {
+    prompt: u.prompt_tokens,
+    completion: u.completion_tokens,
+    cached: u.prompt_tokens_details?.cached_tokens ?? 0,
+    total: u.total_tokens ?? u.prompt_tokens + u.completion_tokens,
+  };
+}
+
+/**
+ * A reply without usage is never free: the request and the reply as sent are counted at four
+ * characters a token (an overestimate for the reply's JSON framing: the budget errs on the safe side).
+ */
+function estimatedUsage(sizes: { request: number; reply: number }): Usage {
+  const prompt = tokensOfChars(sizes.request);
+  const completion = tokensOfChars(sizes.reply);
+  return { prompt, completion, cached: 0, total: prompt + completion, estimated: true };
 }
 
 const HEREDOCS = /((?:\s*<<[A-Za-z_]\w*)+)\s*$/;

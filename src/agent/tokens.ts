@@ -10,7 +10,8 @@ export const CACHE_STEP_TOKENS = 128;
 /** Cached input is billed at about a tenth of uncached input (OpenAI, DeepSeek, Anthropic). */
 export const CACHED_PRICE = 0.1;
 
-export const estimateTokens = (s: string): number => Math.ceil(s.length / 4);
+export const tokensOfChars = (chars: number): number => Math.ceil(chars / 4);
+export const estimateTokens = (s: string): number => tokensOfChars(s.length);
 
 /** The prompt as a provider sees it: tool schemas first, then the messages in order. */
 export const promptText = (messages: unknown, tools: unknown): string => JSON.stringify([tools, messages]);

@@ -51,6 +51,7 @@ export async function workerCommand(argv: string[]): Promise<number> {
         docker: true,
         checkMounts: true,
         isFinished: (id) => runner.isFinished(id),
+        log,
       }),
       'start-up cleanup done',
     );

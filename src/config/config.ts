@@ -123,6 +123,8 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       observationMaxChars: e.AGENTICFIX_OBSERVATION_MAX_CHARS,
       /** A worktree larger than this after a test run ends the run. */
       maxWorktreeBytes: e.AGENTICFIX_MAX_WORKTREE_MB * MiB,
+      /** A worktree with more entries than this after a test run ends the run. */
+      maxWorktreeEntries: e.AGENTICFIX_MAX_WORKTREE_FILES,
       /** Larger new or changed files are left out of exported patches (and of the workspace revision). */
       maxPatchFileBytes: e.AGENTICFIX_MAX_PATCH_FILE_BYTES,
       /** Whether run_command may run on the host when the sandbox is the local one (never by default). */
@@ -168,6 +170,8 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       timeoutMs: e.AGENTICFIX_MODEL_TIMEOUT_S * 1000,
       maxRetries: e.AGENTICFIX_MODEL_MAX_RETRIES,
       retryBaseMs: e.AGENTICFIX_MODEL_RETRY_BASE_MS,
+      /** A reply larger than this is refused before it is parsed. */
+      maxReplyBytes: e.AGENTICFIX_MODEL_MAX_REPLY_MB * MiB,
       /** Model names a repository config or a command may choose. */
       allowlist,
       /** USD per million tokens by model name: the built-in table with the operator's entries over it. */
@@ -230,6 +234,10 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       publishRetryBaseMs: e.AGENTICFIX_PUBLISH_RETRY_BASE_S * 1000,
       /** Largest webhook body taken in; larger ones get 413 before any buffering or signature work. */
       webhookMaxBytes: e.AGENTICFIX_WEBHOOK_MAX_BYTES,
+      /** Bytes of webhook bodies being read at once across connections; past it a delivery gets 503. */
+      webhookInflightBytes: e.AGENTICFIX_WEBHOOK_INFLIGHT_MB * MiB,
+      /** A webhook body must arrive within this. */
+      webhookBodyTimeoutMs: e.AGENTICFIX_WEBHOOK_BODY_TIMEOUT_S * 1000,
       /** People without write access get at most one reply per issue in this interval. */
       outsiderReplyIntervalMs: e.AGENTICFIX_OUTSIDER_REPLY_INTERVAL_S * 1000,
       /** Check apps allowed to start revisions; null: GitHub Actions only. */
@@ -241,8 +249,10 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
     /** Run pages: the public base URL (links in comments) and the OAuth client; null: not set. */
     web: {
       publicUrl: e.AGENTICFIX_PUBLIC_URL ?? null,
-      clientId: e.CLIENT_ID ?? null,
-      clientSecret: e.CLIENT_SECRET ?? null,
+      clientId: e.CLIENT_ID ?? e.GITHUB_CLIENT_ID ?? null,
+      clientSecret: e.CLIENT_SECRET ?? e.GITHUB_CLIENT_SECRET ?? null,
+      /** X-Forwarded-Proto is believed (a TLS proxy in front that sets it). */
+      trustProxy: e.AGENTICFIX_TRUST_PROXY,
     },
   };
 }

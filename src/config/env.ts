@@ -33,6 +33,7 @@ export const ENV_SCHEMA = z.object({
   AGENTICFIX_MAX_LIST_ENTRIES: int(2000, 1),
   AGENTICFIX_MAX_SCANNED_ENTRIES: int(20000, 1),
   AGENTICFIX_MAX_WORKTREE_MB: int(1024, 1),
+  AGENTICFIX_MAX_WORKTREE_FILES: int(200_000, 1),
   AGENTICFIX_MAX_PATCH_FILE_BYTES: int(10 * MiB, 1),
   AGENTICFIX_RUN_COMMAND_LOCAL: bool(false), // run_command with the local sandbox runs on the host: off unless set
   // Docker sandbox
@@ -84,6 +85,7 @@ export const ENV_SCHEMA = z.object({
   AGENTICFIX_MODEL_TIMEOUT_S: int(120, 1),
   AGENTICFIX_MODEL_MAX_RETRIES: int(4, 0),
   AGENTICFIX_MODEL_RETRY_BASE_MS: int(1000, 0),
+  AGENTICFIX_MODEL_MAX_REPLY_MB: int(16, 1), // a larger reply is refused (model_error) before it is parsed
   // Prices per model over the built-in table (src/config/prices.ts): JSON, or the path of a JSON file.
   AGENTICFIX_MODEL_PRICES: z.string().min(1).optional(),
   // Budgets
@@ -165,7 +167,10 @@ export const ENV_SCHEMA = z.object({
   AGENTICFIX_GITHUB_RETRY_BASE_MS: int(1000, 0), // unit of Retry-After and of the 5xx back-off
   AGENTICFIX_GITHUB_TIMEOUT_MS: int(30_000, 100), // one GitHub request; a timed-out one is retried as a 5xx
   AGENTICFIX_PUBLISH_RETRY_BASE_S: int(60, 0), // a judged run whose publishing failed: first wait, doubling
-  AGENTICFIX_WEBHOOK_MAX_BYTES: int(25 * MiB, 1024), // GitHub caps payloads at 25 MB
+  AGENTICFIX_WEBHOOK_MAX_BYTES: int(25_000_000, 1024), // GitHub caps payloads at 25 MB
+  // All webhook bodies being read at once, and how long one may take: slow or unsigned senders cannot hold memory.
+  AGENTICFIX_WEBHOOK_INFLIGHT_MB: int(64, 1),
+  AGENTICFIX_WEBHOOK_BODY_TIMEOUT_S: int(30, 1),
   AGENTICFIX_OUTSIDER_REPLY_INTERVAL_S: int(3600, 0),
   // Observability: a worker's /healthz, /ping and /metrics listener (serve has them on its own port)
   AGENTICFIX_WORKER_PORT: int(3001, 0),
@@ -177,6 +182,11 @@ export const ENV_SCHEMA = z.object({
     .optional(),
   CLIENT_ID: z.string().min(1).optional(),
   CLIENT_SECRET: z.string().min(1).optional(),
+  // The same client as `agenticfix setup` (Probot's manifest flow) writes it; CLIENT_ID/CLIENT_SECRET win.
+  GITHUB_CLIENT_ID: z.string().min(1).optional(),
+  GITHUB_CLIENT_SECRET: z.string().min(1).optional(),
+  // A TLS proxy in front of serve: its X-Forwarded-Proto says whether the browser came over https.
+  AGENTICFIX_TRUST_PROXY: bool(false),
   LOG_LEVEL: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
   // As Probot: `pretty` (readable lines) or `json` (one object a line, for collectors); default json
   LOG_FORMAT: z.enum(['pretty', 'json']).default('json'),
@@ -231,6 +241,7 @@ export const SECRET_ENV_NAMES = [
   'PRIVATE_KEY',
   'WEBHOOK_SECRET',
   'CLIENT_SECRET',
+  'GITHUB_CLIENT_SECRET',
   'OPENAI_API_KEY',
   'ANTHROPIC_API_KEY',
   'DEEPSEEK_API_KEY',

@@ -20,6 +20,8 @@ const DOCS: Record<EnvName, string> = {
   AGENTICFIX_MAX_LIST_ENTRIES: 'entries of one listing',
   AGENTICFIX_MAX_SCANNED_ENTRIES: 'entries one search scans',
   AGENTICFIX_MAX_WORKTREE_MB: 'a worktree larger than this after a test run ends the run',
+  AGENTICFIX_MAX_WORKTREE_FILES:
+    'a worktree with more entries (files, directories, links) than this after a test run ends the run',
   AGENTICFIX_MAX_PATCH_FILE_BYTES: 'new or changed files over this are left out of the patch',
   AGENTICFIX_RUN_COMMAND_LOCAL:
     '`run_command` with the local sandbox, that is on the host (trusted demos only)',
@@ -54,6 +56,8 @@ const DOCS: Record<EnvName, string> = {
   AGENTICFIX_MODEL_TIMEOUT_S: 'one model request',
   AGENTICFIX_MODEL_MAX_RETRIES: 'retries of a 429, 5xx or timed-out request',
   AGENTICFIX_MODEL_RETRY_BASE_MS: 'first back-off of those retries; unit of the retry-after wait',
+  AGENTICFIX_MODEL_MAX_REPLY_MB:
+    'a model reply larger than this is refused as model_error before it is parsed',
   AGENTICFIX_MODEL_PRICES:
     'USD per million tokens by model over the built-in table (see Cost): JSON, or the path of a JSON file',
   AGENTICFIX_TOKEN_BUDGET: 'tokens of one run, as the service reports them',
@@ -110,7 +114,10 @@ const DOCS: Record<EnvName, string> = {
   AGENTICFIX_GITHUB_RETRY_BASE_MS: 'unit of Retry-After and of the 5xx back-off',
   AGENTICFIX_GITHUB_TIMEOUT_MS: 'one GitHub request; a timed-out one is retried',
   AGENTICFIX_PUBLISH_RETRY_BASE_S: 'a judged run whose publishing failed: first wait, doubling',
-  AGENTICFIX_WEBHOOK_MAX_BYTES: 'largest webhook body taken in',
+  AGENTICFIX_WEBHOOK_MAX_BYTES: 'largest webhook body taken in (GitHub sends at most 25 MB)',
+  AGENTICFIX_WEBHOOK_INFLIGHT_MB:
+    'webhook bodies being read at once, all connections together; past it deliveries get 503',
+  AGENTICFIX_WEBHOOK_BODY_TIMEOUT_S: 'a webhook body not received within this is refused (408)',
   AGENTICFIX_OUTSIDER_REPLY_INTERVAL_S:
     'people without write access get at most one reply per issue in this interval',
   AGENTICFIX_DELIVERY_MAX_AGE_D:
@@ -123,6 +130,10 @@ const DOCS: Record<EnvName, string> = {
     "serve's address as people reach it (`https://…`): run pages are linked from the status and PR comments",
   CLIENT_ID: "the GitHub App's client ID: people sign in to the run pages with GitHub",
   CLIENT_SECRET: "the GitHub App's client secret (with CLIENT_ID)",
+  GITHUB_CLIENT_ID: 'CLIENT_ID as `agenticfix setup` writes it (CLIENT_ID wins when both are set)',
+  GITHUB_CLIENT_SECRET: 'CLIENT_SECRET as `agenticfix setup` writes it (CLIENT_SECRET wins)',
+  AGENTICFIX_TRUST_PROXY:
+    'serve is behind a TLS proxy: its X-Forwarded-Proto decides whether sign-in cookies are `Secure` (set only when the proxy sets that header itself)',
   LOG_LEVEL: 'as Probot: trace, debug, info, warn, error, fatal or silent',
   LOG_FORMAT: 'as Probot: json (one object a line, for collectors) or pretty (readable lines)',
 };

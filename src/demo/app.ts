@@ -123,7 +123,12 @@ export async function runAppDemo(opts: {
       distributed: null,
       model: { ...config.model, prices: { [SCRIPTED_MODEL]: SCRIPTED_PRICE, ...config.model.prices } },
       // The emulator's OAuth client signs people in to the run pages.
-      web: { publicUrl: null, clientId: emu.oauth.clientId, clientSecret: emu.oauth.clientSecret },
+      web: {
+        publicUrl: null,
+        clientId: emu.oauth.clientId,
+        clientSecret: emu.oauth.clientSecret,
+        trustProxy: false,
+      },
     },
     appId: emu.appId,
     privateKey: keys.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),

@@ -31,6 +31,8 @@ export const ScriptStepSchema = z.union([
     content: z.string().optional(),
     tool_calls: z.array(ToolCallStep).default([]),
     usage: UsageOverride.optional(),
+    /** Answer without `usage`, as some OpenAI-compatible services do. */
+    no_usage: z.boolean().optional(),
     /** Delay before answering (lets tests cancel while a request is in flight). */
     delay_ms: z.number().int().min(0).optional(),
     /** Send half of the reply's body, then drop the connection (a provider cut off mid-answer). */
@@ -211,12 +213,16 @@ export async function startScriptedModelServer(
         choices: [
           { index: 0, message, finish_reason: tool_calls.length ? 'tool_calls' : 'stop', logprobs: null },
         ],
-        usage: {
-          prompt_tokens: charged,
-          completion_tokens: completion,
-          total_tokens: charged + completion,
-          prompt_tokens_details: { cached_tokens: step.usage?.cached_tokens ?? cachedTokens },
-        },
+        ...(step.no_usage
+          ? {}
+          : {
+              usage: {
+                prompt_tokens: charged,
+                completion_tokens: completion,
+                total_tokens: charged + completion,
+                prompt_tokens_details: { cached_tokens: step.usage?.cached_tokens ?? cachedTokens },
+              },
+            }),
       },
       {},
       step.cut,

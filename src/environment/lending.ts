@@ -1,8 +1,9 @@
 import { readFileSync } from 'node:fs';
-import { lchown, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
+import { chownTree } from '../workspace/tree.js';
 
 /**
  * Who owns what a run leaves behind (containers, worktrees lent to an unprivileged uid), so that a later
@@ -62,20 +63,6 @@ const markerPath = (worktree: string) =>
 const MARKER_NAME = /^\.(.+)\.lent\.json$/;
 
 /**
- * Changes the owner of every entry under `dir` (symlinks themselves, never their targets). Walks
- * by hand: `readdir({ recursive: true })` descends into linked directories, so a link a test
- * planted to a host directory would hand that directory's files to another owner.
- */
-async function chownTree(dir: string, uid: number, gid: number): Promise<void> {
-  await lchown(dir, uid, gid);
-  for (const d of await readdir(dir, { withFileTypes: true })) {
-    const p = path.join(dir, d.name);
-    if (d.isDirectory()) await chownTree(p, uid, gid);
-    else await lchown(p, uid, gid);
-  }
-}
-
-/**
  * The user the tests run as: the worktree's owner, so files they write stay owned correctly on the
  * host. Tests never run as root: a root-owned worktree (the service running as root) is lent to an
  * unprivileged uid for the run and handed back to root afterwards, new files included. The marker
@@ -108,13 +95,20 @@ export async function isLent(worktree: string): Promise<boolean> {
   );
 }
 
+export interface Restored {
+  restored: string[];
+  /** Worktrees that could not be handed back (the marker stays): the caller sets them aside. */
+  failed: { worktree: string; error: string }[];
+}
+
 /**
- * Hands back to their owner the worktrees under `dir` that a dead process left lent, and returns them.
- * A marker only ever names its own sibling, so a damaged one cannot chown anything else.
+ * Hands back to their owner the worktrees under `dir` that a dead process left lent. A marker only ever
+ * names its own sibling, so a damaged one cannot chown anything else. Never throws for one worktree:
+ * whatever its tests made of it, the others are handed back and the caller goes on.
  */
-export async function restoreLentWorktrees(dir: string): Promise<string[]> {
+export async function restoreLentWorktrees(dir: string): Promise<Restored> {
   const names = await readdir(dir).catch(() => [] as string[]);
-  const restored: string[] = [];
+  const out: Restored = { restored: [], failed: [] };
   for (const name of names) {
     const m = MARKER_NAME.exec(name);
     if (!m) continue;
@@ -127,15 +121,25 @@ export async function restoreLentWorktrees(dir: string): Promise<string[]> {
         (s) => s.isDirectory(),
         () => false,
       );
-      if (exists) {
-        await chownTree(worktree, parsed.data.uid, parsed.data.gid);
-        restored.push(worktree);
+      const handed = exists
+        ? await chownTree(worktree, parsed.data.uid, parsed.data.gid).then(
+            () => null,
+            (err: unknown) => (err instanceof Error ? err.message : String(err)),
+          )
+        : null;
+      if (handed !== null) {
+        out.failed.push({ worktree, error: handed });
+        continue;
       }
+      if (exists) out.restored.push(worktree);
     }
     await rm(file, { force: true });
   }
-  return restored;
+  return out;
 }
+
+/** Removes the marker of a worktree that is gone or set aside (a later start-up has nothing to hand back). */
+export const forgetLent = (worktree: string) => rm(markerPath(worktree), { force: true });
 
 function parseJson(text: string): unknown {
   try {

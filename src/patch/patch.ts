@@ -191,7 +191,11 @@ export function patchFiles(patch: string): string[] {
   const flush = () => {
     if (section && !section.named) for (const p of headerPaths(section.header)) files.add(p);
   };
-  for (const line of patch.split('\n')) {
+  // Line by line without splitting: a patch of 250,000 files has a million lines.
+  for (let at = 0; at < patch.length;) {
+    const eol = patch.indexOf('\n', at);
+    const line = patch.slice(at, eol < 0 ? patch.length : eol);
+    at = eol < 0 ? patch.length : eol + 1;
     if (line.startsWith('diff --git ')) {
       flush();
       section = { header: line.slice('diff --git '.length), named: false, inHeader: true };

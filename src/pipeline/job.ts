@@ -44,6 +44,7 @@ export function progressStatus(p: RepairProgress): StatusState {
     tokenBudget: p.token_budget,
     costUsd: p.cost_usd,
     costBudget: p.cost_budget,
+    estimated: p.estimated,
     lastTest: p.last_test,
     ...(p.build && p.build.elapsed_ms >= LONG_BUILD_MS
       ? {

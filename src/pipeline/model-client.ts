@@ -20,6 +20,7 @@ export async function createModelClient(
     timeoutMs: model.timeoutMs,
     maxRetries: model.maxRetries,
     retryBaseMs: model.retryBaseMs,
+    maxReplyBytes: model.maxReplyBytes,
     onRetry,
   };
   const nothing = async () => undefined;

@@ -33,7 +33,7 @@ import { capMiddle } from '../trace/cap.js';
 import { RunTrace, TraceError, type Artifact } from '../trace/trace.js';
 import { stripUserinfo } from '../workspace/git.js';
 import { GitWorkspaceManager } from '../workspace/manager.js';
-import { diskUsage } from '../workspace/usage.js';
+import { worktreeOverLimits } from '../workspace/tree.js';
 import type { Worktree } from '../workspace/types.js';
 import { removeOldWorktrees } from './startup.js';
 import type { RepairResult, StopReason } from '../agent/types.js';
@@ -88,6 +88,7 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
       token_budget: budgets.tokens,
       cost_usd: budget.costUsd,
       cost_budget: budgets.costUsd,
+      estimated: budget.estimated,
       last_test: registry?.lastTest()?.status ?? null,
       ...(build ? { build } : {}),
     });
@@ -322,12 +323,11 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
   return result;
 }
 
-/** `--keep-worktree` keeps it; a failed run's is kept when configured, unless it is over the size limit. */
+/** `--keep-worktree` keeps it; a failed run's is kept when configured, unless it is over a limit. */
 async function keepWorktree(opts: RepairOptions, stop: StopReason, worktree: string): Promise<boolean> {
   if (opts.keepWorktree) return true;
   if (stop === 'completed' || !opts.config.app.keepFailedWorktrees) return false;
-  const max = opts.config.limits.maxWorktreeBytes;
-  return (await diskUsage(worktree, max)) <= max;
+  return (await worktreeOverLimits(worktree, opts.config.limits)) === null;
 }
 
 interface PreparedEnvironment {

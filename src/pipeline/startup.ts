@@ -1,11 +1,13 @@
 import Docker from 'dockerode';
+import type { Logger } from 'pino';
 import { lstat, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { ConfigError, type Config } from '../config/config.js';
 import { dockerAvailable } from '../environment/docker.js';
-import { isLent, restoreLentWorktrees } from '../environment/lending.js';
+import { forgetLent, isLent, restoreLentWorktrees, type Restored } from '../environment/lending.js';
 import { checkBindMounts, checkRuntime, MountCheckError, sweepContainers } from '../environment/startup.js';
 import { GitWorkspaceManager } from '../workspace/manager.js';
+import { worktreeOverLimits } from '../workspace/tree.js';
 
 /** What every entry point (serve, demo, run, verify, eval) does before its first run. */
 
@@ -13,6 +15,8 @@ export interface HostCleanup {
   containers: string[];
   restored_worktrees: string[];
   removed_worktrees: string[];
+  /** Worktrees set aside, and why: they are removed in the background (the start-up does not wait). */
+  quarantined_worktrees: { worktree: string; reason: string }[];
   retained: Retained;
 }
 
@@ -26,6 +30,8 @@ export interface PrepareHostOptions {
   isFinished?: (runId: string) => Promise<boolean>;
   /** Run ids known to be going on (the app's store): retention spares their run directories. */
   isRunning?: (runId: string) => Promise<boolean>;
+  /** Told when the background removal of quarantined worktrees ends. */
+  log?: Pick<Logger, 'info' | 'warn'>;
 }
 
 /**
@@ -40,7 +46,11 @@ export async function prepareHost(o: PrepareHostOptions): Promise<HostCleanup> {
   if (engine) await checkRuntime(docker, config);
   // Containers first: a worktree is handed back only once nothing can write to it any more.
   const containers = engine ? await sweepContainers(docker, { isFinished: o.isFinished }) : [];
-  const restored = await restoreLentWorktrees(config.worktreeDir);
+  const quarantined = await quarantineBadWorktrees(
+    config,
+    await restoreLentWorktrees(config.worktreeDir),
+    o.log,
+  );
   const removed = await removeOldWorktrees(config);
   const retained = await applyRetention(config, o.isRunning);
   if (o.docker && o.checkMounts) {
@@ -52,7 +62,48 @@ export async function prepareHost(o: PrepareHostOptions): Promise<HostCleanup> {
       throw err;
     }
   }
-  return { containers, restored_worktrees: restored, removed_worktrees: removed, retained };
+  return {
+    containers,
+    restored_worktrees: quarantined.restored,
+    removed_worktrees: removed,
+    quarantined_worktrees: quarantined.set_aside,
+    retained,
+  };
+}
+
+/**
+ * One bad worktree never stops a start-up. Those a dead process left lent that cannot be handed back,
+ * and those handed back over the worktree limits or that cannot be measured (what the tests of a
+ * killed run left), are set aside at once and removed in the background: the start-up goes on.
+ */
+async function quarantineBadWorktrees(
+  config: Config,
+  lent: Restored,
+  log?: PrepareHostOptions['log'],
+): Promise<{ restored: string[]; set_aside: HostCleanup['quarantined_worktrees'] }> {
+  const workspaces = new GitWorkspaceManager({ cacheDir: config.cacheDir, worktreeDir: config.worktreeDir });
+  const bad = lent.failed.map((f) => ({ worktree: f.worktree, reason: `cannot be handed back: ${f.error}` }));
+  const restored: string[] = [];
+  for (const worktree of lent.restored) {
+    const over = await worktreeOverLimits(worktree, config.limits);
+    if (over) bad.push({ worktree, reason: over });
+    else restored.push(worktree);
+  }
+  const setAside: HostCleanup['quarantined_worktrees'] = [];
+  for (const b of bad)
+    await workspaces.quarantine(b.worktree).then(
+      async () => {
+        await forgetLent(b.worktree);
+        setAside.push(b);
+      },
+      // Not even a rename: left where it is, its marker kept for the next start-up.
+      (err: unknown) => log?.warn({ err, worktree: b.worktree }, 'cannot set a bad worktree aside'),
+    );
+  void workspaces.removeQuarantined().then(
+    (gone) => gone.length > 0 && log?.info({ removed: gone }, 'quarantined worktrees removed'),
+    (err: unknown) => log?.warn({ err }, 'could not remove quarantined worktrees'),
+  );
+  return { restored, set_aside: setAside };
 }
 
 /**

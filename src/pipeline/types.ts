@@ -42,6 +42,8 @@ export interface RepairProgress {
   /** USD spent so far (null: the model has no price) and the run's cost limit (null: none). */
   cost_usd: number | null;
   cost_budget: number | null;
+  /** Tokens and cost include estimates (a reply without usage). */
+  estimated?: boolean;
   last_test: RunOutcome['status'] | null;
   /** While an image builds: the step it is at and the time since the build's first step. */
   build?: { step: string; elapsed_ms: number };

@@ -23,6 +23,8 @@ export interface StatusState {
   /** USD spent (null: the model has no price) and the run's cost limit (null: none). */
   costUsd?: number | null;
   costBudget?: number | null;
+  /** Tokens and cost include estimates: a reply came without usage. */
+  estimated?: boolean;
   lastTest?: string | null;
   /** One line shown under the checklist (the verdict, the error, who cancelled, …). */
   detail?: string;
@@ -73,6 +75,7 @@ export function renderStatus(
       if (s.costUsd !== undefined)
         line +=
           s.costBudget != null ? `, ${usd(s.costUsd)} of ${usd(s.costBudget)}` : `, cost ${usd(s.costUsd)}`;
+      if (s.estimated) line += ' (estimated: the model service sent no usage)';
       if (s.lastTest) line += `, last test run: ${s.lastTest}`;
     }
     return i === current ? `${line} ⬅️` : line;

@@ -8,6 +8,8 @@ import { ok, type ToolDefinition } from './types.js';
 
 /** Enough of the diff to review a typical fix; the whole patch is in the run directory. */
 const PREVIEW_CHARS = 10_000;
+/** Paths listed in the result; the patch file names them all. */
+const MAX_LISTED_FILES = 500;
 
 const DiffArgs = z.strictObject({});
 
@@ -31,12 +33,13 @@ export const gitDiff: ToolDefinition<typeof DiffArgs> = {
       throw new TraceError(`cannot write ${patchPath}: ${(err as Error).message}`);
     }
     const preview = cutText(patch, PREVIEW_CHARS);
-    const truncated = preview !== patch;
+    const truncated = preview !== patch || files.length > MAX_LISTED_FILES;
     return ok(
       {
         base_commit: ctx.baseCommit,
         patch_path: patchPath,
-        files,
+        files: files.slice(0, MAX_LISTED_FILES),
+        ...(files.length > MAX_LISTED_FILES ? { files_total: files.length } : {}),
         // Left out of the patch: new or changed files over the limit, nested repositories.
         skipped,
         max_file_bytes: ctx.limits.maxPatchFileBytes,

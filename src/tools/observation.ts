@@ -93,36 +93,52 @@ function capHead(items: unknown[], limit: number): Cut {
   };
 }
 
-/** A list keeps whole entries from its head and its tail, with a marker entry for the ones in between. */
+/**
+ * A list keeps whole entries from its head and its tail, with a marker entry for the ones in between.
+ * Only the entries that can be kept are capped and measured: a list of 250,000 paths costs no more
+ * than one at the limit.
+ */
 function capArray(items: unknown[], limit: number, key: string): Cut {
-  const capped = items.map((v) => capValue(v, { rest: limit, first: limit }, key));
-  let cut = capped.some((c) => c.cut);
-  const values = capped.map((c) => c.value);
-  const sizes = values.map((v) => JSON.stringify(v).length + 1);
-  if (sizes.reduce((a, b) => a + b, 0) <= limit + MIN_SAVING) return { value: values, cut };
-  let head = 0;
+  const capOne = (v: unknown) => capValue(v, { rest: limit, first: limit }, key);
+  const size = (v: unknown) => JSON.stringify(v).length + 1;
+  const head: unknown[] = [];
+  let cut = false;
+  let total = 0;
+  for (const item of items) {
+    const c = capOne(item);
+    cut ||= c.cut;
+    head.push(c.value);
+    total += size(c.value);
+    if (total > limit + MIN_SAVING) break;
+  }
+  if (head.length === items.length && total <= limit + MIN_SAVING) return { value: head, cut };
+  let kept = 0;
   let used = 0;
-  while (head < values.length && used + sizes[head]! <= limit / 2) used += sizes[head++]!;
-  let tail = values.length;
-  while (tail > head && used + sizes[tail - 1]! <= limit) used += sizes[--tail]!;
-  const dropped = tail - head;
-  if (dropped === 0) return { value: values, cut };
-  cut = true;
+  while (kept < head.length && used + size(head[kept]) <= limit / 2) used += size(head[kept++]);
+  const tail: unknown[] = [];
+  for (let i = items.length - 1; i >= kept; i--) {
+    const v = i < head.length ? head[i] : capOne(items[i]).value;
+    if (used + size(v) > limit) break;
+    used += size(v);
+    tail.push(v);
+  }
+  tail.reverse();
+  const dropped = items.length - kept - tail.length;
+  if (dropped === 0) return { value: [...head.slice(0, kept), ...tail], cut };
   return {
-    value: [
-      ...values.slice(0, head),
-      `[... ${dropped} of ${values.length} entries cut ...]`,
-      ...values.slice(tail),
-    ],
-    cut,
+    value: [...head.slice(0, kept), `[... ${dropped} of ${items.length} entries cut ...]`, ...tail],
+    cut: true,
   };
 }
 
 /** The largest leaf (string length or serialized list length) in `value`: the upper bound of the search. */
 function largestLeaf(value: unknown): number {
   if (typeof value === 'string') return value.length;
-  if (Array.isArray(value)) return Math.max(JSON.stringify(value).length, ...value.map(largestLeaf));
-  if (value && typeof value === 'object') return Math.max(0, ...Object.values(value).map(largestLeaf));
+  // A loop, never a spread into Math.max: a list of 250,000 paths would overflow the call stack.
+  const most = (values: unknown[], start: number) =>
+    values.reduce<number>((m, v) => Math.max(m, largestLeaf(v)), start);
+  if (Array.isArray(value)) return most(value, JSON.stringify(value).length);
+  if (value && typeof value === 'object') return most(Object.values(value), 0);
   return 0;
 }
 

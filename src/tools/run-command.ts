@@ -4,7 +4,7 @@ import { SUITE_FACTOR, testLimitMs } from '../environment/time-limits.js';
 import { WRITABLE_ENV } from '../environment/docker.js';
 import { stripAnsi } from '../testrunners/output.js';
 import type { RunOutcome } from '../environment/types.js';
-import { diskUsage } from '../workspace/usage.js';
+import { worktreeOverLimits } from '../workspace/tree.js';
 import { fail, ok, type ToolContext, type ToolDefinition, type ToolResult } from './types.js';
 
 const MAX_SCRIPT_CHARS = 8000;
@@ -65,7 +65,7 @@ const RunCommandArgs = (limits: Config['limits']) =>
 
 /**
  * The result of one sandbox run (run_tests, run_command) as a tool result: expected outcomes are
- * results; an isolation breach (`isolation_lost`) and a worktree grown past its limit (`disk_limit`) are
+ * results; an isolation breach (`isolation_lost`) and a worktree grown past a limit (`disk_limit`) are
  * fatal, checked here so that no tool that runs code in the worktree can skip them.
  */
 export async function sandboxResult<T>(
@@ -74,12 +74,8 @@ export async function sandboxResult<T>(
   r: { what: string; timeoutS: number; data: T; truncated: boolean },
 ): Promise<ToolResult<T>> {
   // Code that fills the disk ends the run here, before anything copies the worktree (export, judge).
-  const max = ctx.limits.maxWorktreeBytes;
-  if ((await diskUsage(ctx.worktree, max)) > max) {
-    const mb = Math.round(max / 2 ** 20);
-    const error = `the worktree grew past ${mb} MB (AGENTICFIX_MAX_WORKTREE_MB) during the ${r.what}: the run stops`;
-    return fail('disk_limit', error, r.data, true);
-  }
+  const over = await worktreeOverLimits(ctx.worktree, ctx.limits);
+  if (over) return fail('disk_limit', `${over} during the ${r.what}: the run stops`, r.data, true);
   switch (o.status) {
     case 'timeout':
       return fail('timeout', `the ${r.what} ran out of time: killed after ${r.timeoutS} s`, r.data);

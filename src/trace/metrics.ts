@@ -17,6 +17,11 @@ export const metrics = {
     labelNames: ['event', 'outcome'],
     registers,
   }),
+  webhookBodyBytes: new Gauge({
+    name: 'agenticfix_webhook_body_bytes',
+    help: 'Bytes of webhook bodies being received or checked now, all connections together',
+    registers,
+  }),
   runsEnded: new Counter({
     name: 'agenticfix_runs_ended_total',
     help: 'Runs that reached a final state, by state, verdict and reason (stop reason; infra_error: its job threw; worker_died, app_restarted: interrupted)',

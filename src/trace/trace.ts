@@ -1,8 +1,11 @@
 import { createHash } from 'node:crypto';
 import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { capMiddle } from './cap.js';
+import { capMiddle, capStrings } from './cap.js';
 import { Redactor } from './redact.js';
+
+/** Characters kept from each end of every string of a trace event (observations are far smaller). */
+export const EVENT_STRING_KEEP = 32 * 1024;
 
 /** Raised when the trace cannot be written: a run must stop rather than continue without evidence. */
 export class TraceError extends Error {}
@@ -63,9 +66,14 @@ export class RunTrace {
     this.guard(() => mkdirSync(this.dir, { recursive: true }));
   }
 
+  /**
+   * Appends an event. Each string in it keeps its head and tail (EVENT_STRING_KEEP characters each) and
+   * says how much was cut between them: a huge tool argument is never copied whole into the trace.
+   */
   event(type: string, fields: Record<string, unknown> = {}): TraceEvent {
     const ev: TraceEvent = { ts: new Date().toISOString(), seq: ++this.seq, type, ...fields };
-    const safe = this.redactor.value(ev);
+    // Redacted before the cut, so no secret is left half-matched at its edge.
+    const safe = capStrings(this.redactor.value(ev), EVENT_STRING_KEEP) as TraceEvent;
     this.guard(() => appendFileSync(this.eventsPath, JSON.stringify(safe) + '\n'));
     this.onEvent?.(safe);
     return safe;

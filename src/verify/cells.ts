@@ -1,7 +1,8 @@
-import { chmod, mkdir, rm } from 'node:fs/promises';
+import { chmod, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { RunOutcome, Sandbox } from '../environment/types.js';
 import { readBelow } from '../workspace/safe-read.js';
+import { removeTree } from '../workspace/tree.js';
 import {
   collectResults,
   crossCheck,
@@ -53,7 +54,7 @@ async function runOnce(ctx: CellContext, cmd: InstrumentedCommand): Promise<OneR
   const { argv, reportFile, runner } = cmd;
   // The container runs as the worktree's owner or as nobody: the report directory must be writable by either.
   const dir = path.join(ctx.worktree, REPORT_DIR);
-  await rm(dir, { recursive: true, force: true });
+  await removeTree(dir); // what the tests left there: any depth, any mode
   await mkdir(dir, { recursive: true });
   await chmod(dir, 0o777);
   // The judge never rebuilds under its own feet: a vanished image would make the cells incomparable.
@@ -78,7 +79,7 @@ async function runOnce(ctx: CellContext, cmd: InstrumentedCommand): Promise<OneR
     return read?.ok && !read.truncated && read.buf.length > 0 ? read.buf.toString('utf8') : null;
   };
   const report = readReport(reportFile) ?? readReport(cmd.stdoutFile);
-  await rm(dir, { recursive: true, force: true });
+  await removeTree(dir);
   const parsed = collectResults(runner, outcome.stdout, report);
   if (outcome.status === 'timeout')
     return { outcome, parsed, problem: `timed out after ${Math.round(ctx.timeoutMs / 1000)} s` };

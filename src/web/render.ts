@@ -2,9 +2,17 @@ import { html as diffHtml } from 'diff2html';
 import MarkdownIt from 'markdown-it';
 import { html, trusted, type Html } from './html.js';
 
-/** Markdown without raw HTML (escaped instead) and with only http(s) and mailto links. */
+/**
+ * Markdown without raw HTML (escaped instead) and with only http(s) and relative links: a URL with any
+ * other scheme (mailto:, data:, javascript:, a custom app's) is left as text. markdown-it hands the
+ * link as written; a scheme is what comes before the first `:` if no `/`, `?` or `#` precedes it.
+ */
 const markdown = new MarkdownIt({ html: false, linkify: false });
-markdown.validateLink = (url) => /^(https?:|mailto:|#|\/)/i.test(url.trim());
+markdown.validateLink = (url) => {
+  // eslint-disable-next-line no-control-regex
+  const scheme = /^([^/?#]*?):/.exec(url.trim().replace(/[\u0000-\u0020]/g, ''));
+  return !scheme || /^https?$/i.test(scheme[1]!);
+};
 // A table column's alignment as a class, not an inline style: the CSP refuses inline styles.
 markdown.core.ruler.push('align_class', (state) => {
   for (const token of state.tokens) {

@@ -8,7 +8,7 @@ import { ACTIVE_STATES, notice, page } from './layout.js';
 import { RUN_STATES } from '../store/store.js';
 import { runList } from './list-page.js';
 import { runBody } from './run-page.js';
-import { COOKIE, sameToken, Sessions, type Session } from './sessions.js';
+import { COOKIE, cookie, SIGN_IN_COOKIE, sameToken, Sessions, type Session } from './sessions.js';
 
 /**
  * The run pages on serve's port: /runs (the list), /runs/<id> (a run), /runs/<id>/live (server-sent
@@ -26,6 +26,8 @@ export interface WebOptions {
   client: { id: string; secret: string } | null;
   /** serve's public address (AGENTICFIX_PUBLIC_URL), else the request's Host. */
   publicUrl: string | null;
+  /** A TLS proxy in front sets X-Forwarded-Proto (AGENTICFIX_TRUST_PROXY): believe it. */
+  trustProxy?: boolean;
   /** How often a live page's run is looked at in the store. */
   pollMs?: number;
   log?: { warn(o: object, msg: string): void };
@@ -65,7 +67,12 @@ export function webRoutes(o: WebOptions): WebRoutes {
   const redirect = (res: ServerResponse, to: string, headers: Record<string, string> = {}) =>
     void res.writeHead(303, { ...SECURITY_HEADERS, location: to, ...headers }).end();
   const base = (req: IncomingMessage) => o.publicUrl ?? `http://${req.headers.host ?? 'localhost'}`;
-  const secure = (req: IncomingMessage) => base(req).startsWith('https:');
+  /** The browser came over https: to serve itself, through the trusted proxy, or at an https public URL. */
+  const secure = (req: IncomingMessage) =>
+    ('encrypted' in req.socket && req.socket.encrypted === true) ||
+    (o.trustProxy === true && forwardedProto(req) === 'https') ||
+    base(req).startsWith('https:');
+  const flags = (req: IncomingMessage) => `HttpOnly; SameSite=Lax${secure(req) ? '; Secure' : ''}`;
 
   /** The person's access to the run's repository; `none` for a run they may not see. */
   async function accessTo(s: Session, run: RunRecord): Promise<Access> {
@@ -207,11 +214,20 @@ export function webRoutes(o: WebOptions): WebRoutes {
   async function login(req: IncomingMessage, res: ServerResponse, query: URLSearchParams) {
     const next = safeNext(query.get('next'));
     const state = sessions.start(next);
-    redirect(res, users!.authorizeUrl(`${base(req)}/login/callback`, state, query.get('login') ?? undefined));
+    // The state is bound to this browser: a callback URL from someone else's sign-in does not sign it in.
+    redirect(
+      res,
+      users!.authorizeUrl(`${base(req)}/login/callback`, state, query.get('login') ?? undefined),
+      {
+        'set-cookie': `${SIGN_IN_COOKIE}=${state}; Path=/login/callback; Max-Age=${SIGN_IN_MAX_AGE_S}; ${flags(req)}`,
+      },
+    );
   }
 
   async function callback(req: IncomingMessage, res: ServerResponse, query: URLSearchParams) {
-    const next = sessions.finish(query.get('state') ?? '');
+    const state = query.get('state') ?? '';
+    const mine = sameToken(cookie(req, SIGN_IN_COOKIE), state);
+    const next = mine ? sessions.finish(state) : null;
     const code = query.get('code');
     if (next === null || !code)
       return send(
@@ -227,8 +243,11 @@ export function webRoutes(o: WebOptions): WebRoutes {
       return send(res, 502, notice('Sign-in failed', 'GitHub did not accept the sign-in; try again.'));
     }
     const s = sessions.create(signed.login, signed.token);
-    const flags = `Path=/; HttpOnly; SameSite=Lax${secure(req) ? '; Secure' : ''}`;
-    redirect(res, next, { 'set-cookie': `${COOKIE}=${s.id}; ${flags}` });
+    res.setHeader('set-cookie', [
+      `${COOKIE}=${s.id}; Path=/; ${flags(req)}`,
+      `${SIGN_IN_COOKIE}=; Path=/login/callback; Max-Age=0; ${flags(req)}`,
+    ]);
+    redirect(res, next);
   }
 
   const routes = (async (req, res) => {
@@ -300,10 +319,26 @@ export function webRoutes(o: WebOptions): WebRoutes {
   return routes;
 }
 
-/** A path on this site to go to after signing in; anything else is the run list. */
-function safeNext(next: string | null): string {
-  return next && /^\/(?!\/)[^\\]*$/.test(next) ? next : '/runs';
+/** How long a sign-in may take between /login and GitHub's redirect back (its state cookie lives so long). */
+const SIGN_IN_MAX_AGE_S = 600;
+
+/**
+ * A path on this site to go to after signing in; anything else is the run list. Browsers drop tabs and
+ * newlines from a Location and read `\` as `/`, so `/\t/evil.example` would leave the site: a path
+ * with any control character, whitespace or backslash, or starting `//`, is refused.
+ */
+export function safeNext(next: string | null): string {
+  if (!next || !next.startsWith('/') || next.startsWith('//')) return '/runs';
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u0020\u007f-\u00a0\\]/.test(next)) return '/runs';
+  return new URL(next, 'http://site.invalid').origin === 'http://site.invalid' ? next : '/runs';
 }
+
+/** The scheme the trusted proxy says the browser used (its first value). */
+export const forwardedProto = (req: IncomingMessage): string | undefined => {
+  const v = req.headers['x-forwarded-proto'];
+  return (Array.isArray(v) ? v[0] : v)?.split(',')[0]?.trim().toLowerCase();
+};
 
 /** A POST from our own pages: its Origin (browsers send it with forms) is this site, when given. */
 function sameOrigin(req: IncomingMessage, base: string): boolean {

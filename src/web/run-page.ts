@@ -201,6 +201,8 @@ function modelRequests(replies: RunEvent[]): Html {
         ${replies.map((r, i) => {
           const u = obj(r.body.usage);
           const cost = num(r.body.cost_usd) ?? num(u.cost_usd);
+          // The service sent no usage: the tokens and their cost are estimated from sizes.
+          const est = u.estimated === true ? ' (estimated)' : '';
           return html`<tr>
             <td>${i + 1}</td>
             <td>${time(r.ts)}</td>
@@ -208,8 +210,8 @@ function modelRequests(replies: RunEvent[]): Html {
             <td>${num(u.prompt)}</td>
             <td>${num(u.cached)}</td>
             <td>${num(u.completion)}</td>
-            <td>${num(u.total)}</td>
-            <td>${cost === null ? '' : `$${cost.toFixed(4)}`}</td>
+            <td>${num(u.total)}${est}</td>
+            <td>${cost === null ? '' : `$${cost.toFixed(4)}${est}`}</td>
           </tr>`;
         })}
       </tbody>

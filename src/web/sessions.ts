@@ -12,6 +12,8 @@ const SESSION_TTL_MS = 8 * 3600_000;
 const ACCESS_TTL_MS = 60_000;
 const PENDING_TTL_MS = 10 * 60_000;
 export const COOKIE = 'agenticfix_session';
+/** Holds a sign-in's OAuth `state` in the browser that started it, until GitHub sends it back. */
+export const SIGN_IN_COOKIE = 'agenticfix_signin';
 
 export interface Session {
   id: string;
@@ -91,7 +93,7 @@ export function sameToken(given: string | undefined, expected: string): boolean 
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
-function cookie(req: IncomingMessage, name: string): string | undefined {
+export function cookie(req: IncomingMessage, name: string): string | undefined {
   for (const part of (req.headers.cookie ?? '').split(';')) {
     const eq = part.indexOf('=');
     if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();

@@ -10,6 +10,7 @@ import type { Logger, Probot } from 'probot';
 import type { RunStore } from '../store/store.js';
 import { wanted } from './app.js';
 import { metrics } from '../trace/metrics.js';
+import { HANDLED } from './payloads.js';
 import { RoutingBacklog } from './backlog.js';
 import { DeliveryRecorder } from './recorder.js';
 
@@ -25,6 +26,10 @@ export interface WebhookServerOptions {
   webhookSecret: string;
   /** Largest body taken in. */
   maxBytes: number;
+  /** Bytes of bodies being read at once, all connections together: past it a delivery gets 503. */
+  inflightBytes: number;
+  /** A body must have arrived within this, or it gets 408 and its connection is closed. */
+  bodyTimeoutMs: number;
   port?: number; // 0 = any free port
   host?: string;
   log: Logger;
@@ -43,6 +48,7 @@ export interface WebhookServer {
 
 export async function listenForWebhooks(o: WebhookServerOptions): Promise<WebhookServer> {
   const { probot, log, maxBytes } = o;
+  const inflight = new InflightBytes(o.inflightBytes);
   await probot.load(o.register);
   const recorder = new DeliveryRecorder(o.store);
   const backlog = new RoutingBacklog();
@@ -75,15 +81,40 @@ export async function listenForWebhooks(o: WebhookServerOptions): Promise<Webhoo
       delivery: header(req, 'x-github-delivery')?.slice(0, 100),
       event: header(req, 'x-github-event')?.slice(0, 100),
     };
-    const body = await readBounded(req, maxBytes);
-    const count = (outcome: string) => metrics.deliveries.inc({ event: delivery.event ?? '', outcome });
-    if (body === 'too_large') {
+    // The label only of an event the app handles: made-up names must not grow /metrics.
+    const label = delivery.event && Object.hasOwn(HANDLED, delivery.event) ? delivery.event : 'other';
+    const count = (outcome: string) => metrics.deliveries.inc({ event: label, outcome });
+    const signature = header(req, 'x-hub-signature-256');
+    // Unsigned: refused before a byte of its body is read (GitHub signs every delivery of an app with a secret).
+    if (!signature || !SIGNATURE.test(signature)) {
       count('refused');
-      log.warn({ ...delivery, max_bytes: maxBytes }, 'webhook body over the limit: refused');
-      return tooLarge(req, res, maxBytes);
+      log.warn(delivery, 'webhook without a signature: refused unread');
+      return refuseUnread(req, res, 401, 'X-Hub-Signature-256 missing or malformed');
+    }
+    const body = await readBounded(req, maxBytes, inflight, o.bodyTimeoutMs);
+    if (typeof body !== 'string') {
+      try {
+        return await signed(res, body, delivery, count, signature);
+      } finally {
+        inflight.release(body.length);
+      }
     }
     if (body === 'aborted') return;
-    if (!signatureMatches(o.webhookSecret, body, header(req, 'x-hub-signature-256'))) {
+    count('refused');
+    log.warn({ ...delivery, max_bytes: maxBytes, refused: body }, 'webhook body refused');
+    const [status, error] = REFUSALS[body];
+    return refuseUnread(req, res, status, error.replace('MAX', String(maxBytes)));
+  }
+
+  /** A body read whole: its signature checked, then recorded and answered. */
+  async function signed(
+    res: ServerResponse,
+    body: Buffer,
+    delivery: { delivery?: string; event?: string },
+    count: (outcome: string) => void,
+    signature: string,
+  ): Promise<void> {
+    if (!signatureMatches(o.webhookSecret, body, signature)) {
       count('refused');
       log.warn({ ...delivery, bytes: body.length }, 'webhook signature does not match: refused');
       return refuse(res, 401, 'signature does not match');
@@ -140,23 +171,70 @@ const header = (req: IncomingMessage, name: string): string | undefined => {
   return Array.isArray(v) ? v[0] : v;
 };
 
-/** The body, or why there is none: over `max` bytes (declared or streamed), or the client went away. */
-function readBounded(req: IncomingMessage, max: number): Promise<Buffer | 'too_large' | 'aborted'> {
+/** Why a body was not read whole, as the status and error its sender gets (MAX: the size limit). */
+const REFUSALS = {
+  too_large: [413, 'body over MAX bytes'],
+  busy: [503, 'too many webhook bodies being received at once; try again'],
+  timeout: [408, 'the body did not arrive in time'],
+} as const;
+
+/** `sha256=` and 64 hex digits. */
+const SIGNATURE = /^sha256=[0-9a-f]{64}$/i;
+
+/** Bytes of webhook bodies held at once across connections, with a ceiling; the gauge shows them. */
+export class InflightBytes {
+  private held = 0;
+  constructor(private readonly max: number) {}
+  /** Takes `n` more bytes if the ceiling allows. */
+  take(n: number): boolean {
+    if (this.held + n > this.max) return false;
+    this.held += n;
+    metrics.webhookBodyBytes.set(this.held);
+    return true;
+  }
+  release(n: number): void {
+    this.held -= n;
+    metrics.webhookBodyBytes.set(this.held);
+  }
+}
+
+/**
+ * The body, or why there is none: over `max` bytes (declared or streamed), over the bytes all bodies
+ * may hold together, not there after `timeoutMs`, or the client went away. The bytes of a Buffer stay
+ * taken from `inflight` until the caller releases them.
+ */
+function readBounded(
+  req: IncomingMessage,
+  max: number,
+  inflight: InflightBytes,
+  timeoutMs: number,
+): Promise<Buffer | keyof typeof REFUSALS | 'aborted'> {
   if (Number(req.headers['content-length']) > max) return Promise.resolve('too_large');
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size <= max) return void chunks.push(chunk);
+    let settled = false;
+    const settle = (outcome: Buffer | keyof typeof REFUSALS | 'aborted') => {
+      if (settled) return;
+      settled = true;
       req.off('data', onData);
+      clearTimeout(timer);
+      if (typeof outcome === 'string') inflight.release(size);
       chunks.length = 0;
-      resolve('too_large');
+      resolve(outcome);
     };
+    const stop = (why: keyof typeof REFUSALS | 'aborted') => settle(why);
+    const onData = (chunk: Buffer) => {
+      if (size + chunk.length > max) return stop('too_large');
+      if (!inflight.take(chunk.length)) return stop('busy');
+      size += chunk.length;
+      chunks.push(chunk);
+    };
+    const timer = setTimeout(() => stop('timeout'), timeoutMs);
     req.on('data', onData);
-    req.once('end', () => resolve(Buffer.concat(chunks, size)));
-    req.once('close', () => resolve('aborted')); // no-op after end or too_large
-    req.once('error', () => resolve('aborted'));
+    req.once('end', () => settle(Buffer.concat(chunks, size)));
+    req.once('close', () => stop('aborted')); // no-op after the end or a refusal
+    req.once('error', () => stop('aborted'));
   });
 }
 
@@ -169,8 +247,8 @@ const LINGER_MS = 1000;
  * that after a response) for LINGER_MS, and then the connection is closed if the body is still coming.
  * A body that ended meanwhile leaves a kept-alive connection that may already carry the next request.
  */
-function tooLarge(req: IncomingMessage, res: ServerResponse, maxBytes: number): void {
-  refuse(res, 413, `body over ${maxBytes} bytes`);
+function refuseUnread(req: IncomingMessage, res: ServerResponse, status: number, error: string): void {
+  refuse(res, status, error);
   const socket = req.socket;
   setTimeout(() => {
     if (!req.complete) socket.destroy();
@@ -189,8 +267,8 @@ function refuse(res: ServerResponse, status: number, error: string): void {
 }
 
 /** GitHub's `X-Hub-Signature-256`: `sha256=` and the hex HMAC-SHA256 of the exact body. */
-function signatureMatches(secret: string, body: Buffer, signature: string | undefined): boolean {
+function signatureMatches(secret: string, body: Buffer, signature: string): boolean {
   const expected = Buffer.from(`sha256=${createHmac('sha256', secret).update(body).digest('hex')}`);
-  const given = Buffer.from(signature ?? '');
+  const given = Buffer.from(signature.toLowerCase());
   return given.length === expected.length && timingSafeEqual(given, expected);
 }

@@ -6,6 +6,7 @@ import lockfile from 'proper-lockfile';
 import { z } from 'zod';
 import { removeStage, wasLent } from './stage.js';
 import { git, stripUserinfo, type GitConfig } from './git.js';
+import { removeTree } from './tree.js';
 import type { Worktree, WorkspaceManager } from './types.js';
 
 const FullSha = z.string().regex(/^[0-9a-f]{40}$/, 'base commit must be a full 40-hex SHA');
@@ -39,6 +40,9 @@ export function normalizeRemote(remote: string): string {
     return scheme.toLowerCase() + host.toLowerCase();
   });
 }
+
+/** Prefix of worktrees set aside for removal (names of runs never start with a dot). */
+const QUARANTINE = '.quarantine.';
 
 /** Git's worktree admin files race under concurrent `worktree add`; clones and fetches must not overlap. */
 const LOCK_RETRIES = { retries: 400, factor: 1.3, minTimeout: 25, maxTimeout: 2000 };
@@ -172,7 +176,7 @@ export class GitWorkspaceManager implements WorkspaceManager {
             .filter((wt) => wt.mirror === mirror)
             .map(async (wt) => {
               await (isInside(this.worktreeDir, wt.path) || wasLent(wt.path)
-                ? rm(wt.path, { recursive: true, force: true })
+                ? removeTree(wt.path)
                 : git(['worktree', 'remove', '--force', wt.path], { cwd: mirror }));
               await removeStage(wt.path);
             }),
@@ -210,10 +214,39 @@ export class GitWorkspaceManager implements WorkspaceManager {
     const removed: string[] = [];
     for (const p of old) {
       const mirror = mirrorOf.get(p);
-      const done = mirror ? this.remove({ path: p, mirror }) : rm(p, { recursive: true, force: true });
+      const done = mirror ? this.remove({ path: p, mirror }) : removeTree(p);
       await done.then(
         () => removed.push(p),
         () => undefined, // tried again at the next start-up or run
+      );
+    }
+    return removed;
+  }
+
+  /**
+   * Sets a worktree aside at once (one rename, whatever its depth and modes) under a name no run and no
+   * policy uses, with its stage gone; `removeQuarantined` deletes it. Returns its new path.
+   */
+  async quarantine(worktree: string): Promise<string> {
+    const aside = path.join(
+      this.worktreeDir,
+      `${QUARANTINE}${path.basename(worktree)}.${randomBytes(4).toString('hex')}`,
+    );
+    await rename(worktree, aside);
+    await removeStage(worktree);
+    return aside;
+  }
+
+  /** Deletes the worktrees set aside, by this process or an earlier one; returns those removed. */
+  async removeQuarantined(): Promise<string[]> {
+    const removed: string[] = [];
+    for (const name of await readdir(this.worktreeDir).catch(() => [] as string[])) {
+      if (!name.startsWith(QUARANTINE)) continue;
+      const p = path.join(this.worktreeDir, name);
+      // One that resists stays set aside and is tried again at the next start-up.
+      await removeTree(p).then(
+        () => removed.push(p),
+        () => undefined,
       );
     }
     return removed;

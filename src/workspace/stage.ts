@@ -2,6 +2,7 @@ import { constants, existsSync, type BigIntStats } from 'node:fs';
 import { lstat, mkdir, open, readdir, readlink, rm, symlink, writeFile } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
+import { removeTree } from './tree.js';
 
 /**
  * The sandbox boundary, host side, in one module. Rule: once untrusted code may have written a
@@ -42,7 +43,7 @@ export const wasLent = (worktree: string): boolean => existsSync(lentPath(worktr
 /** Removes what this module keeps beside a worktree (its stage and its mark). */
 export async function removeStage(worktree: string): Promise<void> {
   manifests.delete(stagePath(worktree));
-  await rm(stagePath(worktree), { recursive: true, force: true });
+  await removeTree(stagePath(worktree));
   await rm(lentPath(worktree), { force: true });
 }
 
@@ -52,9 +53,10 @@ export interface SkippedFile {
   bytes: number;
   /**
    * too_large: a new or changed file over the size limit; repository: a directory holding a `.git`
-   * (a nested repository); special: a FIFO, socket or device; unreadable: could not be read as data.
+   * (a nested repository); special: a FIFO, socket or device; unreadable: could not be read as data;
+   * too_deep: a path longer than a system call can name (PATH_MAX), which no git could stage either.
    */
-  reason: 'too_large' | 'repository' | 'special' | 'unreadable';
+  reason: 'too_large' | 'repository' | 'special' | 'unreadable' | 'too_deep';
 }
 
 export interface StageOptions {
@@ -88,8 +90,13 @@ const syncing = new Map<string, Promise<unknown>>();
 const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 const WRITE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW;
 
+/** Longest path (bytes) a system call takes on Linux: PATH_MAX less its terminating NUL. */
+const MAX_PATH_BYTES = 4095;
+
 /** Files copied at once (each holds two descriptors while it is copied). */
 const COPY_BATCH = 32;
+/** Entries looked at (lstat) at once. */
+const STAT_BATCH = 512;
 
 const isGitName = (name: string) => name.toLowerCase() === '.git';
 
@@ -109,7 +116,7 @@ export async function syncStage(worktree: string, opts: StageOptions): Promise<S
 async function sync(worktree: string, stage: string, opts: StageOptions): Promise<Staged> {
   let old = manifests.get(stage);
   if (!old || !existsSync(stage)) {
-    await rm(stage, { recursive: true, force: true });
+    await removeTree(stage);
     await mkdir(stage, { mode: 0o700 });
     old = new Map();
   }
@@ -122,6 +129,30 @@ async function sync(worktree: string, stage: string, opts: StageOptions): Promis
   };
   let entries = 0;
   const dirs = [''];
+  const syncBatch = async (batch: string[]) => {
+    const stats = await Promise.all(
+      batch.map((childRel) => lstat(path.join(worktree, childRel), { bigint: true }).catch(() => null)),
+    );
+    const copies: (() => Promise<void>)[] = [];
+    for (const [i, childRel] of batch.entries()) {
+      const abs = path.join(worktree, childRel);
+      const st = stats[i];
+      if (!st) leaveOut(childRel, 0, 'unreadable');
+      else if (st.isDirectory()) dirs.push(childRel);
+      else if (st.isSymbolicLink()) copies.push(() => copyLink(abs, stage, childRel, old, seen));
+      else if (!st.isFile()) leaveOut(childRel, 0, 'special');
+      else if (st.size > BigInt(opts.maxFileBytes)) {
+        out.excluded.push(childRel);
+        out.large.push({ path: childRel, abs, bytes: Number(st.size) });
+      } else
+        copies.push(async () => {
+          if (!(await copyFile(abs, st, stage, childRel, old, seen))) leaveOut(childRel, 0, 'unreadable');
+        });
+    }
+    // Distinct paths in one directory: copied a batch at a time, within the descriptor limit.
+    for (let i = 0; i < copies.length; i += COPY_BATCH)
+      await Promise.all(copies.slice(i, i + COPY_BATCH).map((copy) => copy()));
+  };
   try {
     while (dirs.length > 0) {
       const rel = dirs.pop()!;
@@ -139,38 +170,23 @@ async function sync(worktree: string, stage: string, opts: StageOptions): Promis
         .map((name) => (rel === '' ? name : `${rel}/${name}`))
         .filter((childRel, i) => {
           const name = names[i]!;
-          return !isGitName(name) && !opts.excludedNames.has(name) && !opts.gitlinks.has(childRel);
+          if (isGitName(name) || opts.excludedNames.has(name) || opts.gitlinks.has(childRel)) return false;
+          // The stage's path is the longer one (its root's name is): past the limit, nothing can name it.
+          if (Buffer.byteLength(path.join(stage, childRel)) <= MAX_PATH_BYTES) return true;
+          leaveOut(childRel, 0, 'too_deep');
+          return false;
         });
       entries += children.length;
       if (entries > STAGE_MAX_ENTRIES)
         throw new StageError(`the worktree holds more than ${STAGE_MAX_ENTRIES} entries`);
-      // One directory's entries are looked at together: most syncs copy nothing, and their cost is these calls.
-      const stats = await Promise.all(
-        children.map((childRel) => lstat(path.join(worktree, childRel), { bigint: true }).catch(() => null)),
-      );
-      const copies: (() => Promise<void>)[] = [];
-      for (const [i, childRel] of children.entries()) {
-        const abs = path.join(worktree, childRel);
-        const st = stats[i];
-        if (!st) leaveOut(childRel, 0, 'unreadable');
-        else if (st.isDirectory()) dirs.push(childRel);
-        else if (st.isSymbolicLink()) copies.push(() => copyLink(abs, stage, childRel, old, seen));
-        else if (!st.isFile()) leaveOut(childRel, 0, 'special');
-        else if (st.size > BigInt(opts.maxFileBytes)) {
-          out.excluded.push(childRel);
-          out.large.push({ path: childRel, abs, bytes: Number(st.size) });
-        } else
-          copies.push(async () => {
-            if (!(await copyFile(abs, st, stage, childRel, old, seen))) leaveOut(childRel, 0, 'unreadable');
-          });
-      }
-      // Distinct paths in one directory: copied a batch at a time, within the descriptor limit.
-      for (let i = 0; i < copies.length; i += COPY_BATCH)
-        await Promise.all(copies.slice(i, i + COPY_BATCH).map((copy) => copy()));
+      // A directory's entries a batch at a time (most syncs copy nothing, and their cost is these
+      // calls), never all at once: a directory can hold 250,000 files.
+      for (let i = 0; i < children.length; i += STAT_BATCH)
+        await syncBatch(children.slice(i, i + STAT_BATCH));
     }
     await removeStale(stage, old, seen);
   } catch (err) {
-    await rm(stage, { recursive: true, force: true });
+    await removeTree(stage);
     throw err;
   }
   manifests.set(stage, seen);

@@ -81,7 +81,7 @@ export async function startWebFixture(): Promise<WebFixture> {
       });
       trace.event('model_reply', {
         model: 'm',
-        usage: { prompt: 100, completion: 20, cached: 10, total: 120 },
+        usage: { prompt: 100, completion: 20, cached: 10, total: 120, estimated: true },
       });
       opts.onProgress?.({
         phase: 'working',
@@ -156,16 +156,38 @@ function gateOf(): { promise: Promise<void>; release(): void } {
   return { promise, release };
 }
 
-/** Signs `login` in through the OAuth web flow as a browser would (following redirects by hand); the session cookie. */
-export async function signIn(site: string, login: string): Promise<string> {
-  let url = `${site}/login?login=${login}&next=/runs`;
+/**
+ * Signs `login` in through the OAuth web flow as a browser would (following redirects by hand, keeping
+ * the cookies each site sets, as a browser does); the session cookie.
+ */
+export async function signIn(site: string, login: string, next = '/runs'): Promise<string> {
+  return (await signInFlow(site, login, next)).session;
+}
+
+/** The same, with where the browser went after signing in. */
+export async function signInFlow(
+  site: string,
+  login: string,
+  next = '/runs',
+): Promise<{ session: string; location: string }> {
+  let url = `${site}/login?login=${login}&next=${encodeURIComponent(next)}`;
+  const jar = new Map<string, string>();
   for (let hop = 0; hop < 5; hop++) {
-    const res = await fetch(url, { redirect: 'manual' });
-    const cookie = res.headers.get('set-cookie');
-    if (cookie) return cookie.split(';')[0]!;
-    const next = res.headers.get('location');
-    if (!next) throw new Error(`sign-in stopped at ${url}: ${res.status}`);
-    url = new URL(next, url).toString();
+    const mine = url.startsWith(site);
+    const res = await fetch(url, {
+      redirect: 'manual',
+      headers: mine && jar.size ? { cookie: [...jar].map(([k, v]) => `${k}=${v}`).join('; ') } : {},
+    });
+    for (const c of mine ? res.headers.getSetCookie() : []) {
+      const [pair] = c.split(';');
+      const eq = pair!.indexOf('=');
+      jar.set(pair!.slice(0, eq), pair!.slice(eq + 1));
+    }
+    const location = res.headers.get('location');
+    if (jar.get('agenticfix_session'))
+      return { session: `agenticfix_session=${jar.get('agenticfix_session')}`, location: location ?? '' };
+    if (!location) throw new Error(`sign-in stopped at ${url}: ${res.status}`);
+    url = new URL(location, url).toString();
   }
   throw new Error('sign-in did not finish');
 }

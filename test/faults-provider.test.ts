@@ -31,6 +31,7 @@ async function client(steps: ScriptStep[], retryBaseMs = 10) {
     timeoutMs: 5000,
     maxRetries: 4,
     retryBaseMs,
+    maxReplyBytes: 1 << 20,
     onRetry: (r) => retries.push(r),
   });
   return { server, model, retries };

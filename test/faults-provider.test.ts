@@ -1,7 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { OpenAIChatModel, RETRY_AFTER_CAP_S, type RetryInfo } from '../src/agent/model.js';
+import { OpenAIChatModel } from '../src/agent/model.js';
+import { RETRY_AFTER_CAP_S, type RetryInfo } from '../src/agent/retry.js';
 import { startScriptedModelServer, type ScriptStep } from '../src/emulator/scripted-model.js';
 import { REAL_JOB_DEPS } from '../src/pipeline/job.js';
 import {

@@ -2,6 +2,7 @@ import { createInterface, type Interface } from 'node:readline';
 import OpenAI, { APIConnectionError, APIError, APIUserAbortError } from 'openai';
 import { z } from 'zod';
 import type { ToolSchema } from '../tools/types.js';
+import { backoffMs, failureMessage, isTransient, retryAfterMs, type RetryInfo } from './retry.js';
 import { tokensOfChars } from './tokens.js';
 
 /** A tool call exactly as the model sent it: `arguments` is raw text that may not even be JSON. */
@@ -73,13 +74,6 @@ export class ModelError extends Error {
 /** The run was cancelled (abort signal, or the human closed the input). */
 export class ModelCancelled extends Error {}
 
-export interface RetryInfo {
-  attempt: number;
-  delay_ms: number;
-  status: number | null;
-  error: string;
-}
-
 export interface OpenAIChatModelOptions {
   baseUrl: string;
   apiKey: string;
@@ -91,42 +85,6 @@ export interface OpenAIChatModelOptions {
   maxReplyBytes: number;
   onRetry?: (info: RetryInfo) => void;
 }
-
-/**
- * undici's error when the connection drops while the body is read: the SDK lets it through as it is (a
- * TypeError of fetch's realm, so told by its name and message).
- */
-const cutMidBody = (err: unknown): boolean => {
-  const e = err as { name?: unknown; message?: unknown } | null;
-  return e?.name === 'TypeError' && e.message === 'terminated';
-};
-
-const isTransient = (err: unknown): boolean =>
-  err instanceof APIConnectionError || // includes timeouts
-  cutMidBody(err) ||
-  (err instanceof APIError && typeof err.status === 'number' && (err.status === 429 || err.status >= 500));
-
-/** The longest `retry-after` honoured, in seconds: a provider asking for more is not waited on for hours. */
-export const RETRY_AFTER_CAP_S = 120;
-
-/**
- * The wait a provider asked for (`retry-after-ms`, else `retry-after` in seconds or as an HTTP date),
- * capped, in units of `unitMs` per second (AGENTICFIX_MODEL_RETRY_BASE_MS, 1000 by default); null when it
- * asked for none.
- */
-export function retryAfterMs(err: unknown, unitMs: number, now = Date.now()): number | null {
-  if (!(err instanceof APIError) || !err.headers) return null;
-  const ms = Number(err.headers.get('retry-after-ms') ?? NaN);
-  const header = err.headers.get('retry-after');
-  let seconds = Number.isFinite(ms) && ms >= 0 ? ms / 1000 : header === null ? NaN : Number(header);
-  if (Number.isNaN(seconds) && header !== null) seconds = (Date.parse(header) - now) / 1000;
-  if (!Number.isFinite(seconds)) return null;
-  return Math.round(Math.min(Math.max(seconds, 0), RETRY_AFTER_CAP_S) * unitMs);
-}
-
-/** Full-jitter exponential backoff, capped so a run never sleeps for minutes on one request. */
-export const backoffMs = (attempt: number, baseMs: number, random = Math.random): number =>
-  Math.round(Math.min(baseMs * 2 ** attempt, 30_000) * (0.5 + random() / 2));
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -181,7 +139,7 @@ export class OpenAIChatModel implements ModelClient {
         // The SDK wraps what its fetch throws: a reply over the cap is no connection failure to retry.
         if (err instanceof APIConnectionError && err.cause instanceof ModelError) throw err.cause;
         const status = err instanceof APIError ? (err.status ?? null) : null;
-        const message = (err as Error).message;
+        const message = failureMessage(err);
         if (!isTransient(err) || attempt >= this.opts.maxRetries) {
           throw new ModelError(attempt > 0 ? `${message} (after ${attempt} retries)` : message, status);
         }

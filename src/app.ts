@@ -140,7 +140,8 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
   if (queue instanceof BullRunQueue) await queue.ready();
   // Runs a crash left behind: recorded as interrupted, and their issues are told. Distributed, runs
   // live on in their workers, and a dead worker's runs are found by the queue.
-  for (const run of distributed ? [] : await store.markInterrupted()) {
+  const left = distributed ? [] : await store.markInterrupted();
+  for (const run of left.filter((r) => r.state === 'interrupted')) {
     await runner
       .reportInterrupted(run)
       .catch((err) => log.error({ err, run: run.id }, 'could not report an interrupted run'));

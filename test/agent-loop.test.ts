@@ -167,6 +167,20 @@ describe('the agent loop in-process (a replaying model, real budget, context and
     expect(records.at(-1)).toMatchObject({ type: 'stop', stop_reason: 'cost_budget' });
   });
 
+  // Issue 37: a reply 10× the context was run (a half fix) and took the run to 1.5 M tokens of 150k.
+  it('a reply larger than the token budget left is neither appended nor run: the run stops at token_budget', async () => {
+    const { outcome, model, registry } = await loop(
+      [
+        { call: 'write_note', args: { name: 'huge', text: 'x'.repeat(40_000) } }, // ~10k tokens, counted as 10
+        { call: 'finish', args: { summary: 'done' } },
+      ],
+      { tokens: 1000 },
+    );
+    expect(outcome.stop_reason).toBe('token_budget');
+    expect(model.seen).toHaveLength(1);
+    expect(registry.notes.size).toBe(0);
+  });
+
   it("the model's failure ends the run as model_error with its message", async () => {
     const { outcome } = await loop([{ throws: new ModelError('401 invalid key', 401) }]);
     expect(outcome).toMatchObject({ stop_reason: 'model_error', error: '401 invalid key' });

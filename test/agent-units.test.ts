@@ -5,7 +5,7 @@ import { Budget } from '../src/agent/budget.js';
 import { FinishGate, FormatGuard, parseArguments } from '../src/agent/calls.js';
 import { ContextManager } from '../src/agent/context.js';
 import { LoopDetector } from '../src/agent/loop-detect.js';
-import { backoffMs } from '../src/agent/model.js';
+import { backoffMs } from '../src/agent/retry.js';
 import { loadPrompts, renderTask, wrapIssue } from '../src/agent/prompts.js';
 import { ModelConfigError, resolveModel } from '../src/config/providers.js';
 import { loadConfig } from '../src/config/config.js';

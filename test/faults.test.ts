@@ -157,20 +157,23 @@ describeIf(mounted)('a full disk (AGENTICFIX_HOME on a 30 MB tmpfs)', () => {
 });
 
 describe('retention (disk stays bounded)', () => {
-  it('AGENTICFIX_RUNS_KEEP=2 with five runs leaves the two newest run directories; old unused mirrors go', async () => {
+  it('AGENTICFIX_RUNS_KEEP=2 with five runs leaves the two newest runs (each with its judge’s directory); old unused mirrors go', async () => {
     const home = mkdtempSync(path.join(tmpdir(), 'faults-retention-'));
     try {
       const config = testConfig(home, { AGENTICFIX_RUNS_KEEP: '2', AGENTICFIX_MIRROR_MAX_AGE_D: '30' });
       const day = 86_400_000;
       const at = (p: string, ageMs: number) =>
         utimesSync(p, (Date.now() - ageMs) / 1000, (Date.now() - ageMs) / 1000);
-      const runs = ['r1', 'r2', 'r3', 'r4', 'r5'].map((id, i) => {
-        const dir = path.join(config.runsDir, id);
-        mkdirSync(dir, { recursive: true });
-        writeFileSync(path.join(dir, 'result.json'), '{}');
-        at(dir, (5 - i) * 60_000); // r5 is the newest
-        return dir;
-      });
+      // Each run has its own directory and its judge's (issue 37: RUNS_KEEP=2 kept one run).
+      const runs = ['r1', 'r2', 'r3', 'r4', 'r5'].flatMap((id, i) =>
+        [id, `${id}-verify`].map((name, j) => {
+          const dir = path.join(config.runsDir, name);
+          mkdirSync(dir, { recursive: true });
+          writeFileSync(path.join(dir, 'result.json'), '{}');
+          at(dir, (5 - i) * 60_000 - j * 1000); // r5 is the newest, each judge's after its run
+          return dir;
+        }),
+      );
       // A mirror unused for 40 days, one used 40 days ago but lending a worktree, one used yesterday.
       const mirror = (name: string, ageMs: number, worktree = false) => {
         const dir = path.join(config.cacheDir, `${name}.git`);
@@ -186,8 +189,8 @@ describe('retention (disk stays bounded)', () => {
 
       const cleanup = await prepareHost({ config, docker: false });
 
-      expect(readdirSync(config.runsDir).sort()).toEqual(['r4', 'r5']);
-      expect(cleanup.retained.run_dirs.sort()).toEqual(runs.slice(0, 3));
+      expect(readdirSync(config.runsDir).sort()).toEqual(['r4', 'r4-verify', 'r5', 'r5-verify']);
+      expect(cleanup.retained.run_dirs.sort()).toEqual(runs.slice(0, 6).sort());
       expect(existsSync(unused)).toBe(false);
       expect(existsSync(lending)).toBe(true);
       expect(existsSync(recent)).toBe(true);

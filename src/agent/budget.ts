@@ -50,6 +50,14 @@ export class Budget {
     return cost;
   }
 
+  /**
+   * Whether the last reply takes the run past its token budget, at its size as the service counted it
+   * or, when the service says less, as its text measures (`size` tokens): such a reply is not acted on.
+   */
+  replyOverBudget(last: Usage, size: number): boolean {
+    return this.tokens.total + Math.max(0, size - last.completion) > this.limits.tokens;
+  }
+
   addToolCall(): void {
     this.toolCalls++;
   }

@@ -15,6 +15,7 @@ import {
 import type { ContextManager } from './context.js';
 import { LoopDetector } from './loop-detect.js';
 import { ModelCancelled, ModelError, type ModelClient } from './model.js';
+import { estimateTokens } from './tokens.js';
 
 export interface LoopInput {
   model: ModelClient;
@@ -68,6 +69,10 @@ export async function runAgentLoop(a: LoopInput): Promise<LoopOutcome> {
         cost_usd: cost,
         ...reply.message,
       });
+      // A reply over the budget is not appended nor are its calls run: it would be sent with every request
+      // after it, and a half-done change made past the budget is not the model's considered work.
+      if (budget.replyOverBudget(reply.usage, estimateTokens(JSON.stringify(reply.message))))
+        return stop('token_budget');
       context.addAssistant(reply.message);
       if (reply.message.tool_calls.length === 0) context.addNote(NO_TOOL_CALL_NOTE);
       let wellFormed = false;
@@ -89,7 +94,8 @@ export async function runAgentLoop(a: LoopInput): Promise<LoopOutcome> {
         const result = parsed.ok ? await registry.call(name, parsed.args) : parsed.result;
         budget.addToolCall();
         const obs = context.addObservation(call.id, name, args, result, a.registry.mutates(name));
-        if (result.fatal) return stop('fatal', { error: result.error });
+        if (result.fatal)
+          return stop(result.error_code === 'infra_error' ? 'infra_error' : 'fatal', { error: result.error });
         wellFormed ||= !isMalformed(result);
         if (loops.record(name, args ?? call.function.arguments, obs)) return stop('loop_detected');
       }

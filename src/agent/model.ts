@@ -2,6 +2,7 @@ import { createInterface, type Interface } from 'node:readline';
 import OpenAI, { APIConnectionError, APIError, APIUserAbortError } from 'openai';
 import { z } from 'zod';
 import type { ToolSchema } from '../tools/types.js';
+import { backoffMs, failureMessage, isTransient, retryAfterMs, type RetryInfo } from './retry.js';
 import { tokensOfChars } from './tokens.js';
 
 /** A tool call exactly as the model sent it: `arguments` is raw text that may not even be JSON. */
@@ -73,13 +74,6 @@ export class ModelError extends Error {
 /** The run was cancelled (abort signal, or the human closed the input). */
 export class ModelCancelled extends Error {}
 
-export interface RetryInfo {
-  attempt: number;
-  delay_ms: number;
-  status: number | null;
-  error: string;
-}
-
 export interface OpenAIChatModelOptions {
   baseUrl: string;
   apiKey: string;
@@ -91,14 +85,6 @@ export interface OpenAIChatModelOptions {
   maxReplyBytes: number;
   onRetry?: (info: RetryInfo) => void;
 }
-
-const isTransient = (err: unknown): boolean =>
-  err instanceof APIConnectionError || // includes timeouts
-  (err instanceof APIError && typeof err.status === 'number' && (err.status === 429 || err.status >= 500));
-
-/** Full-jitter exponential backoff, capped so a run never sleeps for minutes on one request. */
-export const backoffMs = (attempt: number, baseMs: number, random = Math.random): number =>
-  Math.round(Math.min(baseMs * 2 ** attempt, 30_000) * (0.5 + random() / 2));
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -153,11 +139,11 @@ export class OpenAIChatModel implements ModelClient {
         // The SDK wraps what its fetch throws: a reply over the cap is no connection failure to retry.
         if (err instanceof APIConnectionError && err.cause instanceof ModelError) throw err.cause;
         const status = err instanceof APIError ? (err.status ?? null) : null;
-        const message = (err as Error).message;
+        const message = failureMessage(err);
         if (!isTransient(err) || attempt >= this.opts.maxRetries) {
           throw new ModelError(attempt > 0 ? `${message} (after ${attempt} retries)` : message, status);
         }
-        const delay = backoffMs(attempt, this.opts.retryBaseMs);
+        const delay = retryAfterMs(err, this.opts.retryBaseMs) ?? backoffMs(attempt, this.opts.retryBaseMs);
         this.opts.onRetry?.({ attempt: attempt + 1, delay_ms: delay, status, error: message });
         await sleep(delay, signal);
       } finally {

@@ -22,6 +22,7 @@ export type StopReason =
   | 'format_error'
   | 'model_error'
   | 'cancelled'
+  | 'infra_error' // the engine went away: no fault of the model, and no result of its work stands
   | 'fatal';
 
 export interface RepairResult {

@@ -55,7 +55,7 @@ const DOCS: Record<EnvName, string> = {
   AGENTICFIX_MODEL_BASE_URL: "overrides the preset's URL (required for custom)",
   AGENTICFIX_MODEL_TIMEOUT_S: 'one model request',
   AGENTICFIX_MODEL_MAX_RETRIES: 'retries of a 429, 5xx or timed-out request',
-  AGENTICFIX_MODEL_RETRY_BASE_MS: 'first back-off of those retries',
+  AGENTICFIX_MODEL_RETRY_BASE_MS: 'first back-off of those retries; unit of the retry-after wait',
   AGENTICFIX_MODEL_MAX_REPLY_MB:
     'a model reply larger than this is refused as model_error before it is parsed',
   AGENTICFIX_MODEL_PRICES:

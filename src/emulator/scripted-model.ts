@@ -35,8 +35,14 @@ export const ScriptStepSchema = z.union([
     no_usage: z.boolean().optional(),
     /** Delay before answering (lets tests cancel while a request is in flight). */
     delay_ms: z.number().int().min(0).optional(),
+    /** Send half of the reply's body, then drop the connection (a provider cut off mid-answer). */
+    cut: z.boolean().optional(),
   }),
-  z.strictObject({ status: z.number().int().min(400).max(599), body: z.unknown().optional() }),
+  z.strictObject({
+    status: z.number().int().min(400).max(599),
+    body: z.unknown().optional(),
+    headers: z.record(z.string(), z.string()).optional(),
+  }),
 ]);
 export type ScriptStep = z.input<typeof ScriptStepSchema>;
 
@@ -174,7 +180,12 @@ export async function startScriptedModelServer(
     }
     cursors.set(conversation, next);
     if ('status' in step)
-      return send(res, step.status, step.body ?? { error: { message: `scripted ${step.status}` } });
+      return send(
+        res,
+        step.status,
+        step.body ?? { error: { message: `scripted ${step.status}` } },
+        step.headers,
+      );
     if (step.delay_ms) await delay(step.delay_ms, res);
     const tool_calls = step.tool_calls.map((c, i) => ({
       id: c.id ?? `call_${next}_${i}`,
@@ -191,25 +202,31 @@ export async function startScriptedModelServer(
     };
     const charged = step.usage?.prompt_tokens ?? promptTokens;
     const completion = step.usage?.completion_tokens ?? estimateTokens(JSON.stringify(message));
-    send(res, 200, {
-      id: `chatcmpl-${next}`,
-      object: 'chat.completion',
-      created: Math.floor(Date.now() / 1000),
-      model: served,
-      choices: [
-        { index: 0, message, finish_reason: tool_calls.length ? 'tool_calls' : 'stop', logprobs: null },
-      ],
-      ...(step.no_usage
-        ? {}
-        : {
-            usage: {
-              prompt_tokens: charged,
-              completion_tokens: completion,
-              total_tokens: charged + completion,
-              prompt_tokens_details: { cached_tokens: step.usage?.cached_tokens ?? cachedTokens },
-            },
-          }),
-    });
+    send(
+      res,
+      200,
+      {
+        id: `chatcmpl-${next}`,
+        object: 'chat.completion',
+        created: Math.floor(Date.now() / 1000),
+        model: served,
+        choices: [
+          { index: 0, message, finish_reason: tool_calls.length ? 'tool_calls' : 'stop', logprobs: null },
+        ],
+        ...(step.no_usage
+          ? {}
+          : {
+              usage: {
+                prompt_tokens: charged,
+                completion_tokens: completion,
+                total_tokens: charged + completion,
+                prompt_tokens_details: { cached_tokens: step.usage?.cached_tokens ?? cachedTokens },
+              },
+            }),
+      },
+      {},
+      step.cut,
+    );
   };
 
   const server = createServer((req, res) => {
@@ -244,9 +261,21 @@ function delay(ms: number, res: ServerResponse): Promise<void> {
   });
 }
 
-function send(res: ServerResponse, status: number, body: unknown): void {
+/** `cut`: the whole length is announced, half the body is sent, then the connection drops. */
+function send(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+  cut = false,
+): void {
   if (res.headersSent) return;
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-  res.end(text);
+  res.writeHead(status, {
+    ...headers,
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(text),
+  });
+  if (!cut) return void res.end(text);
+  res.write(text.slice(0, Math.floor(text.length / 2)), () => res.destroy());
 }

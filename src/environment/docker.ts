@@ -44,6 +44,17 @@ export async function dockerAvailable(docker: Docker = new Docker()): Promise<bo
   }
 }
 
+/**
+ * Whether the engine has gone (after a failure): it does not answer a ping within `ms`. What failed
+ * then is no fault of the tests or the Dockerfile, and the run cannot go on.
+ */
+export async function engineGone(docker: Docker, ms = 5000): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  const up = await Promise.race([dockerAvailable(docker), late]).finally(() => clearTimeout(timer));
+  return !up;
+}
+
 const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 /**
@@ -131,6 +142,11 @@ export class DockerSandbox implements Sandbox {
       // Only "no such image" means gone; any other engine error shows up, with its message, in the run.
       return (err as { statusCode?: number }).statusCode !== 404;
     }
+  }
+
+  /** A failed outcome, marked when the engine has gone meanwhile. */
+  private async gone(o: RunOutcome): Promise<RunOutcome> {
+    return (await engineGone(this.docker)) ? { ...o, engine_gone: true } : o;
   }
 
   async run(req: RunRequest): Promise<RunOutcome> {
@@ -234,7 +250,7 @@ export class DockerSandbox implements Sandbox {
         },
       });
     } catch (err) {
-      return outcome('error', `could not create container: ${message(err)}`);
+      return this.gone(outcome('error', `could not create container: ${message(err)}`));
     }
 
     const out = new OutputCapture(req.maxOutputBytes);
@@ -324,7 +340,8 @@ export class DockerSandbox implements Sandbox {
         ...(oom ? { detail: 'killed: out of memory' } : {}),
       };
     } catch (e) {
-      return outcome(cancelled ? 'cancelled' : 'error', `${INFRA}container run failed: ${message(e)}`);
+      if (cancelled) return outcome('cancelled', `${INFRA}container run failed: ${message(e)}`);
+      return this.gone(outcome('error', `${INFRA}container run failed: ${message(e)}`));
     } finally {
       clearTimeout(timer);
       req.signal?.removeEventListener('abort', onAbort);

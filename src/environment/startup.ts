@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { ConfigError, type Config } from '../config/config.js';
 import { DEADLINE_LABEL, DockerSandbox, LABEL, OWNER_LABEL, RUN_LABEL } from './docker.js';
 import { ownerState } from './lending.js';
+import { removeStage } from '../workspace/stage.js';
 
 /** What the app checks and tidies on the engine before it runs anything. */
 
@@ -114,5 +115,6 @@ export async function checkBindMounts(docker: Docker, config: Config): Promise<v
     );
   } finally {
     await rm(dir, { recursive: true, force: true });
+    await removeStage(dir); // the mark the sandbox left beside it (it was lent to a container)
   }
 }

@@ -28,6 +28,8 @@ export interface RunOutcome {
    * the repository it leads to. The sandbox can no longer be trusted; callers stop the run.
    */
   isolation_violation?: string;
+  /** Set (with status error) when the engine went away: no test result, and the run cannot go on. */
+  engine_gone?: boolean;
 }
 
 export interface Sandbox {
@@ -50,6 +52,8 @@ export interface BuildResult {
   /** Compact log: status, first/last lines and the lines that look like errors. */
   log: BuildLog;
   error: string | null;
+  /** Set when the build failed because the engine could not be reached: no fault of the Dockerfile. */
+  engine_gone?: boolean;
 }
 
 export interface BuildLog {

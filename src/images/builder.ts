@@ -14,7 +14,7 @@ import {
   type SnapshotEntry,
 } from './docker-context.js';
 import { gitDependencyHint } from './git-deps.js';
-import { DockerSandbox, LABEL, RUN_LABEL } from '../environment/docker.js';
+import { DockerSandbox, engineGone, LABEL, RUN_LABEL } from '../environment/docker.js';
 import { buildNetworkMode, ensureBuildNetwork, proxyBuildArgs } from './network.js';
 import { ImageLeases } from './leases.js';
 import type { BuildLog, BuildOptions, BuildResult, EnvironmentBuilder } from '../environment/types.js';
@@ -55,6 +55,12 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
   }
 
   async build(opts: BuildOptions): Promise<BuildResult> {
+    const result = await this.buildOnce(opts);
+    if (result.success || opts.signal?.aborted || !(await engineGone(this.docker))) return result;
+    return { ...result, engine_gone: true };
+  }
+
+  private async buildOnce(opts: BuildOptions): Promise<BuildResult> {
     const elapsed = stopwatch();
     const settings = this.cfg.buildNetwork;
     const network = { proxy: settings.proxy !== undefined, ca: settings.caFile !== undefined };

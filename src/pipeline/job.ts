@@ -18,7 +18,7 @@ import { prepare, type JobDeps, type RunContext, type RepairInputs, type Service
 import { freeBytes } from './disk.js';
 import { openPr } from './open-pr.js';
 import { nextTry, pendingFields } from './pending.js';
-import { judgeRun, NEVER_PUSHED } from './policy.js';
+import { emptyPatchError, judgeRun, NEVER_PUSHED, stopCause } from './policy.js';
 import { pushRevision } from './push-revision.js';
 import { Reporter, refOf } from './reporter.js';
 import { message, republish } from './resume.js';
@@ -188,7 +188,11 @@ export class JobRunner implements QueueHooks {
     const c = prepared.context;
     const result = await this.repair(c, prepared.inputs);
     if (signal.aborted) return {};
+    // The engine went away under the agent: nothing it did stands, and the judge cannot run either.
+    if (result.stop_reason === 'infra_error')
+      return { state: 'failed', error: capMiddle(`${stopCause(result)}. Nothing was published.`) };
     if (run.revision !== null) return pushRevision(c, result);
+    if (!result.patch.trim()) return { state: 'failed', error: capMiddle(emptyPatchError(result)) };
     c.status.update({
       phase: 'verifying',
       step: result.requests,
@@ -201,20 +205,9 @@ export class JobRunner implements QueueHooks {
     const judging = stopwatch();
     const report = await judgeRun(c, result);
     metrics.phaseSeconds.observe({ phase: 'judge' }, judging() / 1000);
-    await this.o.store.update(run.id, { verdict: report.verdict });
-    if (signal.aborted) return {};
-    this.o.log?.info({ run: run.id, phase: 'publishing' }, 'run phase');
-    const publishing = stopwatch();
-    try {
-      const opened = await openPr(c, result, report);
-      metrics.phaseSeconds.observe({ phase: 'publish' }, publishing() / 1000);
-      if (opened.pr_number != null)
-        metrics.labelToPr.observe((Date.now() - Date.parse(run.created_at)) / 1000);
-      return opened;
-    } catch (e) {
-      // Publishing waits and is tried again (resumePublishing); the model is not run again.
-      const { patch, ...kept } = result;
-      const pending = pendingFields({
+    const { patch, ...kept } = result;
+    const record = (attempts: number, next_at: string) =>
+      pendingFields({
         result: kept,
         patch,
         report,
@@ -223,9 +216,24 @@ export class JobRunner implements QueueHooks {
         default_branch: c.defaultBranch,
         remote: c.remote,
         dockerfile: c.dockerfile ?? null,
-        attempts: 1,
-        next_at: nextTry(1, this.o.config.app.publishRetryBaseMs),
+        attempts,
+        next_at,
       });
+    // What publishing needs is stored with the verdict, before anything is pushed: a process that dies
+    // from here on leaves a run that is published again (publish_pending), never a lost verified patch.
+    await this.o.store.update(run.id, { verdict: report.verdict, ...record(0, new Date().toISOString()) });
+    if (signal.aborted) return {};
+    this.o.log?.info({ run: run.id, phase: 'publishing' }, 'run phase');
+    const publishing = stopwatch();
+    try {
+      const opened = await openPr(c, result, report);
+      metrics.phaseSeconds.observe({ phase: 'publish' }, publishing() / 1000);
+      if (opened.pr_number != null)
+        metrics.labelToPr.observe((Date.now() - Date.parse(run.created_at)) / 1000);
+      return { ...opened, publish: null };
+    } catch (e) {
+      // Publishing waits and is tried again (resumePublishing); the model is not run again.
+      const pending = record(1, nextTry(1, this.o.config.app.publishRetryBaseMs));
       return { ...pending, state: 'publish_pending', error: capMiddle(`publishing failed: ${message(e)}`) };
     }
   }
@@ -350,7 +358,10 @@ function endingFor(run: RunRecord): StatusState | null {
         detail: 'The app shut down before the run finished. Comment `/agenticfix rerun` to start again.',
       };
     case 'failed':
-      return { phase: 'failed', detail: inert(capMiddle(run.error ?? 'unknown')) };
+      return {
+        phase: run.stop_reason === 'infra_error' ? 'infra_error' : 'failed',
+        detail: inert(capMiddle(run.error ?? 'unknown')),
+      };
     case 'publish_pending':
       return {
         phase: 'publish_pending',

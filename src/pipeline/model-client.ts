@@ -1,6 +1,7 @@
 import type { Config } from '../config/config.js';
 import type { ModelSpec } from './types.js';
-import { HumanModel, OpenAIChatModel, type ModelClient, type RetryInfo } from '../agent/model.js';
+import { HumanModel, OpenAIChatModel, type ModelClient } from '../agent/model.js';
+import type { RetryInfo } from '../agent/retry.js';
 import { resolveModel } from '../config/providers.js';
 
 export interface ModelHandle {

@@ -18,7 +18,8 @@ import type { RunUpdate } from '../store/store.js';
 import type { VerificationReport } from '../verify/types.js';
 import { code, inert } from '../verify/untrusted.js';
 import type { RunContext } from './context.js';
-import { endPhase, pushPolicy } from './policy.js';
+import { endPhase, pushPolicy, stopCause } from './policy.js';
+import { capMiddle } from '../trace/cap.js';
 
 /**
  * Publishes a judged run: a verified patch (or an unverified one where the repository allows it) is
@@ -42,13 +43,23 @@ export async function openPr(
     };
   const evidence = await deps.renderEvidence(report);
   const { blocked, ci, ciBlocked } = pushPolicy(rc, result.patch);
-  const wantPr = report.verdict === 'verified' || rc.publish_unverified;
+  // An agent that did not finish has its patch published only when the judge verified it.
+  const stopped = stopCause(result);
+  const wantPr = report.verdict === 'verified' || (rc.publish_unverified && stopped === null);
   if (!wantPr || blocked.length > 0 || ciBlocked || !result.patch.trim()) {
     const notes = [blocked.length > 0 && blockedPathsNote(blocked), ciBlocked && ciBlockedNote(ci)].filter(
       (n): n is string => typeof n === 'string',
     );
     const why = notes.length > 0 ? notes.join('\n\n') : undefined;
     await reporter.comment(run, gh, ref, unverifiedComment({ run, result, report, evidence, why }));
+    // A stop that is no verdict on the patch (the engine) stays an infrastructure error.
+    if (stopped !== null && report.verdict !== 'infra_error')
+      return {
+        state: 'failed',
+        error: capMiddle(
+          `${stopped}. Verdict \`${report.verdict}\`: ${report.reason} No pull request was opened.`,
+        ),
+      };
     await reporter.finalStatus(run, {
       phase: endPhase(report),
       detail: `Verdict \`${report.verdict}\`: ${inert(report.reason)}\n\nNo pull request was opened.`,

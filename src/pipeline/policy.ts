@@ -52,3 +52,19 @@ export async function judgeRun(
 /** The status a judged run ends on: an infrastructure error is no verdict on the patch. */
 export const endPhase = (report: VerificationReport | null): StatusState['phase'] =>
   report?.verdict === 'infra_error' ? 'infra_error' : 'done';
+
+/**
+ * Why a run's agent did not finish its work, as said on the issue (null: it finished). The provider's
+ * error is said as it came, its secrets redacted (repair.ts) and host details scrubbed (public.ts).
+ */
+export function stopCause(result: RepairResult): string | null {
+  const { stop_reason: stop, error } = result;
+  if (stop === 'completed') return null;
+  if (stop === 'model_error') return `The model provider failed: ${error ?? 'no error given'}`;
+  if (stop === 'infra_error') return `Infrastructure error: ${error ?? 'no error given'}`;
+  return `The agent stopped (\`${stop}\`)${error ? `: ${error}` : ''}`;
+}
+
+/** What a run that left no change failed on: the judge never runs on an empty patch. */
+export const emptyPatchError = (result: RepairResult): string =>
+  `${stopCause(result) ?? 'The agent finished without changing anything'}. Nothing was published.`;

@@ -291,7 +291,8 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
     prompt_hash: prompts.hash,
     last_test: registry?.lastTest() ?? null,
     worktree_path: worktreePath,
-    error,
+    // Said on the issue when the run fails: the provider's error may quote the key it was sent.
+    error: error === null ? null : trace.redactor.text(error),
   };
   await record(() => writeState('done'));
   if (env?.environment) artifacts.push(trace.artifact('Dockerfile', `${trace.dir}/Dockerfile`));

@@ -142,9 +142,15 @@ export async function applyRetention(
 ): Promise<Retained> {
   const { runsKeep, runsMaxAgeMs, mirrorMaxAgeMs } = config.app.retention;
   const runs = await dirsByAge(config.runsDir);
+  // A run has its own directory and its judge's (`<id>-verify`): RUNS_KEEP counts runs, newest first.
+  const runOf = (dir: string) => path.basename(dir).replace(/-verify$/, '');
+  const newest = [...new Set(runs.map((d) => runOf(d.path)))];
   const oldRuns: string[] = [];
-  for (const [i, d] of runs.entries())
-    if ((i >= runsKeep || now - d.mtimeMs > runsMaxAgeMs) && !(await running(path.basename(d.path))))
+  for (const d of runs)
+    if (
+      (newest.indexOf(runOf(d.path)) >= runsKeep || now - d.mtimeMs > runsMaxAgeMs) &&
+      !(await running(runOf(d.path)))
+    )
       oldRuns.push(d.path);
   for (const dir of oldRuns) await rm(dir, { recursive: true, force: true });
   const oldMirrors: string[] = [];

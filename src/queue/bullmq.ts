@@ -10,6 +10,7 @@ import {
   stoppedFields,
   type QueueHooks,
   type RunQueue,
+  workerStopped,
   type StopRequest,
 } from './queue.js';
 import type { RunRecord, RunStore } from '../store/store.js';
@@ -213,13 +214,8 @@ export class BullRunQueue implements RunQueue {
     try {
       const run = await this.store.get(runId);
       if (!run || !isActive(run)) return;
-      const final = await this.store.update(runId, {
-        state: 'interrupted',
-        stop_reason: 'interrupted',
-        finished_at: new Date().toISOString(),
-        error: `its worker${run.worker ? ` (${run.worker})` : ''} stopped`,
-      });
-      this.hooks.onInterrupted?.(final);
+      const final = await workerStopped(this.store, run);
+      if (final.state === 'interrupted') this.hooks.onInterrupted?.(final);
     } catch (err) {
       this.hooks.onError?.({ id: runId } as RunRecord, err);
     }

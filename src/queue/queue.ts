@@ -1,5 +1,11 @@
 import { z } from 'zod';
-import type { RunRecord, RunState, RunStore, RunUpdate } from '../store/store.js';
+import {
+  AFTER_VERDICT,
+  type RunRecord,
+  type RunState,
+  type RunStore,
+  type RunUpdate,
+} from '../store/store.js';
 
 /** Why a run's signal was aborted (`signal.reason`); it also travels between processes. */
 export const STOP_REQUEST = z.discriminatedUnion('kind', [
@@ -152,6 +158,23 @@ export async function finishRun(
   }
   hooks.onFinished?.(final);
 }
+
+/**
+ * The end of a run whose worker stopped: `interrupted`, unless it was judged and its publishing record
+ * stored: then `publish_pending`, and any serve publishes it (resumePublishing).
+ */
+export const workerStopped = (store: RunStore, run: RunRecord): Promise<RunRecord> =>
+  store.update(
+    run.id,
+    run.publish !== null
+      ? { state: 'publish_pending', error: AFTER_VERDICT }
+      : {
+          state: 'interrupted',
+          stop_reason: 'interrupted',
+          finished_at: new Date().toISOString(),
+          error: `its worker${run.worker ? ` (${run.worker})` : ''} stopped`,
+        },
+  );
 
 export function stoppedFields(stop: StopRequest): RunUpdate & { state: RunState } {
   switch (stop.kind) {

@@ -2,6 +2,7 @@ import { newRunId } from '../trace/ids.js';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import {
+  AFTER_VERDICT,
   holderGone,
   INSTANCE_ROW,
   newInstance,
@@ -297,10 +298,13 @@ export class PostgresRunStore implements RunStore {
 
   async markInterrupted(): Promise<RunRecord[]> {
     const { rows } = await this.pool.query(
-      `UPDATE runs SET state = 'interrupted', stop_reason = 'interrupted', finished_at = $1,
-           error = 'app restarted'
+      `UPDATE runs SET
+           state = CASE WHEN publish IS NULL THEN 'interrupted' ELSE 'publish_pending' END,
+           stop_reason = CASE WHEN publish IS NULL THEN 'interrupted' ELSE stop_reason END,
+           finished_at = CASE WHEN publish IS NULL THEN $1 END,
+           error = CASE WHEN publish IS NULL THEN 'app restarted' ELSE $2 END
          WHERE state IN ('queued', 'running') RETURNING *`,
-      [now()],
+      [now(), AFTER_VERDICT],
     );
     return rows
       .map((r) => RUN_ROW.parse(r))

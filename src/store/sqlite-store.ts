@@ -4,6 +4,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import {
+  AFTER_VERDICT,
   holderGone,
   INSTANCE_ROW,
   MIGRATIONS,
@@ -253,16 +254,16 @@ export class SqliteRunStore implements RunStore {
   async markInterrupted(): Promise<RunRecord[]> {
     return this.db.transaction(() => {
       const rows = this.statement(
-        `SELECT id FROM runs WHERE state IN ('queued', 'running') ORDER BY created_at, id`,
-      ).all() as { id: string }[];
+        `SELECT id, publish FROM runs WHERE state IN ('queued', 'running') ORDER BY created_at, id`,
+      ).all() as { id: string; publish: string | null }[];
       const at = now();
-      return rows.map(({ id }) =>
-        this.updateNow(id, {
-          state: 'interrupted',
-          stop_reason: 'interrupted',
-          finished_at: at,
-          error: 'app restarted',
-        }),
+      return rows.map(({ id, publish }) =>
+        this.updateNow(
+          id,
+          publish === null
+            ? { state: 'interrupted', stop_reason: 'interrupted', finished_at: at, error: 'app restarted' }
+            : { state: 'publish_pending', error: AFTER_VERDICT },
+        ),
       );
     })();
   }

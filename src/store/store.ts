@@ -22,6 +22,7 @@ export const RUN_STATES = [
   'failed',
 ] as const;
 export type RunState = (typeof RUN_STATES)[number];
+export const AFTER_VERDICT = 'the app stopped after the verdict: publishing is resumed'; // then publish_pending
 
 /** A run on the issue (label, rerun) or a revision of its pull request (command, review, mention, checks). */
 export const TRIGGERS = ['label', 'rerun', 'revise', 'review', 'mention', 'checks'] as const;
@@ -246,7 +247,7 @@ export interface RunStore {
   appendEvents(runId: string, events: readonly NewRunEvent[]): Promise<void>;
   /** A run's events after `afterSeq`, in order, at most `limit`. */
   events(runId: string, afterSeq: number, limit: number): Promise<RunEvent[]>;
-  /** On start-up: runs a crash left queued or running become `interrupted`; returns them so their issues are told. */
+  /** On start-up: runs a crash left queued or running become `interrupted` (judged ones with a publishing record: `publish_pending`); returns them. */
   markInterrupted(): Promise<RunRecord[]>;
   /**
    * Makes this process the one instance serving the store, or throws StoreInUseError naming the live

@@ -129,6 +129,13 @@ export function makeBuildEnvironmentTool(baseImages: readonly string[] = []): To
           ...built,
           log: { ...log, head: clean(log.head), tail: clean(log.tail), error_lines: clean(log.error_lines) },
         };
+        if (result.engine_gone)
+          return fail(
+            'infra_error',
+            `the Docker engine went away: ${result.error ?? 'build failed'}`,
+            data,
+            true,
+          );
         return fail('build_failed', result.error ?? 'build failed', data);
       }
       // A new image is a new environment: the next full run measures the suite again (a limit measured in

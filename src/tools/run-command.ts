@@ -82,6 +82,13 @@ export async function sandboxResult<T>(
     case 'cancelled':
       return fail('cancelled', 'the run was cancelled', r.data);
     case 'error':
+      if (o.engine_gone)
+        return fail(
+          'infra_error',
+          `the Docker engine went away during the ${r.what}: ${o.detail}`,
+          r.data,
+          true,
+        );
       if (o.isolation_violation)
         return fail('isolation_lost', `sandbox isolation violated: ${o.isolation_violation}`, r.data);
       return fail('sandbox_error', `the ${r.what} could not run: ${o.detail ?? 'unknown error'}`, r.data);

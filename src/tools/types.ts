@@ -36,7 +36,8 @@ export type ToolErrorCode =
   | 'cancelled'
   | 'internal_error'
   | 'isolation_lost'
-  | 'disk_limit';
+  | 'disk_limit'
+  | 'infra_error'; // the engine went away (fatal)
 
 export const ok = <T>(data: T, truncated = false): ToolResult<T> => ({
   success: true,

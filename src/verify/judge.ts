@@ -76,6 +76,17 @@ export function finish(report: VerificationReport, verdict: Verdict, reason: str
   return VerificationReportSchema.parse(report);
 }
 
+/** The verdict of an environment that did not build: the Dockerfile's, unless the engine was gone. */
+export function unbuilt(
+  report: VerificationReport,
+  build: BuildResult,
+): ['infra_error' | 'build_failed', string] {
+  const first = firstLines(report.build_error ?? '', 1);
+  return build.engine_gone
+    ? ['infra_error', `The Docker engine could not be reached while building: ${first}`]
+    : ['build_failed', `The Dockerfile does not build from scratch: ${first}`];
+}
+
 /** The infra_error reason for an exception: an isolation breach is named as such. */
 export function infraReason(err: unknown): string {
   if (err instanceof CellIsolationError)
@@ -282,12 +293,7 @@ async function decide(opts: JudgeOptions, runId: string): Promise<VerificationRe
     const { sandbox, ...env } = await buildEnvironment(report, { ...opts, worktree: paths.patched, runId });
     dispose = env.dispose;
     phases.build_ms = lap();
-    if (!sandbox)
-      return finish(
-        report,
-        'build_failed',
-        `The Dockerfile does not build from scratch: ${firstLines(report.build_error ?? '', 1)}`,
-      );
+    if (!sandbox) return finish(report, ...unbuilt(report, env.build));
 
     const cells = {} as Record<CellName, Cell>;
     let suiteMs = opts.suiteMs ?? null;

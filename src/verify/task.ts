@@ -11,7 +11,7 @@ import { splitArgv } from './argv.js';
 import { needsShell } from '../testrunners/reports/shell.js';
 import { gradeRow } from './test-ids.js';
 import { newRunId } from '../trace/ids.js';
-import { buildEnvironment, finish, infraReason, newReport, Worktrees } from './judge.js';
+import { buildEnvironment, finish, infraReason, newReport, unbuilt, Worktrees } from './judge.js';
 import type { RebuildPolicy } from '../config/repo-config.js';
 import type { VerificationReport } from './types.js';
 
@@ -213,11 +213,7 @@ export async function gradeInstance(
       signal: opts.signal,
     });
     dispose = env.dispose;
-    if (!sandbox)
-      return done(
-        'build_failed',
-        `The Dockerfile does not build from scratch: ${(report.build_error ?? '').split('\n')[0]}`,
-      );
+    if (!sandbox) return done(...unbuilt(report, env.build));
 
     const cell = await runCell(
       { name: 'graded', source: 'patched', tests: 'patch' },

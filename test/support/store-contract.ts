@@ -213,6 +213,26 @@ export function runStoreContract(backend: StoreBackend): void {
     await store.close();
   });
 
+  // Issue 37: a worker killed between its push and its pull request lost the verified patch.
+  it('after a crash a judged run with its publishing record becomes publish_pending, not interrupted', async () => {
+    const store = await open();
+    const judged = await store.createRun(newRun({ issue: 10 }));
+    await store.update(judged.id, { state: 'running', verdict: 'verified', publish: '{"attempts":0}' });
+
+    const restarted = await open();
+    const [left] = await restarted.markInterrupted();
+    expect(left).toMatchObject({
+      id: judged.id,
+      state: 'publish_pending',
+      verdict: 'verified',
+      publish: '{"attempts":0}',
+      finished_at: null,
+    });
+    expect(left!.error).toMatch(/publishing is resumed/);
+    await restarted.close();
+    await store.close();
+  });
+
   it('records a batch in one go: a body twice in the batch is a replay the second time', async () => {
     const store = await open();
     const body = (n: number) => JSON.stringify({ n });

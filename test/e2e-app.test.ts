@@ -326,8 +326,10 @@ describeIf(engine)('a crash mid-run (the served app killed with SIGKILL) is repo
 /** `agenticfix serve` from dist/ in its own process (so it can be SIGKILLed), receiving the emulator's webhooks. */
 async function serveInChild(dir: string, modelUrl: string) {
   const port = await freePort();
-  const { child, out } = startChild(emu, { role: 'serve', webhookSecret: SECRET, port }, dir, modelUrl);
-  await until('the served app to listen', () => out().includes('listening'), 30_000);
+  const { child, out } = startChild(emu, { role: 'serve', webhookSecret: SECRET, port }, dir, modelUrl, {
+    LOG_LEVEL: 'info', // "agenticfix listening" is an info log line
+  });
+  await until('the served app to listen', () => out().includes('agenticfix listening'), 30_000);
   emu.setWebhookUrl(`http://127.0.0.1:${port}/api/github/webhooks`);
   return { kill: (signal: NodeJS.Signals) => child.kill(signal), exited: child.then(() => undefined) };
 }

@@ -355,7 +355,7 @@ describe('AgenticFix app through the GitHub emulator', () => {
       expect(failed.status).toBe(500);
 
       const log = lines.join('');
-      expect(log).toContain('webhook body over the limit: refused');
+      expect(log).toMatch(/"refused":"too_large","msg":"webhook body refused"/);
       expect(log).toContain('webhook signature does not match: refused');
       expect(log).toContain('disk I/O error');
       expect(log).not.toContain('PAYLOAD-MARKER');

@@ -124,9 +124,10 @@ describeIf(mounted)('a full disk (AGENTICFIX_HOME on a 30 MB tmpfs)', () => {
     };
     expect(result.success).toBe(false);
     expect(result.error).toMatch(/no space left on device/i);
-    // The issue's status comment says so (it was stuck at "Working" before).
+    // The issue's status comment says so (it was stuck at "Working" before): the host's disk, not the
+    // model's work, so an infrastructure error (issue 37).
     const status = emu.comments(n).find((c) => c.id === run!.status_comment_id)!;
-    expect(status.body).toContain('❌ Failed');
+    expect(status.body).toContain('⚠️ Infrastructure error');
     expect(status.body).toMatch(/no space left on device/i);
     // The worktree that filled the disk is gone, and with it the space.
     expect(existsSync(path.join(config.worktreeDir, run!.id))).toBe(false);

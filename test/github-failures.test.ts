@@ -287,7 +287,8 @@ describe('GitHub failing under a run', () => {
     expect(run.state).toBe('failed');
     expect(deps.calls.length).toBe(calls);
     const status = await statusOf(n);
-    expect(status).toContain('❌ Failed');
+    // GitHub down is the infrastructure's failure, not the model's (issue 37).
+    expect(status).toContain('⚠️ Infrastructure error');
     expect(status).toContain(`GitHub answered 502 to GET /repos/${O}/${R}`);
   });
 

@@ -17,7 +17,8 @@ fi
 docker image inspect "$BASE" >/dev/null 2>&1 \
   || { echo "the base image $BASE is missing: run scripts/base-image.sh first" >&2; exit 1; }
 node_dir=$(bash "$(dirname "$0")/node-dist.sh" "$major")
-npm_dir=$(npm root -g)/npm
+# npm's own folder (not `npm root -g`: under another node on PATH that names that node's prefix).
+npm_dir=$(dirname "$(dirname "$(readlink -f "$(command -v npm)")")")
 [ -f "$npm_dir/bin/npm-cli.js" ] || { echo "npm not found at $npm_dir" >&2; exit 1; }
 
 ctx=$(mktemp -d /tmp/agenticfix-node-image.XXXXXX)

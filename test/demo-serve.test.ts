@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { needDocker } from './support/docker.js';
 import { describeIf } from './support/skip.js';
+import { signInFlow } from './support/web.js';
 
 /**
  * Issue 29's Done-when: `agenticfix demo --serve --json` runs the demo, prints one object with `run_url`
@@ -33,13 +34,14 @@ describeIf(await needDocker())('demo --serve', () => {
       );
       expect(summary.result).toBe('success');
       expect(summary.run_url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/runs\/[\w-]+$/);
-      let url = summary.sign_in_url;
-      let cookie = '';
-      for (let hop = 0; hop < 5 && !cookie; hop++) {
-        const res = await fetch(url, { redirect: 'manual' });
-        cookie = res.headers.get('set-cookie')?.split(';')[0] ?? '';
-        url = new URL(res.headers.get('location')!, url).toString();
-      }
+      // Signed in as a browser would: the sign-in's state cookie, then the session cookie.
+      const signIn = new URL(summary.sign_in_url);
+      const { session: cookie, location } = await signInFlow(
+        signIn.origin,
+        signIn.searchParams.get('login')!,
+        signIn.searchParams.get('next')!,
+      );
+      const url = new URL(location, signIn).toString();
       expect(url).toBe(summary.run_url);
       const page = await (await fetch(url, { headers: { cookie } })).text();
       expect(page).toContain('Signed in as <strong>maintainer-mona</strong>');

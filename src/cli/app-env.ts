@@ -132,7 +132,8 @@ export function childAppEnv(
     AGENTICFIX_HOME: o.home,
     AGENTICFIX_RUNS_DIR: path.join(o.home, 'runs'),
     ...emulatorAppEnv({ ...o, key: { PRIVATE_KEY: o.privateKey } }),
-    LOG_LEVEL: 'warn',
+    // Info: "agenticfix listening" and the worker's "taking runs" are info log lines, which callers wait for.
+    LOG_LEVEL: 'info',
     ...(o.role === 'serve'
       ? { WEBHOOK_SECRET: o.webhookSecret, HOST: '127.0.0.1', PORT: String(o.port) }
       : {

@@ -3,12 +3,11 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import Docker from 'dockerode';
 import { emulatorAppEnv } from '../src/cli/app-env.js';
 import { startGitHubEmulator, type GitHubEmulator } from '../src/emulator/github.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../src/emulator/scripted-model.js';
 import { PRIVATE_KEY, PUBLIC_KEY, SECRET } from './support/app.js';
-import { needDocker } from './support/docker.js';
+import { bridgeGateway, needDocker } from './support/docker.js';
 import { describeIf } from './support/skip.js';
 import { CLI, freePort, until } from './support/e2e.js';
 
@@ -41,8 +40,7 @@ describeIf(await needDocker())('the README container commands', () => {
   let model: ScriptedModelServer;
   let dir: string;
   beforeAll(async () => {
-    const bridge = await new Docker().getNetwork('bridge').inspect();
-    const gateway = (bridge as { IPAM: { Config: { Gateway: string }[] } }).IPAM.Config[0]!.Gateway;
+    const gateway = await bridgeGateway();
     emu = await startGitHubEmulator({ webhookSecret: SECRET, publicKeyPem: PUBLIC_KEY, host: gateway });
     model = await startScriptedModelServer([], { host: gateway });
     dir = mkdtempSync(path.join(tmpdir(), 'agenticfix-container-'));

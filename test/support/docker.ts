@@ -52,3 +52,22 @@ async function runscRefusal(docker: Docker): Promise<string | null> {
     rmSync(dir, { recursive: true, force: true });
   }
 }
+
+/**
+ * The default bridge's gateway: where a container reaches a listener of the host. The engine names it in
+ * the bridge's IPAM config, except when it adopted an existing docker0 (a restarted dockerd): then it is
+ * the subnet's first address, as the engine assigns it.
+ */
+export async function bridgeGateway(docker = new Docker()): Promise<string> {
+  const bridge = (await docker.getNetwork('bridge').inspect()) as {
+    IPAM: { Config?: { Gateway?: string; Subnet?: string }[] };
+  };
+  const config = bridge.IPAM.Config?.[0];
+  if (config?.Gateway) return config.Gateway;
+  const net = /^(\d+)\.(\d+)\.(\d+)\.(\d+)\/\d+$/.exec(config?.Subnet ?? '');
+  if (!net)
+    throw new Error(
+      `the default bridge names neither a gateway nor an IPv4 subnet: ${JSON.stringify(config)}`,
+    );
+  return `${net[1]}.${net[2]}.${net[3]}.${Number(net[4]) + 1}`;
+}

@@ -110,7 +110,7 @@ describeIf(await needDocker())('the README container commands', () => {
     await until(
       '/healthz',
       async () => {
-        health = await fetch(`http://127.0.0.1:${port}/healthz`).then(
+        health = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(5000) }).then(
           async (r) => ({ status: r.status, body: await r.text() }),
           () => null,
         );

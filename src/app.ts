@@ -5,6 +5,7 @@ import { JobRunner } from './pipeline/job.js';
 import { publicScrubber } from './pipeline/public.js';
 import { applyRetention, prepareHost, sweepEngine } from './pipeline/startup.js';
 import type { ModelSpec } from './pipeline/types.js';
+import type { Parts } from './verify/types.js';
 import { appOctokit, type GitHub } from './publish/github.js';
 import { BullRunQueue } from './queue/bullmq.js';
 import { LocalRunQueue, type RunQueue } from './queue/queue.js';
@@ -22,7 +23,8 @@ import { OutageLog } from './trace/outage.js';
  * BullMQ to workers), the job runner, the webhook handlers and their HTTP server.
  */
 
-export interface StartAppOptions {
+/** With the process's workspace manager, image builder and sandboxes (src/cli/compose.ts). */
+export interface StartAppOptions extends Parts {
   config: Config;
   appId: number | string;
   privateKey: string;
@@ -110,6 +112,9 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
   }, INSTANCE_STALE_MS / 6).unref();
   const runner = new JobRunner({
     config: o.config,
+    workspaces: o.workspaces,
+    images: o.images,
+    sandboxes: o.sandboxes,
     store,
     auth,
     deps: o.deps,
@@ -157,6 +162,7 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
     try {
       const cleanup = await prepareHost({
         config: o.config,
+        workspaces: o.workspaces,
         docker: (o.sandbox ?? 'docker') === 'docker',
         checkMounts: o.checkMounts,
         isFinished: (id) => runner.isFinished(id),

@@ -28,6 +28,7 @@ import {
   testConfig,
   waitFor,
 } from './support/app.js';
+import { compose } from '../src/cli/compose.js';
 
 /**
  * The app end to end through a real HTTP GitHub emulator: signed webhooks, installation tokens, git
@@ -89,6 +90,7 @@ describe('AgenticFix app through the GitHub emulator', () => {
 
   const start = (cfg: Config, log = quietLog) =>
     startApp({
+      ...compose(cfg),
       config: cfg,
       appId: APP_ID,
       privateKey: PRIVATE_KEY,
@@ -852,6 +854,7 @@ describe('what the model sees and what it may publish', () => {
       ...fix(INJECTED_SUMMARY),
     ]);
     app = await startApp({
+      ...compose(testConfig(home, { AGENTICFIX_CONCURRENCY: '1' })),
       config: testConfig(home, { AGENTICFIX_CONCURRENCY: '1' }),
       appId: APP_ID,
       privateKey: PRIVATE_KEY,

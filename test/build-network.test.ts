@@ -29,6 +29,7 @@ import { startApp, type RunningApp } from '../src/app.js';
 import { APP_ID, PRIVATE_KEY, quietLog, SECRET, tempDir, testConfig } from './support/app.js';
 import { BASE_IMAGE, needDocker } from './support/docker.js';
 import { describeIf } from './support/skip.js';
+import { compose } from '../src/cli/compose.js';
 
 const NAMES = BUILD_NETWORK;
 const rulesOf = (families: FamilyRules[], binary: string) => families.find((f) => f.binary === binary)!;
@@ -191,6 +192,7 @@ d('build network (real engine and iptables)', () => {
     const home = tempDir('agenticfix-net-app-');
     dirs.push(home);
     app = await startApp({
+      ...compose(testConfig(home)),
       config: testConfig(home),
       appId: APP_ID,
       privateKey: PRIVATE_KEY,

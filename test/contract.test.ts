@@ -36,6 +36,7 @@ import {
   webhookSchema,
   type Schema,
 } from './support/github-description.js';
+import { compose } from '../src/cli/compose.js';
 
 /**
  * The app against GitHub as GitHub documents it: the payload schemas against GitHub's webhook
@@ -263,6 +264,9 @@ describe("GitHub's example payloads through the app", () => {
     };
     app = await startApp({
       // Every example may start a revision: the operator allows as many as the config asks for.
+      ...compose(
+        testConfig(home, { AGENTICFIX_MAX_REVISIONS: '100', AGENTICFIX_CI_FEEDBACK_MAX_ROUNDS: '10' }),
+      ),
       config: testConfig(home, { AGENTICFIX_MAX_REVISIONS: '100', AGENTICFIX_CI_FEEDBACK_MAX_ROUNDS: '10' }),
       appId: APP_ID,
       privateKey: PRIVATE_KEY,

@@ -6,6 +6,7 @@ import { loadConfig } from '../src/config/config.js';
 import { runAppDemo } from '../src/demo/app.js';
 import { needDocker } from './support/docker.js';
 import { describeIf } from './support/skip.js';
+import { compose } from '../src/cli/compose.js';
 
 describeIf(await needDocker())(
   'demo: label → verified draft PR, through the emulator, the real app, the scripted model and Docker',
@@ -13,7 +14,7 @@ describeIf(await needDocker())(
     it('opens a draft PR with the evidence and reports the calculator numbers', async () => {
       const dir = mkdtempSync(path.join(tmpdir(), 'demo-app-'));
       const config = loadConfig({ AGENTICFIX_HOME: '.af', AGENTICFIX_RUNS_DIR: 'runs' }, dir);
-      const s = await runAppDemo({ config, model: 'scripted', log: () => {} });
+      const s = await runAppDemo({ ...compose(config), config, model: 'scripted', log: () => {} });
       expect(s.error).toBeNull();
       expect(s).toMatchObject({
         result: 'success',
@@ -43,7 +44,7 @@ describeIf(await needDocker())(
       const dir = mkdtempSync(path.join(tmpdir(), 'demo-rerun-'));
       const config = loadConfig({ AGENTICFIX_HOME: '.af', AGENTICFIX_RUNS_DIR: 'runs' }, dir);
       const figures = async () => {
-        const s = await runAppDemo({ config, model: 'scripted', log: () => {} });
+        const s = await runAppDemo({ ...compose(config), config, model: 'scripted', log: () => {} });
         expect(s.error).toBeNull();
         return runFigures(s.trace_path!, path.join(config.runsDir, `${s.run_id}-verify`, 'report.json'));
       };

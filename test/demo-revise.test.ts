@@ -5,6 +5,7 @@ import { loadConfig } from '../src/config/config.js';
 import { runAppDemo } from '../src/demo/app.js';
 import { needDocker } from './support/docker.js';
 import { describeIf } from './support/skip.js';
+import { compose } from '../src/cli/compose.js';
 
 describeIf(await needDocker())(
   'demo --revise: label → draft PR → changes requested → verified revision, through the emulator and Docker',
@@ -12,7 +13,13 @@ describeIf(await needDocker())(
     it('pushes the revision as a new commit on the same pull request and answers the review thread', async () => {
       const dir = mkdtempSync(path.join(tmpdir(), 'demo-revise-'));
       const config = loadConfig({ AGENTICFIX_HOME: '.af', AGENTICFIX_RUNS_DIR: 'runs' }, dir);
-      const s = await runAppDemo({ config, model: 'scripted', revise: true, log: () => {} });
+      const s = await runAppDemo({
+        ...compose(config),
+        config,
+        model: 'scripted',
+        revise: true,
+        log: () => {},
+      });
       expect(s.error).toBeNull();
       expect(s).toMatchObject({
         result: 'success',

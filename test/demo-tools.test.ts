@@ -6,14 +6,17 @@ import { runToolsOnlyDemo } from '../src/demo/tools-only.js';
 import { sha256 } from '../src/trace/trace.js';
 import { needDocker } from './support/docker.js';
 import { describeIf } from './support/skip.js';
+import { compose } from '../src/cli/compose.js';
 
 const configIn = (dir: string) => loadConfig({ AGENTICFIX_HOME: '.af', AGENTICFIX_RUNS_DIR: 'runs' }, dir);
 
 describe('trusted tool-chain demo (local sandbox)', () => {
   it('repairs the calculator: 3/2 at base, 5/0 after the edits and 5/0 in a clean worktree', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'demo-'));
+    const config = configIn(dir);
     const summary = await runToolsOnlyDemo({
-      config: configIn(dir),
+      ...compose(config),
+      config,
       sandbox: 'local',
       keepWorktrees: false,
       log: () => {},
@@ -42,8 +45,10 @@ describe('trusted tool-chain demo (local sandbox)', () => {
 
   it('keeps both worktrees when asked', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'demo-'));
+    const config = configIn(dir);
     const summary = await runToolsOnlyDemo({
-      config: configIn(dir),
+      ...compose(config),
+      config,
       sandbox: 'local',
       keepWorktrees: true,
       log: () => {},
@@ -56,8 +61,10 @@ describe('trusted tool-chain demo (local sandbox)', () => {
 describeIf(await needDocker())('trusted tool-chain demo (Docker sandbox)', () => {
   it('gives the same numbers with every test run inside a container', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'demo-'));
+    const config = configIn(dir);
     const summary = await runToolsOnlyDemo({
-      config: configIn(dir),
+      ...compose(config),
+      config,
       sandbox: 'docker',
       keepWorktrees: false,
       log: () => {},

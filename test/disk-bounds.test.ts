@@ -16,6 +16,7 @@ import { measureTree } from '../src/workspace/tree.js';
 import { BASE_IMAGE, needDocker } from './support/docker.js';
 import { describeIf } from './support/skip.js';
 import { commitAll, tempDir } from './support/git-fixtures.js';
+import { compose } from '../src/cli/compose.js';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/agent-repo', import.meta.url));
 const call = (name: string, args: Record<string, unknown> = {}): ScriptStep => ({
@@ -46,6 +47,7 @@ async function repair(config: Config, script: ScriptStep[], more: Partial<Repair
   const server = await startScriptedModelServer(script);
   try {
     return await runRepair({
+      ...compose(config),
       config,
       remote: repo,
       baseCommit: 'main',
@@ -127,7 +129,9 @@ describe('disk bounds without Docker', () => {
       JSON.stringify({ worktree: lent!.path, uid: 0, gid: 0, owner: processOwner() }),
     );
 
-    expect((await removeOldWorktrees(config)).sort()).toEqual([old!.path, stray].sort());
+    expect((await removeOldWorktrees(config, compose(config).workspaces)).sort()).toEqual(
+      [old!.path, stray].sort(),
+    );
     expect(existsSync(old!.path)).toBe(false);
     expect(existsSync(fresh!.path) && existsSync(lent!.path)).toBe(true);
     const listed = (await git(['worktree', 'list', '--porcelain'], { cwd: old!.mirror })).stdout;

@@ -79,7 +79,7 @@ d('Docker environment builder and sandbox (real engine)', () => {
     const result = await builder.build({ dockerfile: FIXTURE_DOCKERFILE, worktree: repo, runId });
     if (!result.success) throw new Error(`fixture build failed: ${JSON.stringify(result, null, 2)}`);
     imageId = result.image_id ?? '';
-    sandbox = builder.sandboxFor(imageId);
+    sandbox = builder.sandboxFor(imageId, runId);
   }, 300_000);
 
   afterEach(async () => expect(await leftoverContainers()).toBe(0));
@@ -158,7 +158,7 @@ d('Docker environment builder and sandbox (real engine)', () => {
     const fixed = `${FIXTURE_DOCKERFILE}RUN apt-get install -y --no-install-recommends tree\n`;
     const good = await builder.build({ dockerfile: fixed, worktree: repo, runId });
     expect(good).toMatchObject({ success: true, cache_hit: false });
-    const out = await builder.sandboxFor(good.image_id ?? '').run(req(repo, ['tree', '--version']));
+    const out = await builder.sandboxFor(good.image_id ?? '', runId).run(req(repo, ['tree', '--version']));
     expect(out.status).toBe('passed');
   }, 120_000);
 

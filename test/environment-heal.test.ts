@@ -13,6 +13,7 @@ import { git } from '../src/workspace/git.js';
 import { BASE_IMAGE, needDocker } from './support/docker.js';
 import { describeIf } from './support/skip.js';
 import { commitAll, tempDir } from './support/git-fixtures.js';
+import { compose } from '../src/cli/compose.js';
 
 const call = (id: string, name: string, args: Record<string, unknown> = {}): ScriptStep => ({
   tool_calls: [{ id, name, arguments: args }],
@@ -68,6 +69,7 @@ describeIf(engine)('a sandbox whose image disappeared', () => {
     let result;
     try {
       result = await runRepair({
+        ...compose(config),
         config,
         remote: repo,
         baseCommit: 'main',

@@ -11,6 +11,7 @@ import { BASE_IMAGE, needDocker } from './support/docker.js';
 import { itIf } from './support/skip.js';
 import { startEngineProxy } from './support/engine-proxy.js';
 import { makeSourceRepo } from './support/git-fixtures.js';
+import { compose } from '../src/cli/compose.js';
 
 /**
  * Infrastructure is not the model's problem (issue 37): a judge build that met an engine it could not
@@ -33,8 +34,10 @@ describe('the judge with no engine to reach', () => {
       const repo = await makeSourceRepo(path.join(home, 'repo'), CALC_FILES);
       writeFileSync(path.join(repo.path, 'calc.py'), CALC_FIX['calc.py']);
       const patch = (await git(['diff'], { cwd: repo.path })).stdout;
+      const config = loadConfig({ AGENTICFIX_HOME: path.join(home, 'home') }, home);
       const report = await judge({
-        config: loadConfig({ AGENTICFIX_HOME: path.join(home, 'home') }, home),
+        ...compose(config),
+        config,
         remote: repo.path,
         baseCommit: repo.head,
         patch,

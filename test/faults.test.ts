@@ -37,6 +37,7 @@ import {
   testConfig,
   waitFor,
 } from './support/app.js';
+import { compose } from '../src/cli/compose.js';
 
 /**
  * Nothing is lost when the world fails (issue 31): each fault ends the run in a final state, with its
@@ -188,7 +189,7 @@ describe('retention (disk stays bounded)', () => {
       const lending = mirror('lending', 40 * day, true);
       const recent = mirror('recent', day);
 
-      const cleanup = await prepareHost({ config, docker: false });
+      const cleanup = await prepareHost({ config, workspaces: compose(config).workspaces, docker: false });
 
       expect(readdirSync(config.runsDir).sort()).toEqual(['r4', 'r4-verify', 'r5', 'r5-verify']);
       expect(cleanup.retained.run_dirs.sort()).toEqual(runs.slice(0, 6).sort());

@@ -81,7 +81,7 @@ d('image leases (real engine, two processes)', () => {
     const builder = new DockerEnvironmentBuilder(docker, cfg);
     const x = await builder.build({ dockerfile: dockerfile('a'), worktree, runId: runA });
     expect(x).toMatchObject({ success: true, cache_hit: false });
-    const sandbox = builder.sandboxFor(x.image_id!);
+    const sandbox = builder.sandboxFor(x.image_id!, runA);
     const test = () => sandbox.run({ argv: ['true'], worktree, timeoutMs: 30_000, maxOutputBytes: 4096 });
     expect((await test()).status).toBe('passed');
 

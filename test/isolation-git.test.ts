@@ -20,6 +20,7 @@ import type { Worktree } from '../src/workspace/types.js';
 import { BASE_IMAGE, needDocker } from './support/docker.js';
 import { describeIf } from './support/skip.js';
 import { makeSourceRepo, tempDir } from './support/git-fixtures.js';
+import { compose } from '../src/cli/compose.js';
 
 /**
  * Issue 9, item 1 (and the git side of item 7): code under test rewrites the worktree's `.git` to
@@ -266,7 +267,7 @@ d('the attack from a real test container (DockerSandbox)', () => {
     const wt = await fresh();
     const built = await builder.build({ dockerfile: DOCKERFILE, worktree: wt.path, runId });
     if (!built.success || !built.image_id) throw new Error(`build failed: ${JSON.stringify(built.log)}`);
-    sandbox = builder.sandboxFor(built.image_id);
+    sandbox = builder.sandboxFor(built.image_id, runId);
   }, 300_000);
 
   afterAll(async () => {
@@ -375,7 +376,14 @@ d('the attack from a real test container (DockerSandbox)', () => {
   it('the judge: contained attack in every cell; a breach is an infra_error naming the isolation', async () => {
     const marker = newMarker();
     const patch = (await exportPatchOf({ 'src/app.py': 'def answer():\n    return 42\n' })).patch;
-    const opts = { config, remote: source.path, baseCommit: source.head, patch, dockerfile: DOCKERFILE };
+    const opts = {
+      ...compose(config),
+      config,
+      remote: source.path,
+      baseCommit: source.head,
+      patch,
+      dockerfile: DOCKERFILE,
+    };
     const contained = await judge({
       ...opts,
       testArgv: ['sh', '-c', attackScript(marker)],
@@ -409,6 +417,7 @@ d('the attack from a real test container (DockerSandbox)', () => {
     const breached = breachWhenReady(() => [path.join(config.worktreeDir, runId)]);
     try {
       const result = await runRepair({
+        ...compose(config),
         remote: source.path,
         baseCommit: source.head,
         issue: { title: 't', body: '' },

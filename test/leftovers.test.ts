@@ -13,6 +13,7 @@ import { APP_ID, PRIVATE_KEY, quietLog, SECRET } from './support/app.js';
 import { BASE_IMAGE, needDocker } from './support/docker.js';
 import { describeIf } from './support/skip.js';
 import { tempDir } from './support/git-fixtures.js';
+import { compose } from '../src/cli/compose.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const engine = await needDocker();
@@ -121,7 +122,7 @@ d('a killed app leaves nothing running (real engine, SIGKILLed child process)', 
     expect((await docker.getContainer(c!.Id).inspect()).State.Running).toBe(true);
     if (asRoot) expect(statSync(wt).uid).toBe(65534);
 
-    const cleanup = await prepareHost({ config, docker: true });
+    const cleanup = await prepareHost({ config, workspaces: compose(config).workspaces, docker: true });
     expect(cleanup.containers).toContain(c!.Id);
     expect(await ours(runId)).toHaveLength(0);
     if (asRoot) {
@@ -154,7 +155,7 @@ d('a killed app leaves nothing running (real engine, SIGKILLed child process)', 
     expect(Date.parse(state.FinishedAt) - Date.parse(state.StartedAt)).toBeLessThan(20_000);
     expect(await sweepContainers(docker)).toContain(c!.Id); // its owner is dead
     expect(await ours(run)).toHaveLength(0);
-    await prepareHost({ config, docker: true }); // hands the worktree back
+    await prepareHost({ config, workspaces: compose(config).workspaces, docker: true }); // hands the worktree back
     if (asRoot) expect(statSync(wt).uid).toBe(0);
   }, 120_000);
 });
@@ -185,7 +186,9 @@ d('containers of runs the store knows are over', () => {
 
 d('container deployment: the start-up mount self-check (real engine)', () => {
   it('passes when the engine sees AGENTICFIX_HOME, also through a correct AGENTICFIX_HOST_HOME', async () => {
-    await expect(prepareHost({ config, docker: true, checkMounts: true })).resolves.toBeDefined();
+    await expect(
+      prepareHost({ config, workspaces: compose(config).workspaces, docker: true, checkMounts: true }),
+    ).resolves.toBeDefined();
     // The app sees its home as `seen`; the engine's host has it at `real`.
     const real = path.join(tmp.dir, 'host-data');
     const seen = path.join(tmp.dir, 'app-view');
@@ -199,7 +202,14 @@ d('container deployment: the start-up mount self-check (real engine)', () => {
       path.join(real, 'worktrees', 'r1'),
     );
     expect(hostPath('/elsewhere/r1', mapped.sandbox.hostHome)).toBe('/elsewhere/r1');
-    await expect(prepareHost({ config: mapped, docker: true, checkMounts: true })).resolves.toBeDefined();
+    await expect(
+      prepareHost({
+        config: mapped,
+        workspaces: compose(mapped).workspaces,
+        docker: true,
+        checkMounts: true,
+      }),
+    ).resolves.toBeDefined();
   }, 120_000);
 
   it('fails with what to mount when AGENTICFIX_HOST_HOME is wrong (the engine mounts an empty directory)', async () => {
@@ -213,13 +223,19 @@ d('container deployment: the start-up mount self-check (real engine)', () => {
       },
       tmp.dir,
     );
-    const err = await prepareHost({ config: bad, docker: true, checkMounts: true }).catch((e: unknown) => e);
+    const err = await prepareHost({
+      config: bad,
+      workspaces: compose(bad).workspaces,
+      docker: true,
+      checkMounts: true,
+    }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConfigError);
     expect((err as Error).message).toMatch(/could not be read back through a container/);
     expect((err as Error).message).toMatch(/AGENTICFIX_HOST_HOME=.*not-the-home is not the host path/);
     expect((err as Error).message).toMatch(/-v \/srv\/agenticfix:\/srv\/agenticfix/);
     // `serve` stops before it listens: startApp rejects with the same message.
     const started = startApp({
+      ...compose(bad),
       config: { ...bad, dbPath: path.join(tmp.dir, 'app.sqlite') },
       appId: APP_ID,
       privateKey: PRIVATE_KEY,

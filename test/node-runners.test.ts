@@ -13,6 +13,7 @@ import { machineCa } from './support/ca.js';
 import { BASE_IMAGE, needDocker } from './support/docker.js';
 import { describeIf } from './support/skip.js';
 import { nodeDockerfile, nodeFixtureRepo, RUNNER_ARGV } from './support/node.js';
+import { compose } from '../src/cli/compose.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'agenticfix-node-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -76,7 +77,7 @@ d('jest, vitest and mocha for real, installed from the npm registry at build tim
       "fs.writeFileSync('/node_modules/.vite-temp/c.mjs', \"import { defineConfig } from 'vitest/config'; export default typeof defineConfig;\");",
       "import('/node_modules/.vite-temp/c.mjs').then((m) => console.log('loaded', m.default));",
     ].join('\n');
-    const run = await builder.sandboxFor(built.image_id!).run({
+    const run = await builder.sandboxFor(built.image_id!, runId).run({
       argv: ['node', '-e', script],
       worktree: repo,
       timeoutMs: 60_000,
@@ -92,7 +93,7 @@ d('jest, vitest and mocha for real, installed from the npm registry at build tim
     const repo = await nodeFixtureRepo(dir);
     const built = await builder.build({ dockerfile: nodeDockerfile(BASE_IMAGE), worktree: repo, runId });
     expect(built).toMatchObject({ success: true });
-    const sandbox = builder.sandboxFor(built.image_id!);
+    const sandbox = builder.sandboxFor(built.image_id!, runId);
     const cell = (argv: readonly string[]) =>
       runCell(
         { name: 'base', source: 'base', tests: 'base' },
@@ -196,7 +197,10 @@ d('jest, vitest and mocha for real, installed from the npm registry at build tim
       test_command: 'mocha test/mocha --reporter json > test-results.json',
       dockerfile: nodeDockerfile(BASE_IMAGE),
     });
-    const r = await gradeInstance(task, gold, config, { outDir: path.join(dir, 'graded') });
+    const r = await gradeInstance(task, gold, config, {
+      ...compose(config),
+      outDir: path.join(dir, 'graded'),
+    });
     // It was "No test files found" (`>` and the file name reached mocha as arguments): invalid_test_run.
     expect({ verdict: r.verdict, reason: r.reason }).toEqual({
       verdict: 'verified',

@@ -8,6 +8,7 @@ import { BASE_IMAGE, needDocker } from './support/docker.js';
 import { describeIf } from './support/skip.js';
 import { commitAll, tempDir } from './support/git-fixtures.js';
 import { fileVersion } from '../src/tools/files.js';
+import { compose } from '../src/cli/compose.js';
 
 // The same text as the verify-py fixture's Dockerfile, so a warm engine reuses its layers.
 const DOCKERFILE = `FROM ${BASE_IMAGE}
@@ -68,6 +69,7 @@ describeIf(engine)('test observations through the agent loop, in Docker', () => 
     let result;
     try {
       result = await runRepair({
+        ...compose(config),
         config,
         remote: repo,
         baseCommit: 'main',

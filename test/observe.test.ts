@@ -22,6 +22,7 @@ import { needDocker } from './support/docker.js';
 import { needService } from './support/services.js';
 import { describeIf, needAll } from './support/skip.js';
 import { startChild, until } from './support/e2e.js';
+import { compose } from '../src/cli/compose.js';
 
 /** Issue 27, item 3: /ping, /healthz and /metrics on serve and on workers, and log lines per run. */
 
@@ -55,6 +56,7 @@ describeIf(engine)('serve', () => {
       }),
     );
     app = await startApp({
+      ...compose(testConfig(home)),
       config: testConfig(home),
       appId: APP_ID,
       privateKey: PRIVATE_KEY,

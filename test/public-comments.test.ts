@@ -19,6 +19,7 @@ import {
 } from './support/app.js';
 import { BASE_IMAGE, needDocker } from './support/docker.js';
 import { describeIf } from './support/skip.js';
+import { compose } from '../src/cli/compose.js';
 
 /** Issue 27, item 7: what the app posts is public; the operator's paths and endpoints are not. */
 
@@ -170,6 +171,7 @@ describeIf(await needDocker())('a published run shows neither the model endpoint
     config = testConfig(home, { AGENTICFIX_BASE_IMAGE: BASE_IMAGE });
     model = await startScriptedModelServer(calcFixScript('add adds.', { runTests: true }));
     app = await startEmulatedApp(emu, {
+      ...compose(config),
       config,
       deps: REAL_JOB_DEPS,
       model: { kind: 'url', baseUrl: model.url, name: 'scripted' },

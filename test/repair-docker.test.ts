@@ -12,6 +12,7 @@ import { BASE_IMAGE, needDocker } from './support/docker.js';
 import { describeIf } from './support/skip.js';
 import { commitAll, tempDir } from './support/git-fixtures.js';
 import { fileVersion } from '../src/tools/files.js';
+import { compose } from '../src/cli/compose.js';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/agent-repo', import.meta.url));
 const VERSION = fileVersion(readFileSync(path.join(FIXTURE, 'src/math.js')));
@@ -49,6 +50,7 @@ async function repair(script: ScriptStep[], more: Partial<RepairOptions> = {}) {
   const server = await startScriptedModelServer(script);
   try {
     const result = await runRepair({
+      ...compose(config),
       config,
       remote: repo,
       baseCommit: 'main',

@@ -15,6 +15,7 @@ import { commitAll, tempDir } from './support/git-fixtures.js';
 import { fileVersion } from '../src/tools/files.js';
 import { requestCostUsd } from '../src/agent/tokens.js';
 import type { Usage } from '../src/agent/model.js';
+import { compose } from '../src/cli/compose.js';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/agent-repo', import.meta.url));
 const MATH = readFileSync(path.join(FIXTURE, 'src/math.js'), 'utf8');
@@ -75,6 +76,7 @@ async function repair(
   await server?.close(); // a test may call repair() more than once
   server = await startScriptedModelServer(script, { model: 'scripted-served-1', onRequest });
   const result = await runRepair({
+    ...compose(config),
     config,
     remote: repo,
     baseCommit: 'main',
@@ -447,6 +449,7 @@ describe('runRepair with the scripted model through the openai SDK', () => {
       ].join('\n') + '\n',
     );
     const result = await runRepair({
+      ...compose(config),
       config,
       remote: repo,
       baseCommit: 'main',
@@ -468,6 +471,7 @@ describe('runRepair with the scripted model through the openai SDK', () => {
     const input = new PassThrough();
     input.end('read_file {"path": "src/math.js"}\n');
     const result = await runRepair({
+      ...compose(config),
       config,
       remote: repo,
       baseCommit: 'main',

@@ -21,6 +21,7 @@ import {
   testConfig,
   waitFor,
 } from './support/app.js';
+import { compose } from '../src/cli/compose.js';
 
 /**
  * Maintainers steer the app's draft pull request: a review asking for changes or `/agenticfix revise`
@@ -74,6 +75,7 @@ describe('revisions of the app’s draft pull request', () => {
     emu.setPermission(O, R, 'reader', 'read');
     home = tempDir('revision-test-');
     app = await startApp({
+      ...compose(testConfig(home)),
       config: testConfig(home),
       appId: APP_ID,
       privateKey: PRIVATE_KEY,

@@ -11,6 +11,7 @@ import type { RunRequest } from '../src/environment/types.js';
 import { prepareHost } from '../src/pipeline/startup.js';
 import { BASE_IMAGE, needDocker, needRunsc } from './support/docker.js';
 import { describeIf } from './support/skip.js';
+import { compose } from '../src/cli/compose.js';
 
 /** A host uid that is not root, so the run maps to a non-root user in the container. */
 const OWNER = 1000;
@@ -89,7 +90,11 @@ describeIf(engine)('AGENTICFIX_RUNTIME at start-up (real engine)', () => {
 
   it('prepareHost agrees with the runtimes the engine lists', async () => {
     const registered = (await engineRuntimes(docker)).includes('runsc');
-    const started = prepareHost({ config: configOf('runsc'), docker: true });
+    const started = prepareHost({
+      config: configOf('runsc'),
+      workspaces: compose(configOf('runsc')).workspaces,
+      docker: true,
+    });
     if (registered) await expect(started).resolves.toBeDefined();
     else await expect(started).rejects.toThrow(/no "runsc" runtime/);
   });
@@ -167,6 +172,8 @@ timeout 5 bash -c 'echo hi > /dev/tcp/${hostIp}/${port}' 2>/dev/null && echo CON
   it('passes the start-up mount check through gVisor', async () => {
     const config = configOf('runsc');
     mkdirSync(config.worktreeDir, { recursive: true });
-    await expect(prepareHost({ config, docker: true, checkMounts: true })).resolves.toBeDefined();
+    await expect(
+      prepareHost({ config, workspaces: compose(config).workspaces, docker: true, checkMounts: true }),
+    ).resolves.toBeDefined();
   });
 });

@@ -16,6 +16,7 @@ import { removeTree } from '../src/workspace/tree.js';
 import { BASE_IMAGE, needDocker, needRunsc } from './support/docker.js';
 import { describeIf } from './support/skip.js';
 import { makeSourceRepo, tempDir, writeFiles } from './support/git-fixtures.js';
+import { compose } from '../src/cli/compose.js';
 
 /**
  * Issue 23: the adversarial corpus of the sandbox boundary. Each case is what test code (here a scripted
@@ -363,6 +364,7 @@ afterAll(async () => {
 
 /** What every judge of the corpus is given but its test command: a one-line patch of the README. */
 const judgeOptions = () => ({
+  ...compose(config),
   config,
   remote: source.path,
   baseCommit: source.head,
@@ -438,6 +440,7 @@ d('adversarial corpus: what a container writes never runs on the host (issue 23)
           const runId = `corpus-${runtime.name}-${process.pid}-${n}`;
           try {
             const result = await runRepair({
+              ...compose(config),
               remote: source.path,
               baseCommit: source.head,
               issue: { title: 't', body: '' },
@@ -565,7 +568,7 @@ d('hostile trees: what a command makes of the worktree (issue 35)', () => {
         { AGENTICFIX_HOME: path.join(tmp.dir, 'home'), AGENTICFIX_BASE_IMAGE: BASE_IMAGE, ...env },
         tmp.dir,
       );
-      return await runRepair({ ...hostileOptions(source, server.url, runId), config: cfg });
+      return await runRepair({ ...hostileOptions(source, server.url, runId), ...compose(cfg), config: cfg });
     } finally {
       await server.close();
     }
@@ -647,7 +650,7 @@ d('hostile trees: what a command makes of the worktree (issue 35)', () => {
               )
             ).stdout,
           ) as Ended)
-        : await runRepair({ ...options, config: loadConfig(env, home) });
+        : await runRepair({ ...options, ...compose(loadConfig(env, home)), config: loadConfig(env, home) });
       expect(plantingResult(result.trace_path)).toMatchObject({ error_code: 'disk_limit' });
       expect(result.stop_reason).toBe('fatal');
       expect(result.error).toMatch(
@@ -671,7 +674,9 @@ d('hostile trees: what a command makes of the worktree (issue 35)', () => {
     expect(report.cells).toHaveLength(4);
     for (const cell of report.cells) expect(cell.output_tail).toContain('planted');
     expect(leftOf(config.worktreeDir, runId)).toEqual([]);
-    await expect(prepareHost({ config, docker: false })).resolves.toMatchObject({
+    await expect(
+      prepareHost({ config, workspaces: compose(config).workspaces, docker: false }),
+    ).resolves.toMatchObject({
       quarantined_worktrees: [],
     });
   }, 300_000);

@@ -8,6 +8,7 @@ import { renderObservation } from '../src/tools/observation.js';
 import { ok } from '../src/tools/types.js';
 import { measureTree, removeTree } from '../src/workspace/tree.js';
 import { tempDir } from './support/git-fixtures.js';
+import { compose } from '../src/cli/compose.js';
 
 /**
  * Issue 35: trees of any shape. What tests (or `run_command`) can leave in a worktree — a directory chain
@@ -77,7 +78,7 @@ describe('trees deeper than PATH_MAX', () => {
     mkdirSync(kept);
     writeFileSync(path.join(kept, 'f'), 'x');
 
-    const cleanup = await prepareHost({ config, docker: false });
+    const cleanup = await prepareHost({ config, workspaces: compose(config).workspaces, docker: false });
     expect(cleanup.quarantined_worktrees.map((q) => q.worktree).sort()).toEqual(
       names.map((n) => path.join(config.worktreeDir, n)),
     );
@@ -90,7 +91,10 @@ describe('trees deeper than PATH_MAX', () => {
       await new Promise((r) => setTimeout(r, 100));
     expect(readdirSync(config.worktreeDir)).toEqual(['run-kept']);
     // The next start finds nothing left to do.
-    expect((await prepareHost({ config, docker: false })).quarantined_worktrees).toEqual([]);
+    expect(
+      (await prepareHost({ config, workspaces: compose(config).workspaces, docker: false }))
+        .quarantined_worktrees,
+    ).toEqual([]);
   }, 120_000);
 });
 

@@ -13,6 +13,7 @@ import type { RebuildPolicy } from '../src/config/repo-config.js';
 import { VerificationReportSchema, type VerificationReport } from '../src/verify/types.js';
 import { needDocker } from './support/docker.js';
 import { describeIf } from './support/skip.js';
+import { compose } from '../src/cli/compose.js';
 
 const FIXTURES = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures');
 const describeDocker = describeIf(await needDocker());
@@ -84,6 +85,7 @@ describeDocker('judge on a Python/pytest fixture (real git, real Docker)', () =>
   const reports: Record<string, VerificationReport> = {};
   const run = (name: string, patch: string, rebuild: RebuildPolicy = 'changed') =>
     judge({
+      ...compose(config),
       config,
       remote: repo.dir,
       baseCommit: 'main',
@@ -274,7 +276,7 @@ describeDocker('judge on a Python/pytest fixture (real git, real Docker)', () =>
     expect(loaded!.repo).toBe(repo.dir);
     expect(loaded!.FAIL_TO_PASS).toEqual(['tests/test_divide_zero.py::test_divide_by_zero']);
 
-    const out = (name: string) => ({ outDir: path.join(root, 'eval', name) });
+    const out = (name: string) => ({ ...compose(config), outDir: path.join(root, 'eval', name) });
     const resolved = await gradeInstance(loaded!, gold, config, out('gold'));
     expect(resolved.verdict).toBe('verified');
     expect(resolved.task).toMatchObject({
@@ -345,6 +347,7 @@ describeDocker("judge on a JavaScript fixture with node's test runner (real git,
   let repo: Repo;
   const run = (patch: string, runId: string) =>
     judge({
+      ...compose(config),
       config,
       remote: repo.dir,
       baseCommit: repo.sha,
@@ -406,6 +409,7 @@ describeDocker("judge on a JavaScript fixture with node's test runner (real git,
       '',
     ].join('\n');
     const r = await judge({
+      ...compose(config),
       config: { ...config, limits: { ...config.limits, minTestTimeoutMs: 2_000, maxTestTimeoutMs: 300_000 } },
       remote: repo.dir,
       baseCommit: repo.sha,

@@ -19,6 +19,7 @@ import { githubSpacingWaitMs } from '../publish/github.js';
 import { VerificationReportSchema } from '../verify/types.js';
 import type { BenchOptions } from './options.js';
 import { pct, round, share } from './stats.js';
+import { compose } from '../cli/compose.js';
 
 /**
  * Acknowledgement latency of 200 concurrent signed label deliveries to the real app endpoint. The
@@ -67,6 +68,7 @@ export async function benchWebhook({ smoke }: BenchOptions): Promise<Record<stri
   });
   const app = await startApp({
     config,
+    ...compose(config),
     appId: emu.appId,
     privateKey: keys.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
     webhookSecret: secret,
@@ -241,7 +243,7 @@ async function demoWallTime(): Promise<Record<string, number | string>> {
   try {
     for (const phase of ['cold', 'warm'] as const) {
       const spacing0 = githubSpacingWaitMs();
-      const s = await runAppDemo({ config, model: 'scripted', log: () => {} });
+      const s = await runAppDemo({ config, ...compose(config), model: 'scripted', log: () => {} });
       if (s.run_id) runs.push(s.run_id);
       if (s.result !== 'success' || s.label_to_pr_ms === null) throw new Error(`demo failed: ${s.error}`);
       const wall = s.label_to_pr_ms;

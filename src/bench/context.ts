@@ -7,6 +7,7 @@ import { scriptFromToolCalls, startScriptedModelServer } from '../emulator/scrip
 import { parseIssueMarkdown } from '../cli/run.js';
 import { runRepair } from '../pipeline/repair.js';
 import { createLedgerRepo, LEDGER_FIX_SUMMARY, LEDGER_ISSUE, ledgerTrajectory } from './ledger.js';
+import { compose } from '../cli/compose.js';
 
 interface Tokens {
   raw: number;
@@ -19,6 +20,7 @@ async function promptTokens(config: Config, repo: string, baseCommit: string): P
   const server = await startScriptedModelServer(scriptFromToolCalls(ledgerTrajectory(), LEDGER_FIX_SUMMARY));
   try {
     const result = await runRepair({
+      ...compose(config),
       config,
       remote: repo,
       baseCommit,

@@ -59,7 +59,7 @@ export async function benchDocker({ smoke }: BenchOptions): Promise<Record<strin
     const rebuilt = await builder.build({ dockerfile, worktree, runId, noCache: true });
     if (!rebuilt.success) throw new Error(`bench no-cache rebuild failed: ${rebuilt.error}`);
     const runs = smoke ? 1 : 5;
-    const dockerMs = await timeRuns(builder.sandboxFor(cold.image_id), worktree, runs);
+    const dockerMs = await timeRuns(builder.sandboxFor(cold.image_id, runId), worktree, runs);
     const localMs = await timeRuns(new LocalSandbox(), worktree, runs);
     return {
       cold_build_ms: cold.duration_ms,

@@ -16,6 +16,7 @@ import { startScriptedModelServer } from '../emulator/scripted-model.js';
 import { DockerEnvironmentBuilder } from '../images/builder.js';
 import type { RunRecord } from '../store/store.js';
 import { maxOverlap, pct, round } from './stats.js';
+import { compose } from '../cli/compose.js';
 
 const CLI = fileURLToPath(new URL('../cli/index.js', import.meta.url));
 const CONCURRENCY = 2;
@@ -66,6 +67,7 @@ export async function benchScaleDemo(
   emu.setPermission(OWNER, REPO, 'maint', 'write');
   const app = await startApp({
     config,
+    ...compose(config),
     appId: emu.appId,
     privateKey,
     webhookSecret: secret,

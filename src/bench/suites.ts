@@ -122,7 +122,7 @@ export async function benchSuites({ smoke }: BenchOptions): Promise<Record<strin
     const dockerfile = [`FROM ${config.sandbox.baseImage}`, ...nodeSetupSteps(project)!, ''].join('\n');
     const built = await builder.build({ dockerfile, worktree: project, runId });
     if (!built.success || !built.image_id) throw new Error(`bench build failed: ${built.error}`);
-    const sandbox = builder.sandboxFor(built.image_id);
+    const sandbox = builder.sandboxFor(built.image_id, runId);
     const copies = Array.from({ length: 4 }, () => generatedProject(tmp, files, tests));
     const out: Record<string, number | string> = {
       tests_per_runner: files * tests,

@@ -7,6 +7,7 @@ import { runAppDemo, type AppDemoSummary } from '../demo/app.js';
 import { runToolsOnlyDemo } from '../demo/tools-only.js';
 import { dockerAvailable } from '../environment/docker.js';
 import { untilStopped } from './app-env.js';
+import { compose } from './compose.js';
 import { command, parseCli } from './program.js';
 
 const cli = () =>
@@ -61,6 +62,7 @@ export async function demoCommand(argv: string[]): Promise<number> {
 
   if (flags.toolsOnly) {
     const summary = await runToolsOnlyDemo({
+      ...compose(config),
       config,
       sandbox: flags.sandbox ?? 'local',
       keepWorktrees: flags.keepWorktrees,
@@ -131,6 +133,7 @@ export async function demoCommand(argv: string[]): Promise<number> {
   };
   const summary = await runAppDemo({
     config,
+    ...compose(config),
     model,
     revise: flags.revise,
     log,

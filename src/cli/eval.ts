@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { loadConfig, type Config } from '../config/config.js';
 import { runRepair } from '../pipeline/repair.js';
 import { prepareHost } from '../pipeline/startup.js';
+import { compose } from './compose.js';
 import type { ModelSpec } from '../pipeline/types.js';
 import { newRunId } from '../trace/ids.js';
 import { gradeInstance, loadTasks, summarize, taskArgv, type RunSummary } from '../verify/task.js';
@@ -108,7 +109,8 @@ export async function evalCommand(argv: string[]): Promise<number> {
   }
   const taskFile = userFile('the task file', parsed.args[0]!);
   const config = loadConfig();
-  await prepareHost({ config, docker: true, checkMounts: true });
+  const parts = compose(config);
+  await prepareHost({ config, workspaces: parts.workspaces, docker: true, checkMounts: true });
   const only = values.instance.length > 0 ? values.instance : null;
   const tasks = (
     await loadTasks(taskFile, (m) => process.stderr.write(`agenticfix eval: warning: ${m}\n`))
@@ -123,6 +125,7 @@ export async function evalCommand(argv: string[]): Promise<number> {
       // A scripted model replays from its first step for each repair.
       const model = await modelFromFlag(values.model, () => modelSpec(values.model, config));
       const repair = await runRepair({
+        ...parts,
         config,
         remote: task.repo,
         baseCommit: task.base_commit,
@@ -133,6 +136,7 @@ export async function evalCommand(argv: string[]): Promise<number> {
         dockerfile: task.dockerfile,
       }).finally(() => model.close());
       const report = await gradeInstance(task, repair.patch, config, {
+        ...parts,
         dockerfile: task.dockerfile ?? repair.dockerfile ?? undefined,
         outDir: path.join(outDir, `run-${k}`, task.instance_id),
       });

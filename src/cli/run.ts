@@ -4,6 +4,7 @@ import { loadConfig } from '../config/config.js';
 import { usd } from '../config/prices.js';
 import { runRepair } from '../pipeline/repair.js';
 import { prepareHost } from '../pipeline/startup.js';
+import { compose } from './compose.js';
 import type { IssueText, RepairResult } from '../agent/types.js';
 import type { ModelSpec, RepairProgress } from '../pipeline/types.js';
 import { stopwatch } from '../trace/phases.js';
@@ -112,8 +113,15 @@ export async function runCommand(argv: string[]): Promise<number> {
   const model = await modelFromFlag(flags.model, () => modelSpec(flags.model, log));
   try {
     const config = loadConfig();
-    await prepareHost({ config, docker: flags.sandbox === 'docker', checkMounts: true });
+    const parts = compose(config);
+    await prepareHost({
+      config,
+      workspaces: parts.workspaces,
+      docker: flags.sandbox === 'docker',
+      checkMounts: true,
+    });
     const result = await runRepair({
+      ...parts,
       config,
       remote: resolveRepo(flags.repo),
       baseCommit: flags.base,

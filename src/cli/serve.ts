@@ -6,6 +6,7 @@ import { loadEnv } from '../config/config.js';
 import { buildInfo } from '../config/version.js';
 import { appLogger } from '../observe.js';
 import { untilStopped } from './app-env.js';
+import { compose } from './compose.js';
 import { reportCheck, startupCheck } from './doctor.js';
 import { command, parseCli } from './program.js';
 import { needsSetup, noCredentials, runSetup } from './setup.js';
@@ -42,6 +43,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const log = appLogger(config);
   const running = await startApp({
     config,
+    ...compose(config),
     log,
     ...app,
     webhookSecret: env.WEBHOOK_SECRET,

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { loadConfig } from '../config/config.js';
 import { prepareHost } from '../pipeline/startup.js';
+import { compose } from './compose.js';
 import { splitArgv } from '../verify/argv.js';
 import { judge } from '../verify/judge.js';
 import { renderMarkdown } from '../verify/markdown.js';
@@ -60,7 +61,8 @@ export async function verifyCommand(argv: string[]): Promise<number> {
   const patch = readUserFile('--patch', values.patch);
   const dockerfile = values.dockerfile ? readUserFile('--dockerfile', values.dockerfile) : undefined;
   const config = loadConfig();
-  await prepareHost({ config, docker: true, checkMounts: true });
+  const parts = compose(config);
+  await prepareHost({ config, workspaces: parts.workspaces, docker: true, checkMounts: true });
   let report: VerificationReport;
 
   if (values.task || values.instance) {
@@ -75,7 +77,7 @@ export async function verifyCommand(argv: string[]): Promise<number> {
       base_commit: values.base ?? task.base_commit,
       test_command: values.test ?? task.test_command,
     };
-    report = await gradeInstance(overridden, patch, config, { dockerfile });
+    report = await gradeInstance(overridden, patch, config, { ...parts, dockerfile });
   } else {
     const missing = (['repo', 'base', 'dockerfile', 'test'] as const).filter((k) => !values[k]);
     if (missing.length > 0) return usage(`missing ${missing.map((k) => `--${k}`).join(', ')}`);
@@ -86,6 +88,7 @@ export async function verifyCommand(argv: string[]): Promise<number> {
       return usage((err as Error).message);
     }
     report = await judge({
+      ...parts,
       config,
       remote: resolveRepo(values.repo!),
       baseCommit: values.base!,

@@ -9,6 +9,7 @@ import { appOctokit, type GitHub } from '../publish/github.js';
 import { RunWorker } from '../queue/bullmq.js';
 import { openStore } from '../store/open-store.js';
 import { untilStopped } from './app-env.js';
+import { compose } from './compose.js';
 import { reportCheck, startupCheck } from './doctor.js';
 import { command, parseCli } from './program.js';
 
@@ -37,7 +38,9 @@ export async function workerCommand(argv: string[]): Promise<number> {
   const log = appLogger(config);
   const probot = new Probot({ ...app, Octokit: appOctokit(config, publicScrubber(config)), log });
   const store = await openStore(config);
+  const parts = compose(config);
   const runner = new JobRunner({
+    ...parts,
     config,
     store,
     auth: async (installationId) => (await probot.auth(installationId)) as GitHub,
@@ -48,6 +51,7 @@ export async function workerCommand(argv: string[]): Promise<number> {
     log.info(
       await prepareHost({
         config,
+        workspaces: parts.workspaces,
         docker: true,
         checkMounts: true,
         isFinished: (id) => runner.isFinished(id),

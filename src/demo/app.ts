@@ -7,6 +7,7 @@ import type { Config } from '../config/config.js';
 import { startGitHubEmulator } from '../emulator/github.js';
 import { startScriptedModelServer } from '../emulator/scripted-model.js';
 import type { ModelSpec } from '../pipeline/types.js';
+import type { Parts } from '../verify/types.js';
 import { startApp } from '../app.js';
 import {
   CALCULATOR_ISSUE,
@@ -71,18 +72,21 @@ const SCRIPTED_PRICE = { input: 1, cached_input: 0.1, output: 4 };
  * agent (the scripted model unless a real one is configured) in the Docker sandbox, has the judge
  * verify the patch from scratch, and opens a draft pull request with the evidence.
  */
-export async function runAppDemo(opts: {
-  config: Config;
-  model: 'scripted' | 'configured';
-  /** Then the maintainer reviews the draft asking for a change, and the app revises it. */
-  revise?: boolean;
-  log: (line: string) => void;
-  /**
-   * Keep serving the run pages (`--serve`): called with the summary once the demo is over; the app,
-   * the emulator and the model stay up until it resolves.
-   */
-  serve?: (summary: AppDemoSummary) => Promise<void>;
-}): Promise<AppDemoSummary> {
+/** With the process's parts (src/cli/compose.ts). */
+export async function runAppDemo(
+  opts: Parts & {
+    config: Config;
+    model: 'scripted' | 'configured';
+    /** Then the maintainer reviews the draft asking for a change, and the app revises it. */
+    revise?: boolean;
+    log: (line: string) => void;
+    /**
+     * Keep serving the run pages (`--serve`): called with the summary once the demo is over; the app,
+     * the emulator and the model stay up until it resolves.
+     */
+    serve?: (summary: AppDemoSummary) => Promise<void>;
+  },
+): Promise<AppDemoSummary> {
   const { config, log } = opts;
   const work = mkdtempSync(path.join(tmpdir(), 'agenticfix-demo-'));
   const keys = generateKeyPairSync('rsa', { modulusLength: 2048 });
@@ -135,6 +139,9 @@ export async function runAppDemo(opts: {
     webhookSecret: secret,
     baseUrl: emu.url,
     port: 0,
+    workspaces: opts.workspaces,
+    images: opts.images,
+    sandboxes: opts.sandboxes,
     model,
     sandbox: 'docker',
     checkMounts: true,

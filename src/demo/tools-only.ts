@@ -1,15 +1,13 @@
-import Docker from 'dockerode';
 import { randomBytes } from 'node:crypto';
 import type { Config } from '../config/config.js';
-import { DockerEnvironmentBuilder } from '../images/builder.js';
-import { LocalSandbox } from '../environment/local.js';
-import type { RunOutcome } from '../environment/types.js';
+import type { DockerEnvironmentBuilder } from '../images/builder.js';
+import type { RunOutcome, SandboxFactory } from '../environment/types.js';
 import type { TestSummary } from '../testrunners/summary.js';
 import { applyPatch, exportPatch } from '../patch/patch.js';
 import { createRegistry, toolsFor } from '../tools/registry.js';
 import type { ToolContext, ToolResult } from '../tools/types.js';
 import { RunTrace, TraceError } from '../trace/trace.js';
-import { GitWorkspaceManager } from '../workspace/manager.js';
+import type { GitWorkspaceManager } from '../workspace/manager.js';
 import type { Worktree } from '../workspace/types.js';
 import {
   CALCULATOR_TEST_ARGV,
@@ -23,6 +21,10 @@ export interface DemoOptions {
   sandbox: 'local' | 'docker';
   keepWorktrees: boolean;
   log: (line: string) => void;
+  /** The process's parts (src/cli/compose.ts). */
+  workspaces: GitWorkspaceManager;
+  images: DockerEnvironmentBuilder;
+  sandboxes: SandboxFactory;
 }
 
 export interface DemoSummary {
@@ -47,11 +49,10 @@ const counts = (o: RunOutcome | null): Counts | null =>
  * calculator in one worktree; the exported patch is then applied and tested in a second, clean one.
  */
 export async function runToolsOnlyDemo(opts: DemoOptions): Promise<DemoSummary> {
-  const { config, log } = opts;
+  const { config, log, workspaces, sandboxes } = opts;
   const runId = `demo-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
   const trace = new RunTrace(runId, config.runsDir);
   const started = new Date().toISOString();
-  const workspaces = new GitWorkspaceManager({ cacheDir: config.cacheDir, worktreeDir: config.worktreeDir });
   const worktrees: Worktree[] = [];
   const summary: DemoSummary = {
     result: 'failure',
@@ -65,8 +66,7 @@ export async function runToolsOnlyDemo(opts: DemoOptions): Promise<DemoSummary> 
     error: null,
   };
   let toolCalls = 0;
-  const builder =
-    opts.sandbox === 'docker' ? new DockerEnvironmentBuilder(new Docker(), config.sandbox) : null;
+  const builder = opts.sandbox === 'docker' ? opts.images : null;
   try {
     const { repo, baseCommit } = await createCalculatorRepo();
     log(`repository ${repo} at ${baseCommit.slice(0, 12)}`);
@@ -80,7 +80,7 @@ export async function runToolsOnlyDemo(opts: DemoOptions): Promise<DemoSummary> 
       limits: config.limits,
       testCommands: { default: CALCULATOR_TEST_ARGV },
       runDir: trace.dir,
-      sandbox: builder ? null : new LocalSandbox(),
+      sandbox: builder ? null : sandboxes.local(),
       environment: null,
       builder,
       trace,
@@ -116,8 +116,7 @@ export async function runToolsOnlyDemo(opts: DemoOptions): Promise<DemoSummary> 
     worktrees.push(clean);
     const applied = await applyPatch(clean, exported.patch);
     if (!applied.ok) throw new Error(`patch does not apply: ${applied.error}`);
-    const sandbox =
-      ctx.environment && builder ? builder.sandboxFor(ctx.environment.imageId) : new LocalSandbox();
+    const sandbox = ctx.environment ? sandboxes.container(ctx.environment.imageId, runId) : sandboxes.local();
     const verify = await sandbox.run({
       argv: CALCULATOR_TEST_ARGV,
       worktree: clean.path,

@@ -78,8 +78,17 @@ export interface BuildOptions {
 export interface EnvironmentBuilder {
   /** Builds (or reuses from cache) an image from a Dockerfile text and a snapshot of the worktree. */
   build(opts: BuildOptions): Promise<BuildResult>;
-  /** A sandbox that runs argv in containers of the given image. */
-  sandboxFor(imageId: string): Sandbox;
+  /** A sandbox that runs argv in containers of the given image, labelled with the run. */
+  sandboxFor(imageId: string, runId: string): Sandbox;
   /** Base images available locally (told to the model when no registry is reachable). */
   localBaseImages(): Promise<string[]>;
+}
+
+/**
+ * Makes the sandboxes runs test in: on the host (trusted repositories only), or in containers of a
+ * built image, labelled with the run that uses them (the engine sweep ends a finished run's containers).
+ */
+export interface SandboxFactory {
+  local(): Sandbox;
+  container(imageId: string, runId: string): Sandbox;
 }

@@ -43,8 +43,6 @@ const DiskUsageSchema = z.looseObject({
  * args, no registry credentials, no host mounts. Identical environments are built once.
  */
 export class DockerEnvironmentBuilder implements EnvironmentBuilder {
-  /** Which run first asked for each image, so its containers carry that run's label. */
-  private readonly runOf = new Map<string, string>();
   private readonly leases: ImageLeases;
 
   constructor(
@@ -107,7 +105,6 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
           () => false,
         ));
       if (cached && leased) {
-        this.runOf.set(cached.Id, this.runOf.get(cached.Id) ?? opts.runId);
         const log = compactBuildLog([`cache hit: identical environment already built as ${tag}`], 'ok');
         return {
           success: true,
@@ -156,7 +153,6 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
         'the image was removed by a concurrent cleanup before it could be leased; build again',
         run.log.result('failed'),
       );
-    this.runOf.set(image.Id, opts.runId);
     await this.gc({ protect: image.Id }).catch(() => undefined);
     return {
       success: true,
@@ -170,8 +166,9 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
     };
   }
 
-  sandboxFor(imageId: string): DockerSandbox {
-    return new DockerSandbox(this.docker, imageId, this.cfg, this.runOf.get(imageId));
+  /** One builder serves every run of the process: each run's containers carry its own label. */
+  sandboxFor(imageId: string, runId: string): DockerSandbox {
+    return new DockerSandbox(this.docker, imageId, this.cfg, runId);
   }
 
   /**

@@ -8,8 +8,7 @@ import { tokenAuth } from '../publish/pr.js';
 import type { StatusComment } from '../publish/status.js';
 import type { RunRecord, RunStore, RunUpdate } from '../store/store.js';
 import { previousSummary, revisionContext } from '../revision/prompt.js';
-import type { JudgeOptions, VerificationReport } from '../verify/types.js';
-import type { GitWorkspaceManager } from '../workspace/manager.js';
+import type { JudgeOptions, Parts, VerificationReport } from '../verify/types.js';
 import { freeBytes, mebibytes } from './disk.js';
 import { costRefusal } from './pricing.js';
 import type { Reporter } from './reporter.js';
@@ -23,11 +22,10 @@ export interface JobDeps {
   renderEvidence(report: VerificationReport): Promise<string> | string;
 }
 
-/** What every run's steps share: settings, the store, the mirrors, the stages and the reporter. */
-export interface Services {
+/** What every run's steps share: settings, the store, the process's parts, the stages and the reporter. */
+export interface Services extends Parts {
   config: Config;
   store: RunStore;
-  workspaces: GitWorkspaceManager;
   deps: JobDeps;
   reporter: Reporter;
   log?: Pick<Logger, 'info' | 'warn' | 'error'> | undefined;

@@ -13,7 +13,7 @@ import { metrics } from '../trace/metrics.js';
 import { stopwatch } from '../trace/phases.js';
 import { RunTrace } from '../trace/trace.js';
 import { code, inert } from '../verify/untrusted.js';
-import { GitWorkspaceManager } from '../workspace/manager.js';
+import type { Parts } from '../verify/types.js';
 import { prepare, type JobDeps, type RunContext, type RepairInputs, type Services } from './context.js';
 import { freeBytes } from './disk.js';
 import { openPr } from './open-pr.js';
@@ -63,7 +63,8 @@ export const REAL_JOB_DEPS: JobDeps = {
   renderEvidence: async (r) => (await import('../verify/markdown.js')).renderMarkdown(r),
 };
 
-export interface JobRunnerOptions {
+/** With the process's parts (src/cli/compose.ts): every run and its judge share them. */
+export interface JobRunnerOptions extends Parts {
   config: Config;
   store: RunStore;
   /** An installation-authenticated client. */
@@ -86,7 +87,9 @@ export class JobRunner implements QueueHooks {
     this.s = {
       config: o.config,
       store: o.store,
-      workspaces: new GitWorkspaceManager({ cacheDir: o.config.cacheDir, worktreeDir: o.config.worktreeDir }),
+      workspaces: o.workspaces,
+      images: o.images,
+      sandboxes: o.sandboxes,
       deps: o.deps ?? REAL_JOB_DEPS,
       reporter: this.reporter,
       log: o.log,
@@ -241,7 +244,11 @@ export class JobRunner implements QueueHooks {
   private async repair(c: RunContext, inputs: RepairInputs): Promise<RepairResult> {
     const { run, rc } = c;
     let phase = '';
+    const { workspaces, images, sandboxes } = this.s;
     const result = await this.s.deps.repair({
+      workspaces,
+      images,
+      sandboxes,
       config: inputs.runConfig,
       remote: c.remote,
       baseCommit: inputs.start,

@@ -32,8 +32,11 @@ export async function judgeRun(
   result: RepairResult,
   cumulative?: string,
 ): Promise<VerificationReport> {
-  const { config, deps } = c.s;
+  const { config, deps, workspaces, images, sandboxes } = c.s;
   const report = await deps.judge({
+    workspaces,
+    images,
+    sandboxes,
     config: { ...config, limits: repoLimits(config.limits, c.rc) },
     suiteMs: result.suite_ms,
     remote: c.remote,

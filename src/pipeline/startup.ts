@@ -6,7 +6,7 @@ import { ConfigError, type Config } from '../config/config.js';
 import { dockerAvailable } from '../environment/docker.js';
 import { forgetLent, isLent, restoreLentWorktrees, type Restored } from '../environment/lending.js';
 import { checkBindMounts, checkRuntime, MountCheckError, sweepContainers } from '../environment/startup.js';
-import { GitWorkspaceManager } from '../workspace/manager.js';
+import type { GitWorkspaceManager } from '../workspace/manager.js';
 import { worktreeOverLimits } from '../workspace/tree.js';
 
 /** What every entry point (serve, demo, run, verify, eval) does before its first run. */
@@ -22,6 +22,8 @@ export interface HostCleanup {
 
 export interface PrepareHostOptions {
   config: Config;
+  /** The process's workspace manager (src/cli/compose.ts). */
+  workspaces: GitWorkspaceManager;
   /** Runs use the Docker sandbox: sweep the engine (when one answers) and check the mounts. */
   docker: boolean;
   /** Prove that the engine sees the worktree dir (serve, run): a failure stops the program. */
@@ -48,10 +50,11 @@ export async function prepareHost(o: PrepareHostOptions): Promise<HostCleanup> {
   const containers = engine ? await sweepContainers(docker, { isFinished: o.isFinished }) : [];
   const quarantined = await quarantineBadWorktrees(
     config,
+    o.workspaces,
     await restoreLentWorktrees(config.worktreeDir),
     o.log,
   );
-  const removed = await removeOldWorktrees(config);
+  const removed = await removeOldWorktrees(config, o.workspaces);
   const retained = await applyRetention(config, o.isRunning);
   if (o.docker && o.checkMounts) {
     if (!engine) throw new ConfigError('no Docker engine answers (DOCKER_HOST or /var/run/docker.sock)');
@@ -78,10 +81,10 @@ export async function prepareHost(o: PrepareHostOptions): Promise<HostCleanup> {
  */
 async function quarantineBadWorktrees(
   config: Config,
+  workspaces: GitWorkspaceManager,
   lent: Restored,
   log?: PrepareHostOptions['log'],
 ): Promise<{ restored: string[]; set_aside: HostCleanup['quarantined_worktrees'] }> {
-  const workspaces = new GitWorkspaceManager({ cacheDir: config.cacheDir, worktreeDir: config.worktreeDir });
   const bad = lent.failed.map((f) => ({ worktree: f.worktree, reason: `cannot be handed back: ${f.error}` }));
   const restored: string[] = [];
   for (const worktree of lent.restored) {
@@ -119,8 +122,7 @@ export async function sweepEngine(isFinished?: (runId: string) => Promise<boolea
 }
 
 /** The age policy (AGENTICFIX_WORKTREE_MAX_AGE_H); worktrees lent to a container right now are spared. */
-export function removeOldWorktrees(config: Config): Promise<string[]> {
-  const workspaces = new GitWorkspaceManager({ cacheDir: config.cacheDir, worktreeDir: config.worktreeDir });
+export function removeOldWorktrees(config: Config, workspaces: GitWorkspaceManager): Promise<string[]> {
   return workspaces.removeOlderThan(config.app.worktreeMaxAgeMs, isLent);
 }
 

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { Config } from '../config/config.js';
 import type { RunOutcome } from '../environment/types.js';
+import type { Parts } from '../verify/types.js';
 import type { IssueText } from '../agent/types.js';
 import type { TraceEvent } from '../trace/trace.js';
 
@@ -10,7 +11,8 @@ export type ModelSpec =
   | { kind: 'url'; baseUrl: string; name: string; apiKey?: string } // any OpenAI-compatible server (scripted server in tests)
   | { kind: 'human'; input?: NodeJS.ReadableStream; output?: NodeJS.WritableStream };
 
-export interface RepairOptions {
+/** The process's parts (src/cli/compose.ts) are the judge's too: one builder leases a run's images. */
+export interface RepairOptions extends Parts {
   config: Config;
   remote: string; // local path or URL of the repository
   baseCommit: string; // any revision; resolved to a full SHA

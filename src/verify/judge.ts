@@ -3,14 +3,12 @@ import { newRunId } from '../trace/ids.js';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { availableParallelism, totalmem } from 'node:os';
 import path from 'node:path';
-import Docker from 'dockerode';
 import type { Config } from '../config/config.js';
-import { DockerEnvironmentBuilder } from '../images/builder.js';
 import { runCpus } from '../testrunners/runners.js';
 import { testLimitMs } from '../environment/time-limits.js';
 import type { BuildResult, Sandbox } from '../environment/types.js';
 import { applyPatch, patchFiles } from '../patch/patch.js';
-import { GitWorkspaceManager } from '../workspace/manager.js';
+import type { GitWorkspaceManager } from '../workspace/manager.js';
 import type { Worktree } from '../workspace/types.js';
 import { CellInfraError, CellIsolationError, runCell } from './cells.js';
 import { evaluate } from './evaluate.js';
@@ -18,7 +16,7 @@ import { renderMarkdown } from './markdown.js';
 import { formatFlag, scanPatch, staticTestModifications } from './scan.js';
 import { classifyPatch, joinPatch, splitPatch } from './split.js';
 import type { RebuildPolicy } from '../config/repo-config.js';
-import type { Cell, CellName, JudgeOptions, VerificationReport, Verdict } from './types.js';
+import type { Cell, CellName, JudgeOptions, Parts, VerificationReport, Verdict } from './types.js';
 import { VerificationReportSchema } from './types.js';
 import { stopwatch } from '../trace/phases.js';
 
@@ -97,11 +95,8 @@ export function infraReason(err: unknown): string {
 
 /** Worktrees of one judge call, all removed at the end whatever happens. */
 export class Worktrees {
-  readonly manager: GitWorkspaceManager;
   private readonly created: Worktree[] = [];
-  constructor(config: Config) {
-    this.manager = new GitWorkspaceManager({ cacheDir: config.cacheDir, worktreeDir: config.worktreeDir });
-  }
+  constructor(readonly manager: GitWorkspaceManager) {}
   async create(remote: string, sha: string, runId: string): Promise<Worktree> {
     return (await this.createMany(remote, sha, [runId]))[0]!;
   }
@@ -124,7 +119,7 @@ export class Worktrees {
  */
 export async function buildEnvironment(
   report: VerificationReport,
-  a: {
+  a: Pick<Parts, 'images' | 'sandboxes'> & {
     config: Config;
     dockerfile: string;
     worktree: string;
@@ -133,7 +128,7 @@ export async function buildEnvironment(
     signal?: AbortSignal;
   },
 ): Promise<{ build: BuildResult; sandbox: Sandbox | null; dispose: () => Promise<void> }> {
-  const builder = new DockerEnvironmentBuilder(new Docker(), a.config.sandbox);
+  const builder = a.images;
   const noCache = a.rebuild === 'always';
   report.commands.push(`docker build${noCache ? ' --no-cache' : ''} (context: ${a.worktree})`);
   const build = await builder.build({
@@ -164,7 +159,7 @@ export async function buildEnvironment(
     dockerfile_sha256: createHash('sha256').update(a.dockerfile).digest('hex'),
     network: build.network,
   };
-  return { build, sandbox: builder.sandboxFor(build.image_id), dispose };
+  return { build, sandbox: a.sandboxes.container(build.image_id, a.runId), dispose };
 }
 
 /** In the order of the evidence table; worktrees are prepared in reverse, so the full patch is tried first. */
@@ -257,7 +252,7 @@ async function decide(opts: JudgeOptions, runId: string): Promise<VerificationRe
     patch_tests: joinPatch(tests),
     patched: opts.patch,
   };
-  const worktrees = new Worktrees(opts.config);
+  const worktrees = new Worktrees(opts.workspaces);
   let dispose = async () => {};
   try {
     const base = await worktrees.manager.resolve(opts.remote, opts.baseCommit);

@@ -13,7 +13,7 @@ import { gradeRow } from './test-ids.js';
 import { newRunId } from '../trace/ids.js';
 import { buildEnvironment, finish, infraReason, newReport, unbuilt, Worktrees } from './judge.js';
 import type { RebuildPolicy } from '../config/repo-config.js';
-import type { VerificationReport } from './types.js';
+import type { Parts, VerificationReport } from './types.js';
 
 /** SWE-bench stores test lists as JSON-encoded strings; plain arrays are accepted too. */
 const IdList = z.union([
@@ -117,7 +117,7 @@ export const taskArgv = (t: Task): string[] => {
   return Array.isArray(t.test_command) ? t.test_command : splitArgv(t.test_command);
 };
 
-export interface GradeOptions {
+export interface GradeOptions extends Parts {
   /** Overrides the task's Dockerfile (e.g. the one the agent's run ended with). */
   dockerfile?: string;
   /** Directory of report.json (default: <runsDir>/<runId>). */
@@ -147,7 +147,7 @@ export async function gradeInstance(
   task: Task,
   candidatePatch: string,
   config: Config,
-  opts: GradeOptions = {},
+  opts: GradeOptions,
 ): Promise<VerificationReport> {
   const runId = opts.runId ?? newRunId(`task-${task.instance_id}`.slice(0, 100));
   const report = newReport({
@@ -176,7 +176,7 @@ export async function gradeInstance(
   const dockerfile = opts.dockerfile ?? task.dockerfile;
   if (!dockerfile) return done('build_failed', 'The task has no Dockerfile and none was given.');
 
-  const worktrees = new Worktrees(config);
+  const worktrees = new Worktrees(opts.workspaces);
   let dispose = async () => {};
   try {
     const base = await worktrees.manager.resolve(task.repo, task.base_commit);
@@ -205,6 +205,8 @@ export async function gradeInstance(
       );
 
     const { sandbox, ...env } = await buildEnvironment(report, {
+      images: opts.images,
+      sandboxes: opts.sandboxes,
       config,
       dockerfile,
       worktree: wt.path,

@@ -1,6 +1,9 @@
 import { z } from 'zod';
 import type { Config } from '../config/config.js';
 import type { RebuildPolicy } from '../config/repo-config.js';
+import type { SandboxFactory } from '../environment/types.js';
+import type { DockerEnvironmentBuilder } from '../images/builder.js';
+import type { GitWorkspaceManager } from '../workspace/manager.js';
 import { RunnerSchema, TestResultSchema } from '../testrunners/reports/types.js';
 
 export const VerdictSchema = z.enum([
@@ -16,7 +19,17 @@ export const VerdictSchema = z.enum([
 ]);
 export type Verdict = z.infer<typeof VerdictSchema>;
 
-export interface JudgeOptions {
+/**
+ * The parts a process's runs and judges share, built once by src/cli/compose.ts: the mirrors and
+ * worktrees, the image builder (and its leases) and the sandboxes.
+ */
+export interface Parts {
+  workspaces: GitWorkspaceManager;
+  images: DockerEnvironmentBuilder;
+  sandboxes: SandboxFactory;
+}
+
+export interface JudgeOptions extends Parts {
   config: Config;
   remote: string; // repository (local path or URL)
   baseCommit: string; // any revision; resolved to a full SHA

@@ -15,8 +15,9 @@ import type { RepairResult } from '../../src/agent/types.js';
 import type { RepairOptions } from '../../src/pipeline/types.js';
 import { appOctokit, type GitHub } from '../../src/publish/github.js';
 import { finish, newReport } from '../../src/verify/judge.js';
-import type { JudgeOptions, Verdict, VerificationReport } from '../../src/verify/types.js';
+import type { JudgeOptions, Parts, Verdict, VerificationReport } from '../../src/verify/types.js';
 import { git } from '../../src/workspace/git.js';
+import { compose } from '../../src/cli/compose.js';
 
 /** Shared fixtures of the app tests: keys, config, an emulator, and fast-but-real pipeline stand-ins. */
 
@@ -52,9 +53,13 @@ export async function startEmulator(): Promise<GitHubEmulator> {
 /** startApp as the app of `emu` (this file's id, key and secret), on a free port, quiet. */
 export function startEmulatedApp(
   emu: GitHubEmulator,
-  o: Omit<StartAppOptions, 'appId' | 'privateKey' | 'webhookSecret' | 'baseUrl' | 'port' | 'log'>,
+  o: Omit<
+    StartAppOptions,
+    'appId' | 'privateKey' | 'webhookSecret' | 'baseUrl' | 'port' | 'log' | keyof Parts
+  >,
 ): Promise<RunningApp> {
   return startApp({
+    ...compose(o.config),
     appId: APP_ID,
     privateKey: PRIVATE_KEY,
     webhookSecret: SECRET,

@@ -43,6 +43,7 @@ export const PROJECTS = {
   /** The app in-process against the GitHub emulator and the scripted model (or a browser); no Docker. */
   app: [
     'app',
+    'composition-root',
     'contract',
     'cost-app',
     'docker-context',

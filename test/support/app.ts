@@ -50,13 +50,14 @@ export async function startEmulator(): Promise<GitHubEmulator> {
   return startGitHubEmulator({ webhookSecret: SECRET, appId: APP_ID, publicKeyPem: PUBLIC_KEY });
 }
 
-/** startApp as the app of `emu` (this file's id, key and secret), on a free port, quiet. */
+/** startApp as the app of `emu` (this file's id, key and secret), on a free port, quiet; parts composed from its config unless given. */
 export function startEmulatedApp(
   emu: GitHubEmulator,
   o: Omit<
     StartAppOptions,
     'appId' | 'privateKey' | 'webhookSecret' | 'baseUrl' | 'port' | 'log' | keyof Parts
-  >,
+  > &
+    Partial<Parts>,
 ): Promise<RunningApp> {
   return startApp({
     ...compose(o.config),

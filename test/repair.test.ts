@@ -422,6 +422,22 @@ describe('runRepair with the scripted model through the openai SDK', () => {
     expect(result.stop_reason).toBe('time_budget');
   });
 
+  it('the trace names each step as it starts and result.json times it; a failed step ends the steps before the patch', async () => {
+    const steps = (events: string) =>
+      events
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { type: string; name?: string })
+        .filter((e) => e.type === 'step')
+        .map((e) => e.name);
+    const done = await repair([READ, FINISH]);
+    const all = ['model_setup', 'workspace', 'environment', 'agent', 'patch_and_cleanup'];
+    expect(steps(done.events)).toEqual(all);
+    expect(Object.keys(done.result.phases_ms)).toEqual(all);
+    const bad = await repair([], { baseCommit: 'no-such-rev' });
+    expect(steps(bad.events)).toEqual(['model_setup', 'workspace', 'patch_and_cleanup']);
+  });
+
   it('an unknown base revision or a missing model setting is a fatal stop, still with result.json and final.patch', async () => {
     const bad = await repair([], { baseCommit: 'no-such-rev' });
     expect(bad.result).toMatchObject({ stop_reason: 'fatal', patch: '', worktree_path: null });

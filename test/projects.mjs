@@ -45,6 +45,7 @@ export const PROJECTS = {
     'app',
     'contract',
     'cost-app',
+    'attempts-app',
     'docker-context',
     'emulator-github',
     'emulator-github-probot',

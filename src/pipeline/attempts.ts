@@ -133,10 +133,11 @@ export async function runAttempts(c: RunContext, count: number, steps: AttemptSt
   }
   const cost = limit === null && attempts.every((a) => a.cost_usd === null) ? null : spent();
   const totals: RunUpdate = { cost_usd: cost };
+  const chosen = signal.aborted ? null : choose(attempts);
+  if (chosen) chosen.published = true;
+  await record();
   if (signal.aborted) return totals;
-  const chosen = choose(attempts);
   if (!chosen) {
-    await record();
     const first = attempts.find((a) => judged.has(a.n));
     await c.s.reporter.finalStatus(run, {
       phase: 'done',
@@ -144,8 +145,6 @@ export async function runAttempts(c: RunContext, count: number, steps: AttemptSt
     });
     return { ...totals, state: 'done', verdict: first?.verdict ?? null };
   }
-  chosen.published = true;
-  await record();
   const { result, report } = judged.get(chosen.n)!;
   // The run's figures are the published attempt's, its cost that of all attempts.
   await c.s.store.update(run.id, {

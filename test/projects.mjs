@@ -10,6 +10,7 @@ export const PROJECTS = {
     'agent-bench-context',
     'agent-loop',
     'agent-units',
+    'attempts',
     'architecture',
     'buildlog',
     'commands',

@@ -74,6 +74,7 @@ export const PROJECTS = {
     'build-output',
     'container',
     'demo-app',
+    'demo-attempts',
     'demo-revise',
     'demo-serve',
     'demo-tools',

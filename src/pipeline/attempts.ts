@@ -233,7 +233,7 @@ function notRun(
 
 const pageLink = (c: RunContext, a: Attempt): string => {
   const url = runPageUrl(c.s.config.web.publicUrl, c.run.id);
-  return url ? `[${a.run_id}](${url}#${a.run_id})` : `\`${a.run_id}\``;
+  return url ? `[${a.run_id}](${url})` : `\`${a.run_id}\``;
 };
 
 /** One line per attempt for the status comment. */

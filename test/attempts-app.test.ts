@@ -25,6 +25,7 @@ describe('attempts through the app', () => {
   let emu: GitHubEmulator;
   let app: RunningApp;
   let home: string;
+  let config: ReturnType<typeof testConfig>;
   let gate: Promise<void> | undefined;
   const WRONG = { 'calc.py': 'def add(a, b):\n    return a * b\n' };
   const BIG = {
@@ -47,7 +48,7 @@ describe('attempts through the app', () => {
   beforeAll(async () => {
     emu = await startEmulator();
     home = tempDir('attempts-app-');
-    const config = testConfig(home, {
+    config = testConfig(home, {
       AGENTICFIX_MODEL_PROVIDER: 'custom',
       AGENTICFIX_MODEL_BASE_URL: 'http://127.0.0.1:9/v1',
       AGENTICFIX_MODEL_NAME: 'priced-model',
@@ -189,6 +190,29 @@ describe('attempts through the app', () => {
       release();
       gate = undefined;
     }
+  });
+
+  it('publishing resumed after a failure keeps the table of attempts', async () => {
+    // The pull request is not opened by this process (GitHub answers 502); the next one publishes it.
+    emu.failNext({ method: 'POST', path: /\/repos\/acme\/resumed\/pulls$/ }, Array(4).fill({ status: 502 }));
+    const n = await label('resumed', 'attempts: 2\n', { a1: BIG, a2: CALC_FIX });
+    await app.idle();
+    let run = await runOf('resumed', n);
+    expect(run.state).toBe('publish_pending');
+    const record = JSON.parse(run.publish!) as Record<string, unknown>;
+    await app.store.update(run.id, {
+      publish: JSON.stringify({ ...record, next_at: new Date().toISOString() }),
+    });
+    await app.close();
+    app = await startEmulatedApp(emu, { config, deps, sandbox: 'local' });
+    emu.setWebhookUrl(app.url);
+    await waitFor(async () => (await stateOf('resumed', n)) === 'done', 30_000);
+    await app.idle();
+    run = await runOf('resumed', n);
+    const evidence = bot(run.pr_number!, 'resumed').find((c) => c.body.startsWith('## Test evidence'))!.body;
+    expect(evidence.split('\n').filter((l) => /^\| \d/.test(l))).toHaveLength(2);
+    expect(evidence).toMatch(/^\| 2 \(published\) \| `verified` \|/m);
+    expect(bot(n, 'resumed')[0]!.body).toContain('Attempt 2 of 2 published');
   });
 
   it('`/agenticfix rerun attempts=N` sets the number; above AGENTICFIX_MAX_ATTEMPTS it is refused', async () => {

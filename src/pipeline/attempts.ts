@@ -154,14 +154,20 @@ export async function runAttempts(c: RunContext, count: number, steps: AttemptSt
     run_dir: result.run_dir,
     ...totals,
   });
-  const fields = await steps.publish(result, report, {
+  const fields = await steps.publish(result, report, publishExtra(c, attempts));
+  return { ...fields, ...totals };
+}
+
+/** What the published attempt's pull request and final status say of all attempts (also when publishing is resumed). */
+export function publishExtra(c: RunContext, attempts: readonly Attempt[]): PublishExtra {
+  const chosen = attempts.find((a) => a.published);
+  return {
     evidence: [attemptsTable(c, attempts)],
     status: [
-      `Attempt ${chosen.n} of ${attempts.length} published (the smallest verified patch).`,
+      `Attempt ${chosen?.n} of ${attempts.length} published (the smallest verified patch).`,
       ...lines(c, attempts),
     ].join('\n'),
-  });
-  return { ...fields, ...totals };
+  };
 }
 
 /** Judges one attempt's patch, unless its agent left none or stopped for a reason that is no verdict. */

@@ -3,7 +3,7 @@ import { matchingPattern } from '../config/path-patterns.js';
 import { repoLimits, type RepoConfig } from '../config/repo-config.js';
 import { patchFiles } from '../patch/patch.js';
 import type { StatusState } from '../publish/status.js';
-import type { VerificationReport } from '../verify/types.js';
+import { partsOf, type VerificationReport } from '../verify/types.js';
 import type { RunContext } from './context.js';
 
 /** Paths the app never pushes: changing workflows needs a permission the app does not hold, by design. */
@@ -31,12 +31,12 @@ export async function judgeRun(
   c: RunContext,
   result: RepairResult,
   cumulative?: string,
+  /** Whose patch it is: the run's, or one of its attempts' (attempts.ts). */
+  label = c.run.id,
 ): Promise<VerificationReport> {
-  const { config, deps, workspaces, images, sandboxes } = c.s;
+  const { config, deps } = c.s;
   const report = await deps.judge({
-    workspaces,
-    images,
-    sandboxes,
+    ...partsOf(c.s),
     config: { ...config, limits: repoLimits(config.limits, c.rc) },
     suiteMs: result.suite_ms,
     remote: c.remote,
@@ -45,7 +45,7 @@ export async function judgeRun(
     dockerfile: result.dockerfile ?? c.dockerfile ?? '',
     testArgv: c.rc.test,
     rebuild: c.rc.verify.rebuild,
-    runId: `${c.run.id}-verify`,
+    runId: `${label}-verify`,
     signal: c.signal,
   });
   c.s.reporter.pages.verified(c.run.id, report);

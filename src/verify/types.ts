@@ -29,6 +29,13 @@ export interface Parts {
   sandboxes: SandboxFactory;
 }
 
+/** The parts alone (of a larger object that has them), as the repair and the judge are handed them. */
+export const partsOf = ({ workspaces, images, sandboxes }: Parts): Parts => ({
+  workspaces,
+  images,
+  sandboxes,
+});
+
 export interface JudgeOptions extends Parts {
   config: Config;
   remote: string; // repository (local path or URL)

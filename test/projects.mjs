@@ -51,6 +51,7 @@ export const PROJECTS = {
     'emulator-reviews',
     'faults-provider',
     'faults-publish',
+    'late-writes',
     'github-failures',
     'model-limits',
     'publish',

@@ -41,6 +41,8 @@ export class ApiError extends Error {
 const CONTENTS_MAX_BYTES = 1024 * 1024;
 const notFound = () => new ApiError(404, { message: 'Not Found', documentation_url: DOCS });
 const badCredentials = () => new ApiError(401, { message: 'Bad credentials', documentation_url: DOCS });
+/** When the emulated app was registered (a fixed time: GitHub's answer does not change between calls). */
+const APP_CREATED = '2024-01-01T00:00:00Z';
 const validationFailed = (...errors: Json[]) =>
   new ApiError(422, { message: 'Validation Failed', errors, documentation_url: DOCS });
 
@@ -303,7 +305,11 @@ export function createRouter({
       name: app.name,
       node_id: `A_${app.id}`,
       owner: shapes.user(bot),
+      description: null,
+      external_url: `${baseUrl()}/apps/${app.slug}`,
       html_url: `${baseUrl()}/apps/${app.slug}`,
+      created_at: APP_CREATED,
+      updated_at: APP_CREATED,
       permissions,
       events,
       installations_count: state.installations.size,
@@ -573,7 +579,17 @@ export function createRouter({
   });
   onRepo('GET', '/repos/:owner/:repo/issues/:number/comments', (ctx) => {
     const issue = issueOf(ctx);
-    const list = state.comments.filter((c) => c.repo === ctx.repo.fullName && c.issueNumber === issue.number);
+    // `since`: only comments updated at or after it (GitHub's ISO 8601 timestamp).
+    const since = ctx.query.get('since');
+    const from = since === null ? null : Date.parse(since);
+    if (from !== null && Number.isNaN(from))
+      throw validationFailed({ resource: 'IssueComment', field: 'since', code: 'invalid' });
+    const list = state.comments.filter(
+      (c) =>
+        c.repo === ctx.repo.fullName &&
+        c.issueNumber === issue.number &&
+        (from === null || Date.parse(c.updatedAt) >= from),
+    );
     return paginate(
       list.map((c) => shapes.comment(ctx.repo, c)),
       ctx,

@@ -161,6 +161,7 @@ export class JobRunner implements QueueHooks {
       run,
       gh,
       refOf(run),
+      'interrupted',
       `AgenticFix run \`${run.id}\` was interrupted because ${why} before it finished. Nothing was published. Comment \`/agenticfix rerun\` to start again.`,
     );
   }

@@ -1,4 +1,5 @@
 import { usd } from '../config/prices.js';
+import { withMarker } from '../trace/marker.js';
 import { editComment, isRefusal, postComment, type GitHub, type IssueRef } from './github.js';
 
 /** The one status comment per run, edited in place; edits are rate-limited and the last state always lands. */
@@ -81,7 +82,7 @@ export function renderStatus(
     return i === current ? `${line} ⬅️` : line;
   });
   const links = (s.links ?? []).map((l) => `[${l.label}](${l.url})`).join(' · ');
-  return [
+  const text = [
     `### AgenticFix: ${title}`,
     list.join('\n'),
     s.detail ?? '',
@@ -90,6 +91,7 @@ export function renderStatus(
   ]
     .filter(Boolean)
     .join('\n\n');
+  return withMarker(text, { run: runId, kind: 'status' });
 }
 
 export interface StatusCommentOptions {

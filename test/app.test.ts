@@ -28,6 +28,7 @@ import {
   testConfig,
   waitFor,
 } from './support/app.js';
+import { unmarked } from '../src/trace/marker.js';
 
 /**
  * The app end to end through a real HTTP GitHub emulator: signed webhooks, installation tokens, git
@@ -216,7 +217,7 @@ describe('AgenticFix app through the GitHub emulator', () => {
     await app.idle();
     expect(await runsOf(n)).toHaveLength(0);
     // One reply per issue per hour to people without write access: the rerun gets none.
-    expect(botComments(n).map((c) => c.body)).toEqual([
+    expect(botComments(n).map((c) => unmarked(c.body))).toEqual([
       expect.stringMatching(/Only people with write access to this repository can start AgenticFix/),
     ]);
   });
@@ -240,7 +241,7 @@ describe('AgenticFix app through the GitHub emulator', () => {
     // People with write access are always answered.
     await emu.comment(O, R, n, '/agenticfix status', 'maint');
     await app.idle();
-    expect(botComments(n).map((c) => c.body)).toEqual([
+    expect(botComments(n).map((c) => unmarked(c.body))).toEqual([
       expect.any(String),
       'AgenticFix has not run on this issue yet.',
     ]);
@@ -613,7 +614,7 @@ describe('AgenticFix app through the GitHub emulator', () => {
     await app.idle();
     expect(await runsOf(n)).toHaveLength(0);
     expect(deps.calls).toHaveLength(calls);
-    expect(botComments(n).map((c) => c.body)).toEqual([
+    expect(botComments(n).map((c) => unmarked(c.body))).toEqual([
       "budget=10000000 exceeds the operator's ceiling of 150000 tokens; nothing started.",
       "budget=200000 exceeds the operator's ceiling of 150000 tokens; model=`gpt-4.5-preview` is not among the operator's allowed models: `other-model`; nothing started.",
     ]);

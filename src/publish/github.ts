@@ -256,7 +256,7 @@ async function withBody<T>(body: string, send: (body: string) => Promise<T>): Pr
 }
 
 /**
- * Posts a comment led by its marker (`mark`, or the one `body` has). `look`: the write may have been
+ * Posts a comment ended by its marker (`mark`, or the one `body` has). `look`: the write may have been
  * made already (a kept write whose POST failed): the app's comment with its marker is reused if there is one.
  */
 export async function postComment(

@@ -119,6 +119,8 @@ export class StatusComment {
   private commentId: number | null;
   /** GitHub refused a write for good (the issue locked, deleted or transferred): no more are sent. */
   private refused = false;
+  /** A POST of the comment failed: it may have landed, so the next one looks for it first. */
+  private postFailed = false;
 
   constructor(private readonly o: StatusCommentOptions) {
     this.commentId = o.commentId ?? null;
@@ -171,7 +173,10 @@ export class StatusComment {
     try {
       const gh = await this.o.gh();
       if (this.commentId === null) {
-        this.commentId = await postComment(gh, this.o.ref, body);
+        const look = this.postFailed;
+        this.postFailed = true; // until its id is known
+        this.commentId = await postComment(gh, this.o.ref, body, { look });
+        this.postFailed = false;
         await this.o.onCreated?.(this.commentId);
       } else {
         await editComment(gh, this.o.ref, this.commentId, body);

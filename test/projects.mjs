@@ -87,6 +87,7 @@ export const PROJECTS = {
     'image-leases',
     'isolation-git',
     'isolation-reads',
+    'language-images',
     'leftovers',
     'node-runners',
     'observations-docker',

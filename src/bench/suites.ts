@@ -4,10 +4,11 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Docker from 'dockerode';
 import { loadConfig, type Config } from '../config/config.js';
+import { NODE_REPO, runtimeImage } from '../images/base-images.js';
 import { machineCa } from '../images/build-ca.js';
 import { DockerEnvironmentBuilder } from '../images/builder.js';
 import { dockerAvailable } from '../environment/docker.js';
-import { nodeSetupSteps } from '../environment/node.js';
+import { nodeRecipe } from '../environment/node.js';
 import { testLimitMs } from '../environment/time-limits.js';
 import type { Sandbox } from '../environment/types.js';
 import { runCell } from '../verify/cells.js';
@@ -119,7 +120,9 @@ export async function benchSuites({ smoke }: BenchOptions): Promise<Record<strin
   const [files, tests] = smoke ? [2, 6] : [40, 30];
   try {
     const project = generatedProject(tmp, files, tests);
-    const dockerfile = [`FROM ${config.sandbox.baseImage}`, ...nodeSetupSteps(project)!, ''].join('\n');
+    const nodeImage = runtimeImage(await builder.baseImages(), NODE_REPO);
+    const recipe = nodeRecipe(project, { nodeImage, baseImage: config.sandbox.baseImage });
+    const dockerfile = [...recipe!, ''].join('\n');
     const built = await builder.build({ dockerfile, worktree: project, runId });
     if (!built.success || !built.image_id) throw new Error(`bench build failed: ${built.error}`);
     const sandbox = builder.sandboxFor(built.image_id);

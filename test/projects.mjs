@@ -11,6 +11,7 @@ export const PROJECTS = {
     'agent-loop',
     'agent-units',
     'architecture',
+    'build-findings',
     'buildlog',
     'commands',
     'compose',

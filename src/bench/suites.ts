@@ -55,7 +55,7 @@ function testFile(runner: RunnerName, file: number, tests: number): string {
 }
 
 /** The fixture project with `files` × `tests` generated tests per runner in place of its own, as a worktree. */
-function generatedProject(parent: string, files: number, tests: number): string {
+export function generatedProject(parent: string, files: number, tests: number): string {
   const dir = mkdtempSync(path.join(parent, 'suite-'));
   cpSync(NODE_PROJECT, dir, { recursive: true });
   for (const [runner, r] of Object.entries(RUNNERS) as [RunnerName, (typeof RUNNERS)[RunnerName]][]) {
@@ -98,6 +98,13 @@ async function judgeCells(
   return { ms: Date.now() - t, atOnce, cells };
 }
 
+/** The operator's configuration; as the tests do, on a machine whose egress re-signs TLS, npm in a build gets its CA. */
+export function benchConfig(tmp: string): Config {
+  const base = loadConfig();
+  const caFile = base.sandbox.buildNetwork.caFile ?? machineCa(tmp) ?? undefined;
+  return { ...base, sandbox: { ...base.sandbox, buildNetwork: { ...base.sandbox.buildNetwork, caFile } } };
+}
+
 /**
  * Real suites of jest, vitest and mocha at the size of a real project's (1,200 generated tests each;
  * `--smoke`: 12): the first full run measures the suite, the derived limit follows (testLimitMs), and
@@ -108,13 +115,7 @@ export async function benchSuites({ smoke }: BenchOptions): Promise<Record<strin
   const docker = new Docker();
   if (!(await dockerAvailable(docker))) return { skipped: 'no Docker engine reachable' };
   const tmp = mkdtempSync(path.join(tmpdir(), 'agenticfix-bench-suites-'));
-  const base = loadConfig();
-  // As the tests do: on a machine whose egress re-signs TLS, npm in the build needs the machine's CA.
-  const caFile = base.sandbox.buildNetwork.caFile ?? machineCa(tmp) ?? undefined;
-  const config: Config = {
-    ...base,
-    sandbox: { ...base.sandbox, buildNetwork: { ...base.sandbox.buildNetwork, caFile } },
-  };
+  const config = benchConfig(tmp);
   const builder = new DockerEnvironmentBuilder(docker, config.sandbox);
   const runId = `bench-suites-${Date.now()}`;
   const [files, tests] = smoke ? [2, 6] : [40, 30];

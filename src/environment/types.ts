@@ -84,6 +84,6 @@ export interface EnvironmentBuilder {
   build(opts: BuildOptions): Promise<BuildResult>;
   /** A sandbox that runs argv in containers of the given image. */
   sandboxFor(imageId: string): Sandbox;
-  /** Base images available locally (told to the model when no registry is reachable). */
+  /** Base images available locally, as the model is told (language images first, with their runtime version). */
   localBaseImages(): Promise<string[]>;
 }

@@ -1,15 +1,13 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { loadConfig } from '../src/config/config.js';
 import { LocalSandbox } from '../src/environment/local.js';
 import type { BuildResult, EnvironmentBuilder } from '../src/environment/types.js';
 import { baseImages, describeBaseImage, NODE_REPO, runtimeImage } from '../src/images/base-images.js';
 import { endOfLifeWarnings } from '../src/images/build-warnings.js';
 import { BuildLogCompactor } from '../src/images/buildlog.js';
 import { makeBuildEnvironmentTool } from '../src/tools/build-environment.js';
-import type { ToolContext } from '../src/tools/types.js';
-import { RunTrace } from '../src/trace/trace.js';
+import { buildToolContext } from './support/build-context.js';
 
 /** Issue 40, item 2: what a successful build's output still has to tell the model, and the images it is offered. */
 const dir = mkdtempSync(path.join(tmpdir(), 'agenticfix-findings-'));
@@ -143,20 +141,13 @@ describe("build_environment's reply", () => {
       sandboxFor: () => new LocalSandbox(),
       localBaseImages: async () => [],
     };
-    const runDir = mkdtempSync(path.join(dir, 'run-'));
-    const ctx: ToolContext = {
+    const ctx = buildToolContext({
       runId: 'findings',
       worktree: dir,
-      gitDir: path.join(dir, '.git'),
-      baseCommit: 'HEAD',
-      limits: loadConfig({}).limits,
-      testCommands: { default: ['go', 'test'] },
-      runDir,
-      sandbox: null,
-      environment: null,
+      parent: dir,
       builder,
-      trace: new RunTrace('findings', runDir),
-    };
+      testCommand: ['go', 'test'],
+    });
     const reply = await makeBuildEnvironmentTool().run(ctx, { dockerfile: 'FROM x\n' });
     expect(reply).toMatchObject({ success: true });
     const data = (reply as { data: Record<string, unknown> }).data;

@@ -7,10 +7,8 @@ import { loadConfig } from '../src/config/config.js';
 import { nodeRecipe } from '../src/environment/node.js';
 import { NODE_REPO, runtimeImage } from '../src/images/base-images.js';
 import { DockerEnvironmentBuilder } from '../src/images/builder.js';
-import { LocalSandbox } from '../src/environment/local.js';
 import { makeBuildEnvironmentTool } from '../src/tools/build-environment.js';
-import type { ToolContext } from '../src/tools/types.js';
-import { RunTrace } from '../src/trace/trace.js';
+import { buildToolContext } from './support/build-context.js';
 import { machineCa } from './support/ca.js';
 import { BASE_IMAGE, needDocker } from './support/docker.js';
 import { describeIf } from './support/skip.js';
@@ -82,20 +80,13 @@ describeIf(engine)('language images', () => {
     const install = dockerfile.split('\n').findIndex((l) => l.startsWith('RUN npm pkg delete scripts')) + 1;
     expect(install).toBe(4);
 
-    const runDir = mkdtempSync(path.join(dir, 'run-'));
-    const ctx: ToolContext = {
+    const ctx = buildToolContext({
       runId,
       worktree: repo,
-      gitDir: path.join(repo, '.git'),
-      baseCommit: 'HEAD',
-      limits: loadConfig({}).limits,
-      testCommands: { default: ['node', '--test'] },
-      runDir,
-      sandbox: new LocalSandbox(),
-      environment: null,
+      parent: dir,
       builder,
-      trace: new RunTrace(runId, runDir),
-    };
+      testCommand: ['node', '--test'],
+    });
     const tool = makeBuildEnvironmentTool();
     const first = await tool.run(ctx, { dockerfile });
     expect(JSON.stringify(first).slice(0, 3000)).toMatch(/"success":true/);

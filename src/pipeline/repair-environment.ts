@@ -1,4 +1,5 @@
 import { nodeSetupNote } from '../environment/node.js';
+import { describeBaseImage, NODE_REPO, runtimeImage } from '../images/base-images.js';
 import { CONTAINER_WORKTREE } from '../testrunners/runners.js';
 import { createRegistry, DEFAULT_TOOLS, toolsFor } from '../tools/registry.js';
 import type { ToolContext, ToolDefinition } from '../tools/types.js';
@@ -67,11 +68,12 @@ async function prepareEnvironment(c: RepairContext, worktree: string): Promise<P
   // Facts the model would otherwise learn by failing: where the code is, what the tests can reach.
   const where = `Tests run in a container with the repository mounted at ${CONTAINER_WORKTREE} (the working directory), without network.`;
   if (!opts.dockerfile) {
-    const images = await builder.localBaseImages().catch(() => []);
-    const node = nodeSetupNote(worktree);
+    const images = await builder.baseImages().catch(() => []);
+    const nodeImage = runtimeImage(images, NODE_REPO);
+    const node = nodeSetupNote(worktree, { nodeImage, baseImage: opts.config.sandbox.baseImage });
     const note = [
       'There is no test environment yet: first write a Dockerfile for it and call build_environment.',
-      `Base images available locally: ${images.join(', ') || '(none)'}; container registries may be unreachable.`,
+      `Base images available locally: ${images.map(describeBaseImage).join(', ') || '(none)'}; container registries may be unreachable.`,
       where,
       ...(node ? [node] : []),
     ].join('\n');

@@ -9,7 +9,9 @@ import { envExample, withPricesTable, withSettingsTable } from '../dist/config/s
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const files = {
-  'docs/configuration.md': withPricesTable(withSettingsTable(readFileSync(`${root}docs/configuration.md`, 'utf8'))),
+  'docs/configuration.md': withPricesTable(
+    withSettingsTable(readFileSync(`${root}docs/configuration.md`, 'utf8')),
+  ),
   '.env.example': envExample(),
   'schema/agenticfix.schema.json': `${JSON.stringify(repoConfigJsonSchema(), null, 2)}\n`,
 };

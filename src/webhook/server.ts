@@ -8,9 +8,8 @@ import {
 import type { AddressInfo } from 'node:net';
 import type { Logger, Probot } from 'probot';
 import type { RunStore } from '../store/store.js';
-import { wanted } from './app.js';
 import { metrics } from '../trace/metrics.js';
-import { HANDLED } from './payloads.js';
+import { isHandled, wanted } from './events.js';
 import { RoutingBacklog } from './backlog.js';
 import { DeliveryRecorder } from './recorder.js';
 
@@ -82,7 +81,7 @@ export async function listenForWebhooks(o: WebhookServerOptions): Promise<Webhoo
       event: header(req, 'x-github-event')?.slice(0, 100),
     };
     // The label only of an event the app handles: made-up names must not grow /metrics.
-    const label = delivery.event && Object.hasOwn(HANDLED, delivery.event) ? delivery.event : 'other';
+    const label = delivery.event && isHandled(delivery.event) ? delivery.event : 'other';
     const count = (outcome: string) => metrics.deliveries.inc({ event: label, outcome });
     const signature = header(req, 'x-hub-signature-256');
     // Unsigned: refused before a byte of its body is read (GitHub signs every delivery of an app with a secret).

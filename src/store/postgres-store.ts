@@ -25,8 +25,8 @@ import {
   type RunState,
   type RunStore,
   type RunUpdate,
-  ACTIVE_SQL,
 } from './store.js';
+import { ACTIVE_SQL } from './active.js';
 import { migratePostgres, pruneStatements } from './schema.js';
 
 /**

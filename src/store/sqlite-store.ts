@@ -28,8 +28,8 @@ import {
   type RunState,
   type RunStore,
   type RunUpdate,
-  ACTIVE_SQL,
 } from './store.js';
+import { ACTIVE_SQL } from './active.js';
 import { checkSchema, pruneStatements } from './schema.js';
 
 /** The WHERE clause of a run filter, with `?` placeholders. */

@@ -1,4 +1,5 @@
-import { isActive, type RunEvent, type RunRecord } from '../store/store.js';
+import { isActive } from '../store/active.js';
+import type { RunEvent, RunRecord } from '../store/store.js';
 import { renderMarkdown as evidenceMarkdown } from '../verify/markdown.js';
 import { VerificationReportSchema, type VerificationReport } from '../verify/types.js';
 import { html, type Html } from './html.js';

@@ -236,6 +236,9 @@ export const ENV_SCHEMA = z.object({
   AGENTICFIX_MAX_REVISIONS: int(5, 0).describe(
     "revisions per pull request: a repository's default and ceiling (`max_revisions` may be lower; higher is refused by name)",
   ),
+  AGENTICFIX_MAX_ATTEMPTS: int(3, 1).describe(
+    "ceiling of a repository's `attempts` and of `/agenticfix rerun attempts=N`: independent tries of one run, each repaired and judged on its own",
+  ),
   AGENTICFIX_CI_FEEDBACK_MAX_ROUNDS: int(2, 1).describe(
     "CI feedback rounds: a repository's default and ceiling (`ci_feedback.max_rounds`)",
   ),

@@ -13,8 +13,7 @@ import {
   workerStopped,
   type StopRequest,
 } from './queue.js';
-import { isActive } from '../store/active.js';
-import type { RunRecord, RunStore } from '../store/store.js';
+import { isActive, type RunRecord, type RunStore } from '../store/store.js';
 import { OutageLog, type OutageLogger } from '../trace/outage.js';
 import { CONNECTION_ERROR, Connections, keys, RELEASE, RENEW, TAKE_SLOT } from './redis-keys.js';
 

@@ -1,5 +1,4 @@
-import { isActive } from '../store/active.js';
-import type { RunEvent, RunRecord } from '../store/store.js';
+import { isActive, type RunEvent, type RunRecord } from '../store/store.js';
 import { renderMarkdown as evidenceMarkdown } from '../verify/markdown.js';
 import { VerificationReportSchema, type VerificationReport } from '../verify/types.js';
 import { html, type Html } from './html.js';

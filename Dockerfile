@@ -1,7 +1,7 @@
 # The AgenticFix app on Node.js 22 LTS: multi-stage build, runs as a non-root user, listens on 0.0.0.0:3000.
 # It talks to a Docker Engine through DOCKER_HOST or a mounted /var/run/docker.sock.
 # Without a container registry: `bash scripts/node-image.sh` and --build-arg NODE_IMAGE=agenticfix/node:22;
-# behind a TLS-inspecting proxy: --build-arg EXTRA_CA_CERTS="$(cat your-ca.crt)" (README: "Offline build").
+# behind a TLS-inspecting proxy: --build-arg EXTRA_CA_CERTS="$(cat your-ca.crt)" (docs/operating.md: "Offline build").
 ARG NODE_IMAGE=node:22-bookworm-slim
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
@@ -41,7 +41,7 @@ COPY --from=build /app/dist ./dist
 COPY package.json app.yml ./
 COPY prompts ./prompts
 COPY examples ./examples
-# /data must be a host directory the Docker Engine also sees (README: "The app in a container").
+# /data must be a host directory the Docker Engine also sees (docs/operating.md: "The app in a container").
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=3000 AGENTICFIX_HOME=/data AGENTICFIX_RUNS_DIR=/data/runs
 RUN mkdir -p /data && chown agenticfix /data
 USER agenticfix

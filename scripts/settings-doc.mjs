@@ -1,4 +1,4 @@
-// Writes the README's settings and built-in prices tables, .env.example and the JSON Schema of
+// Writes the settings and built-in prices tables of docs/configuration.md, .env.example and the JSON Schema of
 // .github/agenticfix.yml (schema/agenticfix.schema.json, for editors) from the config schemas and
 // src/config/prices.ts (run `npm run build` first);
 // with --check, only says whether they are in sync (exit 1 when not).
@@ -9,7 +9,9 @@ import { envExample, withPricesTable, withSettingsTable } from '../dist/config/s
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const files = {
-  'README.md': withPricesTable(withSettingsTable(readFileSync(`${root}README.md`, 'utf8'))),
+  'docs/configuration.md': withPricesTable(
+    withSettingsTable(readFileSync(`${root}docs/configuration.md`, 'utf8')),
+  ),
   '.env.example': envExample(),
   'schema/agenticfix.schema.json': `${JSON.stringify(repoConfigJsonSchema(), null, 2)}\n`,
 };

@@ -4,7 +4,7 @@
 # when `docker info` fails, waits until it answers, then builds the base image and the language images
 # (Node from the npm registry, Python from Debian: what the model's environments start FROM) if missing.
 # Best effort, never fatal: installs gVisor (Debian's runsc) and registers it with dockerd, for
-# AGENTICFIX_RUNTIME=runsc and the suite's runs under gVisor (README, "gVisor").
+# AGENTICFIX_RUNTIME=runsc and the suite's runs under gVisor (docs/operating.md, "gVisor").
 # Usage: scripts/setup-docker.sh   (dockerd logs: ${AGENTICFIX_DOCKERD_LOG:-/var/log/agenticfix-dockerd.log})
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

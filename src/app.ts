@@ -10,7 +10,7 @@ import { appOctokit, type GitHub } from './publish/github.js';
 import { BullRunQueue } from './queue/bullmq.js';
 import { LocalRunQueue, type RunQueue } from './queue/queue.js';
 import { openStore } from './store/open-store.js';
-import { INSTANCE_STALE_MS, type RunStore } from './store/store.js';
+import { INSTANCE_STALE_MS, isActive, type RunStore } from './store/store.js';
 import { createApp } from './webhook/app.js';
 import { Intake } from './webhook/intake.js';
 import { listenForWebhooks } from './webhook/server.js';
@@ -154,7 +154,7 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
 
   const isRunning = async (id: string) => {
     const state = (await store.get(id.replace(/-verify$/, '')))?.state;
-    return state === 'queued' || state === 'running';
+    return state !== undefined && isActive(state);
   };
   // Containers and lent worktrees of runs that are over; old worktrees; the mount self-check (a
   // distributed serve runs nothing: its workers do this on their machines).

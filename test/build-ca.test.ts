@@ -247,7 +247,7 @@ d('build CA (real engine)', () => {
     expect(broken.error).toMatch(/^build network: cannot read AGENTICFIX_BUILD_CA_FILE/);
   }, 120_000);
 
-  // The npm registry is reachable from builds (README "Build network"); this machine's egress re-signs its TLS.
+  // The npm registry is reachable from builds (docs/operating.md "Build network"); this machine's egress re-signs its TLS.
   const machine = machineCa(temp());
   const egressCa = 'the egress CA in /usr/local/share/ca-certificates (CI machines carry it)';
   const m = itIf(machine ? present(egressCa) : missing(egressCa, 'none there'));

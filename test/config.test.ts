@@ -100,3 +100,26 @@ describe('config', () => {
     });
   });
 });
+
+// Issue 39, item 5: plain copies are derived from the setting's name, converted by the unit it ends with.
+describe('settings copied by name', () => {
+  it('converts seconds, hours and days to ms and MiB to bytes, and copies the rest as the schema gives it', () => {
+    const c = loadConfig({
+      AGENTICFIX_MODEL_TIMEOUT_S: '7',
+      AGENTICFIX_IMAGE_MAX_AGE_H: '2',
+      AGENTICFIX_DELIVERY_MAX_AGE_D: '4',
+      AGENTICFIX_SANDBOX_MEMORY_MB: '33',
+      AGENTICFIX_GITHUB_TIMEOUT_MS: '150',
+      AGENTICFIX_LABEL: 'fix-me',
+      AGENTICFIX_RUN_COMMAND_LOCAL: 'yes',
+    });
+    expect(c.model.timeoutMs).toBe(7000);
+    expect(c.sandbox.imageMaxAgeMs).toBe(7_200_000);
+    expect(c.app.retention.deliveryMaxAgeMs).toBe(4 * 86_400_000);
+    expect(c.sandbox.memoryBytes).toBe(33 * 1024 * 1024);
+    expect(c.app.githubTimeoutMs).toBe(150);
+    expect(c.app.label).toBe('fix-me');
+    expect(c.limits.runCommandLocal).toBe(true);
+    expect(c.agent).toEqual({ maxFormatErrors: 3, noEditNudges: 2, loopRepeat: 3 });
+  });
+});

@@ -12,7 +12,7 @@ import { describeIf } from './support/skip.js';
 import { CLI, freePort, until } from './support/e2e.js';
 
 /**
- * Issue 27, item 6: "The README's container command fails as written". The README's own commands (the
+ * Issue 27, item 6: "The README's container command fails as written". The documented commands (docs/operating.md) (the
  * offline build, the host's build network, `docker run`) are taken from it and run, with this test's
  * directory, port, .env and image name; the app in the container starts against the GitHub emulator and
  * the scripted model, which listen on the docker0 gateway so the container reaches them, and answers
@@ -20,7 +20,7 @@ import { CLI, freePort, until } from './support/e2e.js';
  */
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const README = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+const README = readFileSync(path.join(ROOT, 'docs/operating.md'), 'utf8');
 const IMAGE = 'agenticfix-container-test';
 
 /** The first ```sh block after `heading`, its continued lines joined. */
@@ -53,7 +53,7 @@ describeIf(await needDocker())('the README container commands', () => {
   });
 
   it('builds offline, runs as written, and the app answers /healthz', async () => {
-    const build = block('#### Offline build');
+    const build = block('### Offline build');
     expect(build[0]).toBe('bash scripts/base-image.sh');
     expect(build[1]).toBe('bash scripts/node-image.sh');
     const started = Date.now();
@@ -69,7 +69,7 @@ describeIf(await needDocker())('the README container commands', () => {
     const version = await execa('docker', ['run', '--rm', IMAGE, 'node', '--version']);
     expect(version.stdout).toMatch(/^v22\./);
 
-    const [, install, network, run] = block('#### The app in a container');
+    const [, install, network, run] = block('### The app in a container');
     expect(install).toBe('sudo install -d -o 10001 /srv/agenticfix');
     expect(network).toBe('sudo npx agenticfix build-network');
     expect(run).toContain('--group-add "$(stat -c %g /var/run/docker.sock)"');

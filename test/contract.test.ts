@@ -1,7 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
-import { appendFileSync, rmSync } from 'node:fs';
+import { appendFileSync, readFileSync, rmSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { Writable } from 'node:stream';
 import { Octokit } from '@octokit/rest';
 import pino from 'pino';
@@ -9,7 +10,7 @@ import { z } from 'zod';
 import type { GitHubEmulator } from '../src/emulator/github.js';
 import { branchFor } from '../src/publish/pr.js';
 import type { JudgeOptions } from '../src/verify/types.js';
-import { EVENT_TIME, HANDLED, PAYLOADS } from '../src/webhook/payloads.js';
+import { EVENTS, isHandled } from '../src/webhook/events.js';
 import { startApp, type RunningApp } from '../src/app.js';
 import {
   CALC_FILES,
@@ -54,7 +55,11 @@ const EXAMPLES = (
     name: string;
     examples: Example[];
   }[]
-).filter((e) => Object.hasOwn(HANDLED, e.name));
+).filter((e) => isHandled(e.name));
+/** Each handled event and its one action. */
+const HANDLED: Record<string, string> = Object.fromEntries(
+  Object.entries(EVENTS).map(([event, row]) => [event, row.action]),
+);
 
 /**
  * This suite's own figures for `npm run contract`, appended to AGENTICFIX_CONTRACT_SUMMARY beside each
@@ -70,7 +75,7 @@ describe.each(DESCRIPTIONS)('payload schemas against the %s description', (name)
   it.each(Object.entries(HANDLED))(
     '%s.%s: requires nothing GitHub does not always send and takes every value it may',
     (event, action) => {
-      const ours = z.toJSONSchema(PAYLOADS[event as keyof typeof PAYLOADS], { io: 'input' }) as Schema;
+      const ours = z.toJSONSchema(EVENTS[event as keyof typeof EVENTS].schema, { io: 'input' }) as Schema;
       const doc = description(name);
       // Every delivery to an app names its installation; the description, shared with repository
       // webhooks, has it optional.
@@ -81,16 +86,26 @@ describe.each(DESCRIPTIONS)('payload schemas against the %s description', (name)
   );
   // The event time the freshness check reads (a delivery without it is refused). Installation events
   // are taken without one: creating a missing label again is harmless.
-  it.each(Object.entries(HANDLED).filter(([event]) => event in EVENT_TIME))(
+  it.each(Object.entries(HANDLED).filter(([event]) => EVENTS[event as keyof typeof EVENTS].time))(
     '%s.%s: its event time is always sent',
     (event, action) => {
-      const ours = z.toJSONSchema(EVENT_TIME[event]!, { io: 'input' }) as Schema;
+      const ours = z.toJSONSchema(EVENTS[event as keyof typeof EVENTS].time!, { io: 'input' }) as Schema;
       const doc = description(name);
       const found = stricterThanGitHub(doc, ours, webhookSchema(doc, event, action), '', []);
       summary.violations += found.length;
       expect(found).toEqual([]);
     },
   );
+});
+
+// Issue 39, item 5: the events were four maps in two files; now one row each, and app.yml subscribes to them.
+describe('the webhook table', () => {
+  it('app.yml subscribes to every event of the table, and to no other (installation events reach every app)', () => {
+    const manifest = readFileSync(fileURLToPath(new URL('../app.yml', import.meta.url)), 'utf8');
+    const subscribed = /^default_events:\n((?: {2}- \w+\n)+)/m.exec(manifest)![1]!.match(/\w+/g);
+    const ours = Object.keys(EVENTS).filter((e) => !e.startsWith('installation'));
+    expect(subscribed).toEqual(ours);
+  });
 });
 
 describe('the contract checks refuse what GitHub does not document', () => {
@@ -315,7 +330,7 @@ describe("GitHub's example payloads through the app", () => {
         default_branch: 'main',
       };
     p.sender = { ...p.sender, login: WRITER, type: 'User' };
-    // Happening now: the app refuses events older than AGENTICFIX_DELIVERY_MAX_AGE_D (EVENT_TIME).
+    // Happening now: the app refuses events older than AGENTICFIX_DELIVERY_MAX_AGE_D (EVENTS' time).
     const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
     const times = {
       issue: 'updated_at',

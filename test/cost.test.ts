@@ -136,8 +136,8 @@ describe('prices in the configuration', () => {
     expect(modelPrice({ ...url, name: 'constructor' }, config.model).price).toBeNull();
   });
 
-  it("the README's table is the built-in one (node scripts/settings-doc.mjs)", () => {
-    const readme = readFileSync(fileURLToPath(new URL('../README.md', import.meta.url)), 'utf8');
+  it("docs/configuration.md's table is the built-in one (node scripts/settings-doc.mjs)", () => {
+    const readme = readFileSync(fileURLToPath(new URL('../docs/configuration.md', import.meta.url)), 'utf8');
     expect(withPricesTable(readme)).toBe(readme);
     expect(readme).toContain('| `gpt-4.1` | 2 | 0.5 | 8 |');
   });

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import type { GitHubEmulator } from '../src/emulator/github.js';
 import { branchFor } from '../src/publish/pr.js';
 import type { JudgeOptions } from '../src/verify/types.js';
-import { mentions } from '../src/webhook/app.js';
+import { mentions } from '../src/webhook/commands.js';
 import { startApp, type RunningApp } from '../src/app.js';
 import { git } from '../src/workspace/git.js';
 import {

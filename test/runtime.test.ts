@@ -19,7 +19,7 @@ describe('the supported runtime', () => {
     expect(ci).toMatch(/echo "node \$\(node --version\)/);
     const readme = read('README.md');
     expect(readme).toContain('Node.js 22 (LTS) is the supported runtime');
-    expect(readme).toContain('--build-arg NODE_IMAGE=agenticfix/node:22');
+    expect(read('docs/operating.md')).toContain('--build-arg NODE_IMAGE=agenticfix/node:22');
   });
 
   it('still lets the Quick start run on Node 20', () => {

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { HOSTILE, OWNER, REPO, signIn, signInFlow, startWebFixture, type WebFixture } from './support/web.js';
 import { renderMarkdown } from '../src/web/render.js';
 import { safeNext, webRoutes } from '../src/web/routes.js';
+import { GitHubUsers, siteOf } from '../src/web/github-user.js';
 import type { RunStore } from '../src/store/store.js';
 import { waitFor } from './support/app.js';
 import { evidenceComment } from '../src/publish/render.js';
@@ -188,6 +189,29 @@ describe('sign-in (issue 35, item 3)', () => {
     );
     const hrefs = [...out.matchAll(/href="([^"]*)"/g)].map((m) => m[1]);
     expect(hrefs).toEqual(['https://ok.example/x', 'docs/a.md', '/runs', '#top']);
+  });
+});
+
+// Issue 39, item 5: the OAuth web flow through @octokit/oauth-methods, which knows GitHub's sign-in sites.
+describe('the sign-in site', () => {
+  const url = (api: string) =>
+    new URL(
+      new GitHubUsers(siteOf(api), { id: 'Iv1.abc', secret: 's' }).authorizeUrl('https://r/cb', 'st', 'ann'),
+    );
+  it.each([
+    ['https://api.github.com', 'https://github.com'],
+    ['https://ghe.example/api/v3', 'https://ghe.example'],
+    // GitHub Enterprise Cloud with data residency: the API at api.<tenant>.ghe.com, sign-in at <tenant>.ghe.com.
+    ['https://api.acme.ghe.com', 'https://acme.ghe.com'],
+  ])('an API at %s signs people in at %s', (api, web) => {
+    const u = url(api);
+    expect(`${u.origin}${u.pathname}`).toBe(`${web}/login/oauth/authorize`);
+    expect(Object.fromEntries(u.searchParams)).toMatchObject({
+      client_id: 'Iv1.abc',
+      redirect_uri: 'https://r/cb',
+      state: 'st',
+      login: 'ann',
+    });
   });
 });
 

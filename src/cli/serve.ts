@@ -20,7 +20,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     command('serve', 'start the GitHub App (Probot) server').addHelpText(
       'after',
       '\nSettings come from the environment and ./.env: APP_ID, PRIVATE_KEY or PRIVATE_KEY_PATH, WEBHOOK_SECRET,\n' +
-        'the model (AGENTICFIX_MODEL_*), HOST, PORT; see the README. `agenticfix doctor` checks them.\n' +
+        'the model (AGENTICFIX_MODEL_*), HOST, PORT; see docs/operating.md. `agenticfix doctor` checks them.\n' +
         'With none of the first three set (and NODE_ENV not production) it first serves the setup page\n' +
         'that registers the app from app.yml and writes them to .env, as `agenticfix setup` does.\n',
     ),

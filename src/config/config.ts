@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse as parseDotenv } from 'dotenv';
 import { z } from 'zod';
-import { ENV_SCHEMA, MiB, type Env } from './env.js';
+import { ENV_SCHEMA, MiB, type Env, type EnvName } from './env.js';
 import { BUILTIN_PRICES, parsePrices } from './prices.js';
 import { defaultModelOf } from './providers.js';
 
@@ -91,60 +91,48 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
     dbPath: path.resolve(cwd, e.AGENTICFIX_DB_PATH ?? path.join(home, 'runs.sqlite')),
     /** PostgreSQL run store shared by serve and workers; null: SQLite at dbPath. */
     databaseUrl: e.AGENTICFIX_DATABASE_URL ?? null,
-    databaseSchema: e.AGENTICFIX_DATABASE_SCHEMA,
-    /** How long each start-up check (model, Docker, Redis, PostgreSQL) may take. */
-    checkTimeoutMs: e.AGENTICFIX_CHECK_TIMEOUT_S * 1000,
+    ...copied(e, 'AGENTICFIX_', ['DATABASE_SCHEMA', 'CHECK_TIMEOUT_S']),
     /** The queue across machines (BullMQ on Redis); null: serve runs the runs itself. */
     distributed: e.AGENTICFIX_REDIS_URL
       ? {
           redisUrl: e.AGENTICFIX_REDIS_URL,
-          queueName: e.AGENTICFIX_QUEUE_NAME,
-          /** This worker's name in the store; host:pid by default. */
-          workerId: e.AGENTICFIX_WORKER_ID,
-          workerLockMs: e.AGENTICFIX_WORKER_LOCK_MS,
-          requeueStalled: e.AGENTICFIX_REQUEUE_STALLED,
-          /** Runs of one installation running at once across all workers; 0: no limit. */
+          ...copied(e, 'AGENTICFIX_', ['QUEUE_NAME', 'WORKER_ID', 'WORKER_LOCK_MS', 'REQUEUE_STALLED']),
           installationLimit: e.AGENTICFIX_INSTALLATION_CONCURRENCY,
           /** Infrastructure failures tried again, after baseMs, 2 × baseMs, ... */
           retry: { retries: e.AGENTICFIX_INFRA_RETRIES, baseMs: e.AGENTICFIX_INFRA_RETRY_BASE_MS },
         }
       : null,
     limits: {
-      maxFileBytes: e.AGENTICFIX_MAX_FILE_BYTES,
-      maxReadLines: e.AGENTICFIX_MAX_READ_LINES,
-      /** The operator's ceiling for one test run (tools and judge cells). */
-      maxTestTimeoutMs: e.AGENTICFIX_MAX_TEST_TIMEOUT_S * 1000,
-      /** The floor of a limit derived from the measured suite. */
+      ...copied(e, 'AGENTICFIX_', [
+        'MAX_FILE_BYTES',
+        'MAX_READ_LINES',
+        'MAX_TEST_TIMEOUT_S',
+        'MAX_OUTPUT_BYTES',
+        'MAX_LIST_ENTRIES',
+        'MAX_SCANNED_ENTRIES',
+        'OBSERVATION_MAX_CHARS',
+        'MAX_WORKTREE_MB',
+        'MAX_PATCH_FILE_BYTES',
+        'RUN_COMMAND_LOCAL',
+      ]),
+      /** The floor of a limit derived from the measured suite: at most the ceiling. */
       minTestTimeoutMs: Math.min(e.AGENTICFIX_MIN_TEST_TIMEOUT_S, e.AGENTICFIX_MAX_TEST_TIMEOUT_S) * 1000,
-      maxOutputBytes: e.AGENTICFIX_MAX_OUTPUT_BYTES,
-      maxListEntries: e.AGENTICFIX_MAX_LIST_ENTRIES,
-      maxScannedEntries: e.AGENTICFIX_MAX_SCANNED_ENTRIES,
-      /** Longest observation the model is sent; read_file and list_files pages are made to fit it. */
-      observationMaxChars: e.AGENTICFIX_OBSERVATION_MAX_CHARS,
-      /** A worktree larger than this after a test run ends the run. */
-      maxWorktreeBytes: e.AGENTICFIX_MAX_WORKTREE_MB * MiB,
-      /** A worktree with more entries than this after a test run ends the run. */
       maxWorktreeEntries: e.AGENTICFIX_MAX_WORKTREE_FILES,
-      /** Larger new or changed files are left out of exported patches (and of the workspace revision). */
-      maxPatchFileBytes: e.AGENTICFIX_MAX_PATCH_FILE_BYTES,
-      /** Whether run_command may run on the host when the sandbox is the local one (never by default). */
-      runCommandLocal: e.AGENTICFIX_RUN_COMMAND_LOCAL,
     },
     sandbox: {
-      baseImage: e.AGENTICFIX_BASE_IMAGE,
-      memoryBytes: e.AGENTICFIX_SANDBOX_MEMORY_MB * MiB,
+      ...copied(e, 'AGENTICFIX_SANDBOX_', ['MEMORY_MB', 'TMPFS_MB']),
+      ...copied(e, 'AGENTICFIX_', [
+        'BASE_IMAGE',
+        'RUNTIME',
+        'BUILD_TIMEOUT_S',
+        'BUILD_MAX_OUTPUT_MB',
+        'BUILD_CONTEXT_MAX_MB',
+        'IMAGE_KEEP',
+        'IMAGE_MAX_AGE_H',
+        'IMAGE_LEASE_TTL_S',
+      ]),
       nanoCpus: Math.round(e.AGENTICFIX_SANDBOX_CPUS * 1e9),
       pidsLimit: e.AGENTICFIX_SANDBOX_PIDS,
-      tmpfsBytes: e.AGENTICFIX_SANDBOX_TMPFS_MB * MiB,
-      /** `runsc`: test and judge containers run under gVisor; `runc`: the engine's default runtime. */
-      runtime: e.AGENTICFIX_RUNTIME,
-      buildTimeoutMs: e.AGENTICFIX_BUILD_TIMEOUT_S * 1000,
-      /** Build output (the engine's progress stream) past which a build is stopped. */
-      buildMaxOutputBytes: e.AGENTICFIX_BUILD_MAX_OUTPUT_MB * MiB,
-      /** Worktree snapshot sent as build context; it is held in memory. */
-      buildContextMaxBytes: e.AGENTICFIX_BUILD_CONTEXT_MAX_MB * MiB,
-      imageKeep: e.AGENTICFIX_IMAGE_KEEP,
-      imageMaxAgeMs: e.AGENTICFIX_IMAGE_MAX_AGE_H * 3600_000,
       /** AGENTICFIX_HOME here and on the engine's host, when they differ (the app in a container). */
       hostHome: e.AGENTICFIX_HOST_HOME
         ? { local: home, host: path.posix.normalize(e.AGENTICFIX_HOST_HOME) }
@@ -154,24 +142,21 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
         /** Resolvers builds may reach on port 53; undefined = the host's /etc/resolv.conf. */
         ...(e.AGENTICFIX_BUILD_DNS && { dns: e.AGENTICFIX_BUILD_DNS }),
         ...buildProxy(e),
-        /** PEM bundle of extra certificate authorities every build trusts (TLS-inspecting networks). */
         ...(e.AGENTICFIX_BUILD_CA_FILE && { caFile: e.AGENTICFIX_BUILD_CA_FILE }),
       },
-      /** GC removes the oldest unleased environment images while they hold more than this. */
       imageMaxBytes: Math.round(e.AGENTICFIX_IMAGE_MAX_GB * 1024 * MiB),
-      /** A lease not renewed for this long belongs to a dead process and may be reclaimed. */
-      imageLeaseTtlMs: e.AGENTICFIX_IMAGE_LEASE_TTL_S * 1000,
     },
     model: {
-      provider: e.AGENTICFIX_MODEL_PROVIDER,
-      name: e.AGENTICFIX_MODEL_NAME,
-      apiKey: e.AGENTICFIX_MODEL_API_KEY,
-      baseUrl: e.AGENTICFIX_MODEL_BASE_URL,
-      timeoutMs: e.AGENTICFIX_MODEL_TIMEOUT_S * 1000,
-      maxRetries: e.AGENTICFIX_MODEL_MAX_RETRIES,
-      retryBaseMs: e.AGENTICFIX_MODEL_RETRY_BASE_MS,
-      /** A reply larger than this is refused before it is parsed. */
-      maxReplyBytes: e.AGENTICFIX_MODEL_MAX_REPLY_MB * MiB,
+      ...copied(e, 'AGENTICFIX_MODEL_', [
+        'PROVIDER',
+        'NAME',
+        'API_KEY',
+        'BASE_URL',
+        'TIMEOUT_S',
+        'MAX_RETRIES',
+        'RETRY_BASE_MS',
+        'MAX_REPLY_MB',
+      ]),
       /** Model names a repository config or a command may choose. */
       allowlist,
       /** USD per million tokens by model name: the built-in table with the operator's entries over it. */
@@ -182,7 +167,7 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       requests: e.AGENTICFIX_REQUEST_BUDGET,
       toolCalls: e.AGENTICFIX_TOOL_CALL_BUDGET,
       timeMs: e.AGENTICFIX_TIME_BUDGET_S * 1000,
-      tokenReserve: e.AGENTICFIX_TOKEN_RESERVE,
+      ...copied(e, 'AGENTICFIX_', ['TOKEN_RESERVE']),
       /** USD a run may spend on model requests; null: no limit. */
       costUsd,
     },
@@ -203,59 +188,91 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       compactTokens: e.AGENTICFIX_CONTEXT_COMPACT_TOKENS,
       enabled: e.AGENTICFIX_CONTEXT_POLICY,
     },
-    agent: {
-      maxFormatErrors: e.AGENTICFIX_MAX_FORMAT_ERRORS,
-      noEditNudges: e.AGENTICFIX_NO_EDIT_NUDGES,
-      loopRepeat: e.AGENTICFIX_LOOP_REPEAT,
-    },
-    verify: { flakyReruns: e.AGENTICFIX_FLAKY_RERUNS, maxReportBytes: e.AGENTICFIX_MAX_REPORT_MB * MiB },
+    agent: copied(e, 'AGENTICFIX_', ['MAX_FORMAT_ERRORS', 'NO_EDIT_NUDGES', 'LOOP_REPEAT']),
+    verify: copied(e, 'AGENTICFIX_', ['FLAKY_RERUNS', 'MAX_REPORT_MB']),
     app: {
-      concurrency: e.AGENTICFIX_CONCURRENCY,
-      /** On SIGTERM: how long running runs may go on before they are handed back or interrupted. */
-      drainMs: e.AGENTICFIX_DRAIN_S * 1000,
-      label: e.AGENTICFIX_LABEL,
-      mention: e.AGENTICFIX_MENTION,
-      statusEditIntervalMs: e.AGENTICFIX_STATUS_EDIT_INTERVAL_MS,
-      keepFailedWorktrees: e.AGENTICFIX_KEEP_FAILED_WORKTREES,
-      /** Worktrees not modified for this long are removed (at start-up and after each run). */
-      worktreeMaxAgeMs: e.AGENTICFIX_WORKTREE_MAX_AGE_H * 3600_000,
-      /** A run is refused when less than this is free where worktrees or run directories live. */
-      minFreeBytes: e.AGENTICFIX_MIN_FREE_MB * MiB,
-      /** Retention, at start-up and periodically: run directories (newest kept), mirrors, deliveries. */
-      retention: {
-        runsKeep: e.AGENTICFIX_RUNS_KEEP,
-        runsMaxAgeMs: e.AGENTICFIX_RUNS_MAX_AGE_D * 86_400_000,
-        mirrorMaxAgeMs: e.AGENTICFIX_MIRROR_MAX_AGE_D * 86_400_000,
-        deliveryMaxAgeMs: e.AGENTICFIX_DELIVERY_MAX_AGE_D * 86_400_000,
-      },
-      githubWriteIntervalMs: e.AGENTICFIX_GITHUB_WRITE_INTERVAL_MS,
-      githubRetryBaseMs: e.AGENTICFIX_GITHUB_RETRY_BASE_MS,
-      githubTimeoutMs: e.AGENTICFIX_GITHUB_TIMEOUT_MS,
-      /** The first wait before publishing a judged run again (pending.ts); each next one doubles. */
-      publishRetryBaseMs: e.AGENTICFIX_PUBLISH_RETRY_BASE_S * 1000,
-      /** Largest webhook body taken in; larger ones get 413 before any buffering or signature work. */
-      webhookMaxBytes: e.AGENTICFIX_WEBHOOK_MAX_BYTES,
-      /** Bytes of webhook bodies being read at once across connections; past it a delivery gets 503. */
-      webhookInflightBytes: e.AGENTICFIX_WEBHOOK_INFLIGHT_MB * MiB,
-      /** A webhook body must arrive within this. */
-      webhookBodyTimeoutMs: e.AGENTICFIX_WEBHOOK_BODY_TIMEOUT_S * 1000,
-      /** People without write access get at most one reply per issue in this interval. */
-      outsiderReplyIntervalMs: e.AGENTICFIX_OUTSIDER_REPLY_INTERVAL_S * 1000,
+      ...copied(e, 'AGENTICFIX_', [
+        'CONCURRENCY',
+        'DRAIN_S',
+        'LABEL',
+        'MENTION',
+        'STATUS_EDIT_INTERVAL_MS',
+        'KEEP_FAILED_WORKTREES',
+        'WORKTREE_MAX_AGE_H',
+        'MIN_FREE_MB',
+        'GITHUB_WRITE_INTERVAL_MS',
+        'GITHUB_RETRY_BASE_MS',
+        'GITHUB_TIMEOUT_MS',
+        'PUBLISH_RETRY_BASE_S',
+        'WEBHOOK_MAX_BYTES',
+        'WEBHOOK_INFLIGHT_MB',
+        'WEBHOOK_BODY_TIMEOUT_S',
+        'OUTSIDER_REPLY_INTERVAL_S',
+      ]),
+      retention: copied(e, 'AGENTICFIX_', [
+        'RUNS_KEEP',
+        'RUNS_MAX_AGE_D',
+        'MIRROR_MAX_AGE_D',
+        'DELIVERY_MAX_AGE_D',
+      ]),
       /** Check apps allowed to start revisions; null: GitHub Actions only. */
       checkApps: e.AGENTICFIX_CHECK_APPS ? splitList(e.AGENTICFIX_CHECK_APPS) : null,
     },
     log: { level: e.LOG_LEVEL, format: e.LOG_FORMAT },
-    /** Where a worker answers /healthz, /ping and /metrics. */
     workerListen: { port: e.AGENTICFIX_WORKER_PORT, host: e.AGENTICFIX_WORKER_HOST },
     /** Run pages: the public base URL (links in comments) and the OAuth client; null: not set. */
     web: {
       publicUrl: e.AGENTICFIX_PUBLIC_URL ?? null,
       clientId: e.CLIENT_ID ?? e.GITHUB_CLIENT_ID ?? null,
       clientSecret: e.CLIENT_SECRET ?? e.GITHUB_CLIENT_SECRET ?? null,
-      /** X-Forwarded-Proto is believed (a TLS proxy in front that sets it). */
       trustProxy: e.AGENTICFIX_TRUST_PROXY,
     },
   };
+}
+
+/** `MAX_READ_LINES` → `MaxReadLines`. */
+type Words<S extends string> = S extends `${infer H}_${infer T}`
+  ? `${Capitalize<Lowercase<H>>}${Words<T>}`
+  : Capitalize<Lowercase<S>>;
+/** A setting's key in the config, by its unit: `MAX_TEST_TIMEOUT_S` → `maxTestTimeoutMs`, `MIN_FREE_MB` → `minFreeBytes`. */
+type KeyOf<N extends string> = Uncapitalize<
+  N extends `${infer B}_${'S' | 'H' | 'D'}`
+    ? `${Words<B>}Ms`
+    : N extends `${infer B}_MB`
+      ? `${Words<B>}Bytes`
+      : Words<N>
+>;
+/** The names of the settings that start with `P`, without it. */
+type Suffix<P extends string> = EnvName extends infer N ? (N extends `${P}${infer R}` ? R : never) : never;
+type Value<N extends EnvName> = N extends `${string}_${'S' | 'H' | 'D' | 'MB'}` ? number : Env[N];
+
+/** Seconds, hours, days to ms; MiB to bytes: the units setting names end with. */
+const UNITS: readonly [RegExp, string, number][] = [
+  [/_S$/, 'Ms', 1000],
+  [/_H$/, 'Ms', 3600_000],
+  [/_D$/, 'Ms', 86_400_000],
+  [/_MB$/, 'Bytes', MiB],
+];
+
+/**
+ * The settings `names` (after `prefix`) as config keys and values, converted by their unit: what is a
+ * plain copy is derived, not written twice. `copied(e, 'AGENTICFIX_MODEL_', ['TIMEOUT_S'])` is
+ * `{ timeoutMs: e.AGENTICFIX_MODEL_TIMEOUT_S * 1000 }`.
+ */
+function copied<P extends string, S extends Suffix<P>>(
+  e: Env,
+  prefix: P,
+  names: readonly S[],
+): { [K in S as KeyOf<K>]: Value<`${P}${K}` & EnvName> } {
+  return Object.fromEntries(
+    names.map((name) => {
+      const value = e[`${prefix}${name}` as EnvName];
+      const unit = UNITS.find(([re]) => re.test(name));
+      const base = unit ? name.replace(unit[0], '') : name;
+      const key = base.toLowerCase().replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+      return unit ? [`${key}${unit[1]}`, (value as number) * unit[2]] : [key, value];
+    }),
+  ) as never;
 }
 
 /** A comma-separated list's entries, trimmed, without empty ones. */

@@ -27,7 +27,7 @@ const p = (input: number, cached_input: number, output: number): ModelPrice => (
 /**
  * The providers' published list prices as of late 2025 (standard tier, no batch discount); where a
  * provider charges more for long prompts, the price of the shortest tier. Anthropic's cache writes
- * (1.25 × input) are counted as uncached input. Prices change: the README asks operators to check them.
+ * (1.25 × input) are counted as uncached input. Prices change: docs/configuration.md asks operators to check them.
  */
 export const BUILTIN_PRICES: ModelPrices = {
   // OpenAI

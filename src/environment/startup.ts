@@ -65,7 +65,7 @@ export async function checkRuntime(docker: Docker, config: Config): Promise<void
   const names = await engineRuntimes(docker);
   if (names.includes(wanted)) return;
   throw new ConfigError(
-    `AGENTICFIX_RUNTIME=${wanted} but the Docker engine has no "${wanted}" runtime (it has: ${names.join(', ') || 'none'}): install runsc and register it with dockerd in /etc/docker/daemon.json (README, "gVisor"), or unset AGENTICFIX_RUNTIME`,
+    `AGENTICFIX_RUNTIME=${wanted} but the Docker engine has no "${wanted}" runtime (it has: ${names.join(', ') || 'none'}): install runsc and register it with dockerd in /etc/docker/daemon.json (docs/operating.md, "gVisor"), or unset AGENTICFIX_RUNTIME`,
   );
 }
 

@@ -150,7 +150,7 @@ export class BuildStepFilter {
 const HOST_CAS = '/usr/local/share/ca-certificates';
 
 /**
- * The extra CAs this machine trusts (an egress that re-signs TLS needs one; see the README's build
+ * The extra CAs this machine trusts (an egress that re-signs TLS needs one; see docs/operating.md's build
  * network), written as one bundle into `dir`: what AGENTICFIX_BUILD_CA_FILE names on such a machine. Null
  * where there is none, as on a machine with direct access to the registries. For tests and benchmarks.
  */

@@ -7,7 +7,7 @@ import { isLent } from '../environment/lending.js';
 import type { GitHub } from '../publish/github.js';
 import type { StatusState } from '../publish/status.js';
 import type { QueueHooks } from '../queue/queue.js';
-import type { RunRecord, RunStore, RunUpdate } from '../store/store.js';
+import { isActive, type RunRecord, type RunStore, type RunUpdate } from '../store/store.js';
 import { capMiddle } from '../trace/cap.js';
 import { metrics } from '../trace/metrics.js';
 import { stopwatch } from '../trace/phases.js';
@@ -142,7 +142,7 @@ export class JobRunner implements QueueHooks {
   /** Whether the run behind an engine label (a run's or an attempt's, or their judge's `-verify`) is over. */
   async isFinished(label: string): Promise<boolean> {
     const run = await this.o.store.get(runOfLabel(label));
-    return run !== null && run.state !== 'queued' && run.state !== 'running';
+    return run !== null && !isActive(run.state);
   }
 
   /**

@@ -13,7 +13,7 @@ import {
   workerStopped,
   type StopRequest,
 } from './queue.js';
-import type { RunRecord, RunStore } from '../store/store.js';
+import { isActive, type RunRecord, type RunStore } from '../store/store.js';
 import { OutageLog, type OutageLogger } from '../trace/outage.js';
 import { CONNECTION_ERROR, Connections, keys, RELEASE, RENEW, TAKE_SLOT } from './redis-keys.js';
 
@@ -72,8 +72,6 @@ const STALLED_REASON = 'job stalled more than allowable limit';
 const BUSY_RETRY_MS = 500;
 /** Stop requests outlive any queue wait. */
 const STOP_TTL_MS = 24 * 3600_000;
-
-const isActive = (r: RunRecord) => r.state === 'queued' || r.state === 'running';
 
 /** Hooks serve gives the distributed queue; the work itself is the workers'. */
 export type BullQueueHooks = Pick<QueueHooks, 'onFinished' | 'onError'> & {
@@ -138,10 +136,10 @@ export class BullRunQueue implements RunQueue {
     const runs = await this.store.forIssue(run.owner, run.repo, run.issue); // newest first
     const at = runs.findIndex((r) => r.id === run.id);
     // Recorded after this one (deliveries taken in at once): the newest run wins, as in the order recorded.
-    const newer = runs.slice(0, at).find(isActive);
+    const newer = runs.slice(0, at).find((r) => isActive(r.state));
     if (newer)
       return finishRun(this.store, this.hooks, run, stoppedFields({ kind: 'superseded', by: newer.id }));
-    for (const older of runs.slice(at + 1).filter(isActive))
+    for (const older of runs.slice(at + 1).filter((r) => isActive(r.state)))
       await this.stop(older, { kind: 'superseded', by: run.id });
     void this.admit(run);
   }
@@ -176,7 +174,7 @@ export class BullRunQueue implements RunQueue {
   }
 
   async cancel(owner: string, repo: string, issue: number, by: string): Promise<RunRecord | null> {
-    const run = (await this.store.forIssue(owner, repo, issue)).find(isActive) ?? null;
+    const run = (await this.store.forIssue(owner, repo, issue)).find((r) => isActive(r.state)) ?? null;
     if (run) await this.stop(run, { kind: 'cancelled', by });
     return run;
   }
@@ -213,7 +211,7 @@ export class BullRunQueue implements RunQueue {
   private async interrupted(runId: string): Promise<void> {
     try {
       const run = await this.store.get(runId);
-      if (!run || !isActive(run)) return;
+      if (!run || !isActive(run.state)) return;
       const final = await workerStopped(this.store, run);
       if (final.state === 'interrupted') this.hooks.onInterrupted?.(final);
     } catch (err) {
@@ -318,7 +316,7 @@ export class RunWorker {
 
   private async process(job: Job, token: string | undefined): Promise<void> {
     const run = await this.store.get(job.id!);
-    if (!run || !isActive(run)) return; // recorded as over already
+    if (!run || !isActive(run.state)) return; // recorded as over already
     const stop = await this.stopRequest(run.id);
     if (stop) return finishRun(this.store, this.hooks, run, stoppedFields(stop));
     // Whoever can write to Redis or the store could queue a run for any installation this worker holds

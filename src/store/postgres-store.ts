@@ -25,6 +25,7 @@ import {
   type RunState,
   type RunStore,
   type RunUpdate,
+  ACTIVE_SQL,
 } from './store.js';
 import { migratePostgres, pruneStatements } from './schema.js';
 
@@ -156,7 +157,7 @@ export class PostgresRunStore implements RunStore {
   async pruneDeliveries(before: string): Promise<number> {
     const res = await this.pool.query(
       `DELETE FROM deliveries WHERE received_at < $1 AND done_at IS NOT NULL
-           AND id NOT IN (SELECT delivery_id FROM runs WHERE state IN ('queued', 'running'))`,
+           AND id NOT IN (SELECT delivery_id FROM runs WHERE state IN ${ACTIVE_SQL})`,
       [before],
     );
     return res.rowCount ?? 0;
@@ -304,7 +305,7 @@ export class PostgresRunStore implements RunStore {
            stop_reason = CASE WHEN publish IS NULL THEN 'interrupted' ELSE stop_reason END,
            finished_at = CASE WHEN publish IS NULL THEN $1 END,
            error = CASE WHEN publish IS NULL THEN 'app restarted' ELSE $2 END
-         WHERE state IN ('queued', 'running') RETURNING *`,
+         WHERE state IN ${ACTIVE_SQL} RETURNING *`,
       [now(), AFTER_VERDICT],
     );
     return rows

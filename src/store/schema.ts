@@ -15,7 +15,7 @@ export class StoreTooNewError extends ConfigError {
     super(
       `the run store ${where} has schema version ${found}, newer than this AgenticFix ` +
         `${buildInfo().version} knows (schema version ${MIGRATIONS.length}): a newer release migrated it. ` +
-        `Run that release (or a later one), or restore the backup taken before the upgrade (README: "Upgrading").`,
+        `Run that release (or a later one), or restore the backup taken before the upgrade (docs/operating.md: "Upgrading").`,
     );
     this.name = 'StoreTooNewError';
   }

@@ -28,6 +28,7 @@ import {
   type RunState,
   type RunStore,
   type RunUpdate,
+  ACTIVE_SQL,
 } from './store.js';
 import { checkSchema, pruneStatements } from './schema.js';
 
@@ -120,7 +121,7 @@ export class SqliteRunStore implements RunStore {
   async pruneDeliveries(before: string): Promise<number> {
     return this.statement(
       `DELETE FROM deliveries WHERE received_at < ? AND done_at IS NOT NULL
-           AND id NOT IN (SELECT delivery_id FROM runs WHERE state IN ('queued', 'running'))`,
+           AND id NOT IN (SELECT delivery_id FROM runs WHERE state IN ${ACTIVE_SQL})`,
     ).run(before).changes;
   }
 
@@ -255,7 +256,7 @@ export class SqliteRunStore implements RunStore {
   async markInterrupted(): Promise<RunRecord[]> {
     return this.db.transaction(() => {
       const rows = this.statement(
-        `SELECT id, publish FROM runs WHERE state IN ('queued', 'running') ORDER BY created_at, id`,
+        `SELECT id, publish FROM runs WHERE state IN ${ACTIVE_SQL} ORDER BY created_at, id`,
       ).all() as { id: string; publish: string | null }[];
       const at = now();
       return rows.map(({ id, publish }) =>

@@ -30,6 +30,11 @@ export const RUN_STATES = [
   'failed',
 ] as const;
 export type RunState = (typeof RUN_STATES)[number];
+/** A run not over yet: an issue has at most one (the queue supersedes the older). */
+export const ACTIVE_STATES = ['queued', 'running'] as const satisfies readonly RunState[];
+export const isActive = (state: RunState): boolean => (ACTIVE_STATES as readonly RunState[]).includes(state);
+/** ACTIVE_STATES as an SQL list, for the stores' queries. */
+export const ACTIVE_SQL = `(${ACTIVE_STATES.map((s) => `'${s}'`).join(', ')})`;
 export const AFTER_VERDICT = 'the app stopped after the verdict: publishing is resumed'; // then publish_pending
 
 /** A run on the issue (label, rerun) or a revision of its pull request (command, review, mention, checks). */

@@ -194,6 +194,8 @@ export function cellConcurrency(
 /**
  * Runs `fn` over `items`, at most `limit` at a time. Every started call is awaited before the first
  * error is rethrown, so nothing is still running when the caller cleans up; no new call starts after one failed.
+ * Not p-limit (issue 39): that needs `rejectOnClear`, `Promise.allSettled` and telling its AbortErrors from the
+ * failure, no shorter than this loop, for one caller with four cells.
  */
 export async function inPool<T>(
   items: readonly T[],

@@ -3,7 +3,7 @@ import type { Cell, TaskGrade, Verdict } from './types.js';
 
 /**
  * A test id split into the file it names (null when it names none) and its full title, the describe
- * titles and the test title joined by single spaces. Accepted forms (see the README, "Test ids"):
+ * titles and the test title joined by single spaces. Accepted forms (see docs/operating.md, "Tasks"):
  * the judge's `file > describe > title`, `file::describe title` (SWE-bench-style JavaScript rows; pytest's
  * `file::Class::test` too), jest's `fullName` and vitest's or mocha's full titles (`describe title`), with
  * or without ` > ` between the titles.

@@ -1,15 +1,14 @@
+import { exchangeWebFlowCode, getWebFlowAuthorizationUrl } from '@octokit/oauth-methods';
+import { Octokit } from '@octokit/rest';
 import { z } from 'zod';
 
 /**
- * GitHub as the signed-in person sees it: the app's OAuth web flow (user-to-server tokens) and, with
+ * GitHub as the signed-in person sees it: the app's OAuth web flow (user-to-server tokens, through
+ * @octokit/oauth-methods) and, with
  * the person's token, who they are and what they may do in a repository. GitHub decides; nothing here
  * guesses.
  */
 
-const TOKEN = z.union([
-  z.object({ access_token: z.string().min(1), token_type: z.string() }),
-  z.object({ error: z.string(), error_description: z.string().optional() }),
-]);
 const USER = z.object({ login: z.string().min(1) });
 const REPO = z.object({
   permissions: z
@@ -36,39 +35,42 @@ export function siteOf(apiBase: string | undefined): GitHubSite {
 }
 
 export class GitHubUsers {
+  /** Requests at the API base: the OAuth methods derive the sign-in site from it (GitHub Enterprise too). */
+  private readonly request: Octokit['request'];
+
   constructor(
     private readonly site: GitHubSite,
     private readonly client: { id: string; secret: string },
-  ) {}
+  ) {
+    this.request = new Octokit({ baseUrl: site.api }).request;
+  }
 
   /** Where the browser goes to sign in; GitHub sends it back to `redirectUri` with a code and `state`. */
   authorizeUrl(redirectUri: string, state: string, login?: string): string {
-    const url = new URL(`${this.site.web}/login/oauth/authorize`);
-    url.searchParams.set('client_id', this.client.id);
-    url.searchParams.set('redirect_uri', redirectUri);
-    url.searchParams.set('state', state);
-    if (login) url.searchParams.set('login', login);
-    return url.toString();
+    return getWebFlowAuthorizationUrl({
+      clientType: 'github-app',
+      clientId: this.client.id,
+      redirectUrl: redirectUri,
+      state,
+      ...(login && { login }),
+      request: this.request,
+    }).url;
   }
 
   /** The code from the redirect traded for the person's token and login. */
   async signIn(code: string, redirectUri: string): Promise<{ token: string; login: string }> {
-    const res = await fetch(`${this.site.web}/login/oauth/access_token`, {
-      method: 'POST',
-      headers: { accept: 'application/json', 'content-type': 'application/json' },
-      body: JSON.stringify({
-        client_id: this.client.id,
-        client_secret: this.client.secret,
-        code,
-        redirect_uri: redirectUri,
-      }),
-      signal: AbortSignal.timeout(TIMEOUT_MS),
+    const { authentication } = await exchangeWebFlowCode({
+      clientType: 'github-app',
+      clientId: this.client.id,
+      clientSecret: this.client.secret,
+      code,
+      redirectUrl: redirectUri,
+      request: this.request.defaults({ request: { signal: AbortSignal.timeout(TIMEOUT_MS) } }),
+    }).catch((err: unknown) => {
+      throw new Error(`GitHub refused the sign-in: ${(err as Error).message}`);
     });
-    if (!res.ok) throw new Error(`GitHub answered ${res.status} to the token exchange`);
-    const answer = TOKEN.parse(await res.json());
-    if ('error' in answer) throw new Error(`GitHub refused the sign-in: ${answer.error}`);
-    const user = USER.parse(await this.get(answer.access_token, '/user'));
-    return { token: answer.access_token, login: user.login };
+    const user = USER.parse(await this.get(authentication.token, '/user'));
+    return { token: authentication.token, login: user.login };
   }
 
   /** What the person may do in `owner/repo`: GitHub's answer to GET /repos/{owner}/{repo} with their token. */

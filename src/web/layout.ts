@@ -41,8 +41,6 @@ export const notice = (title: string, text: string, user: string | null = null):
       <p>${text}</p>`,
   });
 
-export const ACTIVE_STATES: ReadonlySet<RunRecord['state']> = new Set(['queued', 'running']);
-
 /** Milliseconds as `1 h 2 min`, `3 min 4 s` or `5.6 s`. */
 export function duration(ms: number | null): string {
   if (ms === null || !Number.isFinite(ms) || ms < 0) return '';

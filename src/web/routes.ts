@@ -4,8 +4,8 @@ import type { RunRecord, RunState, RunStore } from '../store/store.js';
 import { asset } from './assets.js';
 import { GitHubUsers, SignedOut, siteOf, type Access } from './github-user.js';
 import type { Html } from './html.js';
-import { ACTIVE_STATES, notice, page } from './layout.js';
-import { RUN_STATES } from '../store/store.js';
+import { notice, page } from './layout.js';
+import { isActive, RUN_STATES } from '../store/store.js';
 import { runList } from './list-page.js';
 import { runBody } from './run-page.js';
 import { COOKIE, cookie, SIGN_IN_COOKIE, sameToken, Sessions, type Session } from './sessions.js';
@@ -175,7 +175,7 @@ export function webRoutes(o: WebOptions): WebRoutes {
           quiet = 0;
         }
         // Over, and the last events written (the process running it flushes them before it records the end).
-        if (!ACTIVE_STATES.has(state) && fresh.length === 0) {
+        if (!isActive(state) && fresh.length === 0) {
           res.write(`event: end\ndata: ${JSON.stringify({ seq, state })}\n\n`);
           res.end();
         }
@@ -207,7 +207,7 @@ export function webRoutes(o: WebOptions): WebRoutes {
     if (access !== 'write')
       return send(res, 403, notice('Refused', 'Only people with write access may cancel a run.', s.login));
     // As `/agenticfix cancel` does: the queue stops the issue's active run.
-    if (ACTIVE_STATES.has(run.state)) await o.queue.cancel(run.owner, run.repo, run.issue, s.login);
+    if (isActive(run.state)) await o.queue.cancel(run.owner, run.repo, run.issue, s.login);
     redirect(res, `/runs/${encodeURIComponent(run.id)}`);
   }
 

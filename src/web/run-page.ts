@@ -1,8 +1,8 @@
-import type { RunEvent, RunRecord } from '../store/store.js';
+import { isActive, type RunEvent, type RunRecord } from '../store/store.js';
 import { renderMarkdown as evidenceMarkdown } from '../verify/markdown.js';
 import { VerificationReportSchema, type VerificationReport } from '../verify/types.js';
 import { html, type Html } from './html.js';
-import { ACTIVE_STATES, duration, runDuration, spent, stateBadge } from './layout.js';
+import { duration, runDuration, spent, stateBadge } from './layout.js';
 import { renderDiff, renderMarkdown } from './render.js';
 import { num, obj, str, toolCall, type Body } from './tool-call.js';
 
@@ -29,7 +29,7 @@ export function runBody(o: {
   const parsed = VerificationReportSchema.safeParse(last('verification')?.body.report);
   const report = parsed.success ? parsed.data : null;
   const ref = run.revision !== null && run.pr_number !== null ? run.pr_number : run.issue;
-  const active = ACTIVE_STATES.has(run.state);
+  const active = isActive(run.state);
   return html`<div
     id="run"
     data-run="${run.id}"
@@ -108,7 +108,7 @@ function timeline(statuses: RunEvent[], run: RunRecord): Html {
     ${steps.map((s, i) => {
       const next = steps[i + 1];
       const until = next ? Date.parse(next.ts) : end;
-      const current = !next && ACTIVE_STATES.has(run.state);
+      const current = !next && isActive(run.state);
       return html`<li class="${current ? 'current' : ''}">
         <span class="phase">${str(s.body.phase)}</span> ${time(s.ts)}
         <span class="muted">${current ? 'now' : duration(until - Date.parse(s.ts))}</span>

@@ -85,3 +85,9 @@ function parseRerun(args: string[]): ParsedComment {
   }
   return { type: 'command', command: { kind: 'rerun', ...parsed.data } };
 }
+
+/** Whether `body` mentions `handle` (`@agenticfix`) as a whole word, not inside another handle or an address. */
+export function mentions(body: string, handle: string): boolean {
+  const escaped = handle.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return new RegExp(`(^|[^\\w@.-])${escaped}(?![\\w-])`, 'i').test(body);
+}

@@ -15,6 +15,8 @@ interface Token {
 
 const OPERATOR = /^(?:&&|\|\||[;&|]|\d?>>?(?:&\d)?|&>|\d?<)/;
 
+// Not shell-quote's parse (issue 39): each token's raw text is kept to write the rest of the line back as
+// written, which its parse does not give, and it expands `$VAR` and globs, which must reach `sh -c` as written.
 function tokenize(command: string): Token[] {
   const out: Token[] = [];
   let i = 0;

@@ -99,7 +99,7 @@ export const PROJECTS = {
     'verify',
   ],
   /** Needs Redis and/or PostgreSQL (some also Docker and dist/). */
-  services: ['bench-smoke', 'e2e-scale', 'emulator-cli', 'outage', 'queue', 'services', 'store'],
+  services: ['bench-smoke', 'e2e-scale', 'emulator-cli', 'outage', 'queue', 'services', 'store', 'store-outage'],
 };
 
 /** Test files (paths under test/, without `.test.ts`) found on disk. */

@@ -232,6 +232,8 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       githubTimeoutMs: e.AGENTICFIX_GITHUB_TIMEOUT_MS,
       /** The first wait before publishing a judged run again (pending.ts); each next one doubles. */
       publishRetryBaseMs: e.AGENTICFIX_PUBLISH_RETRY_BASE_S * 1000,
+      /** How long a run-state write waits out a store outage in all (store/patient.ts). */
+      storeRetryMs: e.AGENTICFIX_STORE_RETRY_S * 1000,
       /** Largest webhook body taken in; larger ones get 413 before any buffering or signature work. */
       webhookMaxBytes: e.AGENTICFIX_WEBHOOK_MAX_BYTES,
       /** Bytes of webhook bodies being read at once across connections; past it a delivery gets 503. */

@@ -153,6 +153,9 @@ export const ENV_SCHEMA = z.object({
   AGENTICFIX_INSTALLATION_CONCURRENCY: int(0, 0), // runs of one installation at once, all workers; 0: no limit
   AGENTICFIX_INFRA_RETRIES: int(2, 0), // a run whose job threw (GitHub, the engine unreachable) is tried again
   AGENTICFIX_INFRA_RETRY_BASE_MS: int(30_000, 0), // the first wait before that; each next one doubles
+  // A run-state write the store cannot take for now (PostgreSQL down, SQLite locked) is tried again with
+  // back-off for this long in all before the run is given up (then serve's reconcile ends it `interrupted`).
+  AGENTICFIX_STORE_RETRY_S: int(300, 0),
   AGENTICFIX_STATUS_EDIT_INTERVAL_MS: int(5000, 0),
   AGENTICFIX_KEEP_FAILED_WORKTREES: bool(true),
   AGENTICFIX_WORKTREE_MAX_AGE_H: int(72, 1),

@@ -103,6 +103,8 @@ const DOCS: Record<EnvName, string> = {
   AGENTICFIX_INSTALLATION_CONCURRENCY: 'runs of one installation at once across workers (0: no limit)',
   AGENTICFIX_INFRA_RETRIES: 'a distributed run whose job failed for the infrastructure is tried again',
   AGENTICFIX_INFRA_RETRY_BASE_MS: 'the first wait before that; each next one doubles',
+  AGENTICFIX_STORE_RETRY_S:
+    'a run-state write the store cannot take for now (PostgreSQL down, SQLite locked) is tried again with back-off for this long in all; then serve ends the run `interrupted` and tells its issue',
   AGENTICFIX_STATUS_EDIT_INTERVAL_MS: 'the status comment is edited at most this often',
   AGENTICFIX_KEEP_FAILED_WORKTREES: 'keep the worktrees of runs that did not complete',
   AGENTICFIX_WORKTREE_MAX_AGE_H: 'worktrees not modified for this long are removed',

@@ -346,6 +346,12 @@ function observeRepair(result: RepairResult, model: string): void {
     metrics.tokens.inc({ kind }, result.tokens[kind]);
 }
 
+/** What stopped an interrupted run, as its status says it: the recorded cause, or the app's shutdown. */
+export function interruptionCause(run: Pick<RunRecord, 'error'>): string {
+  if (!run.error) return 'The app shut down before the run finished.';
+  return `Interrupted: ${inert(capMiddle(run.error, 500))}.`;
+}
+
 function endingFor(run: RunRecord): StatusState | null {
   switch (run.state) {
     case 'superseded':
@@ -355,7 +361,7 @@ function endingFor(run: RunRecord): StatusState | null {
     case 'interrupted':
       return {
         phase: 'interrupted',
-        detail: 'The app shut down before the run finished. Comment `/agenticfix rerun` to start again.',
+        detail: `${interruptionCause(run)} Comment \`/agenticfix rerun\` to start again.`,
       };
     case 'failed':
       return {

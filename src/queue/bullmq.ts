@@ -1,19 +1,21 @@
 import { hostname } from 'node:os';
-import { DelayedError, Queue, QueueEvents, Worker, type Job } from 'bullmq';
+import { DelayedError, Queue, QueueEvents, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import {
   executeRun,
   finishRun,
   HandedBack,
+  orphanEnd,
   RetryRun,
   STOP_REQUEST,
   stoppedFields,
   type QueueHooks,
   type RunQueue,
-  workerStopped,
+  UnrecordedEnd,
   type StopRequest,
 } from './queue.js';
-import type { RunRecord, RunStore } from '../store/store.js';
+import { storeUnreachable } from '../store/patient.js';
+import { RUN_UPDATE, type RunRecord, type RunStore } from '../store/store.js';
 import { OutageLog, type OutageLogger } from '../trace/outage.js';
 import { CONNECTION_ERROR, Connections, keys, RELEASE, RENEW, TAKE_SLOT } from './redis-keys.js';
 
@@ -31,7 +33,10 @@ import { CONNECTION_ERROR, Connections, keys, RELEASE, RENEW, TAKE_SLOT } from '
  * - an infrastructure failure (the run's job threw) puts the run back to `queued` and BullMQ tries it
  *   again after an exponential backoff, up to `retry.retries` times;
  * - a worker that dies (no lock renewal) leaves a stalled job, which BullMQ fails, or puts back once
- *   when `requeueStalled`; the failure reaches serve, which records the run `interrupted`.
+ *   when `requeueStalled`; the failure reaches serve, which records the run `interrupted`;
+ * - a job never completes with its run unrecorded: when the store cannot take a run's state (an outage
+ *   longer than AGENTICFIX_STORE_RETRY_S) the job fails, is tried again while attempts are left, and
+ *   serve's reconcile ends a run whose job is over (failed, completed, lost) with the cause.
  */
 
 export interface BullQueueOptions {
@@ -74,6 +79,18 @@ const BUSY_RETRY_MS = 500;
 const STOP_TTL_MS = 24 * 3600_000;
 
 const isActive = (r: RunRecord) => r.state === 'queued' || r.state === 'running';
+/** Job states in which a worker holds the run or one will take it. */
+const LIVE = new Set(['active', 'waiting', 'delayed', 'prioritized', 'waiting-children']);
+const message = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
+/** Why a run whose job is over (or gone) was left queued or running: said on its issue. */
+function orphanCause(run: RunRecord, job: Job | undefined): string {
+  const worker = `its worker${run.worker ? ` (${run.worker})` : ''}`;
+  if (!job) return 'its job was lost from the queue (Redis restarted without it, or it was removed)';
+  if (job.failedReason === STALLED_REASON) return `${worker} stopped`;
+  if (job.failedReason) return `${worker} gave it up: ${job.failedReason}`;
+  return `${worker} ended its job without recording its end`;
+}
 
 /** Hooks serve gives the distributed queue; the work itself is the workers'. */
 export type BullQueueHooks = Pick<QueueHooks, 'onFinished' | 'onError'> & {
@@ -92,6 +109,8 @@ export class BullRunQueue implements RunQueue {
   private readonly keys: ReturnType<typeof keys>;
 
   private readonly retry: RetryOptions;
+  /** Runs being announced: their job is added once that settles (admit). */
+  private readonly admitting = new Set<string>();
   private closed = false;
 
   constructor(
@@ -109,7 +128,7 @@ export class BullRunQueue implements RunQueue {
     this.queue.on('error', (err) => this.connections.outage.failed(err));
     this.events.on('error', (err) => this.connections.outage.failed(err));
     this.events.on('failed', ({ jobId, failedReason }) => {
-      if (failedReason === STALLED_REASON) void this.interrupted(jobId);
+      if (failedReason === STALLED_REASON) void this.orphaned(jobId);
     });
   }
 
@@ -119,20 +138,29 @@ export class BullRunQueue implements RunQueue {
   }
 
   /**
-   * Resolves once the stall watcher listens and what happened while no serve watched is recorded:
-   * runs whose worker died meanwhile end `interrupted`; runs recorded but never enqueued (serve
-   * stopped in between) are enqueued.
+   * Resolves once the stall watcher listens and what happened while no serve watched is recorded
+   * (reconcile): runs whose worker died meanwhile end `interrupted`; runs recorded but never enqueued
+   * (serve stopped in between) are enqueued.
    */
   async ready(): Promise<void> {
     await Promise.all([this.queue.waitUntilReady(), this.events.waitUntilReady()]);
-    for (const run of [...(await this.store.list('queued')), ...(await this.store.list('running'))]) {
-      const job = await this.queue.getJob(run.id);
-      if (!job && run.state === 'queued') await this.add(run);
-      else if (!job || (job.failedReason === STALLED_REASON && (await job.getState()) === 'failed'))
-        await this.interrupted(run.id);
-    }
+    await this.reconcile();
   }
 
+  async reconcile(): Promise<RunRecord[]> {
+    const ended: RunRecord[] = [];
+    for (const run of [...(await this.store.list('queued')), ...(await this.store.list('running'))]) {
+      if (this.admitting.has(run.id)) continue;
+      const job = await this.queue.getJob(run.id);
+      if (job && LIVE.has(await job.getState())) continue;
+      if (!job && run.state === 'queued') await this.add(run);
+      else {
+        const final = await this.orphaned(run.id, job);
+        if (final) ended.push(final);
+      }
+    }
+    return ended;
+  }
   async enqueue(run: RunRecord): Promise<void> {
     if (await this.queue.getJob(run.id)) return; // a redelivered webhook
     const runs = await this.store.forIssue(run.owner, run.repo, run.issue); // newest first
@@ -153,13 +181,17 @@ export class BullRunQueue implements RunQueue {
    * is added by the next serve's `ready`. A stop meanwhile is read by the worker that takes the job.
    */
   private async admit(run: RunRecord): Promise<void> {
+    this.admitting.add(run.id);
     try {
       await this.hooks.onQueued?.(run);
     } catch (err) {
       this.hooks.onError?.(run, err); // the worker posts the status comment itself
     }
-    if (this.closed) return;
-    await this.add(run).catch((err: unknown) => this.hooks.onError?.(run, err));
+    try {
+      if (!this.closed) await this.add(run).catch((err: unknown) => this.hooks.onError?.(run, err));
+    } finally {
+      this.admitting.delete(run.id);
+    }
   }
 
   private async add(run: RunRecord): Promise<void> {
@@ -210,14 +242,27 @@ export class BullRunQueue implements RunQueue {
       );
   }
 
-  private async interrupted(runId: string): Promise<void> {
+  /**
+   * Ends a run whose job is over or gone, once read again (its worker may have recorded its end since):
+   * with the end its worker could not record (kept with the job), else orphanEnd with the cause, its
+   * issue told of an interruption. Null when the run was over already or the store would not take it.
+   */
+  private async orphaned(runId: string, job?: Job): Promise<RunRecord | null> {
     try {
       const run = await this.store.get(runId);
-      if (!run || !isActive(run)) return;
-      const final = await workerStopped(this.store, run);
+      if (!run || !isActive(run)) return null;
+      job ??= await this.queue.getJob(runId);
+      const kept = RUN_UPDATE.safeParse((job?.data as { end?: unknown } | undefined)?.end);
+      if (kept.success && kept.data.state) {
+        await finishRun(this.store, this.hooks, run, kept.data, []);
+        return run;
+      }
+      const final = await this.store.update(run.id, orphanEnd(run, orphanCause(run, job)));
       if (final.state === 'interrupted') this.hooks.onInterrupted?.(final);
+      return final;
     } catch (err) {
       this.hooks.onError?.({ id: runId } as RunRecord, err);
+      return null;
     }
   }
 }
@@ -253,18 +298,22 @@ export class RunWorker {
       const controller = this.active.get(runId);
       if (controller) void this.stopRequest(runId).then((req) => req && controller.abort(req));
     });
-    this.worker = new Worker(name, (job, token) => this.process(job, token), {
-      connection: this.connections.open(),
-      concurrency: o.concurrency,
-      lockDuration: this.lockMs,
-      stalledInterval: Math.max(500, this.lockMs / 2),
-      maxStalledCount: o.requeueStalled ? 1 : 0,
-      autorun: false,
-    });
+    this.worker = new Worker(
+      name,
+      (job, token) => this.process(job, token).catch((err) => this.failed(job, err)),
+      {
+        connection: this.connections.open(),
+        concurrency: o.concurrency,
+        lockDuration: this.lockMs,
+        stalledInterval: Math.max(500, this.lockMs / 2),
+        maxStalledCount: o.requeueStalled ? 1 : 0,
+        autorun: false,
+      },
+    );
     // This worker was silent too long (a blocked event loop): its jobs count as stalled elsewhere, so
     // their runs stop here rather than run twice.
     this.worker.on('lockRenewalFailed', (jobIds) => {
-      for (const id of jobIds) this.active.get(id)?.abort({ kind: 'shutdown' } satisfies StopRequest);
+      for (const id of jobIds) this.active.get(id)?.abort({ kind: 'lock_lost' } satisfies StopRequest);
     });
     // Connection trouble (one line per outage) and lock renewals that failed: reported, never fatal
     // (BullMQ reconnects).
@@ -369,6 +418,7 @@ export class RunWorker {
         throw new DelayedError();
       }
       this.hooks.onError?.(run, err);
+      throw err;
     } finally {
       clearInterval(renew);
       this.active.delete(run.id);
@@ -376,6 +426,22 @@ export class RunWorker {
       if (slots) await this.redis.zrem(slots, run.id).catch(() => undefined);
       await this.redis.del(this.keys.stop(run.id)).catch(() => undefined);
     }
+  }
+
+  /**
+   * What fails the job of a run whose state the store would not take (the job never completes with its
+   * run left `running`): a run that ended keeps its end with the job, for serve's reconcile to record,
+   * and is not run again; one that could not start or go back to the queue is tried again while
+   * attempts are left. Other failures (BullMQ's DelayedError, RetryRun) go on as they are.
+   */
+  private async failed(job: Job, err: unknown): Promise<never> {
+    if (err instanceof UnrecordedEnd) {
+      await job.updateData({ ...(job.data as object), end: err.fields }).catch(() => undefined);
+      throw new UnrecoverableError(err.message);
+    }
+    if (!(err instanceof RetryRun) && storeUnreachable(err))
+      throw new Error(`the store was unreachable: ${message(err)}`);
+    throw err;
   }
 
   /** One of the installation's slots, held for lockMs (renewed while the run runs). */

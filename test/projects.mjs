@@ -34,6 +34,7 @@ export const PROJECTS = {
     'trace',
     'trees',
     'untrusted-render',
+    'upkeep',
     'verify-cli',
     'verify-units',
     'version',
@@ -99,7 +100,16 @@ export const PROJECTS = {
     'verify',
   ],
   /** Needs Redis and/or PostgreSQL (some also Docker and dist/). */
-  services: ['bench-smoke', 'e2e-scale', 'emulator-cli', 'outage', 'queue', 'services', 'store', 'store-outage'],
+  services: [
+    'bench-smoke',
+    'e2e-scale',
+    'emulator-cli',
+    'outage',
+    'queue',
+    'services',
+    'store',
+    'store-outage',
+  ],
 };
 
 /** Test files (paths under test/, without `.test.ts`) found on disk. */

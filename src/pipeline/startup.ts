@@ -128,7 +128,7 @@ export interface UpkeepOptions {
   docker: boolean;
   isFinished: (runId: string) => Promise<boolean>;
   isRunning: (runId: string) => Promise<boolean>;
-  log: Pick<Logger, 'info' | 'warn' | 'error'>;
+  log: Record<'info' | 'warn' | 'error', (obj: object, msg: string) => void>;
 }
 
 /**

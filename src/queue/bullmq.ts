@@ -1,21 +1,19 @@
 import { hostname } from 'node:os';
-import { DelayedError, Queue, QueueEvents, UnrecoverableError, Worker, type Job } from 'bullmq';
+import { DelayedError, Queue, QueueEvents, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import {
   executeRun,
   finishRun,
   HandedBack,
-  orphanEnd,
   RetryRun,
   STOP_REQUEST,
   stoppedFields,
   type QueueHooks,
   type RunQueue,
-  UnrecordedEnd,
   type StopRequest,
 } from './queue.js';
-import { storeUnreachable } from '../store/patient.js';
-import { RUN_UPDATE, type RunRecord, type RunStore } from '../store/store.js';
+import type { RunRecord, RunStore } from '../store/store.js';
+import { endOrphan, jobFailure, LIVE, type OrphanHooks, STALLED_REASON } from './orphans.js';
 import { OutageLog, type OutageLogger } from '../trace/outage.js';
 import { CONNECTION_ERROR, Connections, keys, RELEASE, RENEW, TAKE_SLOT } from './redis-keys.js';
 
@@ -34,9 +32,7 @@ import { CONNECTION_ERROR, Connections, keys, RELEASE, RENEW, TAKE_SLOT } from '
  *   again after an exponential backoff, up to `retry.retries` times;
  * - a worker that dies (no lock renewal) leaves a stalled job, which BullMQ fails, or puts back once
  *   when `requeueStalled`; the failure reaches serve, which records the run `interrupted`;
- * - a job never completes with its run unrecorded: when the store cannot take a run's state (an outage
- *   longer than AGENTICFIX_STORE_RETRY_S) the job fails, is tried again while attempts are left, and
- *   serve's reconcile ends a run whose job is over (failed, completed, lost) with the cause.
+ * - a job never completes with its run unrecorded (orphans.ts): serve's reconcile ends such runs.
  */
 
 export interface BullQueueOptions {
@@ -71,33 +67,17 @@ export interface RunWorkerOptions extends BullQueueOptions {
 }
 
 const JOB_NAME = 'run';
-/** BullMQ's failedReason for a job that stalled more often than maxStalledCount allows. */
-const STALLED_REASON = 'job stalled more than allowable limit';
 /** How long a job whose issue or installation is busy waits before it is tried again. */
 const BUSY_RETRY_MS = 500;
 /** Stop requests outlive any queue wait. */
 const STOP_TTL_MS = 24 * 3600_000;
 
 const isActive = (r: RunRecord) => r.state === 'queued' || r.state === 'running';
-/** Job states in which a worker holds the run or one will take it. */
-const LIVE = new Set(['active', 'waiting', 'delayed', 'prioritized', 'waiting-children']);
-const message = (err: unknown): string => (err instanceof Error ? err.message : String(err));
-
-/** Why a run whose job is over (or gone) was left queued or running: said on its issue. */
-function orphanCause(run: RunRecord, job: Job | undefined): string {
-  const worker = `its worker${run.worker ? ` (${run.worker})` : ''}`;
-  if (!job) return 'its job was lost from the queue (Redis restarted without it, or it was removed)';
-  if (job.failedReason === STALLED_REASON) return `${worker} stopped`;
-  if (job.failedReason) return `${worker} gave it up: ${job.failedReason}`;
-  return `${worker} ended its job without recording its end`;
-}
 
 /** Hooks serve gives the distributed queue; the work itself is the workers'. */
-export type BullQueueHooks = Pick<QueueHooks, 'onFinished' | 'onError'> & {
+export type BullQueueHooks = OrphanHooks & {
   /** A run enters the queue; its job is added once this has settled (e.g. the status comment is recorded). */
   onQueued?(run: RunRecord): void | Promise<void>;
-  /** A run whose worker died: recorded `interrupted`; its issue should be told. */
-  onInterrupted?(run: RunRecord): void;
 };
 
 /** serve's side: enqueues, supersedes, cancels, and records runs whose worker died. */
@@ -137,16 +117,13 @@ export class BullRunQueue implements RunQueue {
     await this.redis.ping();
   }
 
-  /**
-   * Resolves once the stall watcher listens and what happened while no serve watched is recorded
-   * (reconcile): runs whose worker died meanwhile end `interrupted`; runs recorded but never enqueued
-   * (serve stopped in between) are enqueued.
-   */
+  /** Resolves once the stall watcher listens and what happened while no serve watched is reconciled. */
   async ready(): Promise<void> {
     await Promise.all([this.queue.waitUntilReady(), this.events.waitUntilReady()]);
     await this.reconcile();
   }
 
+  /** Also enqueues runs recorded but never enqueued (serve stopped in between). */
   async reconcile(): Promise<RunRecord[]> {
     const ended: RunRecord[] = [];
     for (const run of [...(await this.store.list('queued')), ...(await this.store.list('running'))]) {
@@ -154,13 +131,11 @@ export class BullRunQueue implements RunQueue {
       const job = await this.queue.getJob(run.id);
       if (job && LIVE.has(await job.getState())) continue;
       if (!job && run.state === 'queued') await this.add(run);
-      else {
-        const final = await this.orphaned(run.id, job);
-        if (final) ended.push(final);
-      }
+      else ended.push(...[await this.orphaned(run.id, job)].filter((r) => r !== null));
     }
     return ended;
   }
+
   async enqueue(run: RunRecord): Promise<void> {
     if (await this.queue.getJob(run.id)) return; // a redelivered webhook
     const runs = await this.store.forIssue(run.owner, run.repo, run.issue); // newest first
@@ -187,11 +162,8 @@ export class BullRunQueue implements RunQueue {
     } catch (err) {
       this.hooks.onError?.(run, err); // the worker posts the status comment itself
     }
-    try {
-      if (!this.closed) await this.add(run).catch((err: unknown) => this.hooks.onError?.(run, err));
-    } finally {
-      this.admitting.delete(run.id);
-    }
+    if (!this.closed) await this.add(run).catch((err: unknown) => this.hooks.onError?.(run, err));
+    this.admitting.delete(run.id);
   }
 
   private async add(run: RunRecord): Promise<void> {
@@ -242,28 +214,8 @@ export class BullRunQueue implements RunQueue {
       );
   }
 
-  /**
-   * Ends a run whose job is over or gone, once read again (its worker may have recorded its end since):
-   * with the end its worker could not record (kept with the job), else orphanEnd with the cause, its
-   * issue told of an interruption. Null when the run was over already or the store would not take it.
-   */
-  private async orphaned(runId: string, job?: Job): Promise<RunRecord | null> {
-    try {
-      const run = await this.store.get(runId);
-      if (!run || !isActive(run)) return null;
-      job ??= await this.queue.getJob(runId);
-      const kept = RUN_UPDATE.safeParse((job?.data as { end?: unknown } | undefined)?.end);
-      if (kept.success && kept.data.state) {
-        await finishRun(this.store, this.hooks, run, kept.data, []);
-        return run;
-      }
-      const final = await this.store.update(run.id, orphanEnd(run, orphanCause(run, job)));
-      if (final.state === 'interrupted') this.hooks.onInterrupted?.(final);
-      return final;
-    } catch (err) {
-      this.hooks.onError?.({ id: runId } as RunRecord, err);
-      return null;
-    }
+  private orphaned(runId: string, job?: Job): Promise<RunRecord | null> {
+    return endOrphan(this.store, this.hooks, runId, async () => job ?? (await this.queue.getJob(runId)));
   }
 }
 
@@ -300,7 +252,7 @@ export class RunWorker {
     });
     this.worker = new Worker(
       name,
-      (job, token) => this.process(job, token).catch((err) => this.failed(job, err)),
+      (job, token) => this.process(job, token).catch((err) => jobFailure(job, err)),
       {
         connection: this.connections.open(),
         concurrency: o.concurrency,
@@ -426,22 +378,6 @@ export class RunWorker {
       if (slots) await this.redis.zrem(slots, run.id).catch(() => undefined);
       await this.redis.del(this.keys.stop(run.id)).catch(() => undefined);
     }
-  }
-
-  /**
-   * What fails the job of a run whose state the store would not take (the job never completes with its
-   * run left `running`): a run that ended keeps its end with the job, for serve's reconcile to record,
-   * and is not run again; one that could not start or go back to the queue is tried again while
-   * attempts are left. Other failures (BullMQ's DelayedError, RetryRun) go on as they are.
-   */
-  private async failed(job: Job, err: unknown): Promise<never> {
-    if (err instanceof UnrecordedEnd) {
-      await job.updateData({ ...(job.data as object), end: err.fields }).catch(() => undefined);
-      throw new UnrecoverableError(err.message);
-    }
-    if (!(err instanceof RetryRun) && storeUnreachable(err))
-      throw new Error(`the store was unreachable: ${message(err)}`);
-    throw err;
   }
 
   /** One of the installation's slots, held for lockMs (renewed while the run runs). */

@@ -96,7 +96,7 @@ export type NewRun = Pick<
     >
   >;
 
-const FIXED_COLUMNS = [
+export const FIXED_COLUMNS = [
   'id',
   'owner',
   'repo',
@@ -110,11 +110,6 @@ const FIXED_COLUMNS = [
 ] as const;
 
 export type RunUpdate = Partial<Omit<RunRecord, (typeof FIXED_COLUMNS)[number]>>;
-
-/** A run update that crossed a process boundary (a worker's unrecorded end, kept with its job). */
-export const RUN_UPDATE = RUN_ROW.omit(
-  Object.fromEntries(FIXED_COLUMNS.map((k) => [k, true])) as { [K in (typeof FIXED_COLUMNS)[number]]: true },
-).partial();
 
 const UPDATABLE = new Set(
   Object.keys(RUN_ROW.shape).filter((k) => !(FIXED_COLUMNS as readonly string[]).includes(k)),

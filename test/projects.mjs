@@ -27,6 +27,7 @@ export const PROJECTS = {
     'sandbox-local',
     'settings-doc',
     'stage',
+    'store-patience',
     'suites',
     'summary',
     'test-results',

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { BullRunQueue, RunWorker } from '../src/queue/bullmq.js';
-import { interruptionCause } from '../src/pipeline/job.js';
+import { interruptionCause } from '../src/pipeline/reporter.js';
 import { LocalRunQueue } from '../src/queue/queue.js';
 import { SqliteRunStore } from '../src/store/sqlite-store.js';
 import type { RunRecord, RunUpdate } from '../src/store/store.js';

@@ -12,7 +12,7 @@ import { capMiddle } from '../trace/cap.js';
 import { metrics } from '../trace/metrics.js';
 import { stopwatch } from '../trace/phases.js';
 import { RunTrace } from '../trace/trace.js';
-import { code, inert } from '../verify/untrusted.js';
+import { code } from '../verify/untrusted.js';
 import { GitWorkspaceManager } from '../workspace/manager.js';
 import { attemptCount, runAttempts, runOfLabel, type AttemptSteps, type PublishExtra } from './attempts.js';
 import type { VerificationReport } from '../verify/types.js';
@@ -22,7 +22,7 @@ import { openPr } from './open-pr.js';
 import { nextTry, pendingFields } from './pending.js';
 import { emptyPatchError, judgeRun, NEVER_PUSHED, stopCause } from './policy.js';
 import { pushRevision } from './push-revision.js';
-import { Reporter, refOf } from './reporter.js';
+import { endingFor, Reporter, refOf } from './reporter.js';
 import { message, republish } from './resume.js';
 import type { ModelSpec, RepairProgress } from './types.js';
 
@@ -370,36 +370,4 @@ function observeRepair(result: RepairResult, model: string): void {
     metrics.phaseSeconds.observe({ phase }, ms / 1000);
   for (const kind of ['prompt', 'completion', 'cached'] as const)
     metrics.tokens.inc({ kind }, result.tokens[kind]);
-}
-
-/** What stopped an interrupted run, as its status says it: the recorded cause, or the app's shutdown. */
-export function interruptionCause(run: Pick<RunRecord, 'error'>): string {
-  if (!run.error) return 'The app shut down before the run finished.';
-  return `Interrupted: ${inert(capMiddle(run.error, 500))}.`;
-}
-
-function endingFor(run: RunRecord): StatusState | null {
-  switch (run.state) {
-    case 'superseded':
-      return { phase: 'superseded', detail: `A newer run (\`${run.superseded_by}\`) replaced this one.` };
-    case 'cancelled':
-      return { phase: 'cancelled', detail: 'Cancelled by a `/agenticfix cancel` comment.' };
-    case 'interrupted':
-      return {
-        phase: 'interrupted',
-        detail: `${interruptionCause(run)} Comment \`/agenticfix rerun\` to start again.`,
-      };
-    case 'failed':
-      return {
-        phase: run.stop_reason === 'infra_error' ? 'infra_error' : 'failed',
-        detail: inert(capMiddle(run.error ?? 'unknown')),
-      };
-    case 'publish_pending':
-      return {
-        phase: 'publish_pending',
-        detail: `Verdict \`${run.verdict}\`. ${inert(capMiddle(run.error ?? 'Publishing failed', 500))}: it is tried again later; the model is not run again.`,
-      };
-    default:
-      return null;
-  }
 }

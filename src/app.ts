@@ -3,20 +3,19 @@ import { ConfigError, type Config } from './config/config.js';
 import type { JobDeps } from './pipeline/context.js';
 import { JobRunner } from './pipeline/job.js';
 import { publicScrubber } from './pipeline/public.js';
-import { applyRetention, prepareHost, sweepEngine } from './pipeline/startup.js';
+import { hostUpkeep, prepareHost, runGoingOn, UPKEEP_MS, RETENTION_TICKS } from './pipeline/startup.js';
 import type { ModelSpec } from './pipeline/types.js';
 import type { Parts } from './verify/types.js';
 import { appOctokit, type GitHub } from './publish/github.js';
 import { BullRunQueue } from './queue/bullmq.js';
 import { LocalRunQueue, type RunQueue } from './queue/queue.js';
 import { openStore } from './store/open-store.js';
-import { INSTANCE_STALE_MS, isActive, type RunStore } from './store/store.js';
+import { INSTANCE_STALE_MS, type RunStore } from './store/store.js';
 import { createApp } from './webhook/app.js';
 import { Intake } from './webhook/intake.js';
 import { listenForWebhooks } from './webhook/server.js';
 import { appLogger, healthChecks, observeRoutes } from './observe.js';
 import { webRoutes } from './web/routes.js';
-import { OutageLog } from './trace/outage.js';
 
 /**
  * The GitHub App put together (serve, demo, the tests): the run store, the queue (in-process, or
@@ -61,10 +60,6 @@ export interface RunningApp {
   close(drainMs?: number): Promise<void>;
 }
 
-/** How often runs are reconciled with the store; retention is applied every RETENTION_TICKS of it. */
-const UPKEEP_MS = 60_000;
-const RETENTION_TICKS = 60;
-
 /**
  * @octokit/webhooks attaches the delivery (`event`, with the whole payload) to the errors Probot logs;
  * only its id and name are kept.
@@ -95,19 +90,19 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
     log,
   });
   const auth = async (installationId: number) => (await probot.auth(installationId)) as GitHub;
-  const store = await openStore(o.config);
+  // Its outages are logged (one line when it stops answering, one when it is back); the heartbeat
+  // below notices one also while nothing runs.
+  const store = await openStore(o.config, log);
   try {
     await store.acquireInstance();
   } catch (err) {
     await store.close();
     throw err;
   }
-  // The heartbeat is also the store's outage watch: one line when it stops answering, one when it is back.
-  const outage = new OutageLog(o.config.databaseUrl ? 'postgresql' : 'sqlite', log);
   const heartbeat = setInterval(() => {
     store.heartbeat().then(
-      (held) => (outage.answered(), held || log.error('another instance has taken over the run store')),
-      (err: unknown) => outage.failed(err),
+      (held) => held || log.error('another instance has taken over the run store'),
+      () => undefined, // logged as an outage by the store
     );
   }, INSTANCE_STALE_MS / 6).unref();
   const runner = new JobRunner({
@@ -152,10 +147,7 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
       .catch((err) => log.error({ err, run: run.id }, 'could not report an interrupted run'));
   }
 
-  const isRunning = async (id: string) => {
-    const state = (await store.get(id.replace(/-verify$/, '')))?.state;
-    return state !== undefined && isActive(state);
-  };
+  const isRunning = runGoingOn(store);
   // Containers and lent worktrees of runs that are over; old worktrees; the mount self-check (a
   // distributed serve runs nothing: its workers do this on their machines).
   if (!distributed)
@@ -199,25 +191,24 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
     );
   pruneDeliveries();
 
-  // Periodically: runs whose end the store would not take (a full disk) are recorded once it does;
-  // containers and image leases of finished runs and gone processes (an engine that stopped mid-run
-  // kept them); deliveries and retention (a distributed serve has no run directories nor engine, its workers do).
+  // Periodically: runs with no live job are ended and their issues told (an end the store would not
+  // take, recorded once it does; a job lost or failed in a store or Redis outage, a dead worker);
+  // publishing resumed; deliveries pruned; where runs run here (not distributed: the workers do it on
+  // their machines), the engine swept and retention applied.
+  const host = {
+    config: o.config,
+    docker: (o.sandbox ?? 'docker') === 'docker',
+    isFinished: (id: string) => runner.isFinished(id),
+    isRunning,
+    log,
+  };
   let ticks = 0;
   const upkeep = setInterval(() => {
-    if (queue instanceof LocalRunQueue)
-      queue.reconcile().catch((err: unknown) => log.error({ err }, 'could not reconcile the runs'));
+    queue.reconcile().catch((err: unknown) => log.error({ err }, 'could not reconcile the runs'));
     resumePublishing();
-    if (!distributed && (o.sandbox ?? 'docker') === 'docker')
-      sweepEngine((id) => runner.isFinished(id)).then(
-        (removed) => removed.length > 0 && log.info({ removed }, 'containers of finished runs removed'),
-        (err: unknown) => log.warn({ err }, 'could not sweep the engine'),
-      );
-    if (++ticks % RETENTION_TICKS === 0) pruneDeliveries();
-    if (!distributed && ticks % RETENTION_TICKS === 0)
-      applyRetention(o.config, isRunning).then(
-        (retained) => log.info(retained, 'retention applied'),
-        (err: unknown) => log.error({ err }, 'could not apply retention'),
-      );
+    if (!distributed) hostUpkeep(host, ++ticks);
+    else ++ticks;
+    if (ticks % RETENTION_TICKS === 0) pruneDeliveries();
   }, UPKEEP_MS).unref();
 
   // Deliveries acknowledged before a crash but not taken in yet.

@@ -826,6 +826,31 @@ describe('AgenticFix app through the GitHub emulator', () => {
       rmSync(crashHome, { recursive: true, force: true });
     }
   });
+
+  // Issue 37, items 2 and 7: a run left `running` with no job (its end lost in a store outage) stayed so
+  // forever; and an interruption's status always read "The app shut down".
+  it('a run left running with no job is interrupted by the periodic reconcile, its status naming the cause', async () => {
+    const n = emu.createIssue(O, R, { title: 'orphan', user: 'alice' });
+    const run = await app.store.createRun({
+      owner: O,
+      repo: R,
+      issue: n,
+      installation_id: emu.installationId(O),
+      trigger: 'label',
+      triggered_by: 'maint',
+      delivery_id: 'orphaned-delivery',
+      base_commit: emu.branchHead(O, R, 'main')!,
+    });
+    await app.store.update(run.id, { state: 'running' });
+    expect((await app.queue.reconcile()).map((r) => r.id)).toEqual([run.id]);
+    await app.idle();
+    expect(await app.store.get(run.id)).toMatchObject({ state: 'interrupted', stop_reason: 'interrupted' });
+    const told = botComments(n).map((c) => c.body);
+    expect(told).toEqual([
+      expect.stringContaining('Interrupted: its job was lost: its end was never recorded.'),
+    ]);
+    expect(told[0]).not.toContain('The app shut down');
+  });
 });
 
 /**

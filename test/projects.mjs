@@ -29,6 +29,7 @@ export const PROJECTS = {
     'sandbox-local',
     'settings-doc',
     'stage',
+    'store-patience',
     'suites',
     'summary',
     'test-results',
@@ -36,6 +37,7 @@ export const PROJECTS = {
     'trace',
     'trees',
     'untrusted-render',
+    'upkeep',
     'verify-cli',
     'verify-units',
     'version',
@@ -106,7 +108,16 @@ export const PROJECTS = {
     'verify',
   ],
   /** Needs Redis and/or PostgreSQL (some also Docker and dist/). */
-  services: ['bench-smoke', 'e2e-scale', 'emulator-cli', 'outage', 'queue', 'services', 'store'],
+  services: [
+    'bench-smoke',
+    'e2e-scale',
+    'emulator-cli',
+    'outage',
+    'queue',
+    'services',
+    'store',
+    'store-outage',
+  ],
 };
 
 /** Test files (paths under test/, without `.test.ts`) found on disk. */

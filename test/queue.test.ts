@@ -4,6 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { BullRunQueue, RunWorker } from '../src/queue/bullmq.js';
+import { interruptionCause } from '../src/pipeline/reporter.js';
 import { LocalRunQueue } from '../src/queue/queue.js';
 import { SqliteRunStore } from '../src/store/sqlite-store.js';
 import type { RunRecord, RunUpdate } from '../src/store/store.js';
@@ -56,8 +57,9 @@ describe('LocalRunQueue', () => {
     await store.close();
   });
 
-  // Issue 31: a store that would not take a run's end (a full disk) left it `running` forever.
-  it('an end the store refuses is retried, then recorded by reconcile; a running run with no job fails', async () => {
+  // Issue 31: a store that would not take a run's end (a full disk) left it `running` forever. Issue 37:
+  // a run with no job is interrupted with its cause (its issue told), or publish_pending once judged.
+  it('an end the store refuses is retried, then recorded by reconcile; a running run with no job is interrupted', async () => {
     const store = new SqliteRunStore(':memory:');
     let refuse = 0; // the next updates that fail
     const update = store.update.bind(store);
@@ -87,13 +89,21 @@ describe('LocalRunQueue', () => {
     await q.idle();
     expect((await store.get(b.id))!.state).toBe('running');
     const lost = await store.update((await store.createRun(newRun(3))).id, { state: 'running' });
-    expect((await q.reconcile()).map((r) => r.id)).toEqual([b.id, lost.id]);
+    const judged = await store.update((await store.createRun(newRun(4))).id, {
+      state: 'running',
+      verdict: 'verified',
+      publish: '{}',
+    });
+    expect((await q.reconcile()).map((r) => r.id)).toEqual([b.id, lost.id, judged.id]);
     expect((await store.get(b.id))!.state).toBe('done');
     expect(await store.get(lost.id)).toMatchObject({
-      state: 'failed',
-      error: expect.stringMatching(/job was lost/),
+      state: 'interrupted',
+      stop_reason: 'interrupted',
+      error: 'its job was lost: its end was never recorded',
+      finished_at: expect.any(String),
     });
-    expect(jobs.finished.map((r) => r.state)).toEqual(['done', 'done', 'failed']);
+    expect(await store.get(judged.id)).toMatchObject({ state: 'publish_pending', finished_at: null });
+    expect(jobs.finished.map((r) => r.state)).toEqual(['done', 'done', 'interrupted', 'publish_pending']);
     await q.close();
     await store.close();
   });
@@ -476,7 +486,8 @@ describeIf(needService('AGENTICFIX_TEST_REDIS_URL'))('BullRunQueue with RunWorke
       }
     });
 
-    it('a worker blocked past its lock stops the run there, which ends interrupted once', async () => {
+    // Issue 37, item 7: the run's issue read "The app shut down" when a worker lost its lock (Redis killed).
+    it('a worker blocked past its lock stops the run there, which ends interrupted once, saying why', async () => {
       const file = path.join(dir, 'runs.sqlite');
       const store = new SqliteRunStore(file);
       const name = queueName();
@@ -504,9 +515,14 @@ describeIf(needService('AGENTICFIX_TEST_REDIS_URL'))('BullRunQueue with RunWorke
         await until('the child takes it', () => out.includes(`started ${run.id}`), 20_000);
         await worker.start(); // finds the job stalled while the child is blocked
         await until('the blocked worker to stop the run', () => out.includes('aborted'), 20_000);
-        expect(out).toContain('aborted {"kind":"shutdown"}');
+        expect(out).toContain('aborted {"kind":"lock_lost"}');
         await until('recorded', async () => (await store.get(run.id))!.finished_at !== null, 10_000);
-        expect(await store.get(run.id)).toMatchObject({ state: 'interrupted', worker: 'doomed' });
+        const final = (await store.get(run.id))!;
+        expect(final).toMatchObject({ state: 'interrupted', worker: 'doomed' });
+        // The worker's own end (it lost its hold on the run) or serve's (it stopped): never "The app shut down".
+        expect(interruptionCause(final)).toMatch(
+          /^Interrupted: its worker (lost its hold on the run in the queue \(Redis|\(doomed\) stopped)/,
+        );
         expect(interrupted).toEqual([run.id]);
         expect(survivor.started).toEqual([]); // never run twice
       } finally {

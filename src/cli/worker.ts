@@ -4,7 +4,7 @@ import { buildInfo } from '../config/version.js';
 import { appLogger, healthChecks, listenObserve, observeRoutes } from '../observe.js';
 import { JobRunner } from '../pipeline/job.js';
 import { publicScrubber } from '../pipeline/public.js';
-import { ENGINE_SWEEP_MS, prepareHost, sweepEngine } from '../pipeline/startup.js';
+import { hostUpkeep, prepareHost, runGoingOn, UPKEEP_MS } from '../pipeline/startup.js';
 import { appOctokit, type GitHub } from '../publish/github.js';
 import { RunWorker } from '../queue/bullmq.js';
 import { openStore } from '../store/open-store.js';
@@ -20,6 +20,9 @@ import { command, parseCli } from './program.js';
  * drains: takes no more runs and gives running ones AGENTICFIX_DRAIN_S, then hands them back to the
  * queue for another worker. Every line it prints is a log line (JSON with LOG_FORMAT=json).
  */
+/** How often an idle worker looks at the store. */
+const STORE_PROBE_MS = 5000;
+
 export async function workerCommand(argv: string[]): Promise<number> {
   const parsed = parseCli(
     command('worker', 'take runs from the shared queue (AGENTICFIX_REDIS_URL) and run them here').addHelpText(
@@ -37,7 +40,8 @@ export async function workerCommand(argv: string[]): Promise<number> {
   const distributed = config.distributed!;
   const log = appLogger(config);
   const probot = new Probot({ ...app, Octokit: appOctokit(config, publicScrubber(config)), log });
-  const store = await openStore(config);
+  // Its outages are logged: one line when PostgreSQL stops answering, one when it answers again.
+  const store = await openStore(config, log);
   const parts = compose(config);
   const runner = new JobRunner({
     ...parts,
@@ -55,6 +59,7 @@ export async function workerCommand(argv: string[]): Promise<number> {
         docker: true,
         checkMounts: true,
         isFinished: (id) => runner.isFinished(id),
+        isRunning: runGoingOn(store), // another worker sharing this machine's run directories
         log,
       }),
       'start-up cleanup done',
@@ -78,11 +83,18 @@ export async function workerCommand(argv: string[]): Promise<number> {
   const routes = observeRoutes(healthChecks({ store, queue: () => worker.ping(), docker: true }), null);
   const listener = await listenObserve(routes, config.workerListen.port, config.workerListen.host);
   await worker.start();
-  const sweep = setInterval(() => {
-    sweepEngine((id) => runner.isFinished(id)).catch((err: unknown) =>
-      log.warn({ err }, 'could not sweep the engine'),
-    );
-  }, ENGINE_SWEEP_MS).unref();
+  // This machine's upkeep: the engine swept, retention (run directories, mirrors) applied hourly.
+  const host = {
+    config,
+    docker: true,
+    isFinished: (id: string) => runner.isFinished(id),
+    isRunning: runGoingOn(store),
+    log,
+  };
+  let ticks = 0;
+  const upkeep = setInterval(() => hostUpkeep(host, ++ticks), UPKEEP_MS).unref();
+  // A store outage is noticed (and logged, with its end) also while no run writes.
+  const probe = setInterval(() => void store.get('probe').catch(() => undefined), STORE_PROBE_MS).unref();
   log.info(
     { worker: worker.id, url: listener.url, ...buildInfo() },
     `agenticfix worker ${worker.id} taking runs (concurrency ${config.app.concurrency}); health and metrics on ${listener.url}`,
@@ -92,7 +104,8 @@ export async function workerCommand(argv: string[]): Promise<number> {
     { worker: worker.id, signal, running: worker.running, drain_s: config.app.drainMs / 1000 },
     `agenticfix worker ${worker.id} stopping`,
   );
-  clearInterval(sweep);
+  clearInterval(upkeep);
+  clearInterval(probe);
   await worker.close(config.app.drainMs);
   await listener.close();
   await runner.settled();

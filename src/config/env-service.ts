@@ -66,6 +66,9 @@ export const SERVICE_SETTINGS = {
   AGENTICFIX_INFRA_RETRY_BASE_MS: int(30_000, 0).describe(
     'the first wait before that; each next one doubles',
   ),
+  AGENTICFIX_STORE_RETRY_S: int(300, 0).describe(
+    'a run-state write the store cannot take for now (PostgreSQL down, SQLite locked) is tried again with back-off for this long in all; then serve ends the run `interrupted` and tells its issue',
+  ),
   AGENTICFIX_STATUS_EDIT_INTERVAL_MS: int(5000, 0).describe(
     'the status comment is edited at most this often (its final state always lands)',
   ),

@@ -12,7 +12,7 @@ import { capMiddle } from '../trace/cap.js';
 import { metrics } from '../trace/metrics.js';
 import { stopwatch } from '../trace/phases.js';
 import { RunTrace } from '../trace/trace.js';
-import { code, inert } from '../verify/untrusted.js';
+import { code } from '../verify/untrusted.js';
 import { attemptCount, runAttempts, runOfLabel, type AttemptSteps, type PublishExtra } from './attempts.js';
 import { partsOf, type Parts, type VerificationReport } from '../verify/types.js';
 import { prepare, type JobDeps, type RunContext, type RepairInputs, type Services } from './context.js';
@@ -21,7 +21,7 @@ import { openPr } from './open-pr.js';
 import { nextTry, pendingFields } from './pending.js';
 import { emptyPatchError, judgeRun, NEVER_PUSHED, stopCause } from './policy.js';
 import { pushRevision } from './push-revision.js';
-import { Reporter, refOf } from './reporter.js';
+import { endingFor, Reporter, refOf } from './reporter.js';
 import { message, republish } from './resume.js';
 import type { ModelSpec, RepairProgress } from './types.js';
 
@@ -366,30 +366,4 @@ function observeRepair(result: RepairResult, model: string): void {
     metrics.phaseSeconds.observe({ phase }, ms / 1000);
   for (const kind of ['prompt', 'completion', 'cached'] as const)
     metrics.tokens.inc({ kind }, result.tokens[kind]);
-}
-
-function endingFor(run: RunRecord): StatusState | null {
-  switch (run.state) {
-    case 'superseded':
-      return { phase: 'superseded', detail: `A newer run (\`${run.superseded_by}\`) replaced this one.` };
-    case 'cancelled':
-      return { phase: 'cancelled', detail: 'Cancelled by a `/agenticfix cancel` comment.' };
-    case 'interrupted':
-      return {
-        phase: 'interrupted',
-        detail: 'The app shut down before the run finished. Comment `/agenticfix rerun` to start again.',
-      };
-    case 'failed':
-      return {
-        phase: run.stop_reason === 'infra_error' ? 'infra_error' : 'failed',
-        detail: inert(capMiddle(run.error ?? 'unknown')),
-      };
-    case 'publish_pending':
-      return {
-        phase: 'publish_pending',
-        detail: `Verdict \`${run.verdict}\`. ${inert(capMiddle(run.error ?? 'Publishing failed', 500))}: it is tried again later; the model is not run again.`,
-      };
-    default:
-      return null;
-  }
 }

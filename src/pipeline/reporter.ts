@@ -9,6 +9,8 @@ import { withMarker } from '../trace/marker.js';
 import type { RunRecord, RunStore } from '../store/store.js';
 import { nextTry } from './pending.js';
 import { deliverDue, statusWrite } from './writes.js';
+import { capMiddle } from '../trace/cap.js';
+import { inert } from '../verify/untrusted.js';
 
 /** Where a run reports: its issue, or for a revision the pull request it revises. */
 export const refOf = (run: RunRecord): IssueRef => ({
@@ -144,5 +146,38 @@ export class Reporter {
   async idle(): Promise<void> {
     await this.delivering?.catch(() => undefined); // its errors are its caller's
     await this.pages.flushed();
+  }
+}
+
+/** What stopped an interrupted run, as its status says it: the recorded cause, or the app's shutdown. */
+export function interruptionCause(run: Pick<RunRecord, 'error'>): string {
+  if (!run.error) return 'The app shut down before the run finished.';
+  return `Interrupted: ${inert(capMiddle(run.error, 500))}.`;
+}
+
+/** The status a run's end shows, or null for an end that needs none (done: publishing said it). */
+export function endingFor(run: RunRecord): StatusState | null {
+  switch (run.state) {
+    case 'superseded':
+      return { phase: 'superseded', detail: `A newer run (\`${run.superseded_by}\`) replaced this one.` };
+    case 'cancelled':
+      return { phase: 'cancelled', detail: 'Cancelled by a `/agenticfix cancel` comment.' };
+    case 'interrupted':
+      return {
+        phase: 'interrupted',
+        detail: `${interruptionCause(run)} Comment \`/agenticfix rerun\` to start again.`,
+      };
+    case 'failed':
+      return {
+        phase: run.stop_reason === 'infra_error' ? 'infra_error' : 'failed',
+        detail: inert(capMiddle(run.error ?? 'unknown')),
+      };
+    case 'publish_pending':
+      return {
+        phase: 'publish_pending',
+        detail: `Verdict \`${run.verdict}\`. ${inert(capMiddle(run.error ?? 'Publishing failed', 500))}: it is tried again later; the model is not run again.`,
+      };
+    default:
+      return null;
   }
 }

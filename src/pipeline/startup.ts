@@ -3,11 +3,13 @@ import type { Logger } from 'pino';
 import { lstat, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { ConfigError, type Config } from '../config/config.js';
+import { isActive, type RunStore } from '../store/store.js';
 import { dockerAvailable } from '../environment/docker.js';
 import { forgetLent, isLent, restoreLentWorktrees, type Restored } from '../environment/lending.js';
 import { checkBindMounts, checkRuntime, MountCheckError, sweepContainers } from '../environment/startup.js';
 import type { GitWorkspaceManager } from '../workspace/manager.js';
 import { worktreeOverLimits } from '../workspace/tree.js';
+import { runOfLabel } from './attempts.js';
 
 /** What every entry point (serve, demo, run, verify, eval) does before its first run. */
 
@@ -111,15 +113,52 @@ async function quarantineBadWorktrees(
 
 /**
  * Containers of finished runs and of gone processes, image leases included, whenever the engine
- * answers: run periodically (every ENGINE_SWEEP_MS on a worker, with serve's upkeep), it clears what an engine that stopped mid-run kept (a run could not
- * release its lease) once the engine is back.
+ * answers: run periodically (hostUpkeep), it clears what an engine that stopped mid-run kept (a run
+ * could not release its lease) once the engine is back.
  */
-export const ENGINE_SWEEP_MS = 60_000;
-
 export async function sweepEngine(isFinished?: (runId: string) => Promise<boolean>): Promise<string[]> {
   const docker = new Docker();
   return (await dockerAvailable(docker)) ? sweepContainers(docker, { isFinished }) : [];
 }
+
+/** How often a process that runs runs does its upkeep (and serve reconciles runs with the store). */
+export const UPKEEP_MS = 60_000;
+/** Retention is applied every RETENTION_TICKS upkeeps (hourly). */
+export const RETENTION_TICKS = 60;
+
+export interface UpkeepOptions {
+  config: Config;
+  /** Runs use the Docker sandbox: the engine is swept. */
+  docker: boolean;
+  isFinished: (runId: string) => Promise<boolean>;
+  isRunning: (runId: string) => Promise<boolean>;
+  log: Record<'info' | 'warn' | 'error', (obj: object, msg: string) => void>;
+}
+
+/**
+ * One upkeep of a machine that runs runs (serve alone, each worker), `tick` counting from 1: the
+ * engine swept each time, retention (run directories, mirrors) every RETENTION_TICKS. Never throws.
+ */
+export function hostUpkeep(o: UpkeepOptions, tick: number): void {
+  if (o.docker)
+    sweepEngine(o.isFinished).then(
+      (removed) => removed.length > 0 && o.log.info({ removed }, 'containers of finished runs removed'),
+      (err: unknown) => o.log.warn({ err }, 'could not sweep the engine'),
+    );
+  if (tick % RETENTION_TICKS === 0)
+    applyRetention(o.config, o.isRunning).then(
+      (retained) => o.log.info(retained, 'retention applied'),
+      (err: unknown) => o.log.error({ err }, 'could not apply retention'),
+    );
+}
+
+/** Whether the run behind an engine label or run directory (`<id>`, `<id>-verify`, `<id>-aN`) is going on. */
+export const runGoingOn =
+  (store: Pick<RunStore, 'get'>) =>
+  async (label: string): Promise<boolean> => {
+    const state = (await store.get(runOfLabel(label)))?.state;
+    return state !== undefined && isActive(state);
+  };
 
 /** The age policy (AGENTICFIX_WORKTREE_MAX_AGE_H); worktrees lent to a container right now are spared. */
 export function removeOldWorktrees(config: Config, workspaces: GitWorkspaceManager): Promise<string[]> {

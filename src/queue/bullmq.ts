@@ -10,10 +10,10 @@ import {
   stoppedFields,
   type QueueHooks,
   type RunQueue,
-  workerStopped,
   type StopRequest,
 } from './queue.js';
 import { isActive, type RunRecord, type RunStore } from '../store/store.js';
+import { endOrphan, jobFailure, LIVE, type OrphanHooks, STALLED_REASON } from './orphans.js';
 import { OutageLog, type OutageLogger } from '../trace/outage.js';
 import { CONNECTION_ERROR, Connections, keys, RELEASE, RENEW, TAKE_SLOT } from './redis-keys.js';
 
@@ -31,7 +31,8 @@ import { CONNECTION_ERROR, Connections, keys, RELEASE, RENEW, TAKE_SLOT } from '
  * - an infrastructure failure (the run's job threw) puts the run back to `queued` and BullMQ tries it
  *   again after an exponential backoff, up to `retry.retries` times;
  * - a worker that dies (no lock renewal) leaves a stalled job, which BullMQ fails, or puts back once
- *   when `requeueStalled`; the failure reaches serve, which records the run `interrupted`.
+ *   when `requeueStalled`; the failure reaches serve, which records the run `interrupted`;
+ * - a job never completes with its run unrecorded (orphans.ts): serve's reconcile ends such runs.
  */
 
 export interface BullQueueOptions {
@@ -66,19 +67,15 @@ export interface RunWorkerOptions extends BullQueueOptions {
 }
 
 const JOB_NAME = 'run';
-/** BullMQ's failedReason for a job that stalled more often than maxStalledCount allows. */
-const STALLED_REASON = 'job stalled more than allowable limit';
 /** How long a job whose issue or installation is busy waits before it is tried again. */
 const BUSY_RETRY_MS = 500;
 /** Stop requests outlive any queue wait. */
 const STOP_TTL_MS = 24 * 3600_000;
 
 /** Hooks serve gives the distributed queue; the work itself is the workers'. */
-export type BullQueueHooks = Pick<QueueHooks, 'onFinished' | 'onError'> & {
+export type BullQueueHooks = OrphanHooks & {
   /** A run enters the queue; its job is added once this has settled (e.g. the status comment is recorded). */
   onQueued?(run: RunRecord): void | Promise<void>;
-  /** A run whose worker died: recorded `interrupted`; its issue should be told. */
-  onInterrupted?(run: RunRecord): void;
 };
 
 /** serve's side: enqueues, supersedes, cancels, and records runs whose worker died. */
@@ -90,6 +87,8 @@ export class BullRunQueue implements RunQueue {
   private readonly keys: ReturnType<typeof keys>;
 
   private readonly retry: RetryOptions;
+  /** Runs being announced: their job is added once that settles (admit). */
+  private readonly admitting = new Set<string>();
   private closed = false;
 
   constructor(
@@ -107,7 +106,7 @@ export class BullRunQueue implements RunQueue {
     this.queue.on('error', (err) => this.connections.outage.failed(err));
     this.events.on('error', (err) => this.connections.outage.failed(err));
     this.events.on('failed', ({ jobId, failedReason }) => {
-      if (failedReason === STALLED_REASON) void this.interrupted(jobId);
+      if (failedReason === STALLED_REASON) void this.orphaned(jobId);
     });
   }
 
@@ -116,19 +115,23 @@ export class BullRunQueue implements RunQueue {
     await this.redis.ping();
   }
 
-  /**
-   * Resolves once the stall watcher listens and what happened while no serve watched is recorded:
-   * runs whose worker died meanwhile end `interrupted`; runs recorded but never enqueued (serve
-   * stopped in between) are enqueued.
-   */
+  /** Resolves once the stall watcher listens and what happened while no serve watched is reconciled. */
   async ready(): Promise<void> {
     await Promise.all([this.queue.waitUntilReady(), this.events.waitUntilReady()]);
+    await this.reconcile();
+  }
+
+  /** Also enqueues runs recorded but never enqueued (serve stopped in between). */
+  async reconcile(): Promise<RunRecord[]> {
+    const ended: RunRecord[] = [];
     for (const run of [...(await this.store.list('queued')), ...(await this.store.list('running'))]) {
+      if (this.admitting.has(run.id)) continue;
       const job = await this.queue.getJob(run.id);
+      if (job && LIVE.has(await job.getState())) continue;
       if (!job && run.state === 'queued') await this.add(run);
-      else if (!job || (job.failedReason === STALLED_REASON && (await job.getState()) === 'failed'))
-        await this.interrupted(run.id);
+      else ended.push(...[await this.orphaned(run.id, job)].filter((r) => r !== null));
     }
+    return ended;
   }
 
   async enqueue(run: RunRecord): Promise<void> {
@@ -151,13 +154,14 @@ export class BullRunQueue implements RunQueue {
    * is added by the next serve's `ready`. A stop meanwhile is read by the worker that takes the job.
    */
   private async admit(run: RunRecord): Promise<void> {
+    this.admitting.add(run.id);
     try {
       await this.hooks.onQueued?.(run);
     } catch (err) {
       this.hooks.onError?.(run, err); // the worker posts the status comment itself
     }
-    if (this.closed) return;
-    await this.add(run).catch((err: unknown) => this.hooks.onError?.(run, err));
+    if (!this.closed) await this.add(run).catch((err: unknown) => this.hooks.onError?.(run, err));
+    this.admitting.delete(run.id);
   }
 
   private async add(run: RunRecord): Promise<void> {
@@ -208,15 +212,8 @@ export class BullRunQueue implements RunQueue {
       );
   }
 
-  private async interrupted(runId: string): Promise<void> {
-    try {
-      const run = await this.store.get(runId);
-      if (!run || !isActive(run.state)) return;
-      const final = await workerStopped(this.store, run);
-      if (final.state === 'interrupted') this.hooks.onInterrupted?.(final);
-    } catch (err) {
-      this.hooks.onError?.({ id: runId } as RunRecord, err);
-    }
+  private orphaned(runId: string, job?: Job): Promise<RunRecord | null> {
+    return endOrphan(this.store, this.hooks, runId, async () => job ?? (await this.queue.getJob(runId)));
   }
 }
 
@@ -251,18 +248,22 @@ export class RunWorker {
       const controller = this.active.get(runId);
       if (controller) void this.stopRequest(runId).then((req) => req && controller.abort(req));
     });
-    this.worker = new Worker(name, (job, token) => this.process(job, token), {
-      connection: this.connections.open(),
-      concurrency: o.concurrency,
-      lockDuration: this.lockMs,
-      stalledInterval: Math.max(500, this.lockMs / 2),
-      maxStalledCount: o.requeueStalled ? 1 : 0,
-      autorun: false,
-    });
+    this.worker = new Worker(
+      name,
+      (job, token) => this.process(job, token).catch((err) => jobFailure(job, err)),
+      {
+        connection: this.connections.open(),
+        concurrency: o.concurrency,
+        lockDuration: this.lockMs,
+        stalledInterval: Math.max(500, this.lockMs / 2),
+        maxStalledCount: o.requeueStalled ? 1 : 0,
+        autorun: false,
+      },
+    );
     // This worker was silent too long (a blocked event loop): its jobs count as stalled elsewhere, so
     // their runs stop here rather than run twice.
     this.worker.on('lockRenewalFailed', (jobIds) => {
-      for (const id of jobIds) this.active.get(id)?.abort({ kind: 'shutdown' } satisfies StopRequest);
+      for (const id of jobIds) this.active.get(id)?.abort({ kind: 'lock_lost' } satisfies StopRequest);
     });
     // Connection trouble (one line per outage) and lock renewals that failed: reported, never fatal
     // (BullMQ reconnects).
@@ -367,6 +368,7 @@ export class RunWorker {
         throw new DelayedError();
       }
       this.hooks.onError?.(run, err);
+      throw err;
     } finally {
       clearInterval(renew);
       this.active.delete(run.id);

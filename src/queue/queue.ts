@@ -6,6 +6,7 @@ import {
   type RunStore,
   type RunUpdate,
 } from '../store/store.js';
+import { storeUnreachable } from '../store/patient.js';
 
 /** Why a run's signal was aborted (`signal.reason`); it also travels between processes. */
 export const STOP_REQUEST = z.discriminatedUnion('kind', [
@@ -14,6 +15,9 @@ export const STOP_REQUEST = z.discriminatedUnion('kind', [
   z.strictObject({ kind: z.literal('shutdown') }),
   // A draining worker's run that did not finish in time: back to the queue for another worker.
   z.strictObject({ kind: z.literal('handback') }),
+  // The worker lost its hold on the run (Redis unreachable or restarted, or the worker blocked past its
+  // lock): the queue may hand the run to another, so it stops here.
+  z.strictObject({ kind: z.literal('lock_lost') }),
 ]);
 export type StopRequest = z.infer<typeof STOP_REQUEST>;
 
@@ -45,6 +49,12 @@ export interface RunQueue {
   cancel(owner: string, repo: string, issue: number, by: string): Promise<RunRecord | null>;
   /** Resolves when nothing is queued or running. */
   idle(): Promise<void>;
+  /**
+   * Runs queued or running in the store with no live job (its end never recorded, its job lost or
+   * failed: a store or Redis outage, a dead worker) are ended: `interrupted` with the cause, or
+   * `publish_pending` when judged with a publishing record; returns them. Periodically (serve's upkeep).
+   */
+  reconcile(): Promise<RunRecord[]>;
   /**
    * Stops taking runs. LocalRunQueue ends queued ones `interrupted` and gives running ones `drainMs` to
    * finish before they are too; BullRunQueue leaves them to the workers.
@@ -120,8 +130,8 @@ export async function executeRun(
 }
 
 /**
- * Waits between tries of recording a run's end: a store that cannot write (a full disk, a database
- * restarting) often can again once the run's worktree is given back or the database is up.
+ * Waits between tries of recording a run's end: a store that cannot write (a full disk) often can again
+ * once the run's worktree is given back. An unreachable store is waited out by the store itself.
  */
 export const RECORD_RETRY_MS = [250, 1000, 4000, 15_000];
 
@@ -152,7 +162,8 @@ export async function finishRun(
       final = await store.update(run.id, end);
       break;
     } catch (err) {
-      if (attempt >= retryMs.length) throw new UnrecordedEnd(run, end, err);
+      // An unreachable store was waited out already (store/patient.ts): no second round of waits.
+      if (attempt >= retryMs.length || storeUnreachable(err)) throw new UnrecordedEnd(run, end, err);
       await new Promise((r) => setTimeout(r, retryMs[attempt]));
     }
   }
@@ -160,21 +171,14 @@ export async function finishRun(
 }
 
 /**
- * The end of a run whose worker stopped: `interrupted`, unless it was judged and its publishing record
- * stored: then `publish_pending`, and any serve publishes it (resumePublishing).
+ * The end of a run no process holds any more (`why`: its worker stopped, its job was lost): `interrupted`,
+ * unless it was judged and its publishing record stored: then `publish_pending`, and any serve
+ * publishes it (resumePublishing).
  */
-export const workerStopped = (store: RunStore, run: RunRecord): Promise<RunRecord> =>
-  store.update(
-    run.id,
-    run.publish !== null
-      ? { state: 'publish_pending', error: AFTER_VERDICT }
-      : {
-          state: 'interrupted',
-          stop_reason: 'interrupted',
-          finished_at: new Date().toISOString(),
-          error: `its worker${run.worker ? ` (${run.worker})` : ''} stopped`,
-        },
-  );
+export const orphanEnd = (run: RunRecord, why: string): RunUpdate =>
+  run.publish !== null
+    ? { state: 'publish_pending', error: AFTER_VERDICT, finished_at: null }
+    : { state: 'interrupted', stop_reason: 'interrupted', finished_at: new Date().toISOString(), error: why };
 
 export function stoppedFields(stop: StopRequest): RunUpdate & { state: RunState } {
   switch (stop.kind) {
@@ -185,6 +189,13 @@ export function stoppedFields(stop: StopRequest): RunUpdate & { state: RunState 
     case 'shutdown':
     case 'handback': // where there is no queue to hand back to
       return { state: 'interrupted', stop_reason: 'shutdown' };
+    case 'lock_lost':
+      return {
+        state: 'interrupted',
+        stop_reason: 'interrupted',
+        error:
+          'its worker lost its hold on the run in the queue (Redis unreachable or restarted, or the worker blocked)',
+      };
   }
 }
 
@@ -280,7 +291,7 @@ export class LocalRunQueue implements RunQueue {
 
   /**
    * Runs that are `running` in the store with no live job here: ends the store would not take are
-   * recorded now, and any other such run (its job lost) fails. At start-up and periodically.
+   * recorded now, and any other such run (its job lost) ends as orphanEnd says. Periodically.
    */
   async reconcile(): Promise<RunRecord[]> {
     const live = new Set([...this.active.values()].map((a) => a.run.id));
@@ -294,7 +305,7 @@ export class LocalRunQueue implements RunQueue {
     }
     for (const run of await this.store.list('running')) {
       if (live.has(run.id) || this.unrecorded.has(run.id)) continue;
-      const fields = { state: 'failed', error: 'its job was lost: its end was never recorded' } as const;
+      const fields = orphanEnd(run, 'its job was lost: its end was never recorded');
       await finishRun(this.store, this.hooks, run, fields, []).then(
         () => ended.push(run),
         (err: unknown) => this.hooks.onError?.(run, err),

@@ -68,6 +68,8 @@ export class PostgresRunStore implements RunStore {
     const pool = new pg.Pool({
       connectionString: o.url,
       max: o.poolSize ?? 4,
+      // A server that holds connections (stopped, not down) fails a connection attempt rather than hanging it.
+      connectionTimeoutMillis: 10_000,
       types,
       options: `-c search_path=${schema}`,
       application_name: 'agenticfix',

@@ -112,7 +112,7 @@ export type NewRun = Pick<
     >
   >;
 
-const FIXED_COLUMNS = [
+export const FIXED_COLUMNS = [
   'id',
   'owner',
   'repo',

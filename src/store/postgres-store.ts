@@ -3,18 +3,13 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import {
   AFTER_VERDICT,
-  holderGone,
-  INSTANCE_ROW,
-  newInstance,
   now,
   GITHUB_WRITE,
   RUN_ROW,
-  StoreInUseError,
   updateColumns,
   type Claim,
   type DeliveryClaim,
   type GitHubWrite,
-  type InstanceHolder,
   type NewRun,
   type NewRunEvent,
   type PendingDelivery,
@@ -24,8 +19,10 @@ import {
   type RunRecord,
   type RunState,
   type RunStore,
+  type RunOwner,
   type RunUpdate,
 } from './store.js';
+import { holderGone, INSTANCE_ROW, newInstance, StoreInUseError, type InstanceHolder } from './instance.js';
 import { migratePostgres, pruneStatements } from './schema.js';
 
 /**
@@ -221,6 +218,18 @@ export class PostgresRunStore implements RunStore {
         : await this.pool.query('SELECT * FROM runs WHERE id = $1', [id]);
     if (!rows[0]) throw new Error(`unknown run ${id}`);
     return RUN_ROW.parse(rows[0]);
+  }
+
+  async updateIf(id: string, owner: RunOwner, update: RunUpdate): Promise<RunRecord | null> {
+    const set = updateColumns(update);
+    const { rows } = await this.pool.query(
+      `UPDATE runs SET ${set.map(([k], i) => `${k} = $${i + 5}`).join(', ') || 'id = id'}
+       WHERE id = $1 AND state = $2 AND worker IS NOT DISTINCT FROM $3 AND attempt = $4 RETURNING *`,
+      [id, owner.state, owner.worker, owner.attempt, ...set.map(([, v]) => v)],
+    );
+    if (rows[0]) return RUN_ROW.parse(rows[0]);
+    if (!(await this.get(id))) throw new Error(`unknown run ${id}`);
+    return null;
   }
 
   async addComment(id: string, commentId: number): Promise<void> {

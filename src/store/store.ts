@@ -1,4 +1,3 @@
-import { hostname } from 'node:os';
 import { z } from 'zod';
 import { capMiddle } from '../trace/cap.js';
 import { FEEDBACK } from './feedback.js';
@@ -72,6 +71,7 @@ export const RUN_ROW = z.strictObject({
   pushed_commit: z.string().nullable(), // the commit the run pushed to its branch
   worker: z.string().nullable(), // the worker that ran it (`host:pid` or AGENTICFIX_WORKER_ID); its run_dir is there
   publish: z.string().nullable(), // publish_pending: what publishing needs, as JSON (pipeline/pending.ts)
+  attempt: z.number().int(), // how often a worker started it (0: never); its engine objects carry it (ATTEMPT_LABEL)
 });
 
 export type RunRecord = z.output<typeof RUN_ROW>;
@@ -110,6 +110,10 @@ const FIXED_COLUMNS = [
 ] as const;
 
 export type RunUpdate = Partial<Omit<RunRecord, (typeof FIXED_COLUMNS)[number]>>;
+
+/** Who owns a run as it was read: a state change made on its strength holds only while this is still so. */
+export type RunOwner = Pick<RunRecord, 'state' | 'worker' | 'attempt'>;
+export const ownerOf = ({ state, worker, attempt }: RunOwner): RunOwner => ({ state, worker, attempt });
 
 const UPDATABLE = new Set(
   Object.keys(RUN_ROW.shape).filter((k) => !(FIXED_COLUMNS as readonly string[]).includes(k)),
@@ -229,6 +233,12 @@ export interface RunStore {
   get(id: string): Promise<RunRecord | null>;
   /** Sets the given fields; throws for an unknown run. */
   update(id: string, update: RunUpdate): Promise<RunRecord>;
+  /**
+   * Compare-and-set: sets the fields only while the run's state, worker and attempt are still `owner`'s
+   * (a stalled worker's late end never overwrites a newer attempt's); null when they are not. Throws
+   * for an unknown run.
+   */
+  updateIf(id: string, owner: RunOwner, update: RunUpdate): Promise<RunRecord | null>;
   addComment(id: string, commentId: number): Promise<void>;
   /** Runs of one issue, newest first. */
   forIssue(owner: string, repo: string, issue: number): Promise<RunRecord[]>;
@@ -341,58 +351,9 @@ export const MIGRATIONS = [
      PRIMARY KEY (run_id, seq)
    );
    CREATE INDEX runs_created ON runs (created_at);`,
+  // One owner per run: each start by a worker is an attempt, and the end it writes expects it (updateIf).
+  `ALTER TABLE runs ADD COLUMN attempt INTEGER NOT NULL DEFAULT 0;`,
 ];
-
-/** How long an instance that stopped heart-beating keeps the store (a crash on another host, a hang). */
-export const INSTANCE_STALE_MS = 30_000;
-
-export const INSTANCE_ROW = z.strictObject({
-  id: z.literal(1),
-  owner: z.string(),
-  host: z.string(),
-  pid: z.number().int(),
-  started_at: z.string(),
-  heartbeat_at: z.string(),
-});
-export type InstanceHolder = Omit<z.output<typeof INSTANCE_ROW>, 'id'>;
-
-/** Another live instance already serves this store. */
-export class StoreInUseError extends Error {
-  /** `where`: the store as an operator knows it (a file, or a database without its password). */
-  constructor(
-    readonly where: string,
-    readonly holder: InstanceHolder,
-  ) {
-    const ago = Math.round((Date.now() - Date.parse(holder.heartbeat_at)) / 1000);
-    super(
-      `another AgenticFix instance (pid ${holder.pid} on ${holder.host}, started ${holder.started_at}, ` +
-        `last heartbeat ${ago} s ago) serves the run store ${where}; stop it first, or give this instance ` +
-        `its own AGENTICFIX_HOME / AGENTICFIX_DB_PATH / AGENTICFIX_DATABASE_URL. An instance that stopped ` +
-        `without closing holds the store for at most ${INSTANCE_STALE_MS / 1000} s.`,
-    );
-    this.name = 'StoreInUseError';
-  }
-}
-
-/** A claim for this process, fresh now. */
-export function newInstance(owner: string): InstanceHolder {
-  const at = now();
-  return { owner, host: hostname(), pid: process.pid, started_at: at, heartbeat_at: at };
-}
-
-export function holderGone(h: InstanceHolder): boolean {
-  if (Date.now() - Date.parse(h.heartbeat_at) > INSTANCE_STALE_MS) return true;
-  if (h.host !== hostname()) return false;
-  // Our own pid: an earlier process that had it (a restarted container is pid 1 again), or another
-  // store of this very process.
-  if (h.pid === process.pid) return Date.parse(h.started_at) < performance.timeOrigin;
-  try {
-    process.kill(h.pid, 0); // signal 0: existence check only
-    return false;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code !== 'EPERM'; // EPERM: alive, someone else's
-  }
-}
 
 export function now(): string {
   return new Date().toISOString();

@@ -5,6 +5,7 @@ import {
   executeRun,
   finishRun,
   HandedBack,
+  NotOwner,
   RetryRun,
   STOP_REQUEST,
   stoppedFields,
@@ -215,7 +216,7 @@ export class BullRunQueue implements RunQueue {
       const run = await this.store.get(runId);
       if (!run || !isActive(run)) return;
       const final = await workerStopped(this.store, run);
-      if (final.state === 'interrupted') this.hooks.onInterrupted?.(final);
+      if (final?.state === 'interrupted') this.hooks.onInterrupted?.(final);
     } catch (err) {
       this.hooks.onError?.({ id: runId } as RunRecord, err);
     }
@@ -362,6 +363,12 @@ export class RunWorker {
       if (err instanceof RetryRun) {
         this.log?.warn({ run: run.id, state: 'queued', error: err.error }, 'run queued to be tried again');
         throw err; // BullMQ tries the job again after its backoff
+      }
+      if (err instanceof NotOwner) {
+        // This worker stalled and another took the run over (or its end was recorded meanwhile): the
+        // run, its end and its issue are the newer attempt's.
+        this.log?.warn({ worker: this.id, run: run.id, attempt: run.attempt + 1 }, err.message);
+        return;
       }
       if (err instanceof HandedBack) {
         await job.moveToDelayed(Date.now(), token);

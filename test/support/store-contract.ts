@@ -126,7 +126,9 @@ export function runStoreContract(backend: StoreBackend): void {
     const w1 = await store.updateIf(run.id, ownerOf(run), { state: 'running', worker: 'w1', attempt: 1 });
     expect(w1).toMatchObject({ state: 'running', worker: 'w1', attempt: 1 });
     // A second start from the same read loses: only one worker owns attempt 1.
-    expect(await store.updateIf(run.id, ownerOf(run), { state: 'running', worker: 'w9', attempt: 1 })).toBeNull();
+    expect(
+      await store.updateIf(run.id, ownerOf(run), { state: 'running', worker: 'w9', attempt: 1 }),
+    ).toBeNull();
     // w1 stalls; w2 takes the run over from what it read.
     const w2 = await store.updateIf(run.id, ownerOf(w1!), { state: 'running', worker: 'w2', attempt: 2 });
     expect(w2).toMatchObject({ worker: 'w2', attempt: 2 });
@@ -135,11 +137,18 @@ export function runStoreContract(backend: StoreBackend): void {
     expect(await store.updateIf(run.id, ownerOf(w1!), late)).toBeNull();
     expect(await store.updateIf(run.id, { ...ownerOf(w2!), attempt: 1 }, late)).toBeNull();
     expect(await store.updateIf(run.id, { ...ownerOf(w2!), state: 'queued' }, late)).toBeNull();
-    expect(await store.get(run.id)).toMatchObject({ state: 'running', worker: 'w2', attempt: 2, finished_at: null });
+    expect(await store.get(run.id)).toMatchObject({
+      state: 'running',
+      worker: 'w2',
+      attempt: 2,
+      finished_at: null,
+    });
     const done = await store.updateIf(run.id, ownerOf(w2!), { state: 'done', finished_at: 'now' });
     expect(done).toMatchObject({ state: 'done', worker: 'w2', attempt: 2 });
     expect(await store.updateIf(run.id, ownerOf(done!), {})).toMatchObject({ state: 'done' });
-    await expect(store.updateIf('r-none', ownerOf(run), { state: 'done' })).rejects.toThrow(/unknown run r-none/);
+    await expect(store.updateIf('r-none', ownerOf(run), { state: 'done' })).rejects.toThrow(
+      /unknown run r-none/,
+    );
     await store.close();
   });
 

@@ -227,9 +227,8 @@ export class PostgresRunStore implements RunStore {
        WHERE id = $1 AND state = $2 AND worker IS NOT DISTINCT FROM $3 AND attempt = $4 RETURNING *`,
       [id, owner.state, owner.worker, owner.attempt, ...set.map(([, v]) => v)],
     );
-    if (rows[0]) return RUN_ROW.parse(rows[0]);
-    if (!(await this.get(id))) throw new Error(`unknown run ${id}`);
-    return null;
+    if (!rows[0] && !(await this.get(id))) throw new Error(`unknown run ${id}`);
+    return rows[0] ? RUN_ROW.parse(rows[0]) : null;
   }
 
   async addComment(id: string, commentId: number): Promise<void> {

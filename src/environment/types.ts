@@ -51,6 +51,10 @@ export interface BuildResult {
   network: { proxy: boolean; ca: boolean };
   /** Compact log: status, first/last lines and the lines that look like errors. */
   log: BuildLog;
+  /** Of a successful build: engine and deprecation warnings the package tools printed (npm EBADENGINE…). */
+  warnings: string[];
+  /** Of a successful build: the Dockerfile's steps (numbered as written) the engine's layer cache answered. */
+  cached_steps: number[];
   error: string | null;
   /** Set when the build failed because the engine could not be reached: no fault of the Dockerfile. */
   engine_gone?: boolean;
@@ -80,6 +84,6 @@ export interface EnvironmentBuilder {
   build(opts: BuildOptions): Promise<BuildResult>;
   /** A sandbox that runs argv in containers of the given image. */
   sandboxFor(imageId: string): Sandbox;
-  /** Base images available locally (told to the model when no registry is reachable). */
+  /** Base images available locally, as the model is told (language images first, with their runtime version). */
   localBaseImages(): Promise<string[]>;
 }

@@ -14,6 +14,7 @@ import {
   type SnapshotEntry,
 } from './docker-context.js';
 import { gitDependencyHint } from './git-deps.js';
+import { baseImages, describeBaseImage, type BaseImage } from './base-images.js';
 import { DockerSandbox, engineGone, LABEL, RUN_LABEL } from '../environment/docker.js';
 import { buildNetworkMode, ensureBuildNetwork, proxyBuildArgs } from './network.js';
 import { ImageLeases } from './leases.js';
@@ -72,6 +73,8 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
       duration_ms: elapsed(),
       network,
       log,
+      warnings: [],
+      cached_steps: [],
       error,
     });
 
@@ -117,6 +120,8 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
           duration_ms: elapsed(),
           network,
           log,
+          warnings: [],
+          cached_steps: [],
           error: null,
         };
       }
@@ -166,6 +171,8 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
       duration_ms: elapsed(),
       network,
       log: run.log.result('ok'),
+      warnings: run.log.findings.warnings(),
+      cached_steps: run.cachedSteps,
       error: null,
     };
   }
@@ -176,13 +183,18 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
 
   /**
    * What a Dockerfile can start FROM offline: the operator's configured base image and the app's own
-   * images (`agenticfix/…`) that are here. Other tagged images on the host (other projects', the
-   * environments built for runs) are no one's advice to the model.
+   * images (`agenticfix/…`: the Debian base and the language images) that are here, language images
+   * first. Other tagged images on the host (other projects', the environments built for runs) are no
+   * one's advice to the model.
    */
-  async localBaseImages(): Promise<string[]> {
+  async baseImages(): Promise<BaseImage[]> {
     const images = await this.docker.listImages();
-    const tags = images.flatMap((i) => i.RepoTags ?? []);
-    return [...new Set(tags.filter((t) => t === this.cfg.baseImage || t.startsWith(`${APP_REPO}/`)))].sort();
+    return baseImages(images, (t) => t === this.cfg.baseImage || t.startsWith(`${APP_REPO}/`));
+  }
+
+  /** The base images as the model reads them, language images first with their runtime's version. */
+  async localBaseImages(): Promise<string[]> {
+    return (await this.baseImages()).map(describeBaseImage);
   }
 
   /** Ends the run's leases on its images (also those another builder of the run took). */
@@ -297,7 +309,12 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
     build: { dockerfile: string; context: SnapshotEntry[]; added: number },
     tag: string,
     key: string,
-  ): Promise<{ status: BuildLog['exit_status']; log: BuildLogCompactor; error: string | null }> {
+  ): Promise<{
+    status: BuildLog['exit_status'];
+    log: BuildLogCompactor;
+    error: string | null;
+    cachedSteps: number[];
+  }> {
     // Aborting destroys the request: the engine then cancels the build and kills its RUN container.
     const abort = new AbortController();
     let timedOut = false;
@@ -317,9 +334,10 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
       [BUILT_LABEL]: String(Date.now()),
     };
     // The engine adds one LABEL step per label after the model's steps: progress leaves them out.
+    const modelSteps = (total: number) => total - Object.keys(labels).length;
     const onStep = (line: string) => {
       const m = /^Step (\d+)\/(\d+) : (.*)$/.exec(line);
-      const total = Number(m?.[2]) - Object.keys(labels).length;
+      const total = modelSteps(Number(m?.[2]));
       if (m && Number(m[1]) <= total) opts.onStep?.(`Step ${m[1]}/${total} : ${m[3]!.slice(0, 200)}`);
     };
     try {
@@ -356,6 +374,7 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
           .remove()
           .catch(() => undefined);
     }
-    return { status: timedOut ? 'timeout' : error === null ? 'ok' : 'failed', log, error };
+    const status = timedOut ? 'timeout' : error === null ? 'ok' : 'failed';
+    return { status, log, error, cachedSteps: log.findings.cachedSteps(modelSteps) };
   }
 }

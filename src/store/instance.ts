@@ -1,8 +1,7 @@
 import { hostname } from 'node:os';
 import { z } from 'zod';
-import { now } from './store.js';
 
-/** The one instance serving a store (RunStore.acquireInstance): who holds it, and when it is gone. */
+/** The one instance serving a run store (RunStore.acquireInstance): its claim, and when a holder is gone. */
 
 /** How long an instance that stopped heart-beating keeps the store (a crash on another host, a hang). */
 export const INSTANCE_STALE_MS = 30_000;
@@ -37,7 +36,7 @@ export class StoreInUseError extends Error {
 
 /** A claim for this process, fresh now. */
 export function newInstance(owner: string): InstanceHolder {
-  const at = now();
+  const at = new Date().toISOString();
   return { owner, host: hostname(), pid: process.pid, started_at: at, heartbeat_at: at };
 }
 

@@ -2,6 +2,15 @@ import { z } from 'zod';
 import { capMiddle } from '../trace/cap.js';
 import { FEEDBACK } from './feedback.js';
 
+export {
+  holderGone,
+  INSTANCE_ROW,
+  INSTANCE_STALE_MS,
+  newInstance,
+  StoreInUseError,
+  type InstanceHolder,
+} from './instance.js';
+
 /**
  * Persistent record of every run and webhook delivery (deliveries are pruned after
  * AGENTICFIX_DELIVERY_MAX_AGE_D, runs after AGENTICFIX_RUNS_MAX_AGE_D). One interface, two implementations that pass
@@ -71,7 +80,10 @@ export const RUN_ROW = z.strictObject({
   pushed_commit: z.string().nullable(), // the commit the run pushed to its branch
   worker: z.string().nullable(), // the worker that ran it (`host:pid` or AGENTICFIX_WORKER_ID); its run_dir is there
   publish: z.string().nullable(), // publish_pending: what publishing needs, as JSON (pipeline/pending.ts)
-  attempt: z.number().int(), // how often a worker started it (0: never); its engine objects carry it (ATTEMPT_LABEL)
+  attempts_asked: z.number().int().nullable(), // comment override of the repository's `attempts`
+  attempts: z.string().nullable(), // each attempt's outcome, as JSON (pipeline/attempts.ts); null: one attempt
+  // How often a worker took the run up (0: never): its owner with `worker` (RunStore.updateIf). Not `attempts`.
+  attempt: z.number().int(),
 });
 
 export type RunRecord = z.output<typeof RUN_ROW>;
@@ -85,6 +97,7 @@ export type NewRun = Pick<
       RunRecord,
       | 'model'
       | 'token_budget'
+      | 'attempts_asked'
       | 'issue_title'
       | 'issue_body'
       | 'issue_updated_at'
@@ -351,7 +364,10 @@ export const MIGRATIONS = [
      PRIMARY KEY (run_id, seq)
    );
    CREATE INDEX runs_created ON runs (created_at);`,
-  // One owner per run: each start by a worker is an attempt, and the end it writes expects it (updateIf).
+  // Attempts (pipeline/attempts.ts): how many a rerun command asked for, and each one's outcome.
+  `ALTER TABLE runs ADD COLUMN attempts_asked INTEGER;
+   ALTER TABLE runs ADD COLUMN attempts TEXT;`,
+  // One owner per run: each take-up by a worker counts, and the end it writes expects it (updateIf).
   `ALTER TABLE runs ADD COLUMN attempt INTEGER NOT NULL DEFAULT 0;`,
 ];
 

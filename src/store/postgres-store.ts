@@ -224,8 +224,7 @@ export class PostgresRunStore implements RunStore {
   async updateIf(id: string, owner: RunOwner, update: RunUpdate): Promise<RunRecord | null> {
     const set = updateColumns(update);
     const { rows } = await this.pool.query(
-      `UPDATE runs SET ${set.map(([k], i) => `${k} = $${i + 5}`).join(', ') || 'id = id'}
-       WHERE id = $1 AND state = $2 AND worker IS NOT DISTINCT FROM $3 AND attempt = $4 RETURNING *`,
+      `UPDATE runs SET ${set.map(([k], i) => `${k} = $${i + 5}`).join(', ') || 'id = id'} WHERE id = $1 AND state = $2 AND worker IS NOT DISTINCT FROM $3 AND attempt = $4 RETURNING *`,
       [id, owner.state, owner.worker, owner.attempt, ...set.map(([, v]) => v)],
     );
     if (!rows[0] && !(await this.get(id))) throw new Error(`unknown run ${id}`);

@@ -9,7 +9,7 @@ import { startScriptedModelServer, type ScriptedModelServer } from '../src/emula
 import { REAL_JOB_DEPS } from '../src/pipeline/job.js';
 import { branchFor } from '../src/publish/pr.js';
 import { SqliteRunStore } from '../src/store/sqlite-store.js';
-import { StoreInUseError } from '../src/store/store.js';
+import { StoreInUseError } from '../src/store/instance.js';
 import { startApp, type RunningApp } from '../src/app.js';
 import type { Config } from '../src/config/config.js';
 import {

@@ -3,10 +3,23 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Docker from 'dockerode';
 import { loadConfig } from '../src/config/config.js';
+import { startScriptedModelServer, type ScriptStep } from '../src/emulator/scripted-model.js';
+import { RUN_LABEL } from '../src/environment/docker.js';
 import { checkBindMounts } from '../src/environment/startup.js';
+import { LEASE_LABEL } from '../src/images/leases.js';
+import { REAL_JOB_DEPS } from '../src/pipeline/job.js';
+import { fileVersion } from '../src/tools/files.js';
 import { judge } from '../src/verify/judge.js';
 import { git } from '../src/workspace/git.js';
-import { CALC_FILES, CALC_FIX } from './support/app.js';
+import {
+  CALC_FILES,
+  CALC_FIX,
+  localJudge,
+  startEmulatedApp,
+  startEmulator,
+  testConfig,
+  waitFor,
+} from './support/app.js';
 import { BASE_IMAGE, needDocker } from './support/docker.js';
 import { itIf } from './support/skip.js';
 import { startEngineProxy } from './support/engine-proxy.js';
@@ -21,6 +34,108 @@ import { compose } from '../src/cli/compose.js';
 
 const engine = await needDocker();
 const TEST = ['sh', '-c', 'grep -q "a + b" calc.py'];
+
+/** Settles within `ms`, or fails saying what did not happen (never a hang up to jest's limit). */
+const within = <T>(what: string, p: Promise<T>, ms: number): Promise<T> => {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`not within ${ms / 1000} s: ${what}`)), ms);
+  });
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+};
+
+const call = (name: string, args: Record<string, unknown> = {}): ScriptStep => ({
+  tool_calls: [{ name, arguments: args }],
+});
+
+describe('the Docker engine goes away mid-run', () => {
+  // Issue 37: the model was told "infrastructure error… this is no test result", the run went on, the
+  // judge reported build_failed ("connect ENOENT …docker-rel.sock") and the issue showed "✅ Done".
+  itIf(engine)(
+    'during the agent’s run_tests: the run ends infra_error, "⚠️ Infrastructure error", no judge',
+    async () => {
+      const [O, R] = ['acme', 'engine'];
+      // The tests sleep: the engine is cut while their container runs (it is removed below).
+      const sleepy = ['sh', '-c', 'sleep 30; grep -q "a + b" calc.py'];
+      const home = mkdtempSync(path.join(tmpdir(), 'faults-engine-'));
+      // Armed when the model's run_tests call goes out: the next container start (the tests') cuts
+      // the engine half a second later, whatever the machine's load.
+      const proxy = await startEngineProxy(home, {
+        closeOn: /^POST \/[^ ]*containers\/[^/ ?]+\/start[ ?]/,
+        afterMs: 500,
+      });
+      const before = process.env.DOCKER_HOST;
+      process.env.DOCKER_HOST = proxy.host;
+      const model = await startScriptedModelServer(
+        [
+          call('build_environment', { dockerfile: `FROM ${BASE_IMAGE}\nWORKDIR /workspace\n` }),
+          call('edit_file', {
+            path: 'calc.py',
+            old_text: 'a - b',
+            new_text: 'a + b',
+            version: fileVersion(CALC_FILES['calc.py']),
+          }),
+          call('run_tests'),
+          call('finish', { summary: 'add() adds' }),
+        ],
+        { onRequest: (i) => void (i === 2 && proxy.arm()) },
+      );
+      const emu = await startEmulator();
+      let judged = 0;
+      const app = await startEmulatedApp(emu, {
+        config: testConfig(home, { AGENTICFIX_BASE_IMAGE: BASE_IMAGE }),
+        deps: {
+          ...REAL_JOB_DEPS,
+          judge: async (o) => {
+            judged++;
+            return localJudge(o);
+          },
+          renderEvidence: (r) => `Verdict ${r.verdict}.`,
+        },
+        model: { kind: 'url', baseUrl: model.url, name: 'scripted' },
+        sandbox: 'docker',
+      });
+      let runId = '';
+      try {
+        emu.createRepo(O, R, {
+          files: { ...CALC_FILES, '.github/agenticfix.yml': `test: ${JSON.stringify(sleepy)}\n` },
+        });
+        emu.setPermission(O, R, 'maint', 'maintain');
+        emu.setWebhookUrl(app.url);
+        const n = emu.createIssue(O, R, { title: 'add() subtracts', user: 'alice' });
+        await emu.label(O, R, n, 'agenticfix', 'maint');
+        await waitFor(async () => (await app.store.forIssue(O, R, n)).length === 1);
+        runId = (await app.store.forIssue(O, R, n))[0]!.id;
+        await within('the run to end', app.idle(), 90_000);
+        const [run] = await app.store.forIssue(O, R, n);
+        expect(run).toMatchObject({ state: 'failed', stop_reason: 'infra_error', verdict: null });
+        expect(run!.error).toMatch(/^Infrastructure error: the Docker engine went away during the tests: /);
+        expect(judged).toBe(0);
+        expect(model.requests).toHaveLength(3); // the model is not asked again: nothing it did stands
+        const status = emu.comments(n).find((c) => c.id === run!.status_comment_id)!.body;
+        expect(status).toContain('### AgenticFix: ⚠️ Infrastructure error');
+        expect(status).not.toContain('✅ Done');
+        expect(emu.pulls).toHaveLength(0);
+      } finally {
+        await within('the app to close', app.close(), 30_000).finally(async () => {
+          await model.close();
+          await emu.close();
+          await proxy.close();
+          if (before === undefined) delete process.env.DOCKER_HOST;
+          else process.env.DOCKER_HOST = before;
+          // What the run left on the shared engine (its test container, its image lease).
+          const docker = new Docker();
+          for (const label of [`${RUN_LABEL}=${runId}`, `${LEASE_LABEL}=${runId}`]) {
+            const left = runId ? await docker.listContainers({ all: true, filters: { label: [label] } }) : [];
+            for (const c of left) await docker.getContainer(c.Id).remove({ force: true });
+          }
+          rmSync(home, { recursive: true, force: true });
+        });
+      }
+    },
+    180_000,
+  );
+});
 
 describe('the judge with no engine to reach', () => {
   // Issue 37: "The Dockerfile does not build from scratch: connect ENOENT …docker-rel.sock" (build_failed).

@@ -62,13 +62,13 @@ describe('LocalRunQueue', () => {
   it('an end the store refuses is retried, then recorded by reconcile; a running run with no job is interrupted', async () => {
     const store = new SqliteRunStore(':memory:');
     let refuse = 0; // the next updates that fail
-    const update = store.update.bind(store);
-    store.update = async (id, u) => {
+    const updateIf = store.updateIf.bind(store);
+    store.updateIf = async (id, owner, u) => {
       if (u.finished_at && refuse > 0) {
         refuse--;
         throw new Error('database or disk is full');
       }
-      return update(id, u);
+      return updateIf(id, owner, u);
     };
     const jobs = new Jobs();
     const q = new LocalRunQueue(store, 1, jobs, [1, 1]);
@@ -374,7 +374,8 @@ describeIf(needService('AGENTICFIX_TEST_REDIS_URL'))('BullRunQueue with RunWorke
 
     /**
      * A worker process (the built code) whose runs never end by themselves, or (`blockMs`) that first
-     * blocks its event loop that long and then runs until aborted, saying so.
+     * blocks its event loop that long and then runs until aborted, saying so; also what it records as
+     * a run's end, and its warnings.
      */
     const workerProcess = (file: string, name: string, blockMs = 0) =>
       execa(
@@ -385,7 +386,8 @@ describeIf(needService('AGENTICFIX_TEST_REDIS_URL'))('BullRunQueue with RunWorke
           `import { RunWorker } from ${JSON.stringify(path.join(dist, 'queue/bullmq.js'))};
            import { SqliteRunStore } from ${JSON.stringify(path.join(dist, 'store/sqlite-store.js'))};
            const store = new SqliteRunStore(${JSON.stringify(file)});
-           const hooks = { execute: (run, signal) => {
+           const log = { info: () => {}, warn: (o, msg) => process.stdout.write('warn ' + msg + '\\n') };
+           const hooks = { onFinished: (run) => process.stdout.write('finished ' + run.state + '\\n'), execute: (run, signal) => {
              process.stdout.write('started ' + run.id + '\\n');
              const until = Date.now() + ${blockMs};
              while (Date.now() < until);
@@ -394,7 +396,7 @@ describeIf(needService('AGENTICFIX_TEST_REDIS_URL'))('BullRunQueue with RunWorke
                resolve({ state: 'done' });
              }));
            } };
-           await new RunWorker(store, hooks, { redisUrl: ${JSON.stringify(redisUrl)}, name: ${JSON.stringify(name)}, concurrency: 1, id: 'doomed', lockMs: 1000 }).start();`,
+           await new RunWorker(store, hooks, { redisUrl: ${JSON.stringify(redisUrl)}, name: ${JSON.stringify(name)}, concurrency: 1, id: 'doomed', lockMs: 1000, log }).start();`,
         ],
         { reject: false },
       );
@@ -525,6 +527,66 @@ describeIf(needService('AGENTICFIX_TEST_REDIS_URL'))('BullRunQueue with RunWorke
         );
         expect(interrupted).toEqual([run.id]);
         expect(survivor.started).toEqual([]); // never run twice
+      } finally {
+        child.kill('SIGKILL');
+        await child;
+        await worker.close(0);
+        await queue.close();
+        await store.close();
+      }
+    });
+
+    // Issue 37, item 3: running@w1 → running@w2 → `interrupted` written by the thawed w1 → `done@w2`;
+    // the sweep of w1 (the run looked over) then killed w2's judge container.
+    it("a frozen worker thawed after another took its run over (requeue stalled) writes nothing: one end, the newer attempt's", async () => {
+      const file = path.join(dir, 'runs.sqlite');
+      const store = new SqliteRunStore(file);
+      const name = queueName();
+      const interrupted: string[] = [];
+      const queue = new BullRunQueue(
+        store,
+        { onInterrupted: (r) => interrupted.push(r.id) },
+        { redisUrl, name },
+      );
+      const child = workerProcess(file, name);
+      const survivor = new Jobs();
+      const worker = new RunWorker(store, survivor, {
+        redisUrl,
+        name,
+        concurrency: 1,
+        id: 'survivor',
+        lockMs: 1000,
+        requeueStalled: true,
+      });
+      try {
+        await queue.ready();
+        let out = '';
+        child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+        const run = await recordedRun(store, newRun(1));
+        await queue.enqueue(run);
+        await until('the child takes it', () => out.includes(`started ${run.id}`), 20_000);
+        expect(await store.get(run.id)).toMatchObject({ state: 'running', worker: 'doomed', attempt: 1 });
+        child.kill('SIGSTOP');
+        await worker.start();
+        await until('the survivor takes it over', () => survivor.started.includes(run.id), 20_000);
+        expect(await store.get(run.id)).toMatchObject({ state: 'running', worker: 'survivor', attempt: 2 });
+        child.kill('SIGCONT');
+        // Thawed, the child finds its lock lost, stops the run there and tries to record its end.
+        await until('the child gives the run up', () => /finished|warn/.test(out), 20_000);
+        expect(out).toContain('aborted {"kind":"shutdown"}');
+        expect(out).not.toContain('finished');
+        expect(out).toContain(`warn run ${run.id} has a newer owner`);
+        // Still the survivor's: a sweep asking whether the run is over hears no.
+        expect(await store.get(run.id)).toMatchObject({
+          state: 'running',
+          worker: 'survivor',
+          finished_at: null,
+        });
+        survivor.finish(run.id);
+        await until('recorded', async () => (await store.get(run.id))!.state !== 'running', 20_000);
+        expect(await store.get(run.id)).toMatchObject({ state: 'done', worker: 'survivor', attempt: 2 });
+        expect(survivor.finished.map((r) => r.state)).toEqual(['done']);
+        expect(interrupted).toEqual([]);
       } finally {
         child.kill('SIGKILL');
         await child;

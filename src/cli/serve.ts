@@ -1,6 +1,6 @@
 import SmeeClient from 'smee-client';
 import { z } from 'zod';
-import { StoreInUseError } from '../store/store.js';
+import { StoreInUseError } from '../store/instance.js';
 import { startApp } from '../app.js';
 import { loadEnv } from '../config/config.js';
 import { buildInfo } from '../config/version.js';

@@ -34,6 +34,9 @@ const DEADLINE_GRACE_MS = 5000;
 /** How long to keep reading output after the container exited (the attach stream ends on its own). */
 const DRAIN_MS = 2000;
 
+/** How often the engine is pinged while a container runs (a wait on a dropped connection never settles). */
+const ENGINE_POLL_MS = 2000;
+
 /** Whether a Docker engine answers. Never throws. */
 export async function dockerAvailable(docker: Docker = new Docker()): Promise<boolean> {
   try {
@@ -141,6 +144,31 @@ export class DockerSandbox implements Sandbox {
     } catch (err) {
       // Only "no such image" means gone; any other engine error shows up, with its message, in the run.
       return (err as { statusCode?: number }).statusCode !== 404;
+    }
+  }
+
+  /**
+   * The container's exit status. docker-modem never settles a wait (nor ends the output stream) whose
+   * connection the engine dropped as it went away: the run hung there. The engine is pinged meanwhile,
+   * and a wait outlives it by one ping at most.
+   */
+  private async exitOf(container: Docker.Container): Promise<{ StatusCode: number }> {
+    let timer: NodeJS.Timeout | undefined;
+    let settled = false;
+    const gone = new Promise<never>((_, reject) => {
+      const check = async () => {
+        const down = await engineGone(this.docker);
+        if (settled) return;
+        if (down) reject(new Error('the Docker engine stopped answering'));
+        else timer = setTimeout(() => void check(), ENGINE_POLL_MS);
+      };
+      timer = setTimeout(() => void check(), ENGINE_POLL_MS);
+    });
+    try {
+      return await Promise.race([container.wait() as Promise<{ StatusCode: number }>, gone]);
+    } finally {
+      settled = true;
+      clearTimeout(timer);
     }
   }
 
@@ -284,7 +312,8 @@ export class DockerSandbox implements Sandbox {
         const why = /"timeout": executable file not found/.test(message(e))
           ? 'the image has no `timeout` (coreutils or busybox), which enforces the time limit in the container'
           : message(e);
-        return outcome('error', `could not start ${cmd}: ${why}`);
+        // The engine going away under a start is no fault of the image: the run stops (engine_gone).
+        return this.gone(outcome('error', `could not start ${cmd}: ${why}`));
       }
       timer = setTimeout(() => {
         timedOut = true;
@@ -294,7 +323,7 @@ export class DockerSandbox implements Sandbox {
       if (req.signal?.aborted) onAbort();
       else req.signal?.addEventListener('abort', onAbort, { once: true });
 
-      const waited = (await container.wait()) as { StatusCode: number };
+      const waited = await this.exitOf(container);
       clearTimeout(timer);
       req.signal?.removeEventListener('abort', onAbort);
       const info = await container.inspect();

@@ -5,6 +5,7 @@ import {
   executeRun,
   finishRun,
   HandedBack,
+  NotOwner,
   RetryRun,
   STOP_REQUEST,
   stoppedFields,
@@ -362,6 +363,9 @@ export class RunWorker {
         this.log?.warn({ run: run.id, state: 'queued', error: err.error }, 'run queued to be tried again');
         throw err; // BullMQ tries the job again after its backoff
       }
+      // This worker stalled and another took the run over: its end and its issue are the newer attempt's.
+      if (err instanceof NotOwner)
+        return this.log?.warn({ worker: this.id, run: run.id, attempt: run.attempt + 1 }, err.message);
       if (err instanceof HandedBack) {
         await job.moveToDelayed(Date.now(), token);
         this.log?.info({ worker: this.id, run: run.id, state: 'queued' }, 'run handed back');

@@ -1,6 +1,6 @@
 import { UnrecoverableError, type Job } from 'bullmq';
 import { storeUnreachable } from '../store/patient.js';
-import { FIXED_COLUMNS, RUN_ROW, type RunRecord, type RunStore } from '../store/store.js';
+import { FIXED_COLUMNS, isActive, ownerOf, RUN_ROW, type RunRecord, type RunStore } from '../store/store.js';
 import { finishRun, orphanEnd, RetryRun, UnrecordedEnd, type QueueHooks } from './queue.js';
 
 /**
@@ -20,7 +20,6 @@ export const LIVE: ReadonlySet<string> = new Set([
 ]);
 
 const message = (err: unknown): string => (err instanceof Error ? err.message : String(err));
-const isActive = (r: RunRecord) => r.state === 'queued' || r.state === 'running';
 
 /** A run's end a worker could not record, kept with its job (it crossed Redis: parsed). */
 const KEPT_END = RUN_ROW.omit(
@@ -60,7 +59,8 @@ export type OrphanHooks = Pick<QueueHooks, 'onFinished' | 'onError'> & {
 /**
  * Ends a run whose job is over or gone, once read again (its worker may have recorded its end since):
  * with the end its worker could not record (kept with the job), else orphanEnd with the cause, its
- * issue told of an interruption. Null when the run was over already or the store would not take it.
+ * issue told of an interruption. Null when the run was over already, had a newer owner, or the store
+ * would not take it.
  */
 export async function endOrphan(
   store: RunStore,
@@ -70,15 +70,16 @@ export async function endOrphan(
 ): Promise<RunRecord | null> {
   try {
     const run = await store.get(runId);
-    if (!run || !isActive(run)) return null;
+    if (!run || !isActive(run.state)) return null;
     const found = await job();
     const kept = KEPT_END.safeParse((found?.data as { end?: unknown } | undefined)?.end);
     if (kept.success && kept.data.state) {
       await finishRun(store, hooks, run, kept.data, []);
       return run;
     }
-    const final = await store.update(run.id, orphanEnd(run, orphanCause(run, found)));
-    if (final.state === 'interrupted') hooks.onInterrupted?.(final);
+    // Compare-and-set: a worker that took the run up since it was read keeps it.
+    const final = await store.updateIf(run.id, ownerOf(run), orphanEnd(run, orphanCause(run, found)));
+    if (final?.state === 'interrupted') hooks.onInterrupted?.(final);
     return final;
   } catch (err) {
     hooks.onError?.({ id: runId } as RunRecord, err);

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import {
   AFTER_VERDICT,
+  ownerOf,
   type RunRecord,
   type RunState,
   type RunStore,
@@ -75,6 +76,24 @@ export class HandedBack extends Error {
   }
 }
 
+/**
+ * The run is no longer as this worker read it (state, worker, attempt): another worker took it over
+ * after this one stalled, or its end was recorded meanwhile. This worker's writes are dropped.
+ */
+export class NotOwner extends Error {
+  constructor(readonly runId: string) {
+    super(`run ${runId} has a newer owner: this worker's change was not recorded`);
+    this.name = 'NotOwner';
+  }
+}
+
+/** Sets `fields` while `run` is still as read (RunStore.updateIf), else throws NotOwner. */
+async function ownUpdate(store: RunStore, run: RunRecord, fields: RunUpdate): Promise<RunRecord> {
+  const updated = await store.updateIf(run.id, ownerOf(run), fields);
+  if (!updated) throw new NotOwner(run.id);
+  return updated;
+}
+
 /** An infrastructure failure (execute threw) that the queue will retry: the run went back to `queued`. */
 export class RetryRun extends Error {
   constructor(readonly error: string) {
@@ -93,9 +112,10 @@ export interface ExecuteOptions {
 }
 
 /**
- * Runs one queued run to its end, wherever it runs: recorded as running, executed, its end recorded (a
- * stop request read from `signal` decides the state) and reported. A throw from execute is an
- * infrastructure failure: the run fails, or with `retry` goes back to `queued` for another attempt.
+ * Runs one queued run to its end, wherever it runs: recorded as running (its next attempt), executed,
+ * its end recorded (a stop request read from `signal` decides the state) and reported. A throw from
+ * execute is an infrastructure failure: the run fails, or with `retry` goes back to `queued` for another
+ * attempt. Each write expects the run as this attempt left it: NotOwner when another took it over.
  */
 export async function executeRun(
   store: RunStore,
@@ -104,10 +124,11 @@ export async function executeRun(
   signal: AbortSignal,
   o: ExecuteOptions = {},
 ): Promise<void> {
-  const run = await store.update(queued.id, {
+  const run = await ownUpdate(store, queued, {
     state: 'running',
     started_at: new Date().toISOString(),
     error: null, // an earlier attempt's
+    attempt: queued.attempt + 1,
     ...o.started,
   });
   let fields: RunUpdate;
@@ -116,13 +137,13 @@ export async function executeRun(
   } catch (e) {
     const error = message(e);
     if (o.retry && !signal.aborted) {
-      await store.update(run.id, { state: 'queued', error: `retrying after: ${error}` });
+      await ownUpdate(store, run, { state: 'queued', error: `retrying after: ${error}` });
       throw new RetryRun(error);
     }
     fields = { state: 'failed', stop_reason: 'infra_error', error };
   }
   if (signal.aborted && (signal.reason as StopRequest).kind === 'handback') {
-    await store.update(run.id, { state: 'queued', error: 'handed back by a stopping worker' });
+    await ownUpdate(store, run, { state: 'queued', error: 'handed back by a stopping worker' });
     throw new HandedBack(run.id);
   }
   if (signal.aborted) fields = { ...fields, ...stoppedFields(signal.reason as StopRequest) };
@@ -147,7 +168,10 @@ export class UnrecordedEnd extends Error {
   }
 }
 
-/** Records a run's end (retried after RECORD_RETRY_MS) and reports it; throws UnrecordedEnd when it cannot. */
+/**
+ * Records a run's end while `run` (as read) still owns it (retried after RECORD_RETRY_MS) and reports
+ * it; throws UnrecordedEnd when the store cannot take it, NotOwner when the run is no longer so.
+ */
 export async function finishRun(
   store: RunStore,
   hooks: Pick<QueueHooks, 'onFinished'>,
@@ -156,10 +180,10 @@ export async function finishRun(
   retryMs: readonly number[] = RECORD_RETRY_MS,
 ): Promise<void> {
   const end = { finished_at: new Date().toISOString(), ...fields };
-  let final: RunRecord;
+  let final: RunRecord | null;
   for (let attempt = 0; ; attempt++) {
     try {
-      final = await store.update(run.id, end);
+      final = await store.updateIf(run.id, ownerOf(run), end);
       break;
     } catch (err) {
       // An unreachable store was waited out already (store/patient.ts): no second round of waits.
@@ -167,6 +191,7 @@ export async function finishRun(
       await new Promise((r) => setTimeout(r, retryMs[attempt]));
     }
   }
+  if (!final) throw new NotOwner(run.id);
   hooks.onFinished?.(final);
 }
 
@@ -323,10 +348,11 @@ export class LocalRunQueue implements RunQueue {
       // A failure here must not become an unhandled rejection that stops the server. An end the store
       // would not take (nor the start: the run never ran) is kept for reconcile().
       .catch((err: unknown) => {
+        if (err instanceof NotOwner) return; // ended meanwhile (by reconcile): nothing of it is this queue's
         this.unrecorded.set(
           run.id,
           err instanceof UnrecordedEnd
-            ? { run, fields: err.fields }
+            ? { run: err.run, fields: err.fields } // as started: its owner
             : { run, fields: { state: 'failed', error: `the run could not start: ${message(err)}` } },
         );
         this.hooks.onError?.(run, err);
@@ -341,6 +367,7 @@ export class LocalRunQueue implements RunQueue {
   /** Records the end of a run that never started; a failure goes to onError like any other. */
   private drop(run: RunRecord, fields: RunUpdate): Promise<void> {
     const done = finishRun(this.store, this.hooks, run, fields).catch((err: unknown) => {
+      if (err instanceof NotOwner) return;
       if (err instanceof UnrecordedEnd) this.unrecorded.set(run.id, { run, fields: err.fields });
       this.hooks.onError?.(run, err);
     });

@@ -9,7 +9,11 @@ import type { RunStore } from './store.js';
  */
 
 /** The writes that record a run's state; the others (reads, the intake's) fail at once as before. */
-const PATIENT: ReadonlySet<string | symbol> = new Set<keyof RunStore>(['update', 'markInterrupted']);
+const PATIENT: ReadonlySet<string | symbol> = new Set<keyof RunStore>([
+  'update',
+  'updateIf',
+  'markInterrupted',
+]);
 const FIRST_WAIT_MS = 250;
 const MAX_WAIT_MS = 10_000;
 

@@ -3,18 +3,13 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import {
   AFTER_VERDICT,
-  holderGone,
-  INSTANCE_ROW,
-  newInstance,
   now,
   GITHUB_WRITE,
   RUN_ROW,
-  StoreInUseError,
   updateColumns,
   type Claim,
   type DeliveryClaim,
   type GitHubWrite,
-  type InstanceHolder,
   type NewRun,
   type NewRunEvent,
   type PendingDelivery,
@@ -24,9 +19,11 @@ import {
   type RunRecord,
   type RunState,
   type RunStore,
+  type RunOwner,
   type RunUpdate,
   ACTIVE_SQL,
 } from './store.js';
+import { holderGone, INSTANCE_ROW, newInstance, StoreInUseError, type InstanceHolder } from './instance.js';
 import { migratePostgres, pruneStatements } from './schema.js';
 
 /**
@@ -74,8 +71,7 @@ export class PostgresRunStore implements RunStore {
       options: `-c search_path=${schema}`,
       application_name: 'agenticfix',
     });
-    // An idle client's error (the server restarted) is reported on its next query; without a listener
-    // it would stop the process.
+    // An idle client's error (server restarted) shows on its next query; unheard, it stops the process.
     pool.on('error', () => {});
     const url = new URL(o.url);
     const store = new PostgresRunStore(pool, `postgres://${url.host}${url.pathname} (schema ${schema})`);
@@ -227,6 +223,16 @@ export class PostgresRunStore implements RunStore {
     return RUN_ROW.parse(rows[0]);
   }
 
+  async updateIf(id: string, owner: RunOwner, update: RunUpdate): Promise<RunRecord | null> {
+    const set = updateColumns(update);
+    const { rows } = await this.pool.query(
+      `UPDATE runs SET ${set.map(([k], i) => `${k} = $${i + 5}`).join(', ') || 'id = id'} WHERE id = $1 AND state = $2 AND worker IS NOT DISTINCT FROM $3 AND attempt = $4 RETURNING *`,
+      [id, owner.state, owner.worker, owner.attempt, ...set.map(([, v]) => v)],
+    );
+    if (!rows[0] && !(await this.get(id))) throw new Error(`unknown run ${id}`);
+    return rows[0] ? RUN_ROW.parse(rows[0]) : null;
+  }
+
   async addComment(id: string, commentId: number): Promise<void> {
     await this.pool.query(
       'UPDATE runs SET comment_ids = (comment_ids::jsonb || to_jsonb($1::bigint))::text WHERE id = $2',
@@ -234,20 +240,18 @@ export class PostgresRunStore implements RunStore {
     );
   }
 
-  async forIssue(owner: string, repo: string, issue: number): Promise<RunRecord[]> {
-    const { rows } = await this.pool.query(
-      `SELECT * FROM runs WHERE owner = $1 AND repo = $2 AND issue = $3
-         ORDER BY created_at DESC, id DESC`,
-      [owner, repo, issue],
-    );
-    return rows.map((r) => RUN_ROW.parse(r));
+  forIssue(owner: string, repo: string, issue: number): Promise<RunRecord[]> {
+    return this.runsOf('issue', owner, repo, issue);
   }
 
-  async forPr(owner: string, repo: string, pr: number): Promise<RunRecord[]> {
+  forPr(owner: string, repo: string, pr: number): Promise<RunRecord[]> {
+    return this.runsOf('pr_number', owner, repo, pr);
+  }
+
+  private async runsOf(column: 'issue' | 'pr_number', owner: string, repo: string, n: number) {
     const { rows } = await this.pool.query(
-      `SELECT * FROM runs WHERE owner = $1 AND repo = $2 AND pr_number = $3
-         ORDER BY created_at DESC, id DESC`,
-      [owner, repo, pr],
+      `SELECT * FROM runs WHERE owner = $1 AND repo = $2 AND ${column} = $3 ORDER BY created_at DESC, id DESC`,
+      [owner, repo, n],
     );
     return rows.map((r) => RUN_ROW.parse(r));
   }

@@ -5,19 +5,14 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import {
   AFTER_VERDICT,
-  holderGone,
-  INSTANCE_ROW,
   MIGRATIONS,
-  newInstance,
   now,
   GITHUB_WRITE,
   RUN_ROW,
-  StoreInUseError,
   updateColumns,
   type Claim,
   type DeliveryClaim,
   type GitHubWrite,
-  type InstanceHolder,
   type NewRun,
   type NewRunEvent,
   type PendingDelivery,
@@ -27,9 +22,11 @@ import {
   type RunRecord,
   type RunState,
   type RunStore,
+  type RunOwner,
   type RunUpdate,
   ACTIVE_SQL,
 } from './store.js';
+import { holderGone, INSTANCE_ROW, newInstance, StoreInUseError, type InstanceHolder } from './instance.js';
 import { checkSchema, pruneStatements } from './schema.js';
 
 /** The WHERE clause of a run filter, with `?` placeholders. */
@@ -175,6 +172,23 @@ export class SqliteRunStore implements RunStore {
 
   async update(id: string, update: RunUpdate): Promise<RunRecord> {
     return this.updateNow(id, update);
+  }
+
+  async updateIf(id: string, owner: RunOwner, update: RunUpdate): Promise<RunRecord | null> {
+    const set = updateColumns(update);
+    const { changes } = this.statement(
+      `UPDATE runs SET ${set.map(([k]) => `${k} = @${k}`).join(', ') || 'id = id'}
+       WHERE id = @id AND state = @owner_state AND worker IS @owner_worker AND attempt = @owner_attempt`,
+    ).run({
+      ...Object.fromEntries(set),
+      id,
+      owner_state: owner.state,
+      owner_worker: owner.worker,
+      owner_attempt: owner.attempt,
+    });
+    const run = this.row(id);
+    if (!run) throw new Error(`unknown run ${id}`);
+    return changes > 0 ? run : null;
   }
 
   private updateNow(id: string, update: RunUpdate): RunRecord {

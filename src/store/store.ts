@@ -87,6 +87,8 @@ export const RUN_ROW = z.strictObject({
   publish: z.string().nullable(), // publish_pending: what publishing needs, as JSON (pipeline/pending.ts)
   attempts_asked: z.number().int().nullable(), // comment override of the repository's `attempts`
   attempts: z.string().nullable(), // each attempt's outcome, as JSON (pipeline/attempts.ts); null: one attempt
+  // How often a worker took the run up (0: never): its owner with `worker` (RunStore.updateIf). Not `attempts`.
+  attempt: z.number().int(),
 });
 
 export type RunRecord = z.output<typeof RUN_ROW>;
@@ -126,6 +128,10 @@ export const FIXED_COLUMNS = [
 ] as const;
 
 export type RunUpdate = Partial<Omit<RunRecord, (typeof FIXED_COLUMNS)[number]>>;
+
+/** Who owns a run as it was read: a state change made on its strength holds only while this is still so. */
+export type RunOwner = Pick<RunRecord, 'state' | 'worker' | 'attempt'>;
+export const ownerOf = ({ state, worker, attempt }: RunOwner): RunOwner => ({ state, worker, attempt });
 
 const UPDATABLE = new Set(
   Object.keys(RUN_ROW.shape).filter((k) => !(FIXED_COLUMNS as readonly string[]).includes(k)),
@@ -245,6 +251,12 @@ export interface RunStore {
   get(id: string): Promise<RunRecord | null>;
   /** Sets the given fields; throws for an unknown run. */
   update(id: string, update: RunUpdate): Promise<RunRecord>;
+  /**
+   * Compare-and-set: sets the fields only while the run's state, worker and attempt are still `owner`'s
+   * (a stalled worker's late end never overwrites a newer attempt's); null when they are not. Throws
+   * for an unknown run.
+   */
+  updateIf(id: string, owner: RunOwner, update: RunUpdate): Promise<RunRecord | null>;
   addComment(id: string, commentId: number): Promise<void>;
   /** Runs of one issue, newest first. */
   forIssue(owner: string, repo: string, issue: number): Promise<RunRecord[]>;
@@ -360,6 +372,8 @@ export const MIGRATIONS = [
   // Attempts (pipeline/attempts.ts): how many a rerun command asked for, and each one's outcome.
   `ALTER TABLE runs ADD COLUMN attempts_asked INTEGER;
    ALTER TABLE runs ADD COLUMN attempts TEXT;`,
+  // One owner per run: each take-up by a worker counts, and the end it writes expects it (updateIf).
+  `ALTER TABLE runs ADD COLUMN attempt INTEGER NOT NULL DEFAULT 0;`,
 ];
 
 export function now(): string {

@@ -1,8 +1,10 @@
 import { hostname } from 'node:os';
 import { execa } from 'execa';
-import type { InstanceHolder, NewRun, RunStore } from '../../src/store/store.js';
+import type { NewRun, RunStore } from '../../src/store/store.js';
+import type { InstanceHolder } from '../../src/store/instance.js';
 import { StoreTooNewError } from '../../src/store/schema.js';
-import { INSTANCE_STALE_MS, MIGRATIONS, StoreInUseError } from '../../src/store/store.js';
+import { MIGRATIONS, ownerOf } from '../../src/store/store.js';
+import { INSTANCE_STALE_MS, StoreInUseError } from '../../src/store/instance.js';
 import { buildInfo } from '../../src/config/version.js';
 
 /**
@@ -113,6 +115,40 @@ export function runStoreContract(backend: StoreBackend): void {
     await expect(
       store.update(run.id, { owner: 'evil' } as unknown as Parameters<RunStore['update']>[1]),
     ).rejects.toThrow(/not an updatable run column: owner/);
+    await store.close();
+  });
+
+  // Issue 37, item 3: a thawed worker wrote `interrupted` over the run a second worker had taken over.
+  it('compare-and-set on (state, worker, attempt): a stale owner changes nothing, a current one does', async () => {
+    const store = await open();
+    const run = await store.createRun(newRun());
+    expect(run).toMatchObject({ state: 'queued', worker: null, attempt: 0 });
+    const w1 = await store.updateIf(run.id, ownerOf(run), { state: 'running', worker: 'w1', attempt: 1 });
+    expect(w1).toMatchObject({ state: 'running', worker: 'w1', attempt: 1 });
+    // A second start from the same read loses: only one worker owns attempt 1.
+    expect(
+      await store.updateIf(run.id, ownerOf(run), { state: 'running', worker: 'w9', attempt: 1 }),
+    ).toBeNull();
+    // w1 stalls; w2 takes the run over from what it read.
+    const w2 = await store.updateIf(run.id, ownerOf(w1!), { state: 'running', worker: 'w2', attempt: 2 });
+    expect(w2).toMatchObject({ worker: 'w2', attempt: 2 });
+    // w1 thaws and records its end: refused, the run is w2's.
+    const late = { state: 'interrupted', stop_reason: 'shutdown', finished_at: 'now' } as const;
+    expect(await store.updateIf(run.id, ownerOf(w1!), late)).toBeNull();
+    expect(await store.updateIf(run.id, { ...ownerOf(w2!), attempt: 1 }, late)).toBeNull();
+    expect(await store.updateIf(run.id, { ...ownerOf(w2!), state: 'queued' }, late)).toBeNull();
+    expect(await store.get(run.id)).toMatchObject({
+      state: 'running',
+      worker: 'w2',
+      attempt: 2,
+      finished_at: null,
+    });
+    const done = await store.updateIf(run.id, ownerOf(w2!), { state: 'done', finished_at: 'now' });
+    expect(done).toMatchObject({ state: 'done', worker: 'w2', attempt: 2 });
+    expect(await store.updateIf(run.id, ownerOf(done!), {})).toMatchObject({ state: 'done' });
+    await expect(store.updateIf('r-none', ownerOf(run), { state: 'done' })).rejects.toThrow(
+      /unknown run r-none/,
+    );
     await store.close();
   });
 

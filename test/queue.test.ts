@@ -573,7 +573,7 @@ describeIf(needService('AGENTICFIX_TEST_REDIS_URL'))('BullRunQueue with RunWorke
         child.kill('SIGCONT');
         // Thawed, the child finds its lock lost, stops the run there and tries to record its end.
         await until('the child gives the run up', () => /finished|warn/.test(out), 20_000);
-        expect(out).toContain('aborted {"kind":"shutdown"}');
+        expect(out).toContain('aborted {"kind":"lock_lost"}');
         expect(out).not.toContain('finished');
         expect(out).toContain(`warn run ${run.id} has a newer owner`);
         // Still the survivor's: a sweep asking whether the run is over hears no.

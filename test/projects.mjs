@@ -97,6 +97,7 @@ export const PROJECTS = {
     'sandbox-corpus',
     'setup',
     'verify',
+    'warm-sandbox',
   ],
   /** Needs Redis and/or PostgreSQL (some also Docker and dist/). */
   services: ['bench-smoke', 'e2e-scale', 'emulator-cli', 'outage', 'queue', 'services', 'store'],

@@ -161,6 +161,11 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       imageMaxBytes: Math.round(e.AGENTICFIX_IMAGE_MAX_GB * 1024 * MiB),
       /** A lease not renewed for this long belongs to a dead process and may be reclaimed. */
       imageLeaseTtlMs: e.AGENTICFIX_IMAGE_LEASE_TTL_S * 1000,
+      /**
+       * A run's warm test container ends on its own this long after it started (when the app is gone):
+       * the longest run (the time ceiling) plus one test run at the ceiling. A live run replaces it sooner.
+       */
+      warmLifetimeMs: (ceilings.timeS + e.AGENTICFIX_MAX_TEST_TIMEOUT_S) * 1000,
     },
     model: {
       provider: e.AGENTICFIX_MODEL_PROVIDER,

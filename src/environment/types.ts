@@ -78,8 +78,13 @@ export interface BuildOptions {
 export interface EnvironmentBuilder {
   /** Builds (or reuses from cache) an image from a Dockerfile text and a snapshot of the worktree. */
   build(opts: BuildOptions): Promise<BuildResult>;
-  /** A sandbox that runs argv in containers of the given image. */
+  /** A sandbox that runs each argv in a fresh container of the given image (the judge's cells). */
   sandboxFor(imageId: string): Sandbox;
+  /**
+   * The run's sandbox for its tool calls: one container of the image kept for the run (each call an exec
+   * in it), replacing the run's previous one; removed when the run releases the builder.
+   */
+  runSandboxFor(imageId: string): Sandbox;
   /** Base images available locally (told to the model when no registry is reachable). */
   localBaseImages(): Promise<string[]>;
 }

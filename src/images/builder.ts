@@ -15,6 +15,7 @@ import {
 } from './docker-context.js';
 import { gitDependencyHint } from './git-deps.js';
 import { DockerSandbox, engineGone, LABEL, RUN_LABEL } from '../environment/docker.js';
+import { WarmSandbox } from '../environment/warm.js';
 import { buildNetworkMode, ensureBuildNetwork, proxyBuildArgs } from './network.js';
 import { ImageLeases } from './leases.js';
 import type { BuildLog, BuildOptions, BuildResult, EnvironmentBuilder } from '../environment/types.js';
@@ -45,6 +46,9 @@ const DiskUsageSchema = z.looseObject({
 export class DockerEnvironmentBuilder implements EnvironmentBuilder {
   /** Which run first asked for each image, so its containers carry that run's label. */
   private readonly runOf = new Map<string, string>();
+  /** Each run's warm sandbox: one at a time, replaced when the run's environment is built again. */
+  private readonly warm = new Map<string, WarmSandbox>();
+  private readonly closing = new Set<Promise<void>>();
   private readonly leases: ImageLeases;
 
   constructor(
@@ -170,8 +174,26 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
     };
   }
 
+  /** Fresh containers per call (the judge's cells). */
   sandboxFor(imageId: string): DockerSandbox {
     return new DockerSandbox(this.docker, imageId, this.cfg, this.runOf.get(imageId));
+  }
+
+  /** The run's tool calls' sandbox: one warm container; the run's previous one is removed. */
+  runSandboxFor(imageId: string): WarmSandbox {
+    const runId = this.runOf.get(imageId) ?? 'none';
+    this.closeWarm(runId);
+    const sandbox = new WarmSandbox(this.docker, imageId, this.cfg, runId);
+    this.warm.set(runId, sandbox);
+    return sandbox;
+  }
+
+  private closeWarm(runId: string): void {
+    const previous = this.warm.get(runId);
+    if (!previous) return;
+    this.warm.delete(runId);
+    const done = previous.close().finally(() => this.closing.delete(done));
+    this.closing.add(done);
   }
 
   /**
@@ -185,8 +207,10 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
     return [...new Set(tags.filter((t) => t === this.cfg.baseImage || t.startsWith(`${APP_REPO}/`)))].sort();
   }
 
-  /** Ends the run's leases on its images (also those another builder of the run took). */
-  release(runId: string): Promise<void> {
+  /** Removes the run's warm container and ends the run's leases on its images (also those another builder of the run took). */
+  async release(runId: string): Promise<void> {
+    this.closeWarm(runId);
+    await Promise.all(this.closing);
     return this.leases.release(runId);
   }
 

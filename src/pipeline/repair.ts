@@ -387,7 +387,7 @@ async function prepareEnvironment(
     throw new Error(`the maintainer Dockerfile did not build: ${built.error}`);
   trace.writeArtifact('Dockerfile', opts.dockerfile);
   return {
-    sandbox: builder.sandboxFor(built.image_id),
+    sandbox: builder.runSandboxFor(built.image_id),
     builder,
     environment: { dockerfile: opts.dockerfile, imageId: built.image_id },
     tools: DEFAULT_TOOLS,

@@ -2,9 +2,9 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { Readable } from 'node:stream';
 import Docker from 'dockerode';
 import { loadConfig, type Config } from '../src/config/config.js';
+import { containersStarted } from '../src/environment/containers.js';
 import { RUN_LABEL } from '../src/environment/docker.js';
 import { sweepContainers } from '../src/environment/startup.js';
 import type { RunRequest, Sandbox } from '../src/environment/types.js';
@@ -45,18 +45,6 @@ const req = (wt: string, script: string, extra: Partial<RunRequest> = {}): RunRe
 async function containers(runId: string): Promise<Docker.ContainerInfo[]> {
   const list = await docker.listContainers({ all: true, filters: { label: [`${RUN_LABEL}=${runId}`] } });
   return list.filter((c) => !c.Labels[LEASE_LABEL]);
-}
-
-/** How many containers of the run the engine started since `sinceMs` (its own record, not ours). */
-async function started(runId: string, sinceMs: number): Promise<number> {
-  const events = (await docker.getEvents({
-    since: Math.floor(sinceMs / 1000) - 1,
-    until: Math.ceil(Date.now() / 1000) + 1,
-    filters: { type: ['container'], event: ['start'], label: [`${RUN_LABEL}=${runId}`] },
-  })) as unknown as Readable;
-  let text = '';
-  for await (const chunk of events) text += String(chunk);
-  return new Set([...text.matchAll(/"id":"([0-9a-f]{64})"/g)].map((m) => m[1])).size;
 }
 
 /** A background loop that stamps `file` in the worktree every 100 ms while it lives. */
@@ -131,7 +119,7 @@ describeIf(engine)('the warm sandbox: one container per run for the tool calls (
       Init: true,
     });
     expect(info.Config.User).not.toMatch(/^0?(:|$)/); // the keeper is not root either
-    expect(await started(runId, since)).toBe(1);
+    expect(await containersStarted(docker, runId, since)).toBe(1);
 
     await builder.release(runId);
     expect(await containers(runId)).toHaveLength(0);
@@ -150,7 +138,7 @@ describeIf(engine)('the warm sandbox: one container per run for the tool calls (
     await expect(docker.getContainer(before!.Id).inspect()).rejects.toMatchObject({ statusCode: 404 });
 
     expect(await sandbox.run(req(wt, 'echo again'))).toMatchObject({ status: 'passed', stdout: 'again\n' });
-    expect(await started(runId, since)).toBe(2);
+    expect(await containersStarted(docker, runId, since)).toBe(2);
 
     // The environment is built again (the same image here): the run's sandbox is a new container.
     const again = builder.runSandboxFor(
@@ -158,7 +146,7 @@ describeIf(engine)('the warm sandbox: one container per run for the tool calls (
     );
     expect((await again.run(req(wt, 'true'))).status).toBe('passed');
     expect(await containers(runId)).toHaveLength(1);
-    expect(await started(runId, since)).toBe(3);
+    expect(await containersStarted(docker, runId, since)).toBe(3);
     await builder.release(runId);
     expect(await containers(runId)).toHaveLength(0);
   }, 120_000);
@@ -185,7 +173,7 @@ describeIf(engine)('the warm sandbox: one container per run for the tool calls (
     expect(readFileSync(link, 'utf8')).toBe(`gitdir: ${wt}.git\n`);
     expect(await containers(runId)).toHaveLength(0);
     expect((await sandbox.run(req(wt, 'true'))).status).toBe('passed');
-    expect(await started(runId, since)).toBe(2);
+    expect(await containersStarted(docker, runId, since)).toBe(2);
     await builder.release(runId);
   }, 120_000);
 
@@ -197,7 +185,7 @@ describeIf(engine)('the warm sandbox: one container per run for the tool calls (
       status: 'passed',
       stdout: '/workspace\na.txt\n',
     });
-    expect(await started(runId, since)).toBe(2);
+    expect(await containersStarted(docker, runId, since)).toBe(2);
     const [warm] = await containers(runId); // the fresh one is gone with its call
     expect(await containers(runId)).toHaveLength(1);
     const removed = await sweepContainers(docker, { isFinished: async (id) => id === runId });

@@ -108,6 +108,22 @@ export function testHostConfig(
   };
 }
 
+/** The engine's container events since `sinceMs` that match `filters`, as JSON lines. */
+async function eventLines(
+  docker: Docker,
+  since: number | string,
+  filters: Record<string, string[]>,
+): Promise<string[]> {
+  const events = (await docker.getEvents({
+    since: since as number, // the engine also takes `seconds.fraction`
+    until: Math.ceil(Date.now() / 1000),
+    filters: { type: ['container'], ...filters },
+  })) as unknown as Readable;
+  let text = '';
+  for await (const chunk of events) text += String(chunk);
+  return text.split('\n').filter((l) => l.trim());
+}
+
 /** Which of `actions` (kill, stop, oom…) the engine reported for container `id` since `sinceMs`. */
 export async function engineEvents(
   docker: Docker,
@@ -115,19 +131,20 @@ export async function engineEvents(
   sinceMs: number,
   actions: readonly string[],
 ): Promise<Set<string>> {
-  const events = (await docker.getEvents({
-    since: Math.floor(sinceMs / 1000) - 1,
-    until: Math.ceil(Date.now() / 1000),
-    filters: { container: [id], event: [...actions] },
-  })) as unknown as Readable;
-  let text = '';
-  for await (const chunk of events) text += String(chunk);
   const seen = new Set<string>();
-  for (const line of text.split('\n')) {
+  const since = Math.floor(sinceMs / 1000) - 1; // a second early: the engine's clock is read in seconds
+  for (const line of await eventLines(docker, since, { container: [id], event: [...actions] })) {
     const action = /"Action":"([a-z_]+)/.exec(line)?.[1];
     if (action && actions.includes(action)) seen.add(action);
   }
   return seen;
+}
+
+/** How many containers of run `runId` the engine started since `sinceMs` (its own record: tests, benchmarks). */
+export async function containersStarted(docker: Docker, runId: string, sinceMs: number): Promise<number> {
+  const since = (sinceMs / 1000).toFixed(3);
+  const lines = await eventLines(docker, since, { event: ['start'], label: [`${RUN_LABEL}=${runId}`] });
+  return new Set(lines.map((l) => /"id":"([0-9a-f]{64})"/.exec(l)?.[1])).size;
 }
 
 /**
@@ -227,6 +244,11 @@ export interface Ended {
 /** The line that says the command itself could not be started (`timeout`'s, or the runtime's for an exec). */
 const NOT_RUN = /^(?:timeout: (?:failed to run command|can't execute)|OCI runtime exec failed).*$/m;
 
+/** The shell's word (dash, busybox) for a missing `timeout`, which enforces the deadline in the container. */
+const NO_TIMEOUT = /^(?:\/bin\/)?sh: (?:\d+: )?timeout: not found$/m;
+export const NO_TIMEOUT_WHY =
+  'the image has no `timeout` (coreutils or busybox), which enforces the time limit in the container';
+
 /** The outcome of a container run that ended, whichever sandbox ran it. */
 export function endedOutcome(call: LentCall, e: Ended): RunOutcome {
   const killedByUs = e.timedOut || e.cancelled;
@@ -234,7 +256,11 @@ export function endedOutcome(call: LentCall, e: Ended): RunOutcome {
   const oom = !killedByUs && e.oom;
   const text = `${e.out.text}\n${e.err.text}`;
   const notRun =
-    exitCode !== null && exitCode >= 126 && exitCode <= 127 ? NOT_RUN.exec(text)?.[0] : undefined;
+    exitCode !== null && exitCode >= 126 && exitCode <= 127
+      ? NO_TIMEOUT.test(text)
+        ? NO_TIMEOUT_WHY
+        : NOT_RUN.exec(text)?.[0]
+      : undefined;
   if (notRun) return call.outcome('error', `could not start ${call.cmd}: ${notRun}`);
   // A signal's exit status from a container the engine ended: the tests did not end it, so it is no test result.
   if (exitCode !== null && exitCode > 128 && e.engineKilled)

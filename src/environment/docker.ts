@@ -12,6 +12,7 @@ import {
   INFRA,
   lentRun,
   message,
+  NO_TIMEOUT_WHY,
   TEST_ENV,
   testHostConfig,
   worktreeBinds,
@@ -158,9 +159,7 @@ export class DockerSandbox implements Sandbox {
         await container.start();
       } catch (e) {
         // e.g. the executable does not exist in the image
-        const why = /"timeout": executable file not found/.test(message(e))
-          ? 'the image has no `timeout` (coreutils or busybox), which enforces the time limit in the container'
-          : message(e);
+        const why = /"timeout": executable file not found/.test(message(e)) ? NO_TIMEOUT_WHY : message(e);
         return outcome('error', `could not start ${cmd}: ${why}`);
       }
       timer = setTimeout(() => {

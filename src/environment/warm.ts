@@ -130,10 +130,47 @@ export class WarmSandbox extends DockerSandbox {
 
   private async exec(call: LentCall, req: RunRequest): Promise<RunOutcome> {
     const deadlineS = Math.ceil((req.timeoutMs + DEADLINE_GRACE_MS) / 1000);
-    const warm = await this.ensure(call, deadlineS * 1000 + DEADLINE_GRACE_MS);
-    if (!('container' in warm)) return warm;
-    const { container } = warm;
+    for (let attempt = 0; ; attempt++) {
+      const warm = await this.ensure(call, deadlineS * 1000 + DEADLINE_GRACE_MS);
+      if (!('container' in warm)) return warm;
+      const made = await warm.container
+        .exec({
+          Cmd: [
+            '/bin/sh',
+            '-c',
+            CALL_WRAPPER,
+            'agenticfix',
+            'timeout',
+            '-s',
+            'KILL',
+            String(deadlineS),
+            call.cmd,
+            ...call.args,
+          ],
+          User: call.user,
+          WorkingDir: CONTAINER_WORKTREE,
+          Env: TEST_ENV,
+          AttachStdin: false,
+          AttachStdout: true,
+          AttachStderr: true,
+          Tty: false,
+        })
+        .catch((e: unknown) => (e instanceof Error ? e : new Error(String(e))));
+      if (!(made instanceof Error)) return this.attend(call, req, warm.container, made);
+      await this.retire();
+      // 409: the container has ended (its keeper was killed): once, another one.
+      if (attempt > 0 || (made as { statusCode?: number }).statusCode !== 409)
+        return this.gone(call.outcome('error', `${INFRA}container run failed: ${message(made)}`));
+    }
+  }
 
+  /** Runs a created exec to its end (or its deadline, or the run's cancellation) and reads its outcome. */
+  private async attend(
+    call: LentCall,
+    req: RunRequest,
+    container: Docker.Container,
+    exec: Docker.Exec,
+  ): Promise<RunOutcome> {
     const out = new OutputCapture(req.maxOutputBytes);
     const err = new OutputCapture(req.maxOutputBytes);
     let timedOut = false;
@@ -147,27 +184,6 @@ export class WarmSandbox extends DockerSandbox {
     let timer: NodeJS.Timeout | undefined;
     let retire = false;
     try {
-      const exec = await container.exec({
-        Cmd: [
-          '/bin/sh',
-          '-c',
-          CALL_WRAPPER,
-          'agenticfix',
-          'timeout',
-          '-s',
-          'KILL',
-          String(deadlineS),
-          call.cmd,
-          ...call.args,
-        ],
-        User: call.user,
-        WorkingDir: CONTAINER_WORKTREE,
-        Env: TEST_ENV,
-        AttachStdin: false,
-        AttachStdout: true,
-        AttachStderr: true,
-        Tty: false,
-      });
       const startedAt = Date.now();
       const stream = (await exec.start({ hijack: true, stdin: false })) as unknown as Readable;
       timer = setTimeout(() => {
@@ -186,17 +202,17 @@ export class WarmSandbox extends DockerSandbox {
       clearTimeout(timer);
       req.signal?.removeEventListener('abort', onAbort);
       stream.destroy();
-      const status = await exitCode(exec);
       const killedByUs = timedOut || cancelled;
-      // Exit by a signal: the OOM killer, the engine, or the tests themselves. The container stays only
-      // when it is still running and neither the engine nor the OOM killer struck.
+      const status = killedByUs ? 137 : await exitCode(exec);
+      // Exit by a signal: the OOM killer, the engine, or the tests themselves, which may have ended the
+      // wrapper before it killed what they left: the container is replaced whatever struck.
       const seen =
         !killedByUs && status > 128
           ? await engineEvents(this.docker, container.id, startedAt, ['kill', 'stop', 'oom']).catch(
-              () => new Set(['unknown']),
+              () => new Set<string>(),
             )
           : new Set<string>();
-      retire = killedByUs || seen.size > 0 || !(await running(container));
+      retire = killedByUs || status > 128;
       return endedOutcome(call, {
         status,
         out: out.result(),
@@ -223,13 +239,7 @@ async function exitCode(exec: Docker.Exec): Promise<number> {
   for (let i = 0; ; i++) {
     const info = (await exec.inspect()) as { Running: boolean; ExitCode: number | null };
     if (!info.Running && info.ExitCode !== null) return info.ExitCode;
-    if (i >= 50) return 137; // still running 5 s after its output ended: the container is being killed
-    await new Promise((r) => setTimeout(r, 100));
+    if (i >= 500) return 137; // still running 5 s after its output ended: the container is being killed
+    await new Promise((r) => setTimeout(r, 10));
   }
 }
-
-const running = (c: Docker.Container) =>
-  c.inspect().then(
-    (i) => i.State.Running,
-    () => false,
-  );

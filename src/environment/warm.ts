@@ -158,8 +158,10 @@ export class WarmSandbox extends DockerSandbox {
         .catch((e: unknown) => (e instanceof Error ? e : new Error(String(e))));
       if (!(made instanceof Error)) return this.attend(call, req, warm.container, made);
       await this.retire();
-      // 409: the container has ended (its keeper was killed): once, another one.
-      if (attempt > 0 || (made as { statusCode?: number }).statusCode !== 409)
+      // The container has ended (409: its keeper was killed) or is gone (404: removed by hand, or by an
+      // engine restart and a prune): once, another one.
+      const code = (made as { statusCode?: number }).statusCode;
+      if (attempt > 0 || (code !== 409 && code !== 404))
         return this.gone(call.outcome('error', `${INFRA}container run failed: ${message(made)}`));
     }
   }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Makes a Docker engine and the local base image available on a fresh Debian machine (run as root).
 # Idempotent: installs docker.io and debootstrap only when dockerd is missing, starts dockerd only
-# when `docker info` fails, waits until it answers, then builds the base image if it is missing.
+# when `docker info` fails, waits until it answers, then builds the base image and the language images
+# (Node from the npm registry, Python from Debian: what the model's environments start FROM) if missing.
 # Best effort, never fatal: installs gVisor (Debian's runsc) and registers it with dockerd, for
 # AGENTICFIX_RUNTIME=runsc and the suite's runs under gVisor (README, "gVisor").
 # Usage: scripts/setup-docker.sh   (dockerd logs: ${AGENTICFIX_DOCKERD_LOG:-/var/log/agenticfix-dockerd.log})
@@ -79,6 +80,8 @@ if [ -n "$runsc_changed" ] && [ -z "$started_here" ]; then
 fi
 
 "$here/base-image.sh"
+"$here/node-image.sh"
+"$here/python-image.sh"
 
 base="${AGENTICFIX_BASE_IMAGE:-agenticfix/debian:bookworm}"
 if ! has_runsc; then

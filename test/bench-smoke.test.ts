@@ -29,6 +29,7 @@ itIf(await needDocker())(
       'build-output',
       'context',
       'docker',
+      'env',
       'scale',
       'suites',
       'webhook',

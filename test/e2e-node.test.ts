@@ -83,6 +83,9 @@ describeIf(engine)('a JavaScript repository whose tests need npm packages, end t
     // The task text told the model how a Node project is set up, from its lockfile.
     const task = (model.requests[0]!.body as { messages: { content: string }[] }).messages[1]!.content;
     expect(task).toContain('This is a Node project');
+    // Issue 40: the Node.js language image is named first, with its version, and the recipe starts FROM it.
+    expect(task).toMatch(/Base images available locally: agenticfix\/node:22 \(Node\.js 22\.\d+\.\d+;/);
+    expect(task).toContain('    FROM agenticfix/node:22\n');
     expect(task).toContain('COPY package.json package-lock.json ./');
     // Before the fix the model saw jest's failure by test id.
     const firstRun = (model.requests[2]!.body as { messages: { role: string; content: string }[] }).messages

@@ -4,7 +4,7 @@ import path from 'node:path';
 import Docker from 'dockerode';
 import { loadConfig } from '../src/config/config.js';
 import { DockerEnvironmentBuilder } from '../src/images/builder.js';
-import { nodeSetupNote, nodeSetupSteps } from '../src/environment/node.js';
+import { nodeRecipe, nodeSetupNote } from '../src/environment/node.js';
 import { runCell } from '../src/verify/cells.js';
 import { gradeInstance, TaskSchema } from '../src/verify/task.js';
 import { gradeRow } from '../src/verify/test-ids.js';
@@ -25,30 +25,47 @@ describe('Node projects: the setup the model is told', () => {
       for (const f of files) writeFileSync(path.join(p, f), '{}');
       return p;
     };
-    expect(nodeSetupSteps(project(['package.json', 'package-lock.json']))).toEqual([
-      'RUN apt-get update && apt-get install -y --no-install-recommends nodejs npm && rm -rf /var/lib/apt/lists/*',
+    const runtime = {
+      nodeImage: { tag: 'agenticfix/node:22', runtime: 'Node.js 22.23.5' },
+      baseImage: BASE_IMAGE,
+    };
+    // Issue 40: FROM the local Node.js image, no apt; the manifest and lockfile installed before anything else.
+    expect(nodeRecipe(project(['package.json', 'package-lock.json']), runtime)).toEqual([
+      'FROM agenticfix/node:22',
       'WORKDIR /deps',
       'COPY package.json package-lock.json ./',
-      'RUN npm pkg delete scripts && npm ci && ln -s /deps/node_modules /node_modules && ln -s /tmp /deps/node_modules/.vite-temp',
+      'RUN npm pkg delete scripts && npm ci && mkdir -p node_modules && ln -s /deps/node_modules /node_modules && ln -s /tmp /deps/node_modules/.vite-temp',
       'ENV PATH=/deps/node_modules/.bin:$PATH',
       'WORKDIR /workspace',
     ]);
-    expect(nodeSetupSteps(project(['package.json', 'pnpm-lock.yaml']))).toContain(
-      'RUN npm pkg delete scripts && npm install -g pnpm && pnpm install --frozen-lockfile && ln -s /deps/node_modules /node_modules && ln -s /tmp /deps/node_modules/.vite-temp',
+    expect(nodeRecipe(project(['package.json', 'pnpm-lock.yaml']), runtime)).toContain(
+      'RUN npm pkg delete scripts && npm install -g pnpm && pnpm install --frozen-lockfile && mkdir -p node_modules && ln -s /deps/node_modules /node_modules && ln -s /tmp /deps/node_modules/.vite-temp',
     );
-    expect(nodeSetupSteps(project(['package.json', 'yarn.lock']))).toContain(
+    expect(nodeRecipe(project(['package.json', 'yarn.lock']), runtime)).toContain(
       'COPY package.json yarn.lock ./',
     );
-    expect(nodeSetupSteps(project(['package.json']))).toContain(
-      'RUN npm pkg delete scripts && npm install && ln -s /deps/node_modules /node_modules && ln -s /tmp /deps/node_modules/.vite-temp',
+    expect(nodeRecipe(project(['package.json']), runtime)).toContain(
+      'RUN npm pkg delete scripts && npm install && mkdir -p node_modules && ln -s /deps/node_modules /node_modules && ln -s /tmp /deps/node_modules/.vite-temp',
     );
-    expect(nodeSetupNote(project(['setup.py']))).toBeNull();
+    const note = nodeSetupNote(project(['package.json', 'package-lock.json']), runtime)!;
+    expect(note).toContain(
+      'a Dockerfile like this one (agenticfix/node:22 has Node.js 22.23.5 and npm, so node needs no apt;',
+    );
+    expect(note).toContain('    FROM agenticfix/node:22\n    WORKDIR /deps\n');
+    expect(note).not.toContain('apt-get install');
+    // Without the language image (setup-docker.sh not run): Debian's node on the base image, and said so.
+    const withoutImage = nodeRecipe(project(['package.json']), { nodeImage: null, baseImage: BASE_IMAGE });
+    expect(withoutImage!.slice(0, 2)).toEqual([
+      `FROM ${BASE_IMAGE}`,
+      'RUN apt-get update && apt-get install -y --no-install-recommends nodejs npm && rm -rf /var/lib/apt/lists/*',
+    ]);
+    expect(nodeSetupNote(project(['setup.py']), runtime)).toBeNull();
     // A link planted as package.json is not followed (the worktree is untrusted).
     const linked = project([]);
     mkdirSync(path.join(linked, 'real'));
     writeFileSync(path.join(linked, 'real/package.json'), '{}');
     (await import('node:fs')).symlinkSync('real/package.json', path.join(linked, 'package.json'));
-    expect(nodeSetupNote(linked)).toBeNull();
+    expect(nodeSetupNote(linked, runtime)).toBeNull();
   });
 });
 

@@ -100,14 +100,12 @@ describeIf(engine)('test observations through the agent loop, in Docker', () => 
     expect(badLog).not.toMatch(/ ---> |Removing intermediate container|Step \d+\/\d+/);
     const good = JSON.parse(seen('b'));
     expect(good).toMatchObject({ success: true, truncated: false });
-    expect(Object.keys(good.data).sort()).toEqual([
-      'cache_hit',
-      'duration_ms',
-      'image_id',
-      'image_tag',
-      'runtime',
-      'steps',
-    ]);
+    // `cached_steps` only when an earlier build left the layer (issue 40); `warnings` only when there are some.
+    expect(
+      Object.keys(good.data)
+        .filter((k) => k !== 'cached_steps')
+        .sort(),
+    ).toEqual(['cache_hit', 'duration_ms', 'image_id', 'image_tag', 'runtime', 'steps']);
     // The versions the tests will see, for the detected runner (pytest).
     expect(good.data.runtime).toEqual({
       'python3 --version': expect.stringMatching(/^Python 3\.\d+\.\d+$/),

@@ -32,6 +32,8 @@ describe('repository config', () => {
     revise_on: ['command'],
     max_revisions: 5,
     max_cost_usd: null, // the operator set no cost limit
+    attempts: 1,
+    attempts_policy: 'smallest_verified',
     ci_feedback: { enabled: false, max_rounds: 2 },
   };
 
@@ -56,6 +58,8 @@ describe('repository config', () => {
         'revise_on: [command, changes_requested, command]',
         'max_revisions: 2',
         'max_cost_usd: 0.75',
+        'attempts: 2',
+        'attempts_policy: first_verified',
         'ci_feedback: { enabled: true, max_rounds: 1, apps: [github-actions, circleci-checks] }',
       ].join('\n'),
       operator,
@@ -75,6 +79,8 @@ describe('repository config', () => {
         revise_on: ['command', 'changes_requested'],
         max_revisions: 2,
         max_cost_usd: 0.75,
+        attempts: 2,
+        attempts_policy: 'first_verified',
         ci_feedback: { enabled: true, max_rounds: 1, apps: ['github-actions', 'circleci-checks'] },
       },
     });

@@ -48,7 +48,16 @@ describe('the settings table', () => {
     expect(schema.additionalProperties).toBe(false);
     // Every key the parser takes is in the schema, with its description; the parser refuses what it lacks.
     const limits = {
-      ceilings: { tokens: 1, requests: 1, toolCalls: 1, timeMs: 1, revisions: 5, ciRounds: 2, costUsd: null },
+      ceilings: {
+        tokens: 1,
+        requests: 1,
+        toolCalls: 1,
+        timeMs: 1,
+        revisions: 5,
+        attempts: 3,
+        ciRounds: 2,
+        costUsd: null,
+      },
       model: { allowlist: [] },
     };
     for (const [key, prop] of Object.entries(schema.properties))

@@ -945,6 +945,8 @@ describe('run_tests, git_diff and test staleness', () => {
         duration_ms: 1,
         network: { proxy: false, ca: false },
         log: { exit_status: 'ok', head: [], tail: [], error_lines: [], total_lines: 0, truncated: false },
+        warnings: [],
+        cached_steps: [],
         error: null,
       }),
       sandboxFor: () => new LocalSandbox(),

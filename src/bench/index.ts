@@ -18,6 +18,8 @@ const BENCHES: Record<string, () => Promise<Bench>> = {
   scale: async () => (await import('./scale.js')).benchScale,
   // Real jest, vitest and mocha suites: measured limits and the judge's cells under them.
   suites: async () => (await import('./suites.js')).benchSuites,
+  // A Node project's environment on a cold engine with the recipe the model is offered (issue 40).
+  env: async () => (await import('./env.js')).benchEnv,
 };
 
 async function main(args: string[]): Promise<void> {

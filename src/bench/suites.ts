@@ -4,10 +4,11 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Docker from 'dockerode';
 import { loadConfig, type Config } from '../config/config.js';
+import { NODE_REPO, runtimeImage } from '../images/base-images.js';
 import { machineCa } from '../images/build-ca.js';
 import { DockerEnvironmentBuilder } from '../images/builder.js';
 import { dockerAvailable } from '../environment/docker.js';
-import { nodeSetupSteps } from '../environment/node.js';
+import { nodeRecipe } from '../environment/node.js';
 import { testLimitMs } from '../environment/time-limits.js';
 import type { Sandbox } from '../environment/types.js';
 import { runCell } from '../verify/cells.js';
@@ -54,7 +55,7 @@ function testFile(runner: RunnerName, file: number, tests: number): string {
 }
 
 /** The fixture project with `files` × `tests` generated tests per runner in place of its own, as a worktree. */
-function generatedProject(parent: string, files: number, tests: number): string {
+export function generatedProject(parent: string, files: number, tests: number): string {
   const dir = mkdtempSync(path.join(parent, 'suite-'));
   cpSync(NODE_PROJECT, dir, { recursive: true });
   for (const [runner, r] of Object.entries(RUNNERS) as [RunnerName, (typeof RUNNERS)[RunnerName]][]) {
@@ -97,6 +98,13 @@ async function judgeCells(
   return { ms: Date.now() - t, atOnce, cells };
 }
 
+/** The operator's configuration; as the tests do, on a machine whose egress re-signs TLS, npm in a build gets its CA. */
+export function benchConfig(tmp: string): Config {
+  const base = loadConfig();
+  const caFile = base.sandbox.buildNetwork.caFile ?? machineCa(tmp) ?? undefined;
+  return { ...base, sandbox: { ...base.sandbox, buildNetwork: { ...base.sandbox.buildNetwork, caFile } } };
+}
+
 /**
  * Real suites of jest, vitest and mocha at the size of a real project's (1,200 generated tests each;
  * `--smoke`: 12): the first full run measures the suite, the derived limit follows (testLimitMs), and
@@ -107,19 +115,15 @@ export async function benchSuites({ smoke }: BenchOptions): Promise<Record<strin
   const docker = new Docker();
   if (!(await dockerAvailable(docker))) return { skipped: 'no Docker engine reachable' };
   const tmp = mkdtempSync(path.join(tmpdir(), 'agenticfix-bench-suites-'));
-  const base = loadConfig();
-  // As the tests do: on a machine whose egress re-signs TLS, npm in the build needs the machine's CA.
-  const caFile = base.sandbox.buildNetwork.caFile ?? machineCa(tmp) ?? undefined;
-  const config: Config = {
-    ...base,
-    sandbox: { ...base.sandbox, buildNetwork: { ...base.sandbox.buildNetwork, caFile } },
-  };
+  const config = benchConfig(tmp);
   const builder = new DockerEnvironmentBuilder(docker, config.sandbox);
   const runId = `bench-suites-${Date.now()}`;
   const [files, tests] = smoke ? [2, 6] : [40, 30];
   try {
     const project = generatedProject(tmp, files, tests);
-    const dockerfile = [`FROM ${config.sandbox.baseImage}`, ...nodeSetupSteps(project)!, ''].join('\n');
+    const nodeImage = runtimeImage(await builder.baseImages(), NODE_REPO);
+    const recipe = nodeRecipe(project, { nodeImage, baseImage: config.sandbox.baseImage });
+    const dockerfile = [...recipe!, ''].join('\n');
     const built = await builder.build({ dockerfile, worktree: project, runId });
     if (!built.success || !built.image_id) throw new Error(`bench build failed: ${built.error}`);
     const sandbox = builder.sandboxFor(built.image_id);

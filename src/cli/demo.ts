@@ -28,6 +28,11 @@ const cli = () =>
     )
     .option('--revise', 'then review the pull request and let the app revise it', false)
     .option(
+      '--attempts <n>',
+      'attempts of the run, each judged on its own; the smallest verified patch is published (scripted: one fails, two fix)',
+      '1',
+    )
+    .option(
       '--serve',
       'then keep serving the run page (sign in as the emulated maintainer) until stopped',
       false,
@@ -38,6 +43,7 @@ const Flags = z.strictObject({
   keepWorktrees: z.boolean(),
   toolsOnly: z.boolean(),
   revise: z.boolean(),
+  attempts: z.coerce.number().int().min(1),
   serve: z.boolean(),
   sandbox: z.enum(['local', 'docker']).optional(),
   model: z.enum(['scripted', 'configured']).optional(),
@@ -105,6 +111,10 @@ export async function demoCommand(argv: string[]): Promise<number> {
         `after edits:   ${fmt(summary.after_tests)}`,
         `clean verify:  ${fmt(summary.verify_tests)}`,
         `pull request:  ${summary.pr ? `#${summary.pr.number} ${summary.pr.draft ? '(draft) ' : ''}${summary.pr.title} ${summary.pr.url}` : 'none'}`,
+        ...summary.attempts.map(
+          (a, i) =>
+            `attempt ${i + 1}:     ${a.verdict}, ${a.changed_lines} changed lines, ${usd(a.cost_usd)}${a.published ? ' (published)' : ''} ${a.run_id}`,
+        ),
         ...summary.revisions.map(
           (r) =>
             `revision ${r.number}:    ${r.verdict ?? 'no verdict'}, commit ${r.commit ?? 'none'}, ${r.replied_threads} review thread(s) answered`,
@@ -133,6 +143,7 @@ export async function demoCommand(argv: string[]): Promise<number> {
     config,
     model,
     revise: flags.revise,
+    attempts: flags.attempts,
     log,
     serve: flags.serve
       ? async (s) => {

@@ -198,6 +198,7 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       toolCalls: ceilings.toolCalls,
       timeMs: ceilings.timeS * 1000,
       revisions: e.AGENTICFIX_MAX_REVISIONS,
+      attempts: e.AGENTICFIX_MAX_ATTEMPTS,
       ciRounds: e.AGENTICFIX_CI_FEEDBACK_MAX_ROUNDS,
       /** AGENTICFIX_MAX_COST_USD, as the budget is; null: a repository may set any. */
       costUsd,

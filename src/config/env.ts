@@ -105,6 +105,8 @@ export const ENV_SCHEMA = z.object({
   AGENTICFIX_MODEL_ALLOWLIST: z.string().optional(), // comma-separated; default: the configured model name
   // Revisions per pull request and CI feedback rounds: the repository's default and ceiling.
   AGENTICFIX_MAX_REVISIONS: int(5, 0),
+  // Attempts per run (each repaired and judged on its own): the ceiling of a repository's `attempts`.
+  AGENTICFIX_MAX_ATTEMPTS: int(3, 1),
   AGENTICFIX_CI_FEEDBACK_MAX_ROUNDS: int(2, 1),
   // Check apps (slugs, comma-separated) whose failing runs may start a revision; default: GitHub
   // Actions only (a repository's ci_feedback.apps overrides it).

@@ -170,6 +170,14 @@ const REPO_CONFIG_SCHEMA = z.strictObject({
     z.number().positive().finite().optional(),
     "USD a run may spend on model requests; default and ceiling: the operator's AGENTICFIX_MAX_COST_USD.",
   ),
+  attempts: d(
+    z.number().int().min(1).default(1),
+    "Independent attempts per run, each repaired and judged on its own; the smallest verified patch is published. At most the operator's AGENTICFIX_MAX_ATTEMPTS.",
+  ),
+  attempts_policy: d(
+    z.enum(['smallest_verified', 'first_verified']).default('smallest_verified'),
+    '`smallest_verified` runs every attempt and publishes the smallest verified patch; `first_verified` stops at the first verified one.',
+  ),
   ci_feedback: d(
     z
       .strictObject({
@@ -266,6 +274,7 @@ interface Asked {
   max_revisions?: number;
   max_rounds?: number;
   max_cost_usd?: number;
+  attempts?: number;
   model?: string;
 }
 
@@ -280,6 +289,7 @@ function refusals(limits: OperatorLimits, asked: Asked): { key: keyof Asked; rea
     max_revisions: [c.revisions, 'revisions per pull request'],
     max_rounds: [c.ciRounds, 'CI feedback rounds per pull request'],
     max_cost_usd: [c.costUsd ?? Infinity, 'USD'],
+    attempts: [c.attempts, 'attempts'],
   };
   const out: { key: keyof Asked; reason: string }[] = [];
   for (const [key, [ceiling, unit]] of Object.entries(max) as [keyof typeof max, [number, string]][]) {
@@ -298,12 +308,12 @@ function refusals(limits: OperatorLimits, asked: Asked): { key: keyof Asked; rea
   return out;
 }
 
-/** Why a rerun command's `budget=`/`model=` is refused (`budget=… exceeds …; model=…`), or null. */
+/** Why a rerun command's `budget=`/`model=`/`attempts=` is refused (`budget=… exceeds …; model=…`), or null. */
 export function commandRefusal(
   limits: OperatorLimits,
-  asked: { budget?: number; model?: string },
+  asked: { budget?: number; model?: string; attempts?: number },
 ): string | null {
-  const refused = refusals(limits, { tokens: asked.budget, model: asked.model });
+  const refused = refusals(limits, { tokens: asked.budget, model: asked.model, attempts: asked.attempts });
   if (refused.length === 0) return null;
   return refused.map((r) => `${r.key === 'tokens' ? 'budget' : r.key}=${r.reason}`).join('; ');
 }
@@ -360,10 +370,11 @@ export function parseRepoConfig(text: string | null, limits: OperatorLimits): Re
     max_revisions: rc.max_revisions,
     max_rounds: rc.ci_feedback.max_rounds,
     max_cost_usd: rc.max_cost_usd,
+    attempts: rc.attempts,
   });
   if (refused.length > 0) {
     const name = (key: keyof Asked) =>
-      key === 'model' || key === 'max_revisions' || key === 'max_cost_usd'
+      key === 'model' || key === 'max_revisions' || key === 'max_cost_usd' || key === 'attempts'
         ? key
         : key === 'max_rounds'
           ? 'ci_feedback.max_rounds'

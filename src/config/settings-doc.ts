@@ -74,6 +74,8 @@ const DOCS: Record<EnvName, string> = {
   AGENTICFIX_MODEL_ALLOWLIST:
     'comma-separated models a repository or a command may choose (default: the configured one)',
   AGENTICFIX_MAX_REVISIONS: "revisions per pull request: a repository's default and ceiling",
+  AGENTICFIX_MAX_ATTEMPTS:
+    "ceiling of a repository's `attempts` and of `/agenticfix rerun attempts=N`: independent tries of one run",
   AGENTICFIX_CI_FEEDBACK_MAX_ROUNDS: "CI feedback rounds: a repository's default and ceiling",
   AGENTICFIX_CHECK_APPS:
     'comma-separated check apps whose failing runs may start a revision (unset: github-actions only)',

@@ -6,11 +6,13 @@ import pino from 'pino';
 import type { Config } from '../config/config.js';
 import { startGitHubEmulator } from '../emulator/github.js';
 import { startScriptedModelServer } from '../emulator/scripted-model.js';
+import { recordedAttempts } from '../pipeline/attempts.js';
 import type { ModelSpec } from '../pipeline/types.js';
 import { startApp } from '../app.js';
 import {
   CALCULATOR_ISSUE,
   CALCULATOR_TEST_ARGV,
+  calculatorAttemptCalls,
   calculatorFixCalls,
   calculatorRevisionCalls,
   calculatorScript,
@@ -49,6 +51,14 @@ export interface AppDemoSummary {
   run_url: string | null;
   /** Signs the emulated maintainer in and opens the run page (`--serve`), else null. */
   sign_in_url: string | null;
+  /** `--attempts`: each attempt's outcome, the published one marked (one attempt: empty). */
+  attempts: {
+    run_id: string;
+    verdict: string;
+    changed_lines: number;
+    published: boolean;
+    cost_usd: number | null;
+  }[];
   /** From the label to the end of its run: the draft PR open, its comments posted. */
   label_to_pr_ms: number | null;
   error: string | null;
@@ -76,6 +86,8 @@ export async function runAppDemo(opts: {
   model: 'scripted' | 'configured';
   /** Then the maintainer reviews the draft asking for a change, and the app revises it. */
   revise?: boolean;
+  /** Attempts of the run (repository `attempts`); the scripted ones fail, fix verbosely, fix minimally, in turn. */
+  attempts?: number;
   log: (line: string) => void;
   /**
    * Keep serving the run pages (`--serve`): called with the summary once the demo is over; the app,
@@ -84,6 +96,7 @@ export async function runAppDemo(opts: {
   serve?: (summary: AppDemoSummary) => Promise<void>;
 }): Promise<AppDemoSummary> {
   const { config, log } = opts;
+  const attempts = opts.attempts ?? 1;
   const work = mkdtempSync(path.join(tmpdir(), 'agenticfix-demo-'));
   const keys = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const secret = randomBytes(16).toString('hex');
@@ -95,10 +108,19 @@ export async function runAppDemo(opts: {
   const scripted =
     opts.model === 'scripted'
       ? await startScriptedModelServer(
-          calculatorScript(
-            config.sandbox.baseImage,
-            calculatorFixCalls(),
-            'subtract now computes a - b, and divide throws a RangeError when dividing by zero; all five tests pass.',
+          (attempts > 1
+            ? Array.from({ length: attempts }, (_, i) =>
+                calculatorScript(
+                  config.sandbox.baseImage,
+                  calculatorAttemptCalls(i + 1),
+                  `attempt ${i + 1} done.`,
+                ),
+              ).flat()
+            : calculatorScript(
+                config.sandbox.baseImage,
+                calculatorFixCalls(),
+                'subtract now computes a - b, and divide throws a RangeError when dividing by zero; all five tests pass.',
+              )
           ).concat(
             opts.revise
               ? calculatorScript(
@@ -121,6 +143,7 @@ export async function runAppDemo(opts: {
       dbPath: path.join(work, 'runs.sqlite'),
       databaseUrl: null,
       distributed: null,
+      ceilings: { ...config.ceilings, attempts: Math.max(config.ceilings.attempts, attempts) },
       model: { ...config.model, prices: { [SCRIPTED_MODEL]: SCRIPTED_PRICE, ...config.model.prices } },
       // The emulator's OAuth client signs people in to the run pages.
       web: {
@@ -164,12 +187,15 @@ export async function runAppDemo(opts: {
     pr_commits: null,
     run_url: null,
     sign_in_url: null,
+    attempts: [],
     label_to_pr_ms: null,
     error: null,
   };
   try {
     emu.setWebhookUrl(app.url);
-    const more = opts.revise ? 'revise_on: [command, changes_requested]\n' : '';
+    const more =
+      (opts.revise ? 'revise_on: [command, changes_requested]\n' : '') +
+      (attempts > 1 ? `attempts: ${attempts}\n` : '');
     emu.createRepo(OWNER, REPO, { fromDir: repoSource(work, CALCULATOR_TEST_ARGV, { more }) });
     emu.setPermission(OWNER, REPO, MAINTAINER, 'write');
     const [title, ...body] = CALCULATOR_ISSUE.replace(/^# /, '').split('\n');
@@ -218,14 +244,22 @@ export async function runAppDemo(opts: {
     summary.stop_reason = run.stop_reason;
     summary.cost_usd = run.cost_usd;
     summary.patch_path = run.patch_path;
+    summary.attempts = recordedAttempts(run).map((a) => ({
+      run_id: a.run_id,
+      verdict: a.verdict,
+      changed_lines: a.changed_lines,
+      published: a.published,
+      cost_usd: a.cost_usd,
+    }));
     if (run.run_dir) {
       summary.trace_path = path.join(run.run_dir, 'events.jsonl');
       const result = readJson<{ last_test?: { summary?: SavedCounts } | null }>(
         path.join(run.run_dir, 'result.json'),
       );
       summary.after_tests = counts(result?.last_test?.summary);
+      const published = summary.attempts.find((a) => a.published)?.run_id ?? run.id;
       const report = readJson<{ cells?: { name: string; counts: SavedCounts }[] }>(
-        path.join(config.runsDir, `${run.id}-verify`, 'report.json'),
+        path.join(config.runsDir, `${published}-verify`, 'report.json'),
       );
       const cell = (name: string) => report?.cells?.find((c) => c.name === name);
       summary.base_tests = counts(cell('base')?.counts);

@@ -79,6 +79,33 @@ export function calculatorFixCalls(): { name: string; arguments: Record<string, 
   ];
 }
 
+/**
+ * Attempt `n` (from 1) of the demo's `--attempts`, in turn: one that edits the wrong function (add
+ * then subtracts: a regression), a verified fix that also adds a comment, and the smallest verified fix.
+ */
+export function calculatorAttemptCalls(n: number): { name: string; arguments: Record<string, unknown> }[] {
+  const fix = calculatorFixCalls();
+  const kind = (n - 1) % 3;
+  if (kind === 2) return fix;
+  const file = 'src/calculator.js';
+  if (kind === 0) {
+    const wrong = { old_text: '  return a + b;', new_text: '  return a - b;' };
+    const v0 = readFileSync(path.join(CALCULATOR_DIR, file), 'utf8');
+    return [
+      fix[0]!,
+      { name: 'edit_file', arguments: { path: file, ...wrong, version: fileVersion(v0) } },
+      fix[3]!,
+    ];
+  }
+  const [fixed] = fixedCalculator(); // the file as the two fixes leave it
+  const edit = {
+    old_text: CALCULATOR_REVIEWED_LINE,
+    new_text: `  // Dividing by zero is refused, not answered with Infinity.\n${CALCULATOR_REVIEWED_LINE}`,
+  };
+  const comment = { name: 'edit_file', arguments: { path: file, ...edit, version: fileVersion(fixed) } };
+  return [...fix.slice(0, 3), comment, fix[3]!];
+}
+
 /** The line of the fixed file a maintainer's review comments on: divide's new error. */
 export const CALCULATOR_REVIEWED_LINE = "  if (b === 0) throw new RangeError('division by zero');";
 

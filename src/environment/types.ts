@@ -51,6 +51,10 @@ export interface BuildResult {
   network: { proxy: boolean; ca: boolean };
   /** Compact log: status, first/last lines and the lines that look like errors. */
   log: BuildLog;
+  /** Of a successful build: engine and deprecation warnings the package tools printed (npm EBADENGINE…). */
+  warnings: string[];
+  /** Of a successful build: the Dockerfile's steps (numbered as written) the engine's layer cache answered. */
+  cached_steps: number[];
   error: string | null;
   /** Set when the build failed because the engine could not be reached: no fault of the Dockerfile. */
   engine_gone?: boolean;
@@ -85,6 +89,6 @@ export interface EnvironmentBuilder {
    * in it), replacing the run's previous one; removed when the run releases the builder.
    */
   runSandboxFor(imageId: string): Sandbox;
-  /** Base images available locally (told to the model when no registry is reachable). */
+  /** Base images available locally, as the model is told (language images first, with their runtime version). */
   localBaseImages(): Promise<string[]>;
 }

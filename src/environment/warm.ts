@@ -245,3 +245,35 @@ async function exitCode(exec: Docker.Exec): Promise<number> {
     await new Promise((r) => setTimeout(r, 10));
   }
 }
+
+/** Each run's warm sandbox: one at a time, the previous one removed when the run's environment is built again. */
+export class RunSandboxes {
+  private readonly byRun = new Map<string, WarmSandbox>();
+  private readonly closing = new Set<Promise<void>>();
+
+  constructor(
+    private readonly docker: Docker,
+    private readonly limits: Config['sandbox'],
+  ) {}
+
+  open(imageId: string, runId: string): WarmSandbox {
+    this.retire(runId);
+    const sandbox = new WarmSandbox(this.docker, imageId, this.limits, runId);
+    this.byRun.set(runId, sandbox);
+    return sandbox;
+  }
+
+  /** Removes the run's container (and waits for those being removed). */
+  async close(runId: string): Promise<void> {
+    this.retire(runId);
+    await Promise.all(this.closing);
+  }
+
+  private retire(runId: string): void {
+    const previous = this.byRun.get(runId);
+    if (!previous) return;
+    this.byRun.delete(runId);
+    const done = previous.close().finally(() => this.closing.delete(done));
+    this.closing.add(done);
+  }
+}

@@ -14,8 +14,9 @@ import {
   type SnapshotEntry,
 } from './docker-context.js';
 import { gitDependencyHint } from './git-deps.js';
+import { baseImages, describeBaseImage, type BaseImage } from './base-images.js';
 import { DockerSandbox, engineGone, LABEL, RUN_LABEL } from '../environment/docker.js';
-import { WarmSandbox } from '../environment/warm.js';
+import { RunSandboxes, type WarmSandbox } from '../environment/warm.js';
 import { buildNetworkMode, ensureBuildNetwork, proxyBuildArgs } from './network.js';
 import { ImageLeases } from './leases.js';
 import type { BuildLog, BuildOptions, BuildResult, EnvironmentBuilder } from '../environment/types.js';
@@ -46,9 +47,7 @@ const DiskUsageSchema = z.looseObject({
 export class DockerEnvironmentBuilder implements EnvironmentBuilder {
   /** Which run first asked for each image, so its containers carry that run's label. */
   private readonly runOf = new Map<string, string>();
-  /** Each run's warm sandbox: one at a time, replaced when the run's environment is built again. */
-  private readonly warm = new Map<string, WarmSandbox>();
-  private readonly closing = new Set<Promise<void>>();
+  private readonly warm: RunSandboxes;
   private readonly leases: ImageLeases;
 
   constructor(
@@ -56,6 +55,7 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
     private readonly cfg: Config['sandbox'],
   ) {
     this.leases = new ImageLeases(docker, cfg.imageLeaseTtlMs);
+    this.warm = new RunSandboxes(docker, cfg);
   }
 
   async build(opts: BuildOptions): Promise<BuildResult> {
@@ -76,6 +76,8 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
       duration_ms: elapsed(),
       network,
       log,
+      warnings: [],
+      cached_steps: [],
       error,
     });
 
@@ -121,6 +123,8 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
           duration_ms: elapsed(),
           network,
           log,
+          warnings: [],
+          cached_steps: [],
           error: null,
         };
       }
@@ -170,6 +174,8 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
       duration_ms: elapsed(),
       network,
       log: run.log.result('ok'),
+      warnings: run.log.findings.warnings(),
+      cached_steps: run.cachedSteps,
       error: null,
     };
   }
@@ -181,36 +187,28 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
 
   /** The run's tool calls' sandbox: one warm container; the run's previous one is removed. */
   runSandboxFor(imageId: string): WarmSandbox {
-    const runId = this.runOf.get(imageId) ?? 'none';
-    this.closeWarm(runId);
-    const sandbox = new WarmSandbox(this.docker, imageId, this.cfg, runId);
-    this.warm.set(runId, sandbox);
-    return sandbox;
-  }
-
-  private closeWarm(runId: string): void {
-    const previous = this.warm.get(runId);
-    if (!previous) return;
-    this.warm.delete(runId);
-    const done = previous.close().finally(() => this.closing.delete(done));
-    this.closing.add(done);
+    return this.warm.open(imageId, this.runOf.get(imageId) ?? 'none');
   }
 
   /**
    * What a Dockerfile can start FROM offline: the operator's configured base image and the app's own
-   * images (`agenticfix/…`) that are here. Other tagged images on the host (other projects', the
-   * environments built for runs) are no one's advice to the model.
+   * images (`agenticfix/…`: the Debian base and the language images) that are here, language images
+   * first. Other tagged images on the host (other projects', the environments built for runs) are no
+   * one's advice to the model.
    */
-  async localBaseImages(): Promise<string[]> {
+  async baseImages(): Promise<BaseImage[]> {
     const images = await this.docker.listImages();
-    const tags = images.flatMap((i) => i.RepoTags ?? []);
-    return [...new Set(tags.filter((t) => t === this.cfg.baseImage || t.startsWith(`${APP_REPO}/`)))].sort();
+    return baseImages(images, (t) => t === this.cfg.baseImage || t.startsWith(`${APP_REPO}/`));
+  }
+
+  /** The base images as the model reads them, language images first with their runtime's version. */
+  async localBaseImages(): Promise<string[]> {
+    return (await this.baseImages()).map(describeBaseImage);
   }
 
   /** Removes the run's warm container and ends the run's leases on its images (also those another builder of the run took). */
   async release(runId: string): Promise<void> {
-    this.closeWarm(runId);
-    await Promise.all(this.closing);
+    await this.warm.close(runId);
     return this.leases.release(runId);
   }
 
@@ -321,7 +319,12 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
     build: { dockerfile: string; context: SnapshotEntry[]; added: number },
     tag: string,
     key: string,
-  ): Promise<{ status: BuildLog['exit_status']; log: BuildLogCompactor; error: string | null }> {
+  ): Promise<{
+    status: BuildLog['exit_status'];
+    log: BuildLogCompactor;
+    error: string | null;
+    cachedSteps: number[];
+  }> {
     // Aborting destroys the request: the engine then cancels the build and kills its RUN container.
     const abort = new AbortController();
     let timedOut = false;
@@ -341,9 +344,10 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
       [BUILT_LABEL]: String(Date.now()),
     };
     // The engine adds one LABEL step per label after the model's steps: progress leaves them out.
+    const modelSteps = (total: number) => total - Object.keys(labels).length;
     const onStep = (line: string) => {
       const m = /^Step (\d+)\/(\d+) : (.*)$/.exec(line);
-      const total = Number(m?.[2]) - Object.keys(labels).length;
+      const total = modelSteps(Number(m?.[2]));
       if (m && Number(m[1]) <= total) opts.onStep?.(`Step ${m[1]}/${total} : ${m[3]!.slice(0, 200)}`);
     };
     try {
@@ -380,6 +384,7 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
           .remove()
           .catch(() => undefined);
     }
-    return { status: timedOut ? 'timeout' : error === null ? 'ok' : 'failed', log, error };
+    const status = timedOut ? 'timeout' : error === null ? 'ok' : 'failed';
+    return { status, log, error, cachedSteps: log.findings.cachedSteps(modelSteps) };
   }
 }

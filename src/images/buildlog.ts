@@ -1,4 +1,5 @@
 import type { BuildLog } from '../environment/types.js';
+import { BuildFindings } from './build-warnings.js';
 
 /**
  * Lines that tell a model why a build failed. A long log is mostly download progress; these must
@@ -67,6 +68,8 @@ export class BuildLogCompactor {
   private segment = '';
   private segmentCut = false;
   private shown: { text: string; cut: boolean } | null = null;
+  /** What a successful build still has to say (engine warnings, steps from the layer cache): sees every line. */
+  readonly findings = new BuildFindings();
 
   constructor(private readonly opts: CompactOptions = DEFAULT_COMPACT) {}
 
@@ -87,6 +90,7 @@ export class BuildLogCompactor {
   /** Adds one complete line (already split, without a terminator). */
   line(line: string): void {
     if (line === '') return;
+    this.findings.line(line);
     const { headLines, tailLines, maxLineChars } = this.opts;
     this.total++;
     if (line.length > maxLineChars) this.clipped = true;

@@ -14,6 +14,8 @@ import { stopwatch } from '../trace/phases.js';
 import { RunTrace } from '../trace/trace.js';
 import { code, inert } from '../verify/untrusted.js';
 import { GitWorkspaceManager } from '../workspace/manager.js';
+import { attemptCount, runAttempts, runOfLabel, type AttemptSteps, type PublishExtra } from './attempts.js';
+import type { VerificationReport } from '../verify/types.js';
 import { prepare, type JobDeps, type RunContext, type RepairInputs, type Services } from './context.js';
 import { freeBytes } from './disk.js';
 import { openPr } from './open-pr.js';
@@ -138,9 +140,9 @@ export class JobRunner implements QueueHooks {
     await this.reporter.idle();
   }
 
-  /** Whether the run behind an engine label (a run's, or its judge's `<id>-verify`) is over. */
+  /** Whether the run behind an engine label (a run's or an attempt's, or their judge's `-verify`) is over. */
   async isFinished(label: string): Promise<boolean> {
-    const run = await this.o.store.get(label.replace(/-verify$/, ''));
+    const run = await this.o.store.get(runOfLabel(label));
     return run !== null && run.state !== 'queued' && run.state !== 'running';
   }
 
@@ -186,6 +188,12 @@ export class JobRunner implements QueueHooks {
     const prepared = await prepare(this.s, run, { gh, signal, model: this.o.model });
     if ('refused' in prepared) return prepared.refused;
     const c = prepared.context;
+    const count = attemptCount(run, c.rc);
+    if (count > 1)
+      return runAttempts(c, count, {
+        repair: (a) => this.repair(c, prepared.inputs, a),
+        publish: (result, report, extra) => this.publish(c, result, report, extra),
+      });
     const result = await this.repair(c, prepared.inputs);
     if (signal.aborted) return {};
     // The engine went away under the agent: nothing it did stands, and the judge cannot run either.
@@ -205,6 +213,17 @@ export class JobRunner implements QueueHooks {
     const judging = stopwatch();
     const report = await judgeRun(c, result);
     metrics.phaseSeconds.observe({ phase: 'judge' }, judging() / 1000);
+    return this.publish(c, result, report);
+  }
+
+  /** Stores what publishing needs with the verdict, then opens the pull request (or waits to try again). */
+  private async publish(
+    c: RunContext,
+    result: RepairResult,
+    report: VerificationReport,
+    extra?: PublishExtra,
+  ): Promise<RunUpdate> {
+    const { run, signal } = c;
     const { patch, ...kept } = result;
     const record = (attempts: number, next_at: string) =>
       pendingFields({
@@ -226,7 +245,7 @@ export class JobRunner implements QueueHooks {
     this.o.log?.info({ run: run.id, phase: 'publishing' }, 'run phase');
     const publishing = stopwatch();
     try {
-      const opened = await openPr(c, result, report);
+      const opened = await openPr(c, result, report, extra);
       metrics.phaseSeconds.observe({ phase: 'publish' }, publishing() / 1000);
       if (opened.pr_number != null)
         metrics.labelToPr.observe((Date.now() - Date.parse(run.created_at)) / 1000);
@@ -238,7 +257,12 @@ export class JobRunner implements QueueHooks {
     }
   }
 
-  private async repair(c: RunContext, inputs: RepairInputs): Promise<RepairResult> {
+  /** The run's repair, or one attempt's (`as`: its own id, budgets and status lines). */
+  private async repair(
+    c: RunContext,
+    inputs: RepairInputs,
+    as?: Parameters<AttemptSteps['repair']>[0],
+  ): Promise<RepairResult> {
     const { run, rc } = c;
     let phase = '';
     const result = await this.s.deps.repair({
@@ -252,26 +276,28 @@ export class JobRunner implements QueueHooks {
       model: inputs.spec,
       sandbox: this.o.sandbox ?? 'docker',
       dockerfile: c.dockerfile,
-      runId: run.id,
-      budgets: c.budgets,
+      runId: as?.runId ?? run.id,
+      budgets: as?.budgets ?? c.budgets,
       signal: c.signal,
       onEvent: this.reporter.pages.trace(run.id),
       onProgress: (p) => {
         // The repair's `done` is not the run's: the judge and publishing follow (logged by work()).
         if (p.phase !== phase && p.phase !== 'done')
           this.o.log?.info({ run: run.id, phase: (phase = p.phase) }, 'run phase');
-        c.status.update(progressStatus(p));
+        c.status.update(as ? as.status(progressStatus(p)) : progressStatus(p));
       },
     });
     observeRepair(result, c.model);
     this.reporter.pages.repaired(run.id, result);
-    await this.o.store.update(run.id, {
-      stop_reason: result.stop_reason,
-      tokens: result.tokens.total,
-      cost_usd: result.cost_usd,
-      patch_path: result.patch_path,
-      run_dir: result.run_dir,
-    });
+    // An attempt's figures are kept with the attempts (attempts.ts).
+    if (!as)
+      await this.o.store.update(run.id, {
+        stop_reason: result.stop_reason,
+        tokens: result.tokens.total,
+        cost_usd: result.cost_usd,
+        patch_path: result.patch_path,
+        run_dir: result.run_dir,
+      });
     return result;
   }
 

@@ -20,6 +20,7 @@ import { code, inert } from '../verify/untrusted.js';
 import type { RunContext } from './context.js';
 import { endPhase, pushPolicy, stopCause } from './policy.js';
 import { capMiddle } from '../trace/cap.js';
+import type { PublishExtra } from './attempts.js';
 
 /**
  * Publishes a judged run: a verified patch (or an unverified one where the repository allows it) is
@@ -31,6 +32,8 @@ export async function openPr(
   c: RunContext,
   result: RepairResult,
   report: VerificationReport,
+  /** A run of several attempts: their table on the evidence, their lines on the status. */
+  extra?: PublishExtra,
 ): Promise<RunUpdate> {
   const { run, gh, ref, rc } = c;
   const { store, reporter, deps, config } = c.s;
@@ -127,7 +130,7 @@ export async function openPr(
     run,
     gh,
     prRef,
-    evidenceComment(run, evidence, ci.length > 0 ? [ciFlagNote(ci)] : []),
+    evidenceComment(run, evidence, [...(extra?.evidence ?? []), ...(ci.length > 0 ? [ciFlagNote(ci)] : [])]),
   );
   await reporter.comment(run, gh, prRef, traceComment(run, result, events));
   await reporter.comment(
@@ -151,7 +154,7 @@ export async function openPr(
   );
   await reporter.finalStatus(run, {
     phase: 'done',
-    detail: `Verdict \`${report.verdict}\`: ${inert(report.reason)}\n\nDraft pull request #${pr.number} ${pr.created ? 'opened' : 'updated'}.`,
+    detail: `Verdict \`${report.verdict}\`: ${inert(report.reason)}\n\nDraft pull request #${pr.number} ${pr.created ? 'opened' : 'updated'}.${extra ? `\n\n${extra.status}` : ''}`,
     links: [{ label: `Pull request #${pr.number}`, url: pr.url }],
   });
   return { state: 'done', pr_number: pr.number };

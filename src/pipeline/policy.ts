@@ -31,6 +31,8 @@ export async function judgeRun(
   c: RunContext,
   result: RepairResult,
   cumulative?: string,
+  /** Whose patch it is: the run's, or one of its attempts' (attempts.ts). */
+  label = c.run.id,
 ): Promise<VerificationReport> {
   const { config, deps } = c.s;
   const report = await deps.judge({
@@ -42,7 +44,7 @@ export async function judgeRun(
     dockerfile: result.dockerfile ?? c.dockerfile ?? '',
     testArgv: c.rc.test,
     rebuild: c.rc.verify.rebuild,
-    runId: `${c.run.id}-verify`,
+    runId: `${label}-verify`,
     signal: c.signal,
   });
   c.s.reporter.pages.verified(c.run.id, report);

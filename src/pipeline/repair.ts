@@ -15,6 +15,7 @@ import {
 } from '../agent/prompts.js';
 import { loadEnv } from '../config/config.js';
 import { SECRET_ENV_NAMES } from '../config/env.js';
+import { describeBaseImage, NODE_REPO, runtimeImage } from '../images/base-images.js';
 import { DockerEnvironmentBuilder } from '../images/builder.js';
 import { CONTAINER_WORKTREE } from '../testrunners/runners.js';
 import { LocalSandbox } from '../environment/local.js';
@@ -364,11 +365,12 @@ async function prepareEnvironment(
   // Facts the model would otherwise learn by failing: where the code is, what the tests can reach.
   const where = `Tests run in a container with the repository mounted at ${CONTAINER_WORKTREE} (the working directory), without network.`;
   if (!opts.dockerfile) {
-    const images = await builder.localBaseImages().catch(() => []);
-    const node = nodeSetupNote(worktree);
+    const images = await builder.baseImages().catch(() => []);
+    const nodeImage = runtimeImage(images, NODE_REPO);
+    const node = nodeSetupNote(worktree, { nodeImage, baseImage: opts.config.sandbox.baseImage });
     const note = [
       'There is no test environment yet: first write a Dockerfile for it and call build_environment.',
-      `Base images available locally: ${images.join(', ') || '(none)'}; container registries may be unreachable.`,
+      `Base images available locally: ${images.map(describeBaseImage).join(', ') || '(none)'}; container registries may be unreachable.`,
       where,
       ...(node ? [node] : []),
     ].join('\n');

@@ -4,6 +4,7 @@ import { tokenAuth } from '../publish/pr.js';
 import { collapsed } from '../publish/render.js';
 import type { RunRecord, RunUpdate } from '../store/store.js';
 import { capMiddle } from '../trace/cap.js';
+import { publishExtra, recordedAttempts } from './attempts.js';
 import type { Services } from './context.js';
 import { openPr } from './open-pr.js';
 import { nextTry, pendingFields, PUBLISH_ATTEMPTS, readPending } from './pending.js';
@@ -37,25 +38,24 @@ export async function republish(
     // This machine's mirror may lack the base commit (another one ran the run): fetched with the token.
     const { token } = (await gh.auth({ type: 'installation' })) as { token: string };
     await s.workspaces.mirror(pending.remote, tokenAuth(token), run.base_commit);
-    const fields = await openPr(
-      {
-        s,
-        run,
-        gh,
-        ref,
-        status: reporter.status(run),
-        rc: loaded.config,
-        remote: pending.remote,
-        defaultBranch: pending.default_branch,
-        dockerfile: pending.dockerfile ?? undefined,
-        issueTitle: run.issue_title ?? '',
-        budgets: pending.budgets,
-        model: pending.model_label,
-        signal: new AbortController().signal,
-      },
-      result,
-      pending.report,
-    );
+    const c = {
+      s,
+      run,
+      gh,
+      ref,
+      status: reporter.status(run),
+      rc: loaded.config,
+      remote: pending.remote,
+      defaultBranch: pending.default_branch,
+      dockerfile: pending.dockerfile ?? undefined,
+      issueTitle: run.issue_title ?? '',
+      budgets: pending.budgets,
+      model: pending.model_label,
+      signal: new AbortController().signal,
+    };
+    const attempts = recordedAttempts(run);
+    const extra = attempts.length > 0 ? publishExtra(c, attempts) : undefined;
+    const fields = await openPr(c, result, pending.report, extra);
     await end({ error: null, ...fields });
     reporter.release(run);
   } catch (e) {

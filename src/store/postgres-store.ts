@@ -174,9 +174,9 @@ export class PostgresRunStore implements RunStore {
     const { rows } = await this.pool.query(
       `INSERT INTO runs (id, owner, repo, issue, installation_id, trigger, triggered_by, delivery_id,
            model, token_budget, base_commit, state, created_at, issue_title, issue_body, issue_updated_at,
-           instance_id, pr_number, revision, head_commit, feedback, status_comment_id)
+           instance_id, pr_number, revision, head_commit, feedback, status_comment_id, attempts_asked)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'queued', $12, $13, $14, $15, $16,
-           $17, $18, $19, $20, $21)
+           $17, $18, $19, $20, $21, $22)
          RETURNING *`,
       [
         newRunId(),
@@ -200,6 +200,7 @@ export class PostgresRunStore implements RunStore {
         input.head_commit ?? null,
         input.feedback ? JSON.stringify(input.feedback) : null,
         input.status_comment_id ?? null,
+        input.attempts_asked ?? null,
       ],
     );
     return RUN_ROW.parse(rows[0]);

@@ -138,14 +138,15 @@ export class SqliteRunStore implements RunStore {
     this.statement(
       `INSERT INTO runs (id, owner, repo, issue, installation_id, trigger, triggered_by, delivery_id,
            model, token_budget, base_commit, state, created_at, issue_title, issue_body, issue_updated_at,
-           instance_id, pr_number, revision, head_commit, feedback, status_comment_id)
+           instance_id, pr_number, revision, head_commit, feedback, status_comment_id, attempts_asked)
          VALUES (@id, @owner, @repo, @issue, @installation_id, @trigger, @triggered_by, @delivery_id,
            @model, @token_budget, @base_commit, 'queued', @created_at, @issue_title, @issue_body,
            @issue_updated_at, @instance_id, @pr_number, @revision, @head_commit, @feedback,
-           @status_comment_id)`,
+           @status_comment_id, @attempts_asked)`,
     ).run({
       model: null,
       token_budget: null,
+      attempts_asked: null,
       issue_title: null,
       issue_body: null,
       issue_updated_at: null,

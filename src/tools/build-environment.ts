@@ -2,6 +2,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { NODE_SETUP_HINT } from '../environment/node.js';
+import { endOfLifeWarnings } from '../images/build-warnings.js';
 import { detectRunner, type Runner } from '../testrunners/runners.js';
 import { fail, ok, type ToolContext, type ToolDefinition } from './types.js';
 
@@ -142,8 +143,17 @@ export function makeBuildEnvironmentTool(baseImages: readonly string[] = []): To
       // a wrong environment, or under other load, must not bind the runs in this one).
       if (ctx.environment?.imageId !== result.image_id) ctx.suiteMs = null;
       ctx.sandbox = ctx.builder.runSandboxFor(result.image_id);
-      // Success needs no log: what was built, whether from cache, how long it took, and what the tests will run on.
-      const data = { ...built, steps: steps(args.dockerfile), runtime: await runtimeVersions(ctx) };
+      // Success needs no log: what was built, whether from cache, how long it took, and what the tests will
+      // run on; first, what the build printed that still matters (a dependency refusing the runtime).
+      const runtime = await runtimeVersions(ctx);
+      const warnings = [...result.warnings, ...endOfLifeWarnings(runtime ?? {})];
+      const data = {
+        ...(warnings.length > 0 && { warnings }),
+        ...built,
+        ...(result.cached_steps.length > 0 && { cached_steps: result.cached_steps }),
+        steps: steps(args.dockerfile),
+        runtime,
+      };
       ctx.environment = { dockerfile: args.dockerfile, imageId: result.image_id };
       await mkdir(ctx.runDir, { recursive: true });
       await writeFile(path.join(ctx.runDir, 'Dockerfile'), args.dockerfile);

@@ -6,7 +6,7 @@ import { z } from 'zod';
  */
 
 export type Command =
-  | { kind: 'rerun'; model?: string; budget?: number }
+  | { kind: 'rerun'; model?: string; budget?: number; attempts?: number }
   | { kind: 'revise'; text: string }
   | { kind: 'cancel' }
   | { kind: 'status' }
@@ -21,7 +21,7 @@ const PREFIX = '/agenticfix';
 
 export const USAGE = [
   'Usage (first line of a comment):',
-  '- `/agenticfix rerun [model=<name>] [budget=<tokens>]`: start a new run for this issue',
+  '- `/agenticfix rerun [model=<name>] [budget=<tokens>] [attempts=<n>]`: start a new run for this issue (`attempts`: independent tries, the smallest verified patch is published)',
   "- `/agenticfix revise <what to change>` (on the app's pull request): revise the pull request; the lines after the first are part of the feedback",
   '- `/agenticfix cancel`: stop the active run',
   '- `/agenticfix status`: show the state of the latest run',
@@ -34,6 +34,7 @@ const RERUN_ARGS = z.strictObject({
     .regex(/^[A-Za-z0-9][\w.:/@-]{0,99}$/, 'letters, digits and . : / @ - _ only (max 100)')
     .optional(),
   budget: z.coerce.number().int().min(1000).optional(), // capped by the operator's ceiling (app.ts)
+  attempts: z.coerce.number().int().min(1).optional(), // capped by AGENTICFIX_MAX_ATTEMPTS (on-command.ts)
 });
 
 export function parseCommand(body: string): ParsedComment {

@@ -85,6 +85,7 @@ async function runCommand(
         base_commit: base,
         model: command.model ?? null,
         token_budget: command.budget ?? null,
+        attempts_asked: command.attempts ?? null,
         issue_title: snapshot.title,
         issue_body: snapshot.body ?? '',
         issue_updated_at: snapshot.updated_at,

@@ -1,7 +1,7 @@
 import { cpSync, mkdtempSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { nodeSetupSteps } from '../../src/environment/node.js';
+import { nodeRecipe } from '../../src/environment/node.js';
 import { git } from '../../src/workspace/git.js';
 import { commitAll } from './git-fixtures.js';
 
@@ -21,9 +21,16 @@ export async function nodeFixtureRepo(parent: string, extra: (repo: string) => v
   return repo;
 }
 
-/** The Dockerfile a model writes following the task text's Node guidance (one text: one cached image). */
+/** The local Node.js language image scripts/setup-docker.sh builds (scripts/node-image.sh). */
+export const NODE_IMAGE = process.env.AGENTICFIX_NODE_IMAGE ?? 'agenticfix/node:22';
+
+/**
+ * The Dockerfile a model writes following the task text's Node guidance (one text: one cached image): FROM
+ * the local Node.js image (`baseImage` is the fallback's, for a machine without it: the task text then says
+ * apt).
+ */
 export const nodeDockerfile = (baseImage: string) =>
-  [`FROM ${baseImage}`, ...nodeSetupSteps(NODE_FIXTURE)!, ''].join('\n');
+  [...nodeRecipe(NODE_FIXTURE, { nodeImage: { tag: NODE_IMAGE, runtime: null }, baseImage })!, ''].join('\n');
 
 export const RUNNER_ARGV = {
   jest: ['jest', 'test/jest'],

@@ -28,6 +28,7 @@ import {
   testConfig,
   waitFor,
 } from './support/app.js';
+import { unmarked } from '../src/trace/marker.js';
 
 /**
  * The app end to end through a real HTTP GitHub emulator: signed webhooks, installation tokens, git
@@ -118,7 +119,12 @@ describe('AgenticFix app through the GitHub emulator', () => {
   });
 
   const runsOf = (issue: number) => app.store.forIssue(O, R, issue);
-  const botComments = (n: number) => emu.comments(n).filter((c) => c.user === emu.botLogin);
+  /** The app's comments on `n`, read as people see them (without the app's hidden write marker). */
+  const botComments = (n: number) =>
+    emu
+      .comments(n)
+      .filter((c) => c.user === emu.botLogin)
+      .map((c) => ({ ...c, body: unmarked(c.body) }));
   const pullFor = (issue: number) =>
     emu.pulls.filter(
       (p) => p.pull?.head === branchFor(issue) || p.pull?.head.startsWith(`${branchFor(issue)}-`),

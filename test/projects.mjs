@@ -54,6 +54,7 @@ export const PROJECTS = {
     'emulator-reviews',
     'faults-provider',
     'faults-publish',
+    'late-writes',
     'github-failures',
     'model-limits',
     'publish',

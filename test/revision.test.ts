@@ -21,6 +21,7 @@ import {
   testConfig,
   waitFor,
 } from './support/app.js';
+import { unmarked } from '../src/trace/marker.js';
 
 /**
  * Maintainers steer the app's draft pull request: a review asking for changes or `/agenticfix revise`
@@ -204,7 +205,7 @@ describe('revisions of the app’s draft pull request', () => {
     );
     const replies = emu.reviewComments(pr.number).filter((c) => c.user === emu.botLogin);
     expect(replies).toHaveLength(2);
-    for (const r of replies) expect(r.body).toBe(`Addressed in ${head} (revision 1).`);
+    for (const r of replies) expect(unmarked(r.body)).toBe(`Addressed in ${head} (revision 1).`);
     const status = comments.find((c) => c.id === revision.status_comment_id)!;
     expect(status.body).toContain('Revision 1');
 
@@ -397,10 +398,8 @@ describe('revisions of the app’s draft pull request', () => {
     expect(run).toMatchObject({ trigger: 'mention', revision: 1, verdict: 'verified' });
     expect(deps.calls.at(-1)!.issue.revision).toContain('please add a docstring');
     const reply = emu.reviewComments(prB.number).find((c) => c.user === emu.botLogin)!;
-    expect(reply).toMatchObject({
-      inReplyTo: root.id,
-      body: `Addressed in ${run.pushed_commit} (revision 1).`,
-    });
+    expect(reply).toMatchObject({ inReplyTo: root.id });
+    expect(unmarked(reply.body)).toBe(`Addressed in ${run.pushed_commit} (revision 1).`);
 
     // Reviews do not start revisions here, so a mention inside one asking for changes does.
     await emu.review(O, R, prB.number, {

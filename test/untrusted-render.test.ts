@@ -20,6 +20,7 @@ import {
   unverifiedComment,
 } from '../src/publish/render.js';
 import { renderStatus } from '../src/publish/status.js';
+import { unmarked } from '../src/trace/marker.js';
 import type { RunRecord } from '../src/store/store.js';
 import { renderMarkdown } from '../src/verify/markdown.js';
 import type { Cell, VerificationReport } from '../src/verify/types.js';
@@ -118,9 +119,12 @@ function stripSpans(text: string): string {
 const APP_TAGS = new Set(['<details>', '</details>', '<summary>', '</summary>', '<sub>', '</sub>']);
 const APP_LOGIN = 'alice';
 
-/** What would render from untrusted text: HTML, comments, mentions, links, broken tables. */
+/**
+ * What would render from untrusted text: HTML, comments, mentions, links, broken tables. The app's own
+ * write marker that ends a body (trace/marker.ts) is no untrusted text.
+ */
 function problems(md: string): string[] {
-  const seen = visible(md);
+  const seen = visible(unmarked(md));
   const found: string[] = [];
   for (const m of seen.matchAll(/<\/?[A-Za-z!?][^<>\n]{0,40}>?/g))
     if (!APP_TAGS.has(m[0])) found.push(`HTML ${JSON.stringify(m[0])}`);

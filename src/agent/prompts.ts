@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { stripMarkers } from '../trace/marker.js';
 import { sha256 } from '../trace/trace.js';
 import type { Config } from '../config/config.js';
 import { SUITE_FACTOR } from '../environment/time-limits.js';
@@ -22,7 +23,8 @@ export function loadPrompts(dir = PROMPTS_DIR): Prompts {
 }
 
 const MARKER = /<\/?\s*(untrusted_issue|untrusted_feedback|repository_guidance)\s*>/gi;
-const defuse = (s: string) => s.replace(MARKER, '[marker removed]');
+/** The app's own write markers go too: to the model they are noise or someone's forgery. */
+const defuse = (s: string) => stripMarkers(s).replace(MARKER, '[marker removed]');
 
 /** Where a repository keeps guidance for coding agents, in the order looked for (first found wins). */
 export const GUIDANCE_FILES = ['AGENTS.md', '.github/copilot-instructions.md'] as const;

@@ -41,6 +41,16 @@ export class ApiError extends Error {
 const CONTENTS_MAX_BYTES = 1024 * 1024;
 const notFound = () => new ApiError(404, { message: 'Not Found', documentation_url: DOCS });
 const badCredentials = () => new ApiError(401, { message: 'Bad credentials', documentation_url: DOCS });
+/** A list's `since` (only what was updated at or after it, an ISO 8601 time) as milliseconds; none: all. */
+function since(ctx: { query: URLSearchParams }, resource: string): number {
+  const at = ctx.query.get('since');
+  if (at === null) return -Infinity;
+  const ms = Date.parse(at);
+  if (Number.isNaN(ms)) throw validationFailed({ resource, field: 'since', code: 'invalid' });
+  return ms;
+}
+/** When the emulated app was registered (a fixed time: GitHub's answer does not change between calls). */
+const APP_CREATED = '2024-01-01T00:00:00Z';
 const validationFailed = (...errors: Json[]) =>
   new ApiError(422, { message: 'Validation Failed', errors, documentation_url: DOCS });
 
@@ -303,7 +313,11 @@ export function createRouter({
       name: app.name,
       node_id: `A_${app.id}`,
       owner: shapes.user(bot),
+      description: null,
+      external_url: `${baseUrl()}/apps/${app.slug}`,
       html_url: `${baseUrl()}/apps/${app.slug}`,
+      created_at: APP_CREATED,
+      updated_at: APP_CREATED,
       permissions,
       events,
       installations_count: state.installations.size,
@@ -573,7 +587,11 @@ export function createRouter({
   });
   onRepo('GET', '/repos/:owner/:repo/issues/:number/comments', (ctx) => {
     const issue = issueOf(ctx);
-    const list = state.comments.filter((c) => c.repo === ctx.repo.fullName && c.issueNumber === issue.number);
+    const from = since(ctx, 'IssueComment');
+    const list = state.comments.filter(
+      (c) =>
+        c.repo === ctx.repo.fullName && c.issueNumber === issue.number && Date.parse(c.updatedAt) >= from,
+    );
     return paginate(
       list.map((c) => shapes.comment(ctx.repo, c)),
       ctx,
@@ -769,13 +787,16 @@ export function createRouter({
       baseUrl(),
     );
   });
-  onRepo('GET', '/repos/:owner/:repo/pulls/:number/comments', (ctx) =>
-    paginate(
-      reviewCommentsOf(ctx, pullOf(ctx).number).map((c) => shapes.reviewComment(ctx.repo, c)),
+  onRepo('GET', '/repos/:owner/:repo/pulls/:number/comments', (ctx) => {
+    const from = since(ctx, 'PullRequestReviewComment'); // review comments are not edited here: made is updated
+    return paginate(
+      reviewCommentsOf(ctx, pullOf(ctx).number)
+        .filter((c) => Date.parse(c.createdAt) >= from)
+        .map((c) => shapes.reviewComment(ctx.repo, c)),
       ctx,
       baseUrl(),
-    ),
-  );
+    );
+  });
   // A reply joins the thread of the top-level comment it answers (GitHub refuses replies to replies).
   onRepo('POST', '/repos/:owner/:repo/pulls/:number/comments/:id/replies', (ctx) => {
     const pull = pullOf(ctx);

@@ -236,6 +236,11 @@ export interface GitHubEmulator {
    * HTTP requests (`/git/<owner>/<repo>.git/...`) too.
    */
   failNext(match: FaultMatch, responses: FaultResponse[]): void;
+  /**
+   * The next matching REST request is held `ms` on its way, then made as sent, whether or not its
+   * client still waits for the answer: a write that lands after the client gave up on it.
+   */
+  holdNext(match: FaultMatch, ms: number): void;
   /** Every REST answer from now on waits `ms` first: GitHub's own latency, for benchmarks. */
   setLatency(ms: number): void;
   branchHead(owner: string, repo: string, branch: string): string | null;
@@ -297,15 +302,17 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
   const requests: RecordedRequest[] = [];
   const faults: { match: FaultMatch; responses: FaultResponse[] }[] = [];
   let latencyMs = 0;
+  const holds: { match: FaultMatch; ms: number }[] = [];
+  const matches = (m: FaultMatch, method: string, pathname: string) =>
+    (!m.method || m.method.toUpperCase() === method) && m.path.test(pathname);
 
   const takeFault = (method: string, pathname: string): FaultResponse | undefined => {
-    const rule = faults.find(
-      (f) =>
-        f.responses.length > 0 &&
-        (!f.match.method || f.match.method.toUpperCase() === method) &&
-        f.match.path.test(pathname),
-    );
+    const rule = faults.find((f) => f.responses.length > 0 && matches(f.match, method, pathname));
     return rule?.responses.shift();
+  };
+  const takeHold = (method: string, pathname: string): number => {
+    const i = holds.findIndex((h) => matches(h.match, method, pathname));
+    return i < 0 ? 0 : (holds.splice(i, 1)[0]?.ms ?? 0);
   };
 
   async function handleGit(
@@ -374,6 +381,8 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
       const faultBody = fault.body ?? { message: STATUS_CODES[fault.status] ?? 'Error' };
       return { reply: { status: fault.status, body: faultBody, headers: fault.headers }, body, fault: true };
     }
+    const held = takeHold(method, safeDecode(url.pathname));
+    if (held > 0) await new Promise((resolve) => setTimeout(resolve, held));
     const request = {
       method,
       pathname: url.pathname,
@@ -797,6 +806,9 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
     revokeTokens: () => auth.revokeAll(),
     failNext(match, responses) {
       faults.push({ match, responses: [...responses] });
+    },
+    holdNext(match, ms) {
+      holds.push({ match, ms });
     },
     setLatency(ms) {
       latencyMs = ms;

@@ -159,12 +159,8 @@ export class JobRunner implements QueueHooks {
     this.o.log?.warn({ run: run.id, state: run.state, reason, error: run.error }, 'run ended');
     const gh = await this.o.auth(run.installation_id);
     await this.reporter.interrupted(run, gh, `Interrupted: ${why}.`);
-    await this.reporter.tell(
-      run,
-      gh,
-      refOf(run),
-      `AgenticFix run \`${run.id}\` was interrupted because ${why} before it finished. Nothing was published. Comment \`/agenticfix rerun\` to start again.`,
-    );
+    const said = `AgenticFix run \`${run.id}\` was interrupted because ${why} before it finished. Nothing was published. Comment \`/agenticfix rerun\` to start again.`;
+    await this.reporter.tell(run, gh, refOf(run), 'interrupted', said);
   }
 
   async execute(run: RunRecord, signal: AbortSignal): Promise<RunUpdate> {

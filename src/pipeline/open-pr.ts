@@ -54,7 +54,13 @@ export async function openPr(
       (n): n is string => typeof n === 'string',
     );
     const why = notes.length > 0 ? notes.join('\n\n') : undefined;
-    await reporter.comment(run, gh, ref, unverifiedComment({ run, result, report, evidence, why }));
+    await reporter.comment(
+      run,
+      gh,
+      ref,
+      'unverified',
+      unverifiedComment({ run, result, report, evidence, why }),
+    );
     // A stop that is no verdict on the patch (the engine) stays an infrastructure error.
     if (stopped !== null && report.verdict !== 'infra_error')
       return {
@@ -113,7 +119,7 @@ export async function openPr(
   });
   await store.update(run.id, { pr_number: pr.number });
   if (earlier !== null && earlier !== pr.number)
-    await reporter.comment(run, gh, { ...ref, issue: earlier }, supersededNote(run, pr.number));
+    await reporter.comment(run, gh, { ...ref, issue: earlier }, 'superseded', supersededNote(run, pr.number));
   // The maintainer who started the run is asked to review the draft it opened.
   if (pr.created)
     await gh.rest.pulls
@@ -130,13 +136,15 @@ export async function openPr(
     run,
     gh,
     prRef,
+    'evidence',
     evidenceComment(run, evidence, [...(extra?.evidence ?? []), ...(ci.length > 0 ? [ciFlagNote(ci)] : [])]),
   );
-  await reporter.comment(run, gh, prRef, traceComment(run, result, events));
+  await reporter.comment(run, gh, prRef, 'trace', traceComment(run, result, events));
   await reporter.comment(
     run,
     gh,
     prRef,
+    'config',
     configComment({
       run,
       result,

@@ -14,6 +14,7 @@ import type { RunUpdate } from '../store/store.js';
 import { addressedThreads } from '../revision/prompt.js';
 import type { VerificationReport } from '../verify/types.js';
 import { inert } from '../verify/untrusted.js';
+import { withMarker } from '../trace/marker.js';
 import type { RunContext } from './context.js';
 import { endPhase, judgeRun, pushPolicy } from './policy.js';
 
@@ -30,7 +31,13 @@ export async function pushRevision(c: RunContext, result: RepairResult): Promise
   const notPushed = async (report: VerificationReport | null, why?: string) => {
     const evidence = report ? await deps.renderEvidence(report) : '';
     const notes = feedbackNotes(run.feedback);
-    await reporter.tell(run, gh, ref, unverifiedComment({ run, result, report, evidence, why, notes }));
+    await reporter.tell(
+      run,
+      gh,
+      ref,
+      'unverified',
+      unverifiedComment({ run, result, report, evidence, why, notes }),
+    );
     const said = why ?? `Verdict \`${report?.verdict}\`: ${report?.reason}`;
     await reporter.finalStatus(run, {
       phase: endPhase(report),
@@ -118,6 +125,7 @@ export async function pushRevision(c: RunContext, result: RepairResult): Promise
     run,
     gh,
     ref,
+    'revision',
     revisionComment(run, made.commit, made.parent, evidence, [
       ...(ci.length > 0 ? [ciFlagNote(ci)] : []),
       ...feedbackNotes(run.feedback),
@@ -130,7 +138,10 @@ export async function pushRevision(c: RunContext, result: RepairResult): Promise
       repo: run.repo,
       pull_number: pr,
       comment_id: t.id,
-      body: `Addressed in ${made.commit} (revision ${n}).`,
+      body: withMarker(`Addressed in ${made.commit} (revision ${n}).`, {
+        run: run.id,
+        kind: `reply-${t.id}`,
+      }),
     });
   // The description lists the revisions, so it says what the branch now holds.
   const revisions = (await store.forPr(run.owner, run.repo, pr))

@@ -5,6 +5,7 @@ import { editComment, postComment, type GitHub, type IssueRef } from '../publish
 import type { PageRun } from '../publish/render.js';
 import { renderStatus, runPageUrl, StatusComment, type StatusState } from '../publish/status.js';
 import { PageEvents } from './page-events.js';
+import { withMarker } from '../trace/marker.js';
 import type { RunRecord, RunStore } from '../store/store.js';
 import { nextTry } from './pending.js';
 import { deliverDue, statusWrite } from './writes.js';
@@ -72,12 +73,14 @@ export class Reporter {
     this.pages.forget(run.id);
   }
 
-  async comment(run: RunRecord, gh: GitHub, ref: IssueRef, body: string): Promise<void> {
-    await this.o.store.addComment(run.id, await postComment(gh, ref, body));
+  /** A comment of the run, marked as its `kind` (one of each per run and place: trace/marker.ts). */
+  async comment(run: RunRecord, gh: GitHub, ref: IssueRef, kind: string, body: string): Promise<void> {
+    await this.o.store.addComment(run.id, await postComment(gh, ref, body, { mark: { run: run.id, kind } }));
   }
 
   /** A final comment: posted now or, when GitHub fails, kept in the store until it lands (deliverWrites). */
-  async tell(run: RunRecord, gh: GitHub, ref: IssueRef, body: string): Promise<void> {
+  async tell(run: RunRecord, gh: GitHub, ref: IssueRef, kind: string, text: string): Promise<void> {
+    const body = withMarker(text, { run: run.id, kind });
     let id: number;
     try {
       id = await postComment(gh, ref, body);

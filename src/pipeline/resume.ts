@@ -71,6 +71,7 @@ export async function republish(
       run,
       gh,
       ref,
+      'publishing-failed',
       `## AgenticFix: publishing failed\n\n${error}\n\nThe patch is kept with the run (\`${result.patch_path}\`).\n\n${collapsed('Candidate patch', result.patch, 50_000, 'diff')}`,
     );
     ended(await end({ state: 'failed', error }));

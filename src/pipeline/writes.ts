@@ -29,7 +29,7 @@ export async function deliverDue(o: {
     try {
       const gh = await o.auth(w.installation_id);
       if (w.comment_id !== null) await editComment(gh, w, w.comment_id, w.body);
-      else posted = await postComment(gh, w, w.body);
+      else posted = await postComment(gh, w, w.body, { look: true }); // its POST may have landed
     } catch (e) {
       if (isRefusal(e)) {
         o.log?.error({ err: e, run: w.run_id }, 'GitHub refused a kept write: it is dropped');

@@ -1,6 +1,8 @@
 import { throttling } from '@octokit/plugin-throttling';
 import { ProbotOctokit } from 'probot';
 import type { Config } from '../config/config.js';
+import { markerText, readMarker, unmarked, withMarker, type Marker } from '../trace/marker.js';
+import { dropCopies, LATE_LANDING_TIMEOUTS, marked, placeOf, type Place, type Requester } from './landed.js';
 import { fitBody, GITHUB_BODY_LIMIT } from './render.js';
 
 /** The installation-authenticated client every handler and job uses. */
@@ -90,7 +92,7 @@ interface HookedOctokit {
       fn: (request: (o: RequestOptions) => Promise<unknown>, o: RequestOptions) => Promise<unknown>,
     ): void;
   };
-  request: { endpoint: { parse(o: RequestOptions): { url: string } } };
+  request: Requester['request'] & { endpoint: { parse(o: RequestOptions): { url: string } } };
   log: { warn(msg: string): void };
 }
 
@@ -120,9 +122,15 @@ function retryAfter(err: FailedRequest, attempt: number, baseMs: number): number
   return null;
 }
 
+/** A failed try GitHub may still have carried out: no answer (timed out, connection lost) or a 5xx. */
+const mayHaveLanded = (err: FailedRequest): boolean => !err.response || (err.status ?? 0) >= 500;
+
 /**
  * The request hook: pacing per installation, then the request with its retries. Each try is cut off
  * after `timeoutMs` (an answer that never comes would hold a run forever) and retried as a 5xx is.
+ * A marked POST (trace/marker.ts) whose try may have landed is looked for before it is sent again
+ * (landed.ts): what landed is answered as the POST's own result; once it is settled, copies of it that
+ * landed late are deleted.
  */
 function githubLimits(o: {
   baseMs: number;
@@ -157,12 +165,30 @@ function githubLimits(o: {
       }
       const url = gh.request.endpoint.parse(req).url; // the template filled in, as sent
       const own = req.request?.signal; // the caller's
+      const sentTo = new URL(url, 'http://github.test');
+      const mark = req.method === 'POST' && typeof req.body === 'string' ? readMarker(req.body) : null;
+      const place = mark ? placeOf(sentTo.pathname) : null;
+      let uncertain: number | null = null; // when the last try that may have landed was sent
+      /** Waits out late landings of the tries that may have landed, then deletes their copies. */
+      const settle = async (keep: number) => {
+        if (uncertain === null || !place || !mark) return;
+        await sleep(uncertain + LATE_LANDING_TIMEOUTS * o.timeoutMs - Date.now());
+        await dropCopies(gh, sentTo.origin, place, mark, keep).then(
+          (n) =>
+            n > 0 && gh.log.warn(`${n} late cop${n > 1 ? 'ies' : 'y'} of POST ${sentTo.pathname} deleted`),
+          (e: Error) =>
+            gh.log.warn(`could not look for late copies of POST ${sentTo.pathname}: ${e.message}`),
+        );
+      };
       for (let attempt = 0; ; attempt++) {
+        const sentAt = Date.now();
         try {
           // Hooks pass options on by reference (before-after-hook binds them): set in place, per try.
           const timeout = AbortSignal.timeout(o.timeoutMs);
           req.request = { ...req.request, signal: own ? AbortSignal.any([own, timeout]) : timeout };
-          return await request(req);
+          const res = (await request(req)) as { data: { id: number } };
+          await settle(res.data.id);
+          return res;
         } catch (e) {
           const err = e as FailedRequest;
           // A nested request (the installation token) was retried by its own hook: one retry layer.
@@ -181,6 +207,18 @@ function githubLimits(o: {
           }
           gh.log.warn(`${what}${err.response ? '' : ` (${err.message})`}; retrying in ${wait} ms`);
           await sleep(wait);
+          if (!place || !mark || !mayHaveLanded(err)) continue;
+          uncertain = sentAt;
+          // GitHub's clock and ours may differ: comments touched from well before the first try are read.
+          const since = new Date(sentAt - 10 * 60_000);
+          const found = await marked(gh, sentTo.origin, place, mark, since).catch((le: Error) => {
+            gh.log.warn(`could not look for what POST ${sentTo.pathname} left: ${le.message}`);
+            return [];
+          });
+          if (found[0]) {
+            await settle(found[0].id);
+            return { status: 201, url, headers: {}, data: found[0] };
+          }
         }
       }
     });
@@ -198,21 +236,47 @@ function isTooLong(err: unknown): boolean {
   return e?.status === 422 && /too long|maximum is \d+ characters/i.test(e.message ?? '');
 }
 
-/** Posts or edits with a body; on 422 too-long the body is shortened and sent again. */
+/**
+ * Posts or edits with a body; on 422 too-long the body is shortened and sent again. Its marker stays
+ * at its end: the text before it is what is cut.
+ */
 async function withBody<T>(body: string, send: (body: string) => Promise<T>): Promise<T> {
-  let text = fitBody(body);
+  const mark = readMarker(body);
+  const tail = mark ? `\n\n${markerText(mark)}` : '';
+  let text = fitBody(unmarked(body), GITHUB_BODY_LIMIT - tail.length);
   for (let limit = GITHUB_BODY_LIMIT; ;) {
     try {
-      return await send(text);
+      return await send(text + tail);
     } catch (e) {
       if (!isTooLong(e) || limit < 4000) throw e;
-      limit = Math.floor(Math.min(limit, text.length) * 0.8);
-      text = fitBody(text, limit);
+      limit = Math.floor(Math.min(limit, text.length + tail.length) * 0.8);
+      text = fitBody(text, limit - tail.length);
     }
   }
 }
 
-export async function postComment(gh: GitHub, ref: IssueRef, body: string): Promise<number> {
+/**
+ * Posts a comment ended by its marker (`mark`, or the one `body` has). `look`: the write may have been
+ * made already (a kept write whose POST failed): the app's comment with its marker is reused if there is one.
+ */
+export async function postComment(
+  gh: GitHub,
+  ref: IssueRef,
+  body: string,
+  o: { mark?: Marker; look?: boolean } = {},
+): Promise<number> {
+  if (o.mark) body = withMarker(body, o.mark);
+  const mark = readMarker(body);
+  if (o.look && mark) {
+    const place = placeOf(`/repos/${ref.owner}/${ref.repo}/issues/${ref.issue}/comments`) as Place;
+    const [landed] = await marked(
+      gh as unknown as Requester,
+      new URL(gh.request.endpoint.DEFAULTS.baseUrl).origin,
+      place,
+      mark,
+    );
+    if (landed) return landed.id;
+  }
   const res = await withBody(body, (b) =>
     gh.rest.issues.createComment({ owner: ref.owner, repo: ref.repo, issue_number: ref.issue, body: b }),
   );

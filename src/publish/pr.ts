@@ -6,6 +6,7 @@ import type { GitWorkspaceManager } from '../workspace/manager.js';
 import { applyPatch } from '../patch/patch.js';
 import { Redactor } from '../trace/redact.js';
 import { isGone, type GitHub } from './github.js';
+import { readMarker, unmarked, withMarker } from '../trace/marker.js';
 import { fitBody } from './render.js';
 
 /** Pushing a verified patch to `agenticfix/issue-<n>` and opening or updating its draft pull request. */
@@ -203,7 +204,10 @@ export function withSection(body: string, section: string): string {
   const open = body.indexOf(SECTION_OPEN);
   const close = body.indexOf(SECTION_CLOSE, open);
   if (open >= 0 && close >= 0) return body.slice(0, open) + marked + body.slice(close + SECTION_CLOSE.length);
-  return `${body.trimEnd()}\n\n${marked}`;
+  // The app's write marker stays last.
+  const mark = readMarker(body);
+  const text = `${unmarked(body).trimEnd()}\n\n${marked}`;
+  return mark ? withMarker(text, mark) : text;
 }
 
 /** Rewrites the app's section of a pull request's description, reading the description just before. */

@@ -3,6 +3,7 @@ import { priceNote, usd } from '../config/prices.js';
 import { buildInfo } from '../config/version.js';
 import type { Feedback } from '../store/feedback.js';
 import type { RunRecord } from '../store/store.js';
+import { withMarker } from '../trace/marker.js';
 import type { VerificationReport } from '../verify/types.js';
 import { code, codeBlock, inert } from '../verify/untrusted.js';
 
@@ -119,14 +120,13 @@ export function prBody(a: {
   const earlier = a.earlier
     ? `\n\nA new run from the current base; #${a.earlier}, opened earlier for the issue, is left as it is.`
     : '';
-  return fitBody(
-    [
-      `### Summary\n\n${cutMiddle(summary, 8000).text}`,
-      `Fixes #${a.issue}${earlier}`,
-      `### Verification\n\n**Verdict: \`${a.report.verdict}\`**: ${inert(a.report.reason)}`,
-      `<sub>Opened by ${runLine(a.run)}. Evidence, trace and configuration are in the comments below.</sub>`,
-    ].join('\n\n'),
-  );
+  const text = [
+    `### Summary\n\n${cutMiddle(summary, 8000).text}`,
+    `Fixes #${a.issue}${earlier}`,
+    `### Verification\n\n**Verdict: \`${a.report.verdict}\`**: ${inert(a.report.reason)}`,
+    `<sub>Opened by ${runLine(a.run)}. Evidence, trace and configuration are in the comments below.</sub>`,
+  ].join('\n\n');
+  return withMarker(fitBody(text, GITHUB_BODY_LIMIT - 200), { run: a.run.id, kind: 'pr' });
 }
 
 /** Said on an earlier pull request of the issue when a rerun opened another one instead of replacing its commits. */

@@ -1,4 +1,5 @@
 import { usd } from '../config/prices.js';
+import { withMarker } from '../trace/marker.js';
 import { editComment, isRefusal, postComment, type GitHub, type IssueRef } from './github.js';
 
 /** The one status comment per run, edited in place; edits are rate-limited and the last state always lands. */
@@ -81,7 +82,7 @@ export function renderStatus(
     return i === current ? `${line} ⬅️` : line;
   });
   const links = (s.links ?? []).map((l) => `[${l.label}](${l.url})`).join(' · ');
-  return [
+  const text = [
     `### AgenticFix: ${title}`,
     list.join('\n'),
     s.detail ?? '',
@@ -90,6 +91,7 @@ export function renderStatus(
   ]
     .filter(Boolean)
     .join('\n\n');
+  return withMarker(text, { run: runId, kind: 'status' });
 }
 
 export interface StatusCommentOptions {
@@ -117,6 +119,8 @@ export class StatusComment {
   private commentId: number | null;
   /** GitHub refused a write for good (the issue locked, deleted or transferred): no more are sent. */
   private refused = false;
+  /** A POST of the comment failed: it may have landed, so the next one looks for it first. */
+  private postFailed = false;
 
   constructor(private readonly o: StatusCommentOptions) {
     this.commentId = o.commentId ?? null;
@@ -169,7 +173,10 @@ export class StatusComment {
     try {
       const gh = await this.o.gh();
       if (this.commentId === null) {
-        this.commentId = await postComment(gh, this.o.ref, body);
+        const look = this.postFailed;
+        this.postFailed = true; // until its id is known
+        this.commentId = await postComment(gh, this.o.ref, body, { look });
+        this.postFailed = false;
         await this.o.onCreated?.(this.commentId);
       } else {
         await editComment(gh, this.o.ref, this.commentId, body);

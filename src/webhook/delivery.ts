@@ -3,6 +3,7 @@ import type { Config } from '../config/config.js';
 import { postComment, type GitHub, type IssueRef } from '../publish/github.js';
 import type { RunQueue } from '../queue/queue.js';
 import type { NewRun, RunRecord, RunStore } from '../store/store.js';
+import { sha256 } from '../trace/trace.js';
 import { canWrite } from './permission.js';
 
 /** What the handlers may use: settings, the run store and the queue; nothing that runs the work. */
@@ -20,6 +21,13 @@ export interface Delivery<P> {
   log: Probot['log'];
   deps: HandlerDeps;
 }
+
+/**
+ * A reply of the delivery, posted with its marker: the delivery and what the reply says (the same reply
+ * twice is one), so a reply whose POST timed out but landed is not made again.
+ */
+export const reply = (d: Delivery<unknown>, ref: IssueRef, body: string): Promise<number> =>
+  postComment(d.gh, ref, body, { mark: { run: d.id, kind: `reply-${sha256(body).slice(0, 16)}` } });
 
 /** Creates the delivery's run and enqueues it. */
 export async function start(d: Delivery<unknown>, run: Omit<NewRun, 'delivery_id'>): Promise<RunRecord> {
@@ -52,5 +60,5 @@ export async function replyTo(
     !(await store.claimOutsiderReply(ref.owner, ref.repo, ref.issue, config.app.outsiderReplyIntervalMs))
   )
     return;
-  await postComment(d.gh, ref, body);
+  await reply(d, ref, body);
 }

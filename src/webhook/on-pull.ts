@@ -1,9 +1,8 @@
 import type { z } from 'zod';
-import { postComment } from '../publish/github.js';
 import type { Feedback } from '../store/feedback.js';
 import { admit, revisionRun, type RevisionTrigger, type Target } from '../revision/admission.js';
 import { checksFeedback, mentionFeedback, reviewFeedback } from '../revision/feedback.js';
-import { start, type Delivery } from './delivery.js';
+import { reply, start, type Delivery } from './delivery.js';
 import type { CHECKED, REVIEW_COMMENTED, REVIEWED } from './payloads.js';
 import { canWrite } from './permission.js';
 
@@ -36,7 +35,7 @@ export async function startRevision(
 
 /** Replies on the pull request itself (its reviewers are writers: no outsider pacing). */
 const onPull = (d: Delivery<unknown>, owner: string, repo: string, pr: number) => async (body: string) =>
-  postComment(d.gh, { owner, repo, issue: pr }, body);
+  reply(d, { owner, repo, issue: pr }, body);
 
 /** Whether the pull request is one the app opened and the sender may write: else the event is not for it. */
 async function fromWriterOnOwnPull(

@@ -139,6 +139,7 @@ describe("build_environment's reply", () => {
     const builder: EnvironmentBuilder = {
       build: async () => result,
       sandboxFor: () => new LocalSandbox(),
+      runSandboxFor: () => new LocalSandbox(),
       localBaseImages: async () => [],
     };
     const ctx = buildToolContext({

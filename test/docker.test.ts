@@ -9,6 +9,7 @@ import { DockerEnvironmentBuilder, ENV_REPO } from '../src/images/builder.js';
 import { dockerAvailable, DockerSandbox, FALLBACK_USER } from '../src/environment/docker.js';
 import { LEASE_LABEL } from '../src/images/leases.js';
 import { LocalSandbox } from '../src/environment/local.js';
+import { WarmSandbox } from '../src/environment/warm.js';
 import type { RunRequest } from '../src/environment/types.js';
 import { makeBuildEnvironmentTool } from '../src/tools/build-environment.js';
 import type { ToolContext } from '../src/tools/types.js';
@@ -358,6 +359,10 @@ while n < 10000:
     expect(ctx.sandbox?.kind).toBe('docker');
     expect(ctx.environment).toEqual({ dockerfile: FIXTURE_DOCKERFILE, imageId });
     expect(readFileSync(path.join(runDir, 'Dockerfile'), 'utf8')).toBe(FIXTURE_DOCKERFILE);
+    // The run's sandbox is one warm container (the version probe started it) until the run ends.
+    expect(ctx.sandbox).toBeInstanceOf(WarmSandbox);
+    expect(await leftoverContainers()).toBe(1);
+    await (ctx.sandbox as WarmSandbox).close();
 
     const noDocker = await tool.run({ ...ctx, builder: null }, { dockerfile: FIXTURE_DOCKERFILE });
     expect(noDocker).toMatchObject({ success: false, error_code: 'no_environment' });

@@ -62,7 +62,13 @@ describeIf(engine)('a sandbox whose image disappeared', () => {
           if (i === 1)
             built = JSON.parse(msgs.find((m) => m.role === 'tool' && m.tool_call_id === 'b')!.content).data
               .image_id as string;
-          if (i === 2) await docker.getImage(built!).remove({ force: true });
+          if (i === 2) {
+            // The run's warm container keeps its image from being removed (the engine refuses, even
+            // forced): the image goes with its container, as in an engine restart followed by a prune.
+            const users = await docker.listContainers({ all: true, filters: { ancestor: [built!] } });
+            for (const c of users) await docker.getContainer(c.Id).remove({ force: true });
+            await docker.getImage(built!).remove({ force: true });
+          }
         },
       },
     );

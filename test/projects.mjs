@@ -106,6 +106,7 @@ export const PROJECTS = {
     'sandbox-corpus',
     'setup',
     'verify',
+    'warm-sandbox',
   ],
   /** Needs Redis and/or PostgreSQL (some also Docker and dist/). */
   services: [

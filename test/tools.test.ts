@@ -950,6 +950,7 @@ describe('run_tests, git_diff and test staleness', () => {
         error: null,
       }),
       sandboxFor: () => new LocalSandbox(),
+      runSandboxFor: () => new LocalSandbox(),
       localBaseImages: async () => [],
     };
     // The build's time is the environment's (phases_ms), not the agent's: 342 s showed as 36 ms.

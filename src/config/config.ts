@@ -145,6 +145,11 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
         ...(e.AGENTICFIX_BUILD_CA_FILE && { caFile: e.AGENTICFIX_BUILD_CA_FILE }),
       },
       imageMaxBytes: Math.round(e.AGENTICFIX_IMAGE_MAX_GB * 1024 * MiB),
+      /**
+       * A run's warm test container ends on its own this long after it started (when the app is gone):
+       * the longest run (the time ceiling) plus one test run at the ceiling. A live run replaces it sooner.
+       */
+      warmLifetimeMs: (ceilings.timeS + e.AGENTICFIX_MAX_TEST_TIMEOUT_S) * 1000,
     },
     model: {
       ...copied(e, 'AGENTICFIX_MODEL_', [

@@ -1,35 +1,34 @@
-import path from 'node:path';
 import type { Readable } from 'node:stream';
 import Docker from 'dockerode';
 import type { Config } from '../config/config.js';
-import { gitLinkChanges, restoreGitLink, snapshotGitLink, type GitLinkSnapshot } from '../workspace/guard.js';
 import { OutputCapture } from './capture.js';
-import { processOwner, worktreeUser } from './lending.js';
 import { CONTAINER_WORKTREE } from '../testrunners/runners.js';
-import { parseTestSummary, statusFromExit } from '../testrunners/summary.js';
 import type { RunOutcome, RunRequest, Sandbox } from './types.js';
-import { stopwatch } from '../trace/phases.js';
-import { markLent } from '../workspace/stage.js';
+import {
+  containerLabels,
+  DEADLINE_GRACE_MS,
+  endedOutcome,
+  engineEvents,
+  INFRA,
+  lentRun,
+  message,
+  NO_TIMEOUT_WHY,
+  TEST_ENV,
+  testHostConfig,
+  worktreeBinds,
+  type LentCall,
+} from './containers.js';
 
-/**
- * The root is read-only and tests run unprivileged: every place a runner or a tool caches or writes
- * temporary files by default points into the /tmp tmpfs.
- */
-export const WRITABLE_ENV = ['HOME=/tmp', 'TMPDIR=/tmp', 'XDG_CACHE_HOME=/tmp/.cache'];
+export {
+  DEADLINE_LABEL,
+  hostPath,
+  INFRA,
+  LABEL,
+  OWNER_LABEL,
+  RUN_LABEL,
+  WRITABLE_ENV,
+} from './containers.js';
 export { FALLBACK_USER } from './lending.js';
-/** Label on everything AgenticFix creates in the engine, so leftovers can be found. */
-export const LABEL = 'agenticfix';
-export const RUN_LABEL = 'agenticfix.run';
-/** The process that runs the container (`processOwner()`): a start-up removes those of dead processes. */
-export const OWNER_LABEL = 'agenticfix.owner';
-/** Epoch ms after which the container has ended on its own (its in-container deadline). */
-export const DEADLINE_LABEL = 'agenticfix.deadline';
-
-/**
- * The container's own deadline comes this long after the host's timer, so a live app still sees and
- * reports a timeout; the container's deadline matters only when the app is gone.
- */
-const DEADLINE_GRACE_MS = 5000;
 
 /** How long to keep reading output after the container exited (the attach stream ends on its own). */
 const DRAIN_MS = 2000;
@@ -58,55 +57,6 @@ export async function engineGone(docker: Docker, ms = 5000): Promise<boolean> {
   return !up;
 }
 
-const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
-
-/**
- * Where the engine finds `p`: the engine mounts paths of its own host, so when the app runs in a
- * container, AGENTICFIX_HOME is translated to its host path (AGENTICFIX_HOST_HOME). Paths outside
- * AGENTICFIX_HOME stay as they are; the start-up self-check tells when the engine does not see them.
- */
-export function hostPath(p: string, map: Config['sandbox']['hostHome']): string {
-  if (!map) return p;
-  const rel = path.relative(map.local, p);
-  if (rel.startsWith('..') || path.isAbsolute(rel)) return p;
-  return path.posix.join(map.host, rel.split(path.sep).join('/'));
-}
-
-/** How an outcome the sandbox, not the tests, caused begins its detail (the model and the evidence see it). */
-export const INFRA = 'infrastructure error: ';
-
-/** Whether the engine was asked to kill or stop the container since `sinceMs` (docker kill / stop). */
-async function killedByEngine(docker: Docker, id: string, sinceMs: number): Promise<boolean> {
-  const events = (await docker.getEvents({
-    since: Math.floor(sinceMs / 1000) - 1,
-    until: Math.ceil(Date.now() / 1000),
-    filters: { container: [id], event: ['kill', 'stop'] },
-  })) as unknown as Readable;
-  let text = '';
-  for await (const chunk of events) text += String(chunk);
-  return text.trim().length > 0;
-}
-
-/**
- * After a run: a changed `.git` (or admin file) turns any outcome into an isolation error, and `.git` is
- * put back so the worktree stays usable for the run's record. A check that cannot be made counts as a change.
- */
-async function checkIsolation(link: GitLinkSnapshot, result: RunOutcome): Promise<RunOutcome> {
-  const changes = await gitLinkChanges(link).catch((err: unknown) => [`cannot check .git: ${message(err)}`]);
-  if (changes.length === 0) return result;
-  const restored = await restoreGitLink(link).then(
-    (done) => (done ? '.git restored' : '.git left as found'),
-    (err: unknown) => `.git not restored: ${message(err)}`,
-  );
-  const violation = `${changes.join('; ')} (${restored})`;
-  return {
-    ...result,
-    status: 'error',
-    detail: `isolation violated: ${violation}`,
-    isolation_violation: violation,
-  };
-}
-
 /**
  * Runs a test argv in a fresh container of a model-built image: no network, no capabilities,
  * no privilege escalation, read-only root with a small writable /tmp, memory/CPU/pid limits, the
@@ -118,10 +68,10 @@ export class DockerSandbox implements Sandbox {
   readonly kind = 'docker' as const;
 
   constructor(
-    private readonly docker: Docker,
+    protected readonly docker: Docker,
     readonly imageId: string,
-    private readonly limits: Config['sandbox'],
-    private readonly runId = 'none',
+    protected readonly limits: Config['sandbox'],
+    protected readonly runId = 'none',
   ) {}
 
   describe(): Record<string, unknown> {
@@ -173,67 +123,17 @@ export class DockerSandbox implements Sandbox {
   }
 
   /** A failed outcome, marked when the engine has gone meanwhile. */
-  private async gone(o: RunOutcome): Promise<RunOutcome> {
+  protected async gone(o: RunOutcome): Promise<RunOutcome> {
     return (await engineGone(this.docker)) ? { ...o, engine_gone: true } : o;
   }
 
-  async run(req: RunRequest): Promise<RunOutcome> {
-    const elapsed = stopwatch();
-    const outcome = (status: RunOutcome['status'], detail?: string): RunOutcome => ({
-      exit_code: null,
-      stdout: '',
-      stderr: '',
-      stdout_truncated: false,
-      stderr_truncated: false,
-      timed_out: false,
-      duration_ms: elapsed(),
-      status,
-      summary: null,
-      ...(detail ? { detail } : {}),
-    });
-    const [cmd, ...args] = req.argv;
-    if (!cmd) return outcome('error', 'empty argv');
-    if (req.signal?.aborted) return outcome('cancelled');
-
-    let link: GitLinkSnapshot;
-    let owner: Awaited<ReturnType<typeof worktreeUser>>;
-    try {
-      link = await snapshotGitLink(req.worktree);
-      if (link.dotGit.kind === 'other') return outcome('error', "the worktree's .git is not a file");
-      await markLent(req.worktree); // from now on host git works on its stage only
-      owner = await worktreeUser(req.worktree);
-    } catch (err) {
-      return outcome('error', `worktree not accessible: ${message(err)}`);
-    }
-    let result: RunOutcome;
-    try {
-      result = await this.runAs(owner.user, cmd, args, req, elapsed, outcome, link);
-    } finally {
-      await owner.release();
-    }
-    return checkIsolation(link, result);
+  run(req: RunRequest): Promise<RunOutcome> {
+    return lentRun(req, (call) => this.runOnce(call, req));
   }
 
-  private async runAs(
-    user: string,
-    cmd: string,
-    args: string[],
-    req: RunRequest,
-    elapsed: () => number,
-    outcome: (status: RunOutcome['status'], detail?: string) => RunOutcome,
-    link: GitLinkSnapshot,
-  ): Promise<RunOutcome> {
+  private async runOnce(call: LentCall, req: RunRequest): Promise<RunOutcome> {
+    const { cmd, args, outcome } = call;
     const deadlineS = Math.ceil((req.timeoutMs + DEADLINE_GRACE_MS) / 1000);
-    const binds = [`${hostPath(req.worktree, this.limits.hostHome)}:${CONTAINER_WORKTREE}:rw`];
-    // `.git` is bind-mounted read-only over the writable worktree: as a mount point it cannot be
-    // written, removed or replaced by a rename, so the tests cannot point it at a repository of their
-    // own. Read-only rather than masked: nothing on the host has to be made or cleaned up per run, and
-    // its content (a path the container cannot reach) tells the tests nothing useful. Host git does not
-    // read it anyway (GIT_DIR is explicit); the check after the run catches any change all the same.
-    if (link.dotGit.kind !== 'missing')
-      binds.push(
-        `${hostPath(path.join(req.worktree, '.git'), this.limits.hostHome)}:${CONTAINER_WORKTREE}/.git:ro`,
-      );
     let container: Docker.Container;
     try {
       container = await this.docker.createContainer({
@@ -247,35 +147,13 @@ export class DockerSandbox implements Sandbox {
         Entrypoint: ['timeout', '-s', 'KILL', String(deadlineS), cmd],
         Cmd: args,
         WorkingDir: CONTAINER_WORKTREE,
-        User: user,
-        Env: [...WRITABLE_ENV, 'LANG=C.UTF-8', 'CI=1'],
-        Labels: {
-          [LABEL]: '1',
-          [RUN_LABEL]: this.runId,
-          [OWNER_LABEL]: processOwner(),
-          [DEADLINE_LABEL]: String(Date.now() + deadlineS * 1000),
-        },
+        User: call.user,
+        Env: TEST_ENV,
+        Labels: containerLabels(this.runId, Date.now() + deadlineS * 1000),
         AttachStdout: true,
         AttachStderr: true,
         Tty: false,
-        // `none` alone, not NetworkDisabled: the container still gets loopback and an /etc/hosts that
-        // names localhost (vitest, dev servers and many test suites resolve it).
-        HostConfig: {
-          Binds: binds,
-          NetworkMode: 'none',
-          Memory: this.limits.memoryBytes,
-          MemorySwap: this.limits.memoryBytes, // equal: no swap on top of the memory limit
-          NanoCpus: this.limits.nanoCpus,
-          PidsLimit: this.limits.pidsLimit,
-          ReadonlyRootfs: true,
-          Tmpfs: { '/tmp': `rw,exec,nosuid,nodev,size=${this.limits.tmpfsBytes}` },
-          CapDrop: ['ALL'],
-          SecurityOpt: ['no-new-privileges'],
-          Privileged: false,
-          AutoRemove: false,
-          // gVisor: the container's system calls go to a kernel in user space, not the host's.
-          ...(this.limits.runtime === 'runsc' ? { Runtime: 'runsc' } : {}),
-        },
+        HostConfig: testHostConfig(this.limits, worktreeBinds(req.worktree, call.hasGit, this.limits)),
       });
     } catch (err) {
       return this.gone(outcome('error', `could not create container: ${message(err)}`));
@@ -309,9 +187,7 @@ export class DockerSandbox implements Sandbox {
         await container.start();
       } catch (e) {
         // e.g. the executable does not exist in the image
-        const why = /"timeout": executable file not found/.test(message(e))
-          ? 'the image has no `timeout` (coreutils or busybox), which enforces the time limit in the container'
-          : message(e);
+        const why = /"timeout": executable file not found/.test(message(e)) ? NO_TIMEOUT_WHY : message(e);
         // The engine going away under a start is no fault of the image: the run stops (engine_gone).
         return this.gone(outcome('error', `could not start ${cmd}: ${why}`));
       }
@@ -330,44 +206,24 @@ export class DockerSandbox implements Sandbox {
       await Promise.race([ended, new Promise((r) => setTimeout(r, DRAIN_MS))]);
       stream.destroy();
 
-      const o = out.result();
-      const e = err.result();
       const killedByUs = timedOut || cancelled;
-      const exitCode = killedByUs ? null : waited.StatusCode;
-      const oom = !killedByUs && info.State.OOMKilled;
-      // `timeout` reports a command it could not run (126, 127) on its own stderr line.
-      const notRun =
-        exitCode !== null && exitCode >= 126 && exitCode <= 127
-          ? /^timeout: (?:failed to run command|can't execute).*$/m.exec(e.text)?.[0]
-          : undefined;
-      if (notRun) return outcome('error', `could not start ${cmd}: ${notRun}`);
-      // A signal's exit status from a container the engine killed or stopped (an operator, a daemon
-      // going down): the tests did not end it, so it is no test result.
-      if (
-        exitCode !== null &&
-        exitCode > 128 &&
-        (await killedByEngine(this.docker, container.id, startedAt).catch(() => false))
-      )
-        return {
-          ...outcome(
-            'error',
-            `${INFRA}the engine killed the container (exit ${exitCode}); this is no test result`,
-          ),
-          stdout: o.text,
-          stderr: e.text,
-        };
-      return {
-        exit_code: exitCode,
-        stdout: o.text,
-        stderr: e.text,
-        stdout_truncated: o.truncated,
-        stderr_truncated: e.truncated,
-        timed_out: timedOut,
-        duration_ms: elapsed(),
-        status: cancelled ? 'cancelled' : oom ? 'error' : statusFromExit(exitCode, timedOut),
-        summary: parseTestSummary(o.text, e.text),
-        ...(oom ? { detail: 'killed: out of memory' } : {}),
-      };
+      const status = waited.StatusCode;
+      const engineKilled =
+        !killedByUs &&
+        status > 128 &&
+        (await engineEvents(this.docker, container.id, startedAt, ['kill', 'stop']).then(
+          (seen) => seen.size > 0,
+          () => false,
+        ));
+      return endedOutcome(call, {
+        status,
+        out: out.result(),
+        err: err.result(),
+        timedOut,
+        cancelled,
+        oom: info.State.OOMKilled,
+        engineKilled,
+      });
     } catch (e) {
       if (cancelled) return outcome('cancelled', `${INFRA}container run failed: ${message(e)}`);
       return this.gone(outcome('error', `${INFRA}container run failed: ${message(e)}`));

@@ -82,8 +82,13 @@ export interface BuildOptions {
 export interface EnvironmentBuilder {
   /** Builds (or reuses from cache) an image from a Dockerfile text and a snapshot of the worktree. */
   build(opts: BuildOptions): Promise<BuildResult>;
-  /** A sandbox that runs argv in containers of the given image, labelled with the run. */
+  /** A sandbox that runs each argv in a fresh container of the given image (the judge's cells), labelled with the run. */
   sandboxFor(imageId: string, runId: string): Sandbox;
+  /**
+   * The run's sandbox for its tool calls: one container of the image kept for the run (each call an exec
+   * in it), replacing the run's previous one; removed when the run releases the builder.
+   */
+  runSandboxFor(imageId: string, runId: string): Sandbox;
   /** Base images available locally, as the model is told (language images first, with their runtime version). */
   localBaseImages(): Promise<string[]>;
 }

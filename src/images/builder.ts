@@ -16,6 +16,7 @@ import {
 import { gitDependencyHint } from './git-deps.js';
 import { baseImages, describeBaseImage, type BaseImage } from './base-images.js';
 import { DockerSandbox, engineGone, LABEL, RUN_LABEL } from '../environment/docker.js';
+import { RunSandboxes, type WarmSandbox } from '../environment/warm.js';
 import { buildNetworkMode, ensureBuildNetwork, proxyBuildArgs } from './network.js';
 import { ImageLeases } from './leases.js';
 import type { BuildLog, BuildOptions, BuildResult, EnvironmentBuilder } from '../environment/types.js';
@@ -44,6 +45,7 @@ const DiskUsageSchema = z.looseObject({
  * args, no registry credentials, no host mounts. Identical environments are built once.
  */
 export class DockerEnvironmentBuilder implements EnvironmentBuilder {
+  private readonly warm: RunSandboxes;
   private readonly leases: ImageLeases;
 
   constructor(
@@ -51,6 +53,7 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
     private readonly cfg: Config['sandbox'],
   ) {
     this.leases = new ImageLeases(docker, cfg.imageLeaseTtlMs);
+    this.warm = new RunSandboxes(docker, cfg);
   }
 
   async build(opts: BuildOptions): Promise<BuildResult> {
@@ -173,9 +176,14 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
     };
   }
 
-  /** One builder serves every run of the process: each run's containers carry its own label. */
+  /** Fresh containers per call (the judge's cells); one builder serves every run, each labelled with its own. */
   sandboxFor(imageId: string, runId: string): DockerSandbox {
     return new DockerSandbox(this.docker, imageId, this.cfg, runId);
+  }
+
+  /** The run's tool calls' sandbox: one warm container; the run's previous one is removed. */
+  runSandboxFor(imageId: string, runId: string): WarmSandbox {
+    return this.warm.open(imageId, runId);
   }
 
   /**
@@ -194,8 +202,9 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
     return (await this.baseImages()).map(describeBaseImage);
   }
 
-  /** Ends the run's leases on its images (also those another builder of the run took). */
-  release(runId: string): Promise<void> {
+  /** Removes the run's warm container and ends the run's leases on its images (also those another builder of the run took). */
+  async release(runId: string): Promise<void> {
+    await this.warm.close(runId);
     return this.leases.release(runId);
   }
 

@@ -92,7 +92,7 @@ async function prepareEnvironment(c: RepairContext, worktree: string): Promise<P
     throw new Error(`the maintainer Dockerfile did not build: ${built.error}`);
   trace.writeArtifact('Dockerfile', opts.dockerfile);
   return {
-    sandbox: opts.sandboxes.container(built.image_id, runId),
+    sandbox: builder.runSandboxFor(built.image_id, runId),
     builder,
     environment: { dockerfile: opts.dockerfile, imageId: built.image_id },
     tools: DEFAULT_TOOLS,

@@ -142,7 +142,7 @@ export function makeBuildEnvironmentTool(baseImages: readonly string[] = []): To
       // A new image is a new environment: the next full run measures the suite again (a limit measured in
       // a wrong environment, or under other load, must not bind the runs in this one).
       if (ctx.environment?.imageId !== result.image_id) ctx.suiteMs = null;
-      ctx.sandbox = ctx.builder.sandboxFor(result.image_id, ctx.runId);
+      ctx.sandbox = ctx.builder.runSandboxFor(result.image_id, ctx.runId);
       // Success needs no log: what was built, whether from cache, how long it took, and what the tests will
       // run on; first, what the build printed that still matters (a dependency refusing the runtime).
       const runtime = await runtimeVersions(ctx);

@@ -139,7 +139,7 @@ export async function ensureSandbox(
     const error = `${reason} and rebuilding it from the recorded Dockerfile failed: ${build.error ?? 'build failed'}; call build_environment`;
     return { ok: false, result: fail('sandbox_error', error, { log: build.log }) };
   }
-  ctx.sandbox = ctx.builder.sandboxFor(build.image_id, ctx.runId);
+  ctx.sandbox = ctx.builder.runSandboxFor(build.image_id, ctx.runId);
   ctx.environment = { dockerfile: ctx.environment.dockerfile, imageId: build.image_id };
   return {
     ok: true,

@@ -58,10 +58,10 @@ describe('the Docker engine goes away mid-run', () => {
       // The tests sleep: the engine is cut while their container runs (it is removed below).
       const sleepy = ['sh', '-c', 'sleep 30; grep -q "a + b" calc.py'];
       const home = mkdtempSync(path.join(tmpdir(), 'faults-engine-'));
-      // Armed when the model's run_tests call goes out: the next container start (the tests') cuts
-      // the engine half a second later, whatever the machine's load.
+      // Armed when the model's run_tests call goes out: the next start of the tests (an exec in the
+      // run's warm container, or a container) cuts the engine half a second later, whatever the load.
       const proxy = await startEngineProxy(home, {
-        closeOn: /^POST \/[^ ]*containers\/[^/ ?]+\/start[ ?]/,
+        closeOn: /^POST \/[^ ]*(containers|exec)\/[^/ ?]+\/start[ ?]/,
         afterMs: 500,
       });
       const before = process.env.DOCKER_HOST;

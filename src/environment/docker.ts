@@ -98,11 +98,11 @@ export class DockerSandbox implements Sandbox {
   }
 
   /**
-   * The container's exit status. docker-modem never settles a wait (nor ends the output stream) whose
-   * connection the engine dropped as it went away: the run hung there. The engine is pinged meanwhile,
-   * and a wait outlives it by one ping at most.
+   * `p`, or a rejection once the engine stops answering. docker-modem never settles a wait (nor ends an
+   * output stream) whose connection the engine dropped as it went away: the run hung there. The engine
+   * is pinged meanwhile, and `p` outlives it by one ping at most.
    */
-  private async exitOf(container: Docker.Container): Promise<{ StatusCode: number }> {
+  protected async whileEngineAnswers<T>(p: Promise<T>): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
     let settled = false;
     const gone = new Promise<never>((_, reject) => {
@@ -115,7 +115,7 @@ export class DockerSandbox implements Sandbox {
       timer = setTimeout(() => void check(), ENGINE_POLL_MS);
     });
     try {
-      return await Promise.race([container.wait() as Promise<{ StatusCode: number }>, gone]);
+      return await Promise.race([p, gone]);
     } finally {
       settled = true;
       clearTimeout(timer);
@@ -199,7 +199,7 @@ export class DockerSandbox implements Sandbox {
       if (req.signal?.aborted) onAbort();
       else req.signal?.addEventListener('abort', onAbort, { once: true });
 
-      const waited = await this.exitOf(container);
+      const waited = await this.whileEngineAnswers(container.wait() as Promise<{ StatusCode: number }>);
       clearTimeout(timer);
       req.signal?.removeEventListener('abort', onAbort);
       const info = await container.inspect();

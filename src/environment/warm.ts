@@ -118,7 +118,7 @@ export class WarmSandbox extends DockerSandbox {
       await container.start();
     } catch (err) {
       await container.remove({ force: true }).catch(() => undefined);
-      return call.outcome('error', `could not start the test container: ${message(err)}`);
+      return this.gone(call.outcome('error', `could not start the test container: ${message(err)}`));
     }
     this.current = { container, key, deadline };
     if (this.closed) {
@@ -200,7 +200,7 @@ export class WarmSandbox extends DockerSandbox {
         stream.once('error', () => resolve());
       });
       this.docker.modem.demuxStream(stream, out.writable(), err.writable());
-      await ended;
+      await this.whileEngineAnswers(ended);
       clearTimeout(timer);
       req.signal?.removeEventListener('abort', onAbort);
       stream.destroy();

@@ -22,10 +22,10 @@ const common = {
 const NEEDS_DIST = new Set(['cli', 'docker', 'services']);
 
 export default {
-  projects: Object.entries(PROJECTS).map(([name, files]) => ({
+  projects: Object.keys(PROJECTS).map((name) => ({
     ...common,
     displayName: name,
-    testMatch: files.map((f) => `<rootDir>/test/${f}.test.ts`),
+    testMatch: [`<rootDir>/test/${name}/**/*.test.ts`],
     ...(NEEDS_DIST.has(name) ? { globalSetup: '<rootDir>/test/support/global-setup.mjs' } : {}),
   })),
   testTimeout: 120000,

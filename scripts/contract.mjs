@@ -1,5 +1,5 @@
-// Runs the contract suite (test/contract.test.ts: the app against GitHub's published descriptions) and
-// the embedded demo with its revision (test/demo-revise.test.ts: the real app, Docker and the scripted
+// Runs the contract suite (test/app/emulator/contract.test.ts: the app against GitHub's published descriptions) and
+// the embedded demo with its revision (test/docker/demo/demo-revise.test.ts: the real app, Docker and the scripted
 // model), and prints their figures; with --json, only {"contract": {...}} goes to stdout. Every emulator
 // they start checks its requests and answers as it closes (test/support/contract-setup.ts) and appends
 // its figures to the record read here. Exits non-zero on a violation, a failed test, or a demo that did
@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
-const SUITES = ['test/contract.test.ts', 'test/demo-revise.test.ts'];
+const SUITES = ['test/app/emulator/contract.test.ts', 'test/docker/demo/demo-revise.test.ts'];
 const json = process.argv.includes('--json');
 const dir = mkdtempSync(path.join(tmpdir(), 'agenticfix-contract-'));
 const file = path.join(dir, 'record.jsonl');

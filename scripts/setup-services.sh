@@ -17,7 +17,7 @@ if ! command -v redis-server >/dev/null || ! command -v pg_ctlcluster >/dev/null
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server postgresql >/dev/null
 fi
 
-# Headless Chromium for the run pages' browser test (test/web-browser.test.ts, driven by puppeteer-core).
+# Headless Chromium for the run pages' browser test (test/app/web/web-browser.test.ts, driven by puppeteer-core).
 if ! command -v chromium >/dev/null; then
   [ "$(id -u)" = 0 ] || { echo "setup-services.sh must run as root to install chromium" >&2; exit 1; }
   echo "installing chromium ..."

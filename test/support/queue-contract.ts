@@ -4,7 +4,7 @@ import type { NewRun, RunRecord, RunStore, RunUpdate } from '../../src/store/sto
 
 /**
  * The run queue contract: one suite that the in-process queue and the BullMQ queue (with one worker)
- * both pass (test/queue.test.ts).
+ * both pass (test/services/queue/queue.test.ts).
  */
 export interface QueueBackend {
   /** A queue over `store` whose runs run `concurrency` at a time; `close` stops it with no grace. */

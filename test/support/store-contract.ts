@@ -8,7 +8,7 @@ import { INSTANCE_STALE_MS, StoreInUseError } from '../../src/store/instance.js'
 import { buildInfo } from '../../src/config/version.js';
 
 /**
- * The run store contract: one suite that every RunStore implementation passes (test/store.test.ts runs
+ * The run store contract: one suite that every RunStore implementation passes (test/services/store/store.test.ts runs
  * it against SQLite and PostgreSQL).
  */
 export interface StoreBackend {

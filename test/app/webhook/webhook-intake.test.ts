@@ -1,0 +1,185 @@
+import { createHmac } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { Agent, request, type ClientRequest, type IncomingMessage } from 'node:http';
+import path from 'node:path';
+import { Probot } from 'probot';
+import { loadConfig } from '../../../src/config/config.js';
+import { SqliteRunStore } from '../../../src/store/sqlite-store.js';
+import { registry } from '../../../src/trace/metrics.js';
+import { listenForWebhooks, type WebhookServer } from '../../../src/webhook/server.js';
+import { APP_ID, PRIVATE_KEY, quietLog, SECRET, tempDir } from '../../support/app.js';
+
+/**
+ * Issue 35, items 4 and 6: what reaches the webhook endpoint before its signature is checked holds no
+ * memory beyond a ceiling (unsigned bodies are not read at all; slow ones end at a deadline; all bodies
+ * together stay under a cap), and made-up event names do not become metric labels.
+ */
+
+const MiB = 1024 * 1024;
+const INFLIGHT = 8 * MiB;
+
+const bodyBytes = async () => {
+  const m = (await registry.getSingleMetric('agenticfix_webhook_body_bytes')?.get())?.values[0]?.value;
+  return m ?? 0;
+};
+
+describe('webhook intake before the signature', () => {
+  let server: WebhookServer;
+  let store: SqliteRunStore;
+  let dir: string;
+  let port: number;
+  beforeAll(async () => {
+    dir = tempDir('intake-');
+    store = new SqliteRunStore(path.join(dir, 'runs.db'));
+    server = await listenForWebhooks({
+      probot: new Probot({ appId: APP_ID, privateKey: PRIVATE_KEY, secret: SECRET, log: quietLog }),
+      register: () => {},
+      store,
+      webhookSecret: SECRET,
+      maxBytes: 25_000_000,
+      inflightBytes: INFLIGHT,
+      bodyTimeoutMs: 1500,
+      port: 0,
+      log: quietLog,
+      routes: async (req, res) => {
+        if (req.url !== '/metrics') return false;
+        res.end(await registry.metrics());
+        return true;
+      },
+    });
+    port = Number(new URL(server.url).port);
+  });
+  afterAll(async () => {
+    await server?.close();
+    await store?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** A delivery that declares `declared` bytes and sends only `sent`: its answer, if one comes before `wait` ms. */
+  function unfinished(
+    declared: number,
+    sent: number,
+    headers: Record<string, string>,
+  ): { req: ClientRequest; answer: Promise<IncomingMessage> } {
+    const req = request({
+      host: '127.0.0.1',
+      port,
+      method: 'POST',
+      path: '/api/github/webhooks',
+      headers: {
+        'content-type': 'application/json',
+        'content-length': String(declared),
+        'x-github-event': 'issues',
+        'x-github-delivery': 'd-1',
+        ...headers,
+      },
+    });
+    req.on('error', () => {}); // the server closes what it refused
+    const answer = new Promise<IncomingMessage>((resolve) => req.once('response', resolve));
+    req.write(Buffer.alloc(sent, 0x20));
+    return { req, answer };
+  }
+
+  const within = <T>(p: Promise<T>, ms: number, what: string) =>
+    Promise.race([
+      p,
+      new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no answer: ${what}`)), ms)),
+    ]);
+
+  it('40 unsigned, unfinished 24 MB bodies are refused (401) before their bodies are read: nothing is held', async () => {
+    const held: number[] = [];
+    const conns = Array.from({ length: 40 }, () => unfinished(24_000_000, 64 * 1024, {}));
+    held.push(await bodyBytes());
+    const answers = await within(
+      Promise.all(conns.map((c) => c.answer)),
+      10_000,
+      'unsigned bodies are still being read',
+    );
+    held.push(await bodyBytes());
+    expect(answers.map((a) => a.statusCode)).toEqual(Array(40).fill(401));
+    expect(held).toEqual([0, 0]);
+    for (const c of conns) c.req.destroy();
+  });
+
+  it('40 slow bodies with a signature header: together they never hold more than the cap; the rest get 503, the slow ones 408', async () => {
+    const signature = `sha256=${'0'.repeat(64)}`;
+    const conns = Array.from({ length: 40 }, () =>
+      unfinished(24_000_000, 0, { 'x-hub-signature-256': signature }),
+    );
+    let most = 0;
+    // Each sends 1 MiB: 40 MiB in all against a cap of 8 MiB.
+    for (let round = 0; round < 4; round++) {
+      for (const c of conns) if (!c.req.destroyed) c.req.write(Buffer.alloc(256 * 1024, 0x20));
+      await new Promise((r) => setTimeout(r, 50));
+      most = Math.max(most, await bodyBytes());
+    }
+    const statuses = (
+      await within(Promise.all(conns.map((c) => c.answer)), 15_000, 'slow bodies never refused')
+    ).map((a) => a.statusCode);
+    expect(most).toBeGreaterThan(0);
+    expect(most).toBeLessThanOrEqual(INFLIGHT);
+    expect(statuses.filter((s) => s === 503).length).toBeGreaterThan(0);
+    expect(statuses.filter((s) => s === 408).length).toBeGreaterThan(0);
+    expect(statuses.every((s) => s === 503 || s === 408)).toBe(true);
+    for (const c of conns) c.req.destroy();
+    expect(await bodyBytes()).toBe(0);
+  });
+
+  it('a signed delivery still goes through, and its bytes are released', async () => {
+    const body = JSON.stringify({ action: 'opened' });
+    const res = await fetch(server.url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-github-event': 'issues',
+        'x-github-delivery': 'signed-1',
+        'x-hub-signature-256': `sha256=${createHmac('sha256', SECRET).update(body).digest('hex')}`,
+      },
+      body,
+    });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ ok: true, outcome: 'ignored' });
+    expect(await bodyBytes()).toBe(0);
+  });
+
+  it('20,000 posts with made-up X-GitHub-Event headers do not grow /metrics', async () => {
+    const lines = async () => (await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()).split('\n');
+    const before = await lines();
+    const agent = new Agent({ keepAlive: true, maxSockets: 50 });
+    const post = (i: number) =>
+      new Promise<number>((resolve, reject) => {
+        const req = request(
+          {
+            agent,
+            host: '127.0.0.1',
+            port,
+            method: 'POST',
+            path: '/api/github/webhooks',
+            headers: { 'x-github-event': `made-up-${i}`, 'content-length': '2' },
+          },
+          (res) => {
+            res.resume();
+            res.once('end', () => resolve(res.statusCode ?? 0));
+          },
+        );
+        req.once('error', reject);
+        req.end('{}');
+      });
+    for (let i = 0; i < 20_000; i += 200)
+      expect(new Set(await Promise.all(Array.from({ length: 200 }, (_, j) => post(i + j))))).toEqual(
+        new Set([401]),
+      );
+    agent.destroy();
+    const after = await lines();
+    const deliveries = after.filter((l) => l.startsWith('agenticfix_webhook_deliveries_total{'));
+    expect(deliveries.some((l) => l.includes('made-up'))).toBe(false);
+    expect(deliveries.find((l) => l.includes('event="other",outcome="refused"'))).toMatch(/ 20000$/);
+    // Bounded, not one series per name (it was 20,000 lines more): the refused line, and the odd process
+    // series (a GC kind seen for the first time) that appear on their own.
+    expect(after.length).toBeLessThanOrEqual(before.length + 20);
+  }, 120_000);
+
+  it("the per-body default is no larger than GitHub's own 25 MB cap", () => {
+    expect(loadConfig({}).app.webhookMaxBytes).toBeLessThanOrEqual(25_000_000);
+  });
+});

@@ -32,6 +32,8 @@ export class ImageLeases {
   constructor(
     private readonly docker: Docker,
     private readonly ttlMs: number,
+    /** The holder process named on each lease (tests name two holders in one process). */
+    private readonly owner = processOwner(),
   ) {}
 
   /** Every lease on the engine, of any process. */
@@ -60,7 +62,11 @@ export class ImageLeases {
     this.timer ??= setInterval(() => void this.renew(), Math.max(1000, this.ttlMs / 3)).unref();
   }
 
-  /** Drops every lease of the run on the engine, whichever builder took it. */
+  /**
+   * Drops every lease of the run this process holds on the engine, whichever of its builders took it. A
+   * stale worker whose run another worker took over (requeue stalled) never drops the newer one's leases;
+   * a dead holder's leases are the engine sweep's.
+   */
   async release(runId: string): Promise<void> {
     await Promise.allSettled([...this.creating]);
     this.held.delete(runId);
@@ -70,7 +76,7 @@ export class ImageLeases {
     }
     const mine = await this.docker.listContainers({
       all: true,
-      filters: { label: [`${LEASE_LABEL}=${runId}`] },
+      filters: { label: [`${LEASE_LABEL}=${runId}`, `${OWNER_LABEL}=${this.owner}`] },
     });
     await Promise.all(mine.map((c) => this.remove(c.Id)));
   }
@@ -88,7 +94,7 @@ export class ImageLeases {
         [LEASE_LABEL]: runId,
         // The holder process, as on test containers: the start-up sweep and the sweep after the engine
         // came back (sweepContainers) clear a lease whose holder is gone without waiting for it to expire.
-        [OWNER_LABEL]: processOwner(),
+        [OWNER_LABEL]: this.owner,
         [LEASE_EXPIRES_LABEL]: String(Date.now() + this.ttlMs),
       },
       NetworkDisabled: true,

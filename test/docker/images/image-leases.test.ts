@@ -109,6 +109,21 @@ d('image leases (real engine, two processes)', () => {
     await expect(docker.getImage(x.image_id!).inspect()).rejects.toThrow(/no such image/i);
   });
 
+  it("a worker releasing a run drops only its own leases of it: a newer owner's (requeue stalled) stay", async () => {
+    const run = newRun('owners');
+    const image = (await docker.getImage(BASE_IMAGE).inspect()).Id;
+    const stale = new ImageLeases(docker, 3_600_000, 'w1:1:1');
+    const newer = new ImageLeases(docker, 3_600_000, 'w2:2:2');
+    await stale.acquire(run, image);
+    await newer.acquire(run, image);
+    expect(await leasesOf(run)).toHaveLength(2);
+    await stale.release(run);
+    // On the old code the stale worker's release dropped both: the newer attempt's image was open to GC.
+    expect(await leasesOf(run)).toHaveLength(1);
+    await newer.release(run);
+    expect(await leasesOf(run)).toEqual([]);
+  });
+
   it("another process's cache hit leases the image too; when that process is killed its lease expires and the image is collected", async () => {
     const runB = newRun('b');
     const holder = newRun('b-holder');

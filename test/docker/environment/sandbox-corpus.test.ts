@@ -617,8 +617,10 @@ d('hostile trees: what a command makes of the worktree (issue 35)', () => {
     const child = `
       import { loadConfig } from ${JSON.stringify(path.join(ROOT_DIR, 'dist/config/config.js'))};
       import { runRepair } from ${JSON.stringify(path.join(ROOT_DIR, 'dist/pipeline/repair.js'))};
+      import { compose } from ${JSON.stringify(path.join(ROOT_DIR, 'dist/cli/compose.js'))};
       const o = JSON.parse(process.env.OPTIONS);
-      const r = await runRepair({ ...o, config: loadConfig(JSON.parse(process.env.SETTINGS), process.env.HOME) });
+      const config = loadConfig(JSON.parse(process.env.SETTINGS), process.env.HOME);
+      const r = await runRepair({ ...o, ...compose(config), config });
       process.stdout.write(JSON.stringify({ stop_reason: r.stop_reason, error: r.error, trace_path: r.trace_path }));
     `;
     try {

@@ -29,7 +29,7 @@ function newTestFile(file: string, body: string): string {
 
 const hidden = (name: string, assertion: string) => `import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { add, subtract } from '../../../src/calculator.js';
+import { add, subtract } from '../src/calculator.js';
 
 test('${name}', () => {
   ${assertion}

@@ -77,7 +77,8 @@ export async function benchWebhook({ smoke }: BenchOptions): Promise<Record<stri
     baseUrl: emu.url,
     port: 0,
     deps: PARKED,
-    log: pino({ level: 'silent' }),
+    // Logged as serve logs (JSON at info, written synchronously), to a file: a burst writes its lines too.
+    log: pino({ level: 'info' }, pino.destination({ dest: path.join(home, 'app.log'), sync: true })),
   });
   const sender = new Worker(new URL('./sender-worker.js', import.meta.url), {
     workerData: { secret, label: config.app.label, installationId: emu.installationId },

@@ -1,4 +1,4 @@
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, hash, timingSafeEqual } from 'node:crypto';
 import {
   createServer,
   type IncomingMessage,
@@ -126,12 +126,16 @@ export async function listenForWebhooks(o: WebhookServerOptions): Promise<Webhoo
     }
     const id = delivery.delivery ?? '';
     if (!DELIVERY_ID.test(id)) return refuse(res, 400, 'missing or malformed X-GitHub-Delivery');
-    const sha256 = createHash('sha256').update(body).digest('hex');
+    const sha256 = hash('sha256', body, 'hex');
     const claim = await recorder.record({ id, event, body: text, sha256 });
     answer(res, claim);
     count(claim);
-    if (claim === 'new') log.info(delivery, 'delivery taken');
-    if (claim === 'replay') log.warn(delivery, 'ignored a replay: this signed body came before');
+    // A group commit answers a whole burst in one turn: its lines are written after that turn's
+    // answers, not between them (a synchronous write each, 20-40 µs as JSON, more when pretty).
+    setImmediate(() => {
+      if (claim === 'new') log.info(delivery, 'delivery taken');
+      if (claim === 'replay') log.warn(delivery, 'ignored a replay: this signed body came before');
+    });
     if (claim !== 'new') return;
     backlog.add(() => route(id, event, text, delivery));
   }
@@ -272,7 +276,8 @@ function refuse(res: ServerResponse, status: number, error: string): void {
  * longer binds the bytes (invalid UTF-8 decodes to U+FFFD), while the replay hash below is of the bytes.
  */
 function signatureMatches(secret: string, body: Buffer, signature: string): boolean {
-  const expected = Buffer.from(`sha256=${createHmac('sha256', secret).update(body).digest('hex')}`);
-  const given = Buffer.from(signature.toLowerCase());
+  // The digests' bytes compared (SIGNATURE has checked the 64 hex digits, in either case).
+  const expected = createHmac('sha256', secret).update(body).digest();
+  const given = Buffer.from(signature.slice('sha256='.length), 'hex');
   return given.length === expected.length && timingSafeEqual(given, expected);
 }

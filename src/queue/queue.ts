@@ -8,6 +8,7 @@ import {
   type RunUpdate,
 } from '../store/store.js';
 import { storeUnreachable } from '../store/patient.js';
+import { inlineParts, type ExecutePart, type PartJobs } from './parts.js';
 
 /** Why a run's signal was aborted (`signal.reason`); it also travels between processes. */
 export const STOP_REQUEST = z.discriminatedUnion('kind', [
@@ -23,8 +24,13 @@ export const STOP_REQUEST = z.discriminatedUnion('kind', [
 export type StopRequest = z.infer<typeof STOP_REQUEST>;
 
 export interface QueueHooks {
-  /** Does the work; resolves with the run's final fields (state done or failed). Must honour `signal`. */
-  execute(run: RunRecord, signal: AbortSignal): Promise<RunUpdate>;
+  /**
+   * Does the work; resolves with the run's final fields (state done or failed). Must honour `signal`.
+   * `parts` runs the run's parts (its attempts) through executePart, wherever the queue runs them.
+   */
+  execute(run: RunRecord, signal: AbortSignal, parts: PartJobs): Promise<RunUpdate>;
+  /** Runs one part of a run (PartJobs); records its outcome itself and never throws for its own failure. */
+  executePart?: ExecutePart;
   /** Called when a run enters the queue (e.g. to post the status comment). Errors are the hook's own. */
   onQueued?(run: RunRecord): void;
   /** Called when a run ends in any state, including ones dropped before they started. */
@@ -109,6 +115,8 @@ export interface ExecuteOptions {
   retry?: boolean;
   /** Waits between tries of recording the end (RECORD_RETRY_MS). */
   recordRetryMs?: readonly number[];
+  /** Where the run's parts run; one after another here by default. */
+  parts?: PartJobs;
 }
 
 /**
@@ -133,7 +141,8 @@ export async function executeRun(
   });
   let fields: RunUpdate;
   try {
-    fields = await hooks.execute(run, signal);
+    const parts = o.parts ?? inlineParts(async (...a) => hooks.executePart?.(...a));
+    fields = await hooks.execute(run, signal, parts);
   } catch (e) {
     const error = message(e);
     if (o.retry && !signal.aborted) {

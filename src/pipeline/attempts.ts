@@ -231,12 +231,15 @@ export async function runAttempt(
   const spent = (usd: number) =>
     (recording = recording
       .then(() => put(going(usd)))
-      .then((all) => {
+      .then(async (all) => {
         // Its own spend is held by its budget (what was left when it started): the cost limit stops it
         // here for what the others spent since.
         const why = over(all);
         const grew = spentOn(others(all)) > spentOn(others(before));
         if (why === 'first_verified' || (why === 'cost_limit' && grew)) own.abort(why);
+        // The run ended elsewhere (its worker died and serve ended it, or it was taken up again).
+        const now = await c.s.store.get(run.id);
+        if (now?.state !== 'running' || now.attempt !== run.attempt) own.abort('run_over' satisfies StopWhy);
       })
       .catch(() => undefined)); // the next one, or the outcome, is recorded
   const header = (s: StatusState): StatusState => ({
@@ -316,13 +319,19 @@ async function judgeAttempt(
 }
 
 /** Why an attempt stopped while it ran, for another attempt's sake. */
-type StopWhy = 'cost_limit' | 'first_verified';
+type StopWhy = 'cost_limit' | 'first_verified' | 'run_over';
 const STOPPED: Record<StopWhy, (limit: number | null) => string> = {
   cost_limit: (limit) => `Stopped: the attempts together spent the cost limit (${usd(limit)}).`,
   first_verified: () => 'Stopped: another attempt was verified first (`attempts_policy: first_verified`).',
+  run_over: () => 'Stopped: its run had ended (its worker stopped).',
 };
 
-function notRun(n: number, id: string, why: 'cancelled' | 'lost' | StopWhy, limit: number | null): Attempt {
+function notRun(
+  n: number,
+  id: string,
+  why: 'cancelled' | 'lost' | 'cost_limit' | 'first_verified',
+  limit: number | null,
+): Attempt {
   const reason = {
     cancelled: 'Not started: the run was cancelled.',
     cost_limit: `Not started: the attempts before it spent the cost limit (${usd(limit)}).`,

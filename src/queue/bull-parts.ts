@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { RunRecord, RunStore } from '../store/store.js';
 import { LIVE } from './orphans.js';
 import type { ExecutePart, PartJobs } from './parts.js';
-import { STOP_REQUEST, type StopRequest } from './queue.js';
+import { STOP_REQUEST, type StopRequest } from './stop.js';
 import { type keys as queueKeys, STOP_TTL_MS } from './redis-keys.js';
 
 /**

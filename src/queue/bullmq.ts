@@ -8,12 +8,10 @@ import {
   HandedBack,
   NotOwner,
   RetryRun,
-  STOP_REQUEST,
-  stoppedFields,
   type QueueHooks,
   type RunQueue,
-  type StopRequest,
 } from './queue.js';
+import { STOP_REQUEST, stoppedFields, type StopRequest } from './stop.js';
 import { isActive, type RunRecord, type RunStore } from '../store/store.js';
 import { endOrphan, jobFailure, LIVE, type OrphanHooks, STALLED_REASON } from './orphans.js';
 import { OutageLog, type OutageLogger } from '../trace/outage.js';

@@ -1,28 +1,14 @@
-import { z } from 'zod';
 import {
   AFTER_VERDICT,
   isActive,
   ownerOf,
   type RunRecord,
-  type RunState,
   type RunStore,
   type RunUpdate,
 } from '../store/store.js';
 import { storeUnreachable } from '../store/patient.js';
 import { inlineParts, type ExecutePart, type PartJobs } from './parts.js';
-
-/** Why a run's signal was aborted (`signal.reason`); it also travels between processes. */
-export const STOP_REQUEST = z.discriminatedUnion('kind', [
-  z.strictObject({ kind: z.literal('superseded'), by: z.string() }),
-  z.strictObject({ kind: z.literal('cancelled'), by: z.string() }),
-  z.strictObject({ kind: z.literal('shutdown') }),
-  // A draining worker's run that did not finish in time: back to the queue for another worker.
-  z.strictObject({ kind: z.literal('handback') }),
-  // The worker lost its hold on the run (Redis unreachable or restarted, or the worker blocked past its
-  // lock): the queue may hand the run to another, so it stops here.
-  z.strictObject({ kind: z.literal('lock_lost') }),
-]);
-export type StopRequest = z.infer<typeof STOP_REQUEST>;
+import { stoppedFields, type StopRequest } from './stop.js';
 
 /** The active runs of `run`'s issue recorded after it and before it: the newest run of an issue wins. */
 export async function issueRunsAround(
@@ -227,25 +213,6 @@ export const orphanEnd = (run: RunRecord, why: string): RunUpdate =>
   run.publish !== null
     ? { state: 'publish_pending', error: AFTER_VERDICT, finished_at: null }
     : { state: 'interrupted', stop_reason: 'interrupted', finished_at: new Date().toISOString(), error: why };
-
-export function stoppedFields(stop: StopRequest): RunUpdate & { state: RunState } {
-  switch (stop.kind) {
-    case 'superseded':
-      return { state: 'superseded', stop_reason: 'superseded', superseded_by: stop.by };
-    case 'cancelled':
-      return { state: 'cancelled', stop_reason: 'cancelled' };
-    case 'shutdown':
-    case 'handback': // where there is no queue to hand back to
-      return { state: 'interrupted', stop_reason: 'shutdown' };
-    case 'lock_lost':
-      return {
-        state: 'interrupted',
-        stop_reason: 'interrupted',
-        error:
-          'its worker lost its hold on the run in the queue (Redis unreachable or restarted, or the worker blocked)',
-      };
-  }
-}
 
 interface Active {
   run: RunRecord;

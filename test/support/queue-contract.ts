@@ -1,4 +1,5 @@
-import type { QueueHooks, RunQueue, StopRequest } from '../../src/queue/queue.js';
+import type { QueueHooks, RunQueue } from '../../src/queue/queue.js';
+import type { StopRequest } from '../../src/queue/stop.js';
 import { SqliteRunStore } from '../../src/store/sqlite-store.js';
 import type { NewRun, RunRecord, RunStore, RunUpdate } from '../../src/store/store.js';
 

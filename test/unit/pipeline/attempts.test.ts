@@ -174,6 +174,15 @@ describe('attempts', () => {
       await store.close();
     });
 
+    it('an attempt stops once its run has ended elsewhere (its worker died, serve ended the run)', async () => {
+      const { store, run, c } = await setup('all');
+      const ended = () => store.update(run.id, { state: 'interrupted', error: 'its worker (w9) stopped' });
+      await runAttempt(c, 2, 'w1', spending([], ended));
+      const [attempt] = recordedAttempts((await store.get(run.id))!);
+      expect(attempt).toMatchObject({ n: 2, verdict: 'run_over', worker: 'w1' });
+      await store.close();
+    });
+
     it('first_verified: a running attempt stops once another is verified, and the next does not start', async () => {
       const { store, run, c, other } = await setup('first_verified');
       const steps = spending([], () => other(2, { verdict: 'verified', cost_usd: 0 }));

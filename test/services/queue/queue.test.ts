@@ -10,7 +10,15 @@ import { SqliteRunStore } from '../../../src/store/sqlite-store.js';
 import type { RunRecord, RunUpdate } from '../../../src/store/store.js';
 import { needService, serviceUrl } from '../../support/services.js';
 import { describeIf } from '../../support/skip.js';
-import { Jobs, newRun, recordedRun, runQueueContract, until } from '../../support/queue-contract.js';
+import { childWorkerRun } from '../../support/child-worker.js';
+import {
+  Jobs,
+  newRun,
+  queueName,
+  recordedRun,
+  runQueueContract,
+  until,
+} from '../../support/queue-contract.js';
 
 describe('LocalRunQueue', () => {
   describe('contract', () =>
@@ -122,7 +130,6 @@ describe('LocalRunQueue', () => {
 });
 
 const redis = serviceUrl('AGENTICFIX_TEST_REDIS_URL');
-const queueName = () => `test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
 
 describeIf(needService('AGENTICFIX_TEST_REDIS_URL'))('BullRunQueue with RunWorker', () => {
   const redisUrl = redis?.toString() ?? '';
@@ -439,24 +446,19 @@ describeIf(needService('AGENTICFIX_TEST_REDIS_URL'))('BullRunQueue with RunWorke
       ['finished within the drain time', 10_000, 300],
       ['handed back when the drain time is over', 300, null],
     ])('SIGTERM mid-run: the run is %s, never lost, and the log says which', async (_, drainMs, finishMs) => {
-      const file = path.join(dir, 'runs.sqlite');
-      const store = new SqliteRunStore(file);
-      const name = queueName();
-      const queue = new BullRunQueue(store, {}, { redisUrl, name });
-      const survivor = new Jobs();
-      let worker: RunWorker | undefined;
-      await queue.ready();
-      const child = drainingWorker(file, name, drainMs, finishMs);
+      const w = await childWorkerRun({
+        redisUrl,
+        dir,
+        spawn: (file, name) => drainingWorker(file, name, drainMs, finishMs),
+        took: () => '"msg":"started"',
+      });
+      const { store, child, run, survivor } = w;
       try {
-        let out = '';
-        child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-        const run = await recordedRun(store, newRun(1));
-        await queue.enqueue(run);
-        await until('the child runs it', () => out.includes('"msg":"started"'), 20_000);
         child.kill('SIGTERM');
         const exited = await child;
         expect(exited.exitCode).toBe(0);
-        const said = out
+        const said = w
+          .out()
           .trim()
           .split('\n')
           .map((l) => JSON.parse(l) as { msg: string; run?: string; runs?: string[] });
@@ -473,51 +475,29 @@ describeIf(needService('AGENTICFIX_TEST_REDIS_URL'))('BullRunQueue with RunWorke
         ]);
         expect(await store.get(run.id)).toMatchObject({ state: 'queued', finished_at: null });
         // Another worker takes it up.
-        worker = new RunWorker(store, survivor, { redisUrl, name, concurrency: 1, id: 'next', lockMs: 1000 });
-        await worker.start();
+        await w.startSurvivor({ id: 'next' });
         await until('the next worker takes it', () => survivor.started.includes(run.id), 20_000);
         survivor.finish(run.id);
         await until('done', async () => (await store.get(run.id))!.state === 'done', 20_000);
         expect(await store.get(run.id)).toMatchObject({ worker: 'next' });
       } finally {
-        child.kill('SIGKILL');
-        await child;
-        await worker?.close(0);
-        await queue.close();
-        await store.close();
+        await w.close();
       }
     });
 
     // Issue 37, item 7: the run's issue read "The app shut down" when a worker lost its lock (Redis killed).
     it('a worker blocked past its lock stops the run there, which ends interrupted once, saying why', async () => {
-      const file = path.join(dir, 'runs.sqlite');
-      const store = new SqliteRunStore(file);
-      const name = queueName();
-      const interrupted: string[] = [];
-      const queue = new BullRunQueue(
-        store,
-        { onInterrupted: (r) => interrupted.push(r.id) },
-        { redisUrl, name },
-      );
-      const child = workerProcess(file, name, 4000);
-      const survivor = new Jobs();
-      const worker = new RunWorker(store, survivor, {
+      const w = await childWorkerRun({
         redisUrl,
-        name,
-        concurrency: 1,
-        id: 'survivor',
-        lockMs: 1000,
+        dir,
+        spawn: (file, name) => workerProcess(file, name, 4000),
+        took: (run) => `started ${run.id}`,
       });
+      const { store, run, survivor, interrupted } = w;
       try {
-        await queue.ready();
-        let out = '';
-        child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-        const run = await recordedRun(store, newRun(1));
-        await queue.enqueue(run);
-        await until('the child takes it', () => out.includes(`started ${run.id}`), 20_000);
-        await worker.start(); // finds the job stalled while the child is blocked
-        await until('the blocked worker to stop the run', () => out.includes('aborted'), 20_000);
-        expect(out).toContain('aborted {"kind":"lock_lost"}');
+        await w.startSurvivor({ id: 'survivor' }); // finds the job stalled while the child is blocked
+        await until('the blocked worker to stop the run', () => w.out().includes('aborted'), 20_000);
+        expect(w.out()).toContain('aborted {"kind":"lock_lost"}');
         await until('recorded', async () => (await store.get(run.id))!.finished_at !== null, 10_000);
         const final = (await store.get(run.id))!;
         expect(final).toMatchObject({ state: 'interrupted', worker: 'doomed' });
@@ -528,54 +508,32 @@ describeIf(needService('AGENTICFIX_TEST_REDIS_URL'))('BullRunQueue with RunWorke
         expect(interrupted).toEqual([run.id]);
         expect(survivor.started).toEqual([]); // never run twice
       } finally {
-        child.kill('SIGKILL');
-        await child;
-        await worker.close(0);
-        await queue.close();
-        await store.close();
+        await w.close();
       }
     });
 
     // Issue 37, item 3: running@w1 → running@w2 → `interrupted` written by the thawed w1 → `done@w2`;
     // the sweep of w1 (the run looked over) then killed w2's judge container.
     it("a frozen worker thawed after another took its run over (requeue stalled) writes nothing: one end, the newer attempt's", async () => {
-      const file = path.join(dir, 'runs.sqlite');
-      const store = new SqliteRunStore(file);
-      const name = queueName();
-      const interrupted: string[] = [];
-      const queue = new BullRunQueue(
-        store,
-        { onInterrupted: (r) => interrupted.push(r.id) },
-        { redisUrl, name },
-      );
-      const child = workerProcess(file, name);
-      const survivor = new Jobs();
-      const worker = new RunWorker(store, survivor, {
+      const w = await childWorkerRun({
         redisUrl,
-        name,
-        concurrency: 1,
-        id: 'survivor',
-        lockMs: 1000,
-        requeueStalled: true,
+        dir,
+        spawn: workerProcess,
+        took: (run) => `started ${run.id}`,
       });
+      const { store, child, run, survivor, interrupted } = w;
       try {
-        await queue.ready();
-        let out = '';
-        child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-        const run = await recordedRun(store, newRun(1));
-        await queue.enqueue(run);
-        await until('the child takes it', () => out.includes(`started ${run.id}`), 20_000);
         expect(await store.get(run.id)).toMatchObject({ state: 'running', worker: 'doomed', attempt: 1 });
         child.kill('SIGSTOP');
-        await worker.start();
+        await w.startSurvivor({ id: 'survivor', requeueStalled: true });
         await until('the survivor takes it over', () => survivor.started.includes(run.id), 20_000);
         expect(await store.get(run.id)).toMatchObject({ state: 'running', worker: 'survivor', attempt: 2 });
         child.kill('SIGCONT');
         // Thawed, the child finds its lock lost, stops the run there and tries to record its end.
-        await until('the child gives the run up', () => /finished|warn/.test(out), 20_000);
-        expect(out).toContain('aborted {"kind":"lock_lost"}');
-        expect(out).not.toContain('finished');
-        expect(out).toContain(`warn run ${run.id} has a newer owner`);
+        await until('the child gives the run up', () => /finished|warn/.test(w.out()), 20_000);
+        expect(w.out()).toContain('aborted {"kind":"lock_lost"}');
+        expect(w.out()).not.toContain('finished');
+        expect(w.out()).toContain(`warn run ${run.id} has a newer owner`);
         // Still the survivor's: a sweep asking whether the run is over hears no.
         expect(await store.get(run.id)).toMatchObject({
           state: 'running',
@@ -588,11 +546,7 @@ describeIf(needService('AGENTICFIX_TEST_REDIS_URL'))('BullRunQueue with RunWorke
         expect(survivor.finished.map((r) => r.state)).toEqual(['done']);
         expect(interrupted).toEqual([]);
       } finally {
-        child.kill('SIGKILL');
-        await child;
-        await worker.close(0);
-        await queue.close();
-        await store.close();
+        await w.close();
       }
     });
 
@@ -600,39 +554,19 @@ describeIf(needService('AGENTICFIX_TEST_REDIS_URL'))('BullRunQueue with RunWorke
       [false, 'interrupted'],
       [true, 'done'],
     ])('leaves its run recorded (requeue stalled: %s → %s)', async (requeueStalled, final) => {
-      const file = path.join(dir, 'runs.sqlite');
-      const store = new SqliteRunStore(file);
-      const name = queueName();
-      const interrupted: string[] = [];
-      const queue = new BullRunQueue(
-        store,
-        { onInterrupted: (run) => interrupted.push(run.id) },
-        { redisUrl, name },
-      );
-      // Closed whatever happens: an open queue or worker keeps Redis connections that stop jest from exiting.
-      let worker: RunWorker | undefined;
-      const survivor = new Jobs();
-      await queue.ready();
-      const child = workerProcess(file, name);
+      const w = await childWorkerRun({
+        redisUrl,
+        dir,
+        spawn: workerProcess,
+        took: (run) => `started ${run.id}`,
+      });
+      const { store, child, run, survivor, interrupted } = w;
       try {
-        let out = '';
-        child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-        const run = await recordedRun(store, newRun(1));
-        await queue.enqueue(run);
-        await until('the child runs it', () => out.includes(`started ${run.id}`), 20_000);
         expect(await store.get(run.id)).toMatchObject({ state: 'running', worker: 'doomed' });
         child.kill('SIGKILL');
         await child;
         // A live worker notices the stall (its lock was not renewed).
-        worker = new RunWorker(store, survivor, {
-          redisUrl,
-          name,
-          concurrency: 1,
-          id: 'survivor',
-          lockMs: 1000,
-          requeueStalled,
-        });
-        await worker.start();
+        await w.startSurvivor({ id: 'survivor', requeueStalled });
         if (requeueStalled) {
           await until('the survivor takes it again', () => survivor.started.includes(run.id), 20_000);
           survivor.finish(run.id);
@@ -646,11 +580,7 @@ describeIf(needService('AGENTICFIX_TEST_REDIS_URL'))('BullRunQueue with RunWorke
           expect(interrupted).toEqual([run.id]);
         } else expect(await store.get(run.id)).toMatchObject({ worker: 'survivor' });
       } finally {
-        child.kill('SIGKILL');
-        await child;
-        await worker?.close(0);
-        await queue.close();
-        await store.close();
+        await w.close();
       }
     });
   });

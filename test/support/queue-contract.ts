@@ -20,9 +20,6 @@ export interface QueueBackend {
   stopped: 'interrupted' | 'queued';
 }
 
-/** A queue name of its own (queues share one Redis). */
-export const queueName = () => `test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
-
 let n = 0;
 export const newRun = (issue: number): NewRun => ({
   owner: 'acme',

@@ -1,9 +1,58 @@
 import path from 'node:path';
 import type { ResultPromise } from 'execa';
-import { BullRunQueue, RunWorker } from '../../src/queue/bullmq.js';
+import {
+  BullRunQueue,
+  RunWorker,
+  type BullQueueHooks,
+  type RetryOptions,
+  type RunWorkerOptions,
+} from '../../src/queue/bullmq.js';
+import type { QueueHooks } from '../../src/queue/queue.js';
 import { SqliteRunStore } from '../../src/store/sqlite-store.js';
-import type { RunRecord } from '../../src/store/store.js';
-import { Jobs, newRun, queueName, recordedRun, until } from './queue-contract.js';
+import type { RunRecord, RunStore } from '../../src/store/store.js';
+import { Jobs, newRun, recordedRun, until } from './queue-contract.js';
+
+/** A queue name of its own (queues share one Redis). */
+const queueName = () => `test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+
+/** A BullMQ queue (serve's side) and its workers over one store, under a name of their own. */
+export interface Bull {
+  name: string;
+  queue: BullRunQueue;
+  workers: RunWorker[];
+  /** Closes the workers (no drain), then the queue; the store stays open. */
+  close(): Promise<void>;
+}
+
+/** A worker's hooks and options (one run at a time and a 2 s lock unless said). */
+export type WorkerSpec = Partial<Omit<RunWorkerOptions, 'redisUrl' | 'name'>> & { hooks: QueueHooks };
+
+/** Starts the queue (`hooks`, `retry`) and the workers over `store`, ready. */
+export async function startBull(
+  store: RunStore,
+  o: { redisUrl: string; hooks?: BullQueueHooks; retry?: RetryOptions; workers: WorkerSpec[] },
+): Promise<Bull> {
+  const name = queueName();
+  const queue = new BullRunQueue(store, o.hooks ?? {}, {
+    redisUrl: o.redisUrl,
+    name,
+    ...(o.retry && { retry: o.retry }),
+  });
+  const workers = o.workers.map(
+    ({ hooks, ...w }) =>
+      new RunWorker(store, hooks, { concurrency: 1, lockMs: 2000, ...w, redisUrl: o.redisUrl, name }),
+  );
+  await Promise.all([queue.ready(), ...workers.map((w) => w.start())]);
+  return {
+    name,
+    queue,
+    workers,
+    async close() {
+      await Promise.all(workers.map((w) => w.close(0)));
+      await queue.close();
+    },
+  };
+}
 
 /**
  * A run taken by a worker in a child process (test/services/queue/queue.test.ts kills, freezes or stops

@@ -111,7 +111,8 @@ function stubOf(o: Observation): string {
     cut_tokens: estimateTokens(o.text),
     ...o.kept,
     stale: o.stale,
-    restore: o.mutating ? 'git_diff shows the change' : 'same call',
+    // A failed change changed nothing: there is nothing to get back.
+    restore: !o.mutating ? 'same call' : o.outcome === 'ok' ? 'git_diff shows the change' : undefined,
   });
 }
 
@@ -142,7 +143,10 @@ export function outcomeOf(result: ToolResult): string {
  * `keepFullObservations` add up to `compactTokens`, they are all replaced at once by small JSON stubs
  * (frozen from then on, with a `stale` mark when the file changed since), and the working state is
  * put right after them. A compaction rewrites only the tail, so what came before stays cached; the
- * tail is short when compactions come early and often (the default threshold is low).
+ * tail is short when compactions come early and often (the default threshold is low). Small results
+ * stay whole (`stubMinSavingTokens`), so that the model need not fetch them again, until they add up
+ * to `smallWholeMaxTokens`. The context benchmark (src/bench/context.ts) measures what this bills
+ * against the full history, the floor under any such policy, and the re-reads it forces.
  * With the policy disabled the full history is sent (observations still capped): the benchmark baseline.
  */
 export class ContextManager {
@@ -221,12 +225,11 @@ export class ContextManager {
     // A result whose stub saves little stays whole: carrying it costs a tenth of its size a request,
     // fetching it again a whole turn. Once such results add up past their cap they go in one batch
     // (one rewrite of what follows the first of them, not one per request).
-    const small = candidates.filter((o) => saving(o) < this.params.stubMinSavingTokens);
+    const shrinks = candidates.filter((o) => saving(o) > 0);
+    const small = shrinks.filter((o) => saving(o) < this.params.stubMinSavingTokens);
     const smallTokens = small.reduce((n, o) => n + estimateTokens(o.text), 0);
     const older =
-      smallTokens > this.params.smallWholeMaxTokens
-        ? candidates.filter((o) => saving(o) > 0)
-        : candidates.filter((o) => !small.includes(o));
+      smallTokens > this.params.smallWholeMaxTokens ? shrinks : shrinks.filter((o) => !small.includes(o));
     const before = older.reduce((n, o) => n + estimateTokens(o.text), 0);
     if (older.length === 0 || before < this.params.compactTokens) return null;
     for (const o of older) o.stub = stubOf(o);

@@ -356,16 +356,15 @@ describe('context policy', () => {
   it('stubs the small results kept whole in one batch once they add up past smallWholeMaxTokens', () => {
     const p = { ...params, stubMinSavingTokens: 1000, smallWholeMaxTokens: 100 };
     const ctx = new ContextManager(p, 'S', 'T');
-    for (const id of ['s1', 's2']) read(ctx, id, `${id}.js`, id.repeat(60));
-    read(ctx, 'newest', 'n.js', 'n');
-    expect(ctx.compact()).toBeNull(); // 2 × 47 tokens: under the cap
-    read(ctx, 's3', 's3.js', 's3'.repeat(60));
-    // 119 tokens: all that a stub shrinks go at once (the tiny newest one would not shrink).
-    expect(ctx.compact()).toMatchObject({ observations: 2 });
+    for (const id of ['s1', 's2', 's3']) read(ctx, id, `${id}.js`, id.repeat(60));
+    expect(ctx.compact()).toBeNull(); // s1 and s2, 2 × 47 tokens: under the cap
+    read(ctx, 's4', 's4.js', 's4'.repeat(60));
+    // 3 × 47 tokens: all older ones go at once, the newest stays whole.
+    expect(ctx.compact()).toMatchObject({ observations: 3 });
     const stubbed = ctx
       .messages()
       .flatMap((m) => (m.role === 'tool' && m.content.includes('compacted') ? [m.tool_call_id] : []));
-    expect(stubbed).toEqual(['s1', 's2']);
+    expect(stubbed).toEqual(['s1', 's2', 's3']);
   });
 
   it("a compacted edit keeps the file's new version: the next edit of the file needs it", () => {

@@ -1,12 +1,7 @@
 import path from 'node:path';
 import type { ResultPromise } from 'execa';
-import {
-  BullRunQueue,
-  RunWorker,
-  type BullQueueHooks,
-  type RetryOptions,
-  type RunWorkerOptions,
-} from '../../src/queue/bullmq.js';
+import { BullRunQueue, RunWorker, type BullQueueHooks } from '../../src/queue/bullmq.js';
+import type { RetryOptions, RunWorkerOptions } from '../../src/queue/bull-options.js';
 import type { QueueHooks } from '../../src/queue/queue.js';
 import { SqliteRunStore } from '../../src/store/sqlite-store.js';
 import type { RunRecord, RunStore } from '../../src/store/store.js';

@@ -7,7 +7,8 @@ import { runPageUrl, type StatusState } from '../publish/status.js';
 import type { RunRecord, RunUpdate } from '../store/store.js';
 import { capMiddle } from '../trace/cap.js';
 import type { VerificationReport } from '../verify/types.js';
-import { inert } from '../verify/untrusted.js';
+import { code, inert } from '../verify/untrusted.js';
+import { attemptModel } from './attempt-model.js';
 import type { RunContext } from './context.js';
 import { judgeRun, stopCause } from './policy.js';
 import type { Budgets } from './types.js';
@@ -37,6 +38,8 @@ export const ATTEMPT = z.strictObject({
   cost_usd: z.number().nullable(),
   duration_ms: z.number(),
   published: z.boolean(),
+  /** The model its requests asked for (repository `models`, attempt-model.ts); null in rows stored before it. */
+  model: z.string().nullable().default(null),
 });
 export type Attempt = z.infer<typeof ATTEMPT>;
 const ATTEMPTS = z.array(ATTEMPT);
@@ -83,6 +86,8 @@ export function choose(attempts: readonly Attempt[]): Attempt | null {
 export interface AttemptSteps {
   repair(a: {
     runId: string;
+    /** The model the attempt asks for (null: the run's). */
+    model: string | null;
     budgets: Budgets;
     status: (s: StatusState) => StatusState;
   }): Promise<RepairResult>;
@@ -114,7 +119,7 @@ export async function runAttempts(c: RunContext, count: number, steps: AttemptSt
           ? 'first_verified'
           : null;
     if (stop) {
-      attempts.push(notRun(n, id, stop, limit));
+      attempts.push(notRun(n, id, stop, limit, modelOf(c, n)));
       continue;
     }
     const header = (s: StatusState): StatusState => ({
@@ -123,6 +128,7 @@ export async function runAttempts(c: RunContext, count: number, steps: AttemptSt
     });
     const result = await steps.repair({
       runId: id,
+      model: attemptModel(n, run, c.rc),
       budgets: { ...c.budgets, costUsd: left },
       status: header,
     });
@@ -186,6 +192,7 @@ async function judgeAttempt(
     cost_usd: result.cost_usd,
     duration_ms: result.duration_ms,
     published: false,
+    model: modelOf(c, n),
   };
   const none = { f2p: null, p2p: null };
   if (c.signal.aborted)
@@ -215,6 +222,7 @@ function notRun(
   id: string,
   why: 'cancelled' | 'cost_limit' | 'first_verified',
   limit: number | null,
+  model: string,
 ): Attempt {
   const reason = {
     cancelled: 'Not started: the run was cancelled.',
@@ -234,11 +242,16 @@ function notRun(
     cost_usd: null,
     duration_ms: 0,
     published: false,
+    model,
   };
 }
 
+/** The model attempt n asks for, by name (the run's when the repository names none). */
+const modelOf = (c: RunContext, n: number): string => attemptModel(n, c.run, c.rc) ?? c.model;
+
+/** The attempt's own run page (src/web: its tool calls, diff and report, with its run and siblings). */
 const pageLink = (c: RunContext, a: Attempt): string => {
-  const url = runPageUrl(c.s.config.web.publicUrl, c.run.id);
+  const url = runPageUrl(c.s.config.web.publicUrl, a.run_id);
   return url ? `[${a.run_id}](${url})` : `\`${a.run_id}\``;
 };
 
@@ -246,7 +259,7 @@ const pageLink = (c: RunContext, a: Attempt): string => {
 function lines(c: RunContext, attempts: readonly Attempt[]): string[] {
   return attempts.map(
     (a) =>
-      `- Attempt ${a.n} (${pageLink(c, a)}): \`${a.verdict}\`${a.published ? ' (published)' : ''}, ${a.changed_lines} changed lines, ${usd(a.cost_usd)}. ${inert(a.reason)}`,
+      `- Attempt ${a.n} (${pageLink(c, a)}): \`${a.verdict}\`${a.published ? ' (published)' : ''}${a.model === null ? '' : `, model ${code(a.model)}`}, ${a.changed_lines} changed lines, ${usd(a.cost_usd)}. ${inert(a.reason)}`,
   );
 }
 
@@ -256,11 +269,11 @@ export function attemptsTable(c: RunContext, attempts: readonly Attempt[]): stri
   return [
     `### Attempts (${attempts.length}, each judged on its own; the smallest verified patch is published)`,
     '',
-    '| # | Verdict | F2P | P2P | Size | Cost | Duration | Run |',
-    '|---|---|---|---|---|---|---|---|',
+    '| # | Verdict | Model | F2P | P2P | Size | Cost | Duration | Run |',
+    '|---|---|---|---|---|---|---|---|---|',
     ...attempts.map(
       (a) =>
-        `| ${a.n}${a.published ? ' (published)' : ''} | \`${a.verdict}\` | ${num(a.f2p)} | ${num(a.p2p)} | ${a.changed_lines} lines, ${a.changed_files} files | ${usd(a.cost_usd)} | ${(a.duration_ms / 1000).toFixed(1)} s | ${pageLink(c, a)} |`,
+        `| ${a.n}${a.published ? ' (published)' : ''} | \`${a.verdict}\` | ${a.model === null ? 'n/a' : code(a.model, { cell: true })} | ${num(a.f2p)} | ${num(a.p2p)} | ${a.changed_lines} lines, ${a.changed_files} files | ${usd(a.cost_usd)} | ${(a.duration_ms / 1000).toFixed(1)} s | ${pageLink(c, a)} |`,
     ),
   ].join('\n');
 }

@@ -15,7 +15,14 @@ import { RunTrace } from '../trace/trace.js';
 import { code } from '../verify/untrusted.js';
 import { attemptCount, runAttempts, runOfLabel, type AttemptSteps, type PublishExtra } from './attempts.js';
 import { partsOf, type Parts, type VerificationReport } from '../verify/types.js';
-import { prepare, type JobDeps, type RunContext, type RepairInputs, type Services } from './context.js';
+import {
+  modelFor,
+  prepare,
+  type JobDeps,
+  type RunContext,
+  type RepairInputs,
+  type Services,
+} from './context.js';
 import { freeBytes } from './disk.js';
 import { openPr } from './open-pr.js';
 import { nextTry, pendingFields } from './pending.js';
@@ -220,6 +227,11 @@ export class JobRunner implements QueueHooks {
   ): Promise<RunUpdate> {
     const { run, signal } = c;
     const { patch, ...kept } = result;
+    // A published attempt's repair and report are also its run's (the run page, a revision's summary).
+    if (extra) {
+      this.reporter.pages.repaired(run.id, result);
+      this.reporter.pages.verified(run.id, report);
+    }
     const record = (attempts: number, next_at: string) =>
       pendingFields({
         result: kept,
@@ -260,22 +272,26 @@ export class JobRunner implements QueueHooks {
   ): Promise<RepairResult> {
     const { run, rc } = c;
     let phase = '';
+    // An attempt of its own model (repository `models`) is priced and asked as that model.
+    const model = as?.model ? modelFor(inputs.runConfig, this.o.model, as.model) : null;
+    const id = as?.runId ?? run.id;
     const result = await this.s.deps.repair({
       ...partsOf(this.s),
-      config: inputs.runConfig,
+      config: model?.runConfig ?? inputs.runConfig,
       remote: c.remote,
       baseCommit: inputs.start,
       issue: inputs.issue,
       testArgv: rc.test,
       protectedPaths: [...NEVER_PUSHED, ...rc.protected_paths],
       ...(rc.guidance_file ? { guidanceFiles: [rc.guidance_file] } : {}),
-      model: inputs.spec,
+      model: model?.spec ?? inputs.spec,
       sandbox: this.o.sandbox ?? 'docker',
       dockerfile: c.dockerfile,
-      runId: as?.runId ?? run.id,
+      runId: id,
       budgets: as?.budgets ?? c.budgets,
       signal: c.signal,
-      onEvent: this.reporter.pages.trace(run.id),
+      // An attempt's events are its own, under its id, as its run directory is (its run page, src/web).
+      onEvent: this.reporter.pages.trace(id),
       onProgress: (p) => {
         // The repair's `done` is not the run's: the judge and publishing follow (logged by work()).
         if (p.phase !== phase && p.phase !== 'done')
@@ -283,8 +299,8 @@ export class JobRunner implements QueueHooks {
         c.status.update(as ? as.status(progressStatus(p)) : progressStatus(p));
       },
     });
-    observeRepair(result, c.model);
-    this.reporter.pages.repaired(run.id, result);
+    observeRepair(result, as?.model ?? c.model);
+    this.reporter.pages.repaired(id, result);
     // An attempt's figures are kept with the attempts (attempts.ts).
     if (!as)
       await this.o.store.update(run.id, {

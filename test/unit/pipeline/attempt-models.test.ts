@@ -1,8 +1,25 @@
 import { rmSync } from 'node:fs';
 import { parseRepoConfig } from '../../../src/config/repo-config.js';
 import { attemptModel, runModels } from '../../../src/pipeline/attempt-model.js';
-import { recordedAttempts } from '../../../src/pipeline/attempts.js';
+import { publishExtra, recordedAttempts, type Attempt } from '../../../src/pipeline/attempts.js';
+import type { RunContext } from '../../../src/pipeline/context.js';
 import { tempDir, testConfig } from '../../support/app.js';
+
+/** An attempt as stored before attempts had a model. */
+const OLD = {
+  n: 1,
+  run_id: 'r-a1',
+  verdict: 'verified',
+  reason: 'ok',
+  stop_reason: 'completed',
+  changed_lines: 2,
+  changed_files: 1,
+  f2p: 1,
+  p2p: 3,
+  cost_usd: 0.01,
+  duration_ms: 10,
+  published: true,
+};
 
 /** Issue 41, item 1: `models: [a, b]` mixes models across attempts, each from the operator's allow-list. */
 describe('models per attempt', () => {
@@ -46,21 +63,28 @@ describe('models per attempt', () => {
     expect(parseRepoConfig('models: []\n', operator).ok).toBe(false);
   });
 
+  it('the attempts table and the status lines link each attempt to its own page, with its model', () => {
+    const c = {
+      s: { config: { web: { publicUrl: 'https://fix.example' } } },
+      run: { id: 'r' },
+    } as RunContext;
+    const attempt = (n: number, model: string | null): Attempt => ({
+      ...recordedAttempts({
+        attempts: JSON.stringify([{ ...OLD, n, run_id: `r-a${n}`, published: n === 2 }]),
+      })[0]!,
+      model,
+    });
+    const extra = publishExtra(c, [attempt(1, 'm-one'), attempt(2, null)]);
+    for (const n of [1, 2]) {
+      expect(extra.evidence[0]).toContain(`[r-a${n}](https://fix.example/runs/r-a${n})`);
+      expect(extra.status).toContain(`- Attempt ${n} ([r-a${n}](https://fix.example/runs/r-a${n}))`);
+    }
+    expect(extra.evidence[0]).toMatch(/^\| 1 \| `verified` \| `m-one` \|/m);
+    expect(extra.evidence[0]).toMatch(/^\| 2 \(published\) \| `verified` \| n\/a \|/m);
+    expect(extra.status).toContain('`verified`, model `m-one`, 2 changed lines');
+  });
+
   it('attempts recorded before `model` existed still parse (model: null)', () => {
-    const old = {
-      n: 1,
-      run_id: 'r-a1',
-      verdict: 'verified',
-      reason: 'ok',
-      stop_reason: 'completed',
-      changed_lines: 2,
-      changed_files: 1,
-      f2p: 1,
-      p2p: 3,
-      cost_usd: 0.01,
-      duration_ms: 10,
-      published: true,
-    };
-    expect(recordedAttempts({ attempts: JSON.stringify([old]) })).toEqual([{ ...old, model: null }]);
+    expect(recordedAttempts({ attempts: JSON.stringify([OLD]) })).toEqual([{ ...OLD, model: null }]);
   });
 });

@@ -168,8 +168,8 @@ export function webRoutes(o: WebOptions): WebRoutes {
   }
 
   /**
-   * Server-sent events: `change` when the run (or attempt `of`) has new events or the run another state,
-   * `end` once it is over.
+   * Server-sent events: `change` when the run (or attempt `of`) has new events, or the run another state
+   * or another attempt recorded; `end` once it is over.
    */
   async function live(req: IncomingMessage, res: ServerResponse, run: RunRecord, after: number, of = run.id) {
     res.writeHead(200, {
@@ -181,13 +181,15 @@ export function webRoutes(o: WebOptions): WebRoutes {
     streams.add(res);
     let seq = after;
     let state = run.state;
+    let outcomes = run.attempts; // an attempt recorded: its page and its run's table change
     let quiet = 0;
     const timer = setInterval(() => {
       void (async () => {
         const [now, fresh] = await Promise.all([o.store.get(run.id), o.store.events(of, seq, EVENTS_LIMIT)]);
-        if (fresh.length > 0 || now?.state !== state) {
+        if (fresh.length > 0 || now?.state !== state || now.attempts !== outcomes) {
           seq = fresh.at(-1)?.seq ?? seq;
           state = now?.state ?? state;
+          outcomes = now?.attempts ?? outcomes;
           res.write(`event: change\ndata: ${JSON.stringify({ seq, state })}\n\n`);
           quiet = 0;
         } else if ((quiet += pollMs) >= KEEPALIVE_MS) {

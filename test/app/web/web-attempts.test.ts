@@ -58,6 +58,21 @@ describe('run pages: a run of several attempts', () => {
     expect(stream.status).toBe(200);
     expect(stream.headers.get('content-type')).toBe('text/event-stream');
     live.abort();
+    // An attempt recorded is a change of the run's page (its table) even without new events of its own.
+    const quiet = (await f.app.store.events(run, 0, 1000)).at(-1)?.seq ?? 0;
+    const watch = new AbortController();
+    const events = await fetch(`${f.site}/runs/${run}/live?after=${quiet}`, {
+      headers: { cookie },
+      signal: watch.signal,
+    });
+    const reader = events.body!.getReader();
+    await reader.read(); // the stream's opening comment
+    const recorded = await f.app.store.get(run);
+    const next = reader.read();
+    await f.app.store.update(run, { attempts: JSON.stringify([]) });
+    expect(new TextDecoder().decode((await next).value)).toMatch(/^event: change/);
+    await f.app.store.update(run, { attempts: recorded!.attempts });
+    watch.abort();
     // Not started yet: no page.
     expect((await get(`/runs/${run}-a2`, cookie)).status).toBe(404);
   });

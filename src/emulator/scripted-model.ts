@@ -112,20 +112,40 @@ export interface ScriptedServerOptions {
    * the script from its start, so runs served at once (many workers) each get the whole script.
    */
   perConversation?: boolean;
+  /**
+   * Scripts handed out in turn to conversations as they start (a request with no tool call replied in
+   * it), however many run at once with the same prompt (the attempts of one run); a conversation is
+   * told by its replies' tool-call ids, which carry its number. The `script` argument is then unused.
+   */
+  instances?: ScriptStep[][];
   /** Where to listen (default 127.0.0.1, any free port); the address is also the URL's host. */
   host?: string;
   port?: number;
+}
+
+/** The `instances` conversation a request continues (from its replies' tool-call ids), or null: a new one. */
+function instanceOf(messages: unknown): number | null {
+  for (const m of Array.isArray(messages) ? (messages as { tool_calls?: { id?: unknown }[] }[]) : []) {
+    const id = m?.tool_calls?.[0]?.id;
+    const found = typeof id === 'string' ? /^call_c(\d+)_/.exec(id) : null;
+    if (found) return Number(found[1]);
+  }
+  return null;
 }
 
 export async function startScriptedModelServer(
   script: ScriptStep[],
   opts: ScriptedServerOptions = {},
 ): Promise<ScriptedModelServer> {
-  const steps = script.map((s, i) => {
-    const parsed = ScriptStepSchema.safeParse(s);
-    if (!parsed.success) throw new Error(`invalid script step ${i}: ${z.prettifyError(parsed.error)}`);
-    return parsed.data;
-  });
+  const parse = (script: ScriptStep[]) =>
+    script.map((s, i) => {
+      const parsed = ScriptStepSchema.safeParse(s);
+      if (!parsed.success) throw new Error(`invalid script step ${i}: ${z.prettifyError(parsed.error)}`);
+      return parsed.data;
+    });
+  const steps = parse(script);
+  const instances = opts.instances?.map(parse);
+  let started = 0; // conversations given a script of `instances`
   const served = opts.model ?? 'scripted-model';
   const requests: RecordedRequest[] = [];
   const cursors = new Map<string, number>(); // next step, by conversation
@@ -168,14 +188,19 @@ export async function startScriptedModelServer(
     }
     if (!isCompletion) return send(res, 404, { error: { message: `no route ${req.method} ${path}` } });
     await opts.onRequest?.(completions++, body);
-    const conversation = opts.perConversation
-      ? JSON.stringify((b?.messages as unknown[] | undefined)?.slice(0, 2) ?? null)
-      : '';
+    const instance = instances ? (instanceOf(b?.messages) ?? started++) : null;
+    const mine = instance === null ? steps : instances![instance % instances!.length]!;
+    const conversation =
+      instance !== null
+        ? `instance ${instance}`
+        : opts.perConversation
+          ? JSON.stringify((b?.messages as unknown[] | undefined)?.slice(0, 2) ?? null)
+          : '';
     const next = (cursors.get(conversation) ?? 0) + 1;
-    const step = steps[next - 1];
+    const step = mine[next - 1];
     if (!step) {
       return send(res, 400, {
-        error: { message: `script exhausted after ${steps.length} steps`, type: 'script_exhausted' },
+        error: { message: `script exhausted after ${mine.length} steps`, type: 'script_exhausted' },
       });
     }
     cursors.set(conversation, next);
@@ -188,7 +213,7 @@ export async function startScriptedModelServer(
       );
     if (step.delay_ms) await delay(step.delay_ms, res);
     const tool_calls = step.tool_calls.map((c, i) => ({
-      id: c.id ?? `call_${next}_${i}`,
+      id: c.id ?? `call_${instance === null ? '' : `c${instance}_`}${next}_${i}`,
       type: 'function' as const,
       function: {
         name: c.name,

@@ -7,25 +7,28 @@ import { isLent } from '../environment/lending.js';
 import type { GitHub } from '../publish/github.js';
 import type { StatusState } from '../publish/status.js';
 import type { QueueHooks } from '../queue/queue.js';
+import type { PartJobs } from '../queue/parts.js';
 import { isActive, type RunRecord, type RunStore, type RunUpdate } from '../store/store.js';
 import { capMiddle } from '../trace/cap.js';
 import { metrics } from '../trace/metrics.js';
 import { stopwatch } from '../trace/phases.js';
 import { RunTrace } from '../trace/trace.js';
 import { code } from '../verify/untrusted.js';
-import { attemptCount, runAttempts, runOfLabel, type AttemptSteps, type PublishExtra } from './attempts.js';
-import { partsOf, type Parts, type VerificationReport } from '../verify/types.js';
 import {
-  modelFor,
-  prepare,
-  type JobDeps,
-  type RunContext,
-  type RepairInputs,
-  type Services,
-} from './context.js';
+  attemptCount,
+  attemptFailed,
+  runAttempt,
+  runAttempts,
+  runOfLabel,
+  type AttemptSteps,
+  type PublishExtra,
+} from './attempts.js';
+import { partsOf, type Parts, type VerificationReport } from '../verify/types.js';
+import { modelFor, prepare } from './context.js';
+import type { JobDeps, RunContext, RepairInputs, Services } from './context.js';
 import { freeBytes } from './disk.js';
 import { openPr } from './open-pr.js';
-import { nextTry, pendingFields } from './pending.js';
+import { nextTry, pendingFields, pendingOf } from './pending.js';
 import { emptyPatchError, judgeRun, NEVER_PUSHED, stopCause } from './policy.js';
 import { pushRevision } from './push-revision.js';
 import { endingFor, Reporter, refOf } from './reporter.js';
@@ -169,11 +172,11 @@ export class JobRunner implements QueueHooks {
     await this.reporter.tell(run, gh, refOf(run), 'interrupted', said);
   }
 
-  async execute(run: RunRecord, signal: AbortSignal): Promise<RunUpdate> {
+  async execute(run: RunRecord, signal: AbortSignal, parts: PartJobs): Promise<RunUpdate> {
     const log = { run: run.id, repo: `${run.owner}/${run.repo}`, issue: run.issue, trigger: run.trigger };
     this.o.log?.info(log, 'run started');
     try {
-      const fields = await this.work(this.reporter.linked(run), signal);
+      const fields = await this.work(this.reporter.linked(run), signal, parts);
       this.o.log?.info({ ...log, state: fields.state, error: fields.error }, 'run work done');
       return fields;
     } catch (err) {
@@ -184,7 +187,31 @@ export class JobRunner implements QueueHooks {
   }
 
   /** The steps of a run. */
-  private async work(run: RunRecord, signal: AbortSignal): Promise<RunUpdate> {
+  /**
+   * One attempt of a run of several (attempts.ts), on whichever worker took it: prepared as the run
+   * was, then repaired and judged on its own. Records its outcome, also when it fails; never throws.
+   */
+  async executePart(run: RunRecord, n: number, signal: AbortSignal, worker: string | null): Promise<void> {
+    const linked = this.reporter.linked(run);
+    try {
+      const gh = await this.o.auth(run.installation_id);
+      const prepared = await prepare(this.s, linked, { gh, signal, model: this.o.model });
+      if ('refused' in prepared)
+        return await attemptFailed(this.o.store, run, n, worker, prepared.refused.error ?? 'refused');
+      const { context, inputs } = prepared;
+      await runAttempt(context, n, worker, {
+        repair: (ac, a) => this.repair(ac, inputs, a),
+        pending: (ac, result, report) => JSON.stringify(pendingOf(ac, result, report, 0, new Date())),
+      });
+    } catch (err) {
+      this.o.log?.error({ err, run: run.id, attempt: n }, 'attempt failed');
+      await attemptFailed(this.o.store, run, n, worker, message(err)).catch(() => undefined);
+    } finally {
+      await this.reporter.status(linked).settled();
+    }
+  }
+
+  private async work(run: RunRecord, signal: AbortSignal, parts: PartJobs): Promise<RunUpdate> {
     this.reporter.status(run).update({ phase: 'preparing_workspace' });
     const gh = await this.o.auth(run.installation_id);
     const prepared = await prepare(this.s, run, { gh, signal, model: this.o.model });
@@ -192,10 +219,7 @@ export class JobRunner implements QueueHooks {
     const c = prepared.context;
     const count = attemptCount(run, c.rc);
     if (count > 1)
-      return runAttempts(c, count, {
-        repair: (a) => this.repair(c, prepared.inputs, a),
-        publish: (result, report, extra) => this.publish(c, result, report, extra),
-      });
+      return runAttempts(c, count, parts, (result, report, extra) => this.publish(c, result, report, extra));
     const result = await this.repair(c, prepared.inputs);
     if (signal.aborted) return {};
     // The engine went away under the agent: nothing it did stands, and the judge cannot run either.
@@ -226,25 +250,8 @@ export class JobRunner implements QueueHooks {
     extra?: PublishExtra,
   ): Promise<RunUpdate> {
     const { run, signal } = c;
-    const { patch, ...kept } = result;
-    // A published attempt's repair and report are also its run's (the run page, a revision's summary).
-    if (extra) {
-      this.reporter.pages.repaired(run.id, result);
-      this.reporter.pages.verified(run.id, report);
-    }
     const record = (attempts: number, next_at: string) =>
-      pendingFields({
-        result: kept,
-        patch,
-        report,
-        budgets: c.budgets,
-        model_label: result.model_name ?? c.model,
-        default_branch: c.defaultBranch,
-        remote: c.remote,
-        dockerfile: c.dockerfile ?? null,
-        attempts,
-        next_at,
-      });
+      pendingFields(pendingOf(c, result, report, attempts, new Date(next_at)));
     // What publishing needs is stored with the verdict, before anything is pushed: a process that dies
     // from here on leaves a run that is published again (publish_pending), never a lost verified patch.
     await this.o.store.update(run.id, { verdict: report.verdict, ...record(0, new Date().toISOString()) });
@@ -264,17 +271,18 @@ export class JobRunner implements QueueHooks {
     }
   }
 
-  /** The run's repair, or one attempt's (`as`: its own id, budgets and status lines). */
+  /** The run's repair, or one attempt's (`as`: its own id, budgets, status lines and spend; its signal is `c`'s). */
   private async repair(
     c: RunContext,
     inputs: RepairInputs,
-    as?: Parameters<AttemptSteps['repair']>[0],
+    as?: Parameters<AttemptSteps['repair']>[1],
   ): Promise<RepairResult> {
     const { run, rc } = c;
     let phase = '';
     // An attempt of its own model (repository `models`) is priced and asked as that model.
     const model = as?.model ? modelFor(inputs.runConfig, this.o.model, as.model) : null;
     const id = as?.runId ?? run.id;
+    let spent: number | null = null;
     const result = await this.s.deps.repair({
       ...partsOf(this.s),
       config: model?.runConfig ?? inputs.runConfig,
@@ -297,6 +305,7 @@ export class JobRunner implements QueueHooks {
         if (p.phase !== phase && p.phase !== 'done')
           this.o.log?.info({ run: run.id, phase: (phase = p.phase) }, 'run phase');
         c.status.update(as ? as.status(progressStatus(p)) : progressStatus(p));
+        if (as && p.cost_usd !== null && p.cost_usd !== spent) as.spent((spent = p.cost_usd));
       },
     });
     observeRepair(result, as?.model ?? c.model);

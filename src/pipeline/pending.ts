@@ -2,7 +2,8 @@ import { z } from 'zod';
 import type { RunRecord, RunUpdate } from '../store/store.js';
 import { VerificationReportSchema } from '../verify/types.js';
 import type { RepairResult } from '../agent/types.js';
-import { BUDGETS } from './types.js';
+import { BUDGETS, type Budgets } from './types.js';
+import type { VerificationReport } from '../verify/types.js';
 
 /**
  * A judged run whose publishing failed (GitHub down, a push refused for a moment) waits in state
@@ -50,3 +51,33 @@ export function readPending(
 /** When the try after `attempts` failed ones is due. */
 export const nextTry = (attempts: number, baseMs: number, now = Date.now()): string =>
   new Date(now + baseMs * 2 ** Math.max(0, attempts - 1)).toISOString();
+
+/** What publishing a judged patch needs, as a run keeps it while publishing waits (pending.ts). */
+export function pendingOf(
+  /** The run's context (context.ts). */
+  c: {
+    budgets: Budgets;
+    model: string;
+    defaultBranch: string;
+    remote: string;
+    dockerfile?: string | undefined;
+  },
+  result: RepairResult,
+  report: VerificationReport,
+  attempts: number,
+  next: Date,
+): PendingPublish {
+  const { patch, ...kept } = result;
+  return {
+    result: kept,
+    patch,
+    report,
+    budgets: c.budgets,
+    model_label: result.model_name ?? c.model,
+    default_branch: c.defaultBranch,
+    remote: c.remote,
+    dockerfile: c.dockerfile ?? null,
+    attempts,
+    next_at: next.toISOString(),
+  };
+}

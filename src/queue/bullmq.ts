@@ -8,16 +8,17 @@ import {
   HandedBack,
   NotOwner,
   RetryRun,
-  STOP_REQUEST,
-  stoppedFields,
   type QueueHooks,
   type RunQueue,
-  type StopRequest,
 } from './queue.js';
+import { STOP_REQUEST, stoppedFields, type StopRequest } from './stop.js';
 import { isActive, type RunRecord, type RunStore } from '../store/store.js';
 import { endOrphan, jobFailure, LIVE, type OrphanHooks, STALLED_REASON } from './orphans.js';
 import { OutageLog, type OutageLogger } from '../trace/outage.js';
-import { CONNECTION_ERROR, Connections, keys, RELEASE, RENEW, TAKE_SLOT } from './redis-keys.js';
+import type { ExecutePart } from './parts.js';
+import { CONNECTION_ERROR, Connections, keys, RELEASE, RENEW, STOP_TTL_MS, TAKE_SLOT } from './redis-keys.js';
+import { BullParts, PART_JOB, processPart } from './bull-parts.js';
+import type { BullQueueOptions, RetryOptions, RunWorkerOptions } from './bull-options.js';
 
 /**
  * The run queue across machines: BullMQ on Redis, the job id being the run id. `serve` enqueues,
@@ -37,42 +38,9 @@ import { CONNECTION_ERROR, Connections, keys, RELEASE, RENEW, TAKE_SLOT } from '
  * - a job never completes with its run unrecorded (orphans.ts): serve's reconcile ends such runs.
  */
 
-export interface BullQueueOptions {
-  redisUrl: string;
-  /** The queue's name: one per deployment (and per test). Its Redis keys all start with it. */
-  name: string;
-  /** Where Redis outages (one line each, and one on recovery) and a worker's drain are logged. */
-  log?: OutageLogger;
-}
-
-/** Infrastructure failures (the job threw: GitHub or the engine unreachable, ...) retried with backoff. */
-export interface RetryOptions {
-  /** Attempts after the first. */
-  retries: number;
-  /** The first wait; each next one doubles. */
-  baseMs: number;
-}
-
-export interface RunWorkerOptions extends BullQueueOptions {
-  /** Runs this worker runs at once. */
-  concurrency: number;
-  /** Names this worker in the store (`worker` column); `host:pid` by default. */
-  id?: string;
-  /** How long a silent worker keeps its jobs (and issues) before they count as stalled. */
-  lockMs?: number;
-  /** A stalled run is put back once (true) or recorded interrupted at once (false). */
-  requeueStalled?: boolean;
-  /** Runs of one installation running at once across all workers; 0: no limit. */
-  installationLimit?: number;
-  /** Errors of the queue itself (Redis unreachable, a lock renewal that failed). */
-  onQueueError?: (err: Error) => void;
-}
-
 const JOB_NAME = 'run';
 /** How long a job whose issue or installation is busy waits before it is tried again. */
 const BUSY_RETRY_MS = 500;
-/** Stop requests outlive any queue wait. */
-const STOP_TTL_MS = 24 * 3600_000;
 
 /** Hooks serve gives the distributed queue; the work itself is the workers'. */
 export type BullQueueHooks = OrphanHooks & {
@@ -223,6 +191,8 @@ export class RunWorker {
   private readonly redis: Redis;
   private readonly subscriber: Redis;
   private readonly worker: Worker;
+  /** Where this worker's runs add their parts' jobs. */
+  private readonly parts: Queue;
   private readonly keys: ReturnType<typeof keys>;
   private readonly active = new Map<string, AbortController>();
   private readonly lockMs: number;
@@ -243,6 +213,8 @@ export class RunWorker {
     this.connections = new Connections(o.redisUrl, new OutageLog('redis', o.log));
     this.redis = this.connections.open();
     this.subscriber = this.connections.open();
+    this.parts = new Queue(name, { connection: this.connections.open() });
+    this.parts.on('error', (err) => this.connections.outage.failed(err));
     this.subscriber.on('message', (_channel: string, runId: string) => {
       const controller = this.active.get(runId);
       if (controller) void this.stopRequest(runId).then((req) => req && controller.abort(req));
@@ -305,6 +277,7 @@ export class RunWorker {
         c.abort({ kind: 'handback' } satisfies StopRequest);
       }
     await closing;
+    await this.parts.close();
     if (runs.length > 0) this.log?.info({ worker: this.id }, 'drained');
     this.connections.close();
   }
@@ -315,6 +288,10 @@ export class RunWorker {
   }
 
   private async process(job: Job, token: string | undefined): Promise<void> {
+    const [execute, worker] = [this.executePart, this.id];
+    const stopRequest = (id: string) => this.stopRequest(id);
+    if (job.name === PART_JOB)
+      return processPart(job, { store: this.store, active: this.active, execute, worker, stopRequest });
     const run = await this.store.get(job.id!);
     if (!run || !isActive(run.state)) return; // recorded as over already
     const stop = await this.stopRequest(run.id);
@@ -352,9 +329,11 @@ export class RunWorker {
       const late = await this.stopRequest(run.id);
       if (late) controller.abort(late);
       const retry = job.attemptsMade + 1 < (job.opts.attempts ?? 1);
+      const parts = new BullParts({ queue: this.parts, redis: this.redis, keys: this.keys, execute, worker });
       await executeRun(this.store, this.hooks, run, controller.signal, {
         started: { worker: this.id },
         retry,
+        parts,
       });
     } catch (err) {
       if (err instanceof RetryRun) {
@@ -379,6 +358,8 @@ export class RunWorker {
       await this.redis.del(this.keys.stop(run.id)).catch(() => undefined);
     }
   }
+
+  private readonly executePart: ExecutePart = async (...a) => this.hooks.executePart?.(...a);
 
   /** One of the installation's slots, held for lockMs (renewed while the run runs). */
   private async takeSlot(key: string, runId: string): Promise<boolean> {

@@ -1,27 +1,14 @@
-import { z } from 'zod';
 import {
   AFTER_VERDICT,
   isActive,
   ownerOf,
   type RunRecord,
-  type RunState,
   type RunStore,
   type RunUpdate,
 } from '../store/store.js';
 import { storeUnreachable } from '../store/patient.js';
-
-/** Why a run's signal was aborted (`signal.reason`); it also travels between processes. */
-export const STOP_REQUEST = z.discriminatedUnion('kind', [
-  z.strictObject({ kind: z.literal('superseded'), by: z.string() }),
-  z.strictObject({ kind: z.literal('cancelled'), by: z.string() }),
-  z.strictObject({ kind: z.literal('shutdown') }),
-  // A draining worker's run that did not finish in time: back to the queue for another worker.
-  z.strictObject({ kind: z.literal('handback') }),
-  // The worker lost its hold on the run (Redis unreachable or restarted, or the worker blocked past its
-  // lock): the queue may hand the run to another, so it stops here.
-  z.strictObject({ kind: z.literal('lock_lost') }),
-]);
-export type StopRequest = z.infer<typeof STOP_REQUEST>;
+import { inlineParts, type ExecutePart, type PartJobs } from './parts.js';
+import { stoppedFields, type StopRequest } from './stop.js';
 
 /** The active runs of `run`'s issue recorded after it and before it: the newest run of an issue wins. */
 export async function issueRunsAround(
@@ -37,8 +24,13 @@ export async function issueRunsAround(
 }
 
 export interface QueueHooks {
-  /** Does the work; resolves with the run's final fields (state done or failed). Must honour `signal`. */
-  execute(run: RunRecord, signal: AbortSignal): Promise<RunUpdate>;
+  /**
+   * Does the work; resolves with the run's final fields (state done or failed). Must honour `signal`.
+   * `parts` runs the run's parts (its attempts) through executePart, wherever the queue runs them.
+   */
+  execute(run: RunRecord, signal: AbortSignal, parts: PartJobs): Promise<RunUpdate>;
+  /** Runs one part of a run (PartJobs); records its outcome itself and never throws for its own failure. */
+  executePart?: ExecutePart;
   /** Called when a run enters the queue (e.g. to post the status comment). Errors are the hook's own. */
   onQueued?(run: RunRecord): void;
   /** Called when a run ends in any state, including ones dropped before they started. */
@@ -123,6 +115,8 @@ export interface ExecuteOptions {
   retry?: boolean;
   /** Waits between tries of recording the end (RECORD_RETRY_MS). */
   recordRetryMs?: readonly number[];
+  /** Where the run's parts run; one after another here by default. */
+  parts?: PartJobs;
 }
 
 /**
@@ -147,7 +141,8 @@ export async function executeRun(
   });
   let fields: RunUpdate;
   try {
-    fields = await hooks.execute(run, signal);
+    const parts = o.parts ?? inlineParts(async (...a) => hooks.executePart?.(...a));
+    fields = await hooks.execute(run, signal, parts);
   } catch (e) {
     const error = message(e);
     if (o.retry && !signal.aborted) {
@@ -218,25 +213,6 @@ export const orphanEnd = (run: RunRecord, why: string): RunUpdate =>
   run.publish !== null
     ? { state: 'publish_pending', error: AFTER_VERDICT, finished_at: null }
     : { state: 'interrupted', stop_reason: 'interrupted', finished_at: new Date().toISOString(), error: why };
-
-export function stoppedFields(stop: StopRequest): RunUpdate & { state: RunState } {
-  switch (stop.kind) {
-    case 'superseded':
-      return { state: 'superseded', stop_reason: 'superseded', superseded_by: stop.by };
-    case 'cancelled':
-      return { state: 'cancelled', stop_reason: 'cancelled' };
-    case 'shutdown':
-    case 'handback': // where there is no queue to hand back to
-      return { state: 'interrupted', stop_reason: 'shutdown' };
-    case 'lock_lost':
-      return {
-        state: 'interrupted',
-        stop_reason: 'interrupted',
-        error:
-          'its worker lost its hold on the run in the queue (Redis unreachable or restarted, or the worker blocked)',
-      };
-  }
-}
 
 interface Active {
   run: RunRecord;

@@ -12,6 +12,9 @@ export const keys = (name: string) => ({
   channel: `${name}:stop`,
 });
 
+/** Stop requests outlive any queue wait. */
+export const STOP_TTL_MS = 24 * 3600_000;
+
 /**
  * Connections to close: BullMQ leaves the ones it is given open. Their errors go to `outage` (one line
  * per outage and one on recovery), never to ioredis's "Unhandled error event" stack traces.

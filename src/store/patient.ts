@@ -12,6 +12,7 @@ import type { RunStore } from './store.js';
 const PATIENT: ReadonlySet<string | symbol> = new Set<keyof RunStore>([
   'update',
   'updateIf',
+  'putAttempt',
   'markInterrupted',
 ]);
 const FIRST_WAIT_MS = 250;

@@ -7,6 +7,8 @@ import {
   GITHUB_WRITE,
   RUN_ROW,
   updateColumns,
+  withAttempt,
+  type AttemptElement,
   type Claim,
   type DeliveryClaim,
   type GitHubWrite,
@@ -25,21 +27,13 @@ import {
 } from './store.js';
 import { holderGone, INSTANCE_ROW, newInstance, StoreInUseError, type InstanceHolder } from './instance.js';
 import { migratePostgres, pruneStatements } from './schema.js';
+import { inTransaction, PG_TYPES } from './pg-parts.js';
 
 /**
  * The run store shared by `serve` and the workers of many machines: PostgreSQL, with the schema and
  * migrations of the SQLite store. Columns keep SQLite's types (timestamps as ISO text, comment ids as
  * JSON text) so that rows parse with the one RUN_ROW schema.
  */
-
-const INT8 = 20;
-const types = {
-  // BIGINT (what INTEGER becomes here) arrives as a string by default; GitHub ids stay below 2^53.
-  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === INT8
-      ? (v: string) => Number(v)
-      : pg.types.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
-};
 
 export interface PostgresStoreOptions {
   /** `postgres://user:password@host:port/database` */
@@ -67,7 +61,7 @@ export class PostgresRunStore implements RunStore {
       max: o.poolSize ?? 4,
       // A server that holds connections (stopped, not down) fails a connection attempt rather than hanging it.
       connectionTimeoutMillis: 10_000,
-      types,
+      types: PG_TYPES,
       options: `-c search_path=${schema}`,
       application_name: 'agenticfix',
     });
@@ -88,19 +82,8 @@ export class PostgresRunStore implements RunStore {
     await this.transaction((c) => migratePostgres(c, schema, this.where));
   }
 
-  private async transaction<T>(work: (c: pg.PoolClient) => Promise<T>): Promise<T> {
-    const c = await this.pool.connect();
-    try {
-      await c.query('BEGIN');
-      const result = await work(c);
-      await c.query('COMMIT');
-      return result;
-    } catch (err) {
-      await c.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    } finally {
-      c.release();
-    }
+  private transaction<T>(work: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+    return inTransaction(this.pool, work);
   }
 
   async claimDeliveries(batch: readonly DeliveryClaim[]): Promise<Claim[]> {
@@ -231,6 +214,16 @@ export class PostgresRunStore implements RunStore {
     );
     if (!rows[0] && !(await this.get(id))) throw new Error(`unknown run ${id}`);
     return rows[0] ? RUN_ROW.parse(rows[0]) : null;
+  }
+
+  async putAttempt(id: string, attempt: AttemptElement): Promise<AttemptElement[]> {
+    return this.transaction(async (c) => {
+      const { rows } = await c.query('SELECT attempts FROM runs WHERE id = $1 FOR UPDATE', [id]);
+      if (!rows[0]) throw new Error(`unknown run ${id}`);
+      const all = withAttempt((rows[0] as { attempts: string | null }).attempts, attempt);
+      await c.query('UPDATE runs SET attempts = $2 WHERE id = $1', [id, JSON.stringify(all)]);
+      return all;
+    });
   }
 
   async addComment(id: string, commentId: number): Promise<void> {

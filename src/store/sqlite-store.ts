@@ -10,6 +10,8 @@ import {
   GITHUB_WRITE,
   RUN_ROW,
   updateColumns,
+  withAttempt,
+  type AttemptElement,
   type Claim,
   type DeliveryClaim,
   type GitHubWrite,
@@ -202,6 +204,14 @@ export class SqliteRunStore implements RunStore {
     const run = this.row(id);
     if (!run) throw new Error(`unknown run ${id}`);
     return run;
+  }
+
+  async putAttempt(id: string, attempt: AttemptElement): Promise<AttemptElement[]> {
+    return this.db.transaction(() => {
+      const all = withAttempt(this.updateNow(id, {}).attempts, attempt);
+      this.updateNow(id, { attempts: JSON.stringify(all) });
+      return all;
+    })();
   }
 
   async addComment(id: string, commentId: number): Promise<void> {

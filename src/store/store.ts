@@ -148,6 +148,16 @@ export function updateColumns(update: RunUpdate): [string, unknown][] {
   return set;
 }
 
+/** One element of a run's `attempts` as the store sees it: its number and what the pipeline keeps. */
+export type AttemptElement = { n: number } & Record<string, unknown>;
+const ATTEMPT_ELEMENTS = z.array(z.looseObject({ n: z.number().int() }));
+
+/** `attempts` (a run's column, JSON) with `attempt` set in place of the one of its number, in order. */
+export function withAttempt(attempts: string | null, attempt: AttemptElement): AttemptElement[] {
+  const all = attempts === null ? [] : ATTEMPT_ELEMENTS.parse(JSON.parse(attempts));
+  return [...all.filter((a) => a.n !== attempt.n), attempt].sort((a, b) => a.n - b.n);
+}
+
 /**
  * A GitHub write that is never dropped (a run's final status edit, a final comment on its issue): kept
  * in the store until it lands, tried again with back-off by whichever process serves the store.
@@ -257,6 +267,12 @@ export interface RunStore {
    * for an unknown run.
    */
   updateIf(id: string, owner: RunOwner, update: RunUpdate): Promise<RunRecord | null>;
+  /**
+   * Sets one element of the run's `attempts` (a JSON array of objects with their number `n`, kept in
+   * order; pipeline/attempts.ts says what else they hold), atomically against other processes setting
+   * theirs; returns all of them as stored. Throws for an unknown run.
+   */
+  putAttempt(id: string, attempt: AttemptElement): Promise<AttemptElement[]>;
   addComment(id: string, commentId: number): Promise<void>;
   /** Runs of one issue, newest first. */
   forIssue(owner: string, repo: string, issue: number): Promise<RunRecord[]>;

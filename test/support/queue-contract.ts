@@ -1,4 +1,5 @@
-import type { QueueHooks, RunQueue, StopRequest } from '../../src/queue/queue.js';
+import type { QueueHooks, RunQueue } from '../../src/queue/queue.js';
+import type { StopRequest } from '../../src/queue/stop.js';
 import { SqliteRunStore } from '../../src/store/sqlite-store.js';
 import type { NewRun, RunRecord, RunStore, RunUpdate } from '../../src/store/store.js';
 
@@ -129,6 +130,48 @@ export function runQueueContract(backend: QueueBackend): void {
     expect(await store.get(runs[2]!.id)).toMatchObject({ state: 'failed', error: 'boom' });
     expect((await store.get(runs[0]!.id))!.finished_at).not.toBeNull();
     expect(jobs.queued).toEqual(runs.map((r) => r.id));
+  });
+
+  // Issue 41, item 2: a run's attempts are parts run through the queue (distributed: jobs of their own).
+  it("runs a run's parts to their end; a cancel stops the running ones and drops those not started", async () => {
+    const ran: number[] = [];
+    const stopped: number[] = [];
+    let hold = false;
+    const q = await make(
+      {
+        async execute(run, signal, parts) {
+          await parts.run(run, 3, signal);
+          return { state: 'done' };
+        },
+        async executePart(_run, n, signal) {
+          ran.push(n);
+          if (!hold) return;
+          await new Promise<void>((resolve) =>
+            signal.addEventListener('abort', () => (stopped.push(n), resolve()), { once: true }),
+          );
+        },
+      },
+      2,
+    );
+    const whole = await recordedRun(store, newRun(1));
+    await q.enqueue(whole);
+    await q.idle();
+    expect(await stateOf(whole.id)).toBe('done');
+    expect([...ran].sort()).toEqual([1, 2, 3]);
+
+    ran.length = 0;
+    hold = true;
+    const held = await recordedRun(store, newRun(2));
+    await q.enqueue(held);
+    await until('a part to run', () => ran.length > 0);
+    await settle();
+    await q.cancel('acme', 'calc', 2, 'bob');
+    await q.idle();
+    await settle();
+    expect(await stateOf(held.id)).toBe('cancelled');
+    expect(ran).toContain(1);
+    expect([...stopped].sort()).toEqual([...ran].sort()); // every part that ran was stopped
+    expect(ran.length).toBeLessThan(3); // and one waiting for a slot never ran
   });
 
   it('a new trigger aborts the running run of the issue, then starts after it stopped', async () => {

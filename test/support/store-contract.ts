@@ -118,6 +118,30 @@ export function runStoreContract(backend: StoreBackend): void {
     await store.close();
   });
 
+  // Issue 41, item 2: attempts on several workers each record their own outcome in the run's `attempts`;
+  // a read-modify-write of the whole column lost one of two written at once.
+  it("sets one attempt of a run's attempts at a time: concurrent writers from two connections lose none", async () => {
+    const [store, other] = [await open(), await open()];
+    const run = await store.createRun(newRun());
+    const writes = [1, 2, 3, 4, 5, 6].map((n) =>
+      (n % 2 ? store : other).putAttempt(run.id, { n: 7 - n, verdict: 'running' }),
+    );
+    await Promise.all(writes);
+    const all = await store.putAttempt(run.id, { n: 2, verdict: 'verified', worker: 'w2' });
+    expect(all.map((a) => [a.n, a.verdict])).toEqual([
+      [1, 'running'],
+      [2, 'verified'],
+      [3, 'running'],
+      [4, 'running'],
+      [5, 'running'],
+      [6, 'running'],
+    ]);
+    expect(JSON.parse((await other.get(run.id))!.attempts!)).toEqual(all);
+    await expect(store.putAttempt('r-none', { n: 1 })).rejects.toThrow(/unknown run r-none/);
+    await other.close();
+    await store.close();
+  });
+
   // Issue 37, item 3: a thawed worker wrote `interrupted` over the run a second worker had taken over.
   it('compare-and-set on (state, worker, attempt): a stale owner changes nothing, a current one does', async () => {
     const store = await open();

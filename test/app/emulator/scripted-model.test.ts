@@ -48,6 +48,35 @@ describe('scripted chat-completions server', () => {
     expect(models.data.map((m) => m.id)).toEqual(['served-model']);
   });
 
+  // Issue 41: the attempts of one run ask with the same prompt at once; each must get a script of its own.
+  it('instances: conversations started with the same prompt each get the next script, continued by their tool-call ids', async () => {
+    const script = (k: number) => [
+      { tool_calls: [{ name: 'read_file', arguments: { path: `${k}-1` } }] },
+      { tool_calls: [{ name: 'read_file', arguments: { path: `${k}-2` } }] },
+    ];
+    server = await startScriptedModelServer([], { instances: [script(1), script(2)] });
+    const c = client(server.url);
+    const start = () => ask(c, 'the same task');
+    const [a, b] = [await start(), await start()];
+    const pathOf = (r: Awaited<ReturnType<typeof start>>) => {
+      const call = r.choices[0]!.message.tool_calls![0]!;
+      return call.type === 'function' ? (JSON.parse(call.function.arguments) as { path: string }).path : '';
+    };
+    expect([pathOf(a), pathOf(b)]).toEqual(['1-1', '2-1']);
+    const next = (r: Awaited<ReturnType<typeof start>>) =>
+      c.chat.completions.create({
+        model: 'm',
+        messages: [
+          { role: 'user', content: 'the same task' },
+          r.choices[0]!.message as OpenAI.ChatCompletionMessageParam,
+          { role: 'tool', tool_call_id: r.choices[0]!.message.tool_calls![0]!.id, content: 'ok' },
+        ],
+      });
+    // The second conversation continues first: each still gets its own script's next step.
+    expect(pathOf(await next(b))).toBe('2-2');
+    expect(pathOf(await next(a))).toBe('1-2');
+  });
+
   it('reports the prefix shared with the previous request as cached_tokens, as OpenAI counts it', async () => {
     server = await startScriptedModelServer(Array.from({ length: 4 }, () => ({ content: 'ok' })));
     const c = client(server.url);

@@ -1,11 +1,17 @@
 import { rmSync } from 'node:fs';
+import type { RepairResult } from '../../../src/agent/types.js';
 import {
   attemptCount,
   changedLines,
   choose,
+  recordedAttempts,
+  runAttempt,
   runOfLabel,
   type Attempt,
+  type AttemptSteps,
 } from '../../../src/pipeline/attempts.js';
+import type { RunContext } from '../../../src/pipeline/context.js';
+import { SqliteRunStore } from '../../../src/store/sqlite-store.js';
 import { parseRepoConfig } from '../../../src/config/repo-config.js';
 import { parseCommand } from '../../../src/webhook/commands.js';
 import type { RunRecord } from '../../../src/store/store.js';
@@ -93,5 +99,104 @@ describe('attempts', () => {
     });
     for (const bad of ['attempts=0', 'attempts=two', 'attempts=1.5'])
       expect(parseCommand(`/agenticfix rerun ${bad}`)).toMatchObject({ type: 'invalid' });
+  });
+
+  // Issue 41, item 2: attempts run at once on several workers; the cost limit and first_verified held
+  // only between attempts run one after another in one process.
+  describe('attempts running at once (other workers simulated through the store)', () => {
+    const limit = 0.001;
+    async function setup(policy: 'all' | 'first_verified') {
+      const store = new SqliteRunStore(':memory:');
+      const run = await store.update(
+        (
+          await store.createRun({
+            owner: 'acme',
+            repo: 'calc',
+            issue: 1,
+            installation_id: 1,
+            trigger: 'label',
+            triggered_by: 'alice',
+            delivery_id: `d-${Math.random()}`,
+            base_commit: 'a'.repeat(40),
+          })
+        ).id,
+        { state: 'running' },
+      );
+      const c = {
+        s: { store },
+        run,
+        rc: { attempts: 3, attempts_policy: policy },
+        budgets: { tokens: 1000, requests: 10, toolCalls: 10, timeMs: 60_000, costUsd: limit },
+        signal: new AbortController().signal,
+        status: { update: () => undefined },
+      } as unknown as RunContext;
+      const other = (n: number, o: Partial<Attempt>) =>
+        store.putAttempt(run.id, { ...attempt(n, o), run_id: `${run.id}-a${n}`, worker: 'w2' });
+      return { store, run, c, other };
+    }
+    /** A repair that spends in steps (`during` runs after the first), then waits until it is stopped. */
+    const spending = (budgets: (number | null)[], during: () => Promise<unknown>): AttemptSteps => ({
+      async repair(ac, a) {
+        budgets.push(a.budgets.costUsd);
+        a.spent(0.0001);
+        await during();
+        a.spent(0.0002);
+        await new Promise((r) => ac.signal.addEventListener('abort', r, { once: true }));
+        return {
+          run_id: a.runId,
+          stop_reason: 'cancelled',
+          patch: '',
+          cost_usd: 0.0002,
+          duration_ms: 5,
+        } as RepairResult;
+      },
+      pending: () => '{}',
+    });
+
+    it('the cost limit holds for attempts together: a running one stops when the others spend it, the next does not start', async () => {
+      const { store, run, c, other } = await setup('all');
+      await other(2, { verdict: 'running', cost_usd: 0.0006 });
+      const budgets: (number | null)[] = [];
+      const steps = spending(budgets, () => other(2, { verdict: 'running', cost_usd: 0.0009 }));
+      await runAttempt(c, 1, 'w1', steps);
+      expect(budgets).toHaveLength(1);
+      expect(budgets[0]).toBeCloseTo(0.0004, 10); // what the other left when it started
+      await runAttempt(c, 3, 'w1', steps);
+      expect(budgets).toHaveLength(1); // attempt 3 never repaired
+      const attempts = recordedAttempts((await store.get(run.id))!);
+      expect(attempts.map((a) => [a.n, a.verdict, a.worker])).toEqual([
+        [1, 'cost_limit', 'w1'],
+        [2, 'running', 'w2'],
+        [3, 'not_run', 'w1'],
+      ]);
+      expect(attempts[0]!.reason).toContain('the attempts together spent the cost limit ($0.0010)');
+      expect(attempts[0]!.cost_usd).toBeCloseTo(0.0002, 10);
+      expect(attempts[2]!.reason).toContain('spent the cost limit');
+      await store.close();
+    });
+
+    it('an attempt stops once its run has ended elsewhere (its worker died, serve ended the run)', async () => {
+      const { store, run, c } = await setup('all');
+      const ended = () => store.update(run.id, { state: 'interrupted', error: 'its worker (w9) stopped' });
+      await runAttempt(c, 2, 'w1', spending([], ended));
+      const [attempt] = recordedAttempts((await store.get(run.id))!);
+      expect(attempt).toMatchObject({ n: 2, verdict: 'run_over', worker: 'w1' });
+      await store.close();
+    });
+
+    it('first_verified: a running attempt stops once another is verified, and the next does not start', async () => {
+      const { store, run, c, other } = await setup('first_verified');
+      const steps = spending([], () => other(2, { verdict: 'verified', cost_usd: 0 }));
+      await runAttempt(c, 1, 'w1', steps);
+      await runAttempt(c, 3, null, steps);
+      const attempts = recordedAttempts((await store.get(run.id))!);
+      expect(attempts.map((a) => [a.n, a.verdict])).toEqual([
+        [1, 'first_verified'],
+        [2, 'verified'],
+        [3, 'not_run'],
+      ]);
+      expect(attempts[0]!.reason).toContain('another attempt was verified first');
+      await store.close();
+    });
   });
 });

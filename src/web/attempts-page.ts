@@ -20,22 +20,22 @@ export interface AttemptEntry {
 }
 
 /**
- * The run's attempts: those recorded, then those with events and no outcome (under way, or stopped
- * with their run before it recorded them: a worker that died).
+ * The run's attempts: those recorded (one still `running` is under way), and those with events and no
+ * record (just started, or stopped with their run before it recorded them: a worker that died).
  */
 export async function attemptEntries(
   store: Pick<RunStore, 'events'>,
   run: RunRecord,
 ): Promise<AttemptEntry[]> {
-  const entries: AttemptEntry[] = recordedAttempts(run).map((a) => ({
-    n: a.n,
-    run_id: a.run_id,
-    outcome: a,
-  }));
-  for (let n = entries.length + 1; ; n++) {
+  const recorded = recordedAttempts(run);
+  const last = Math.max(0, ...recorded.map((a) => a.n));
+  const entries: AttemptEntry[] = [];
+  for (let n = 1; ; n++) {
+    const a = recorded.find((r) => r.n === n);
     const id = attemptId(run.id, n);
-    if ((await store.events(id, 0, 1)).length === 0) return entries;
-    entries.push({ n, run_id: id, outcome: null });
+    if (a) entries.push({ n, run_id: a.run_id, outcome: a.verdict === 'running' ? null : a });
+    else if ((await store.events(id, 0, 1)).length > 0) entries.push({ n, run_id: id, outcome: null });
+    else if (n > last) return entries;
   }
 }
 

@@ -15,6 +15,7 @@ interface Observation {
   text: string;
   outcome: string;
   paths: string[];
+  mutating: boolean;
   stale: boolean;
   /** What the stub keeps of the result (KEPT). */
   kept: Record<string, unknown>;
@@ -62,6 +63,9 @@ export type LiveState = Pick<WorkingState, 'last_test' | 'budget_left'>;
 /** Fields of a successful result its stub keeps: what the next call needs (edit_file needs `version`). */
 const KEPT: Record<string, readonly string[]> = {
   read_file: ['path', 'start_line', 'end_line', 'total_lines', 'version'],
+  // The file's version after the change: the next edit of it needs it.
+  edit_file: ['version'],
+  create_file: ['version'],
 };
 
 function keptOf(tool: string, result: ToolResult): Record<string, unknown> {
@@ -96,17 +100,24 @@ function describeCall(tool: string, args: unknown): string {
 }
 
 /**
- * A compacted observation: valid JSON naming the call and its outcome. Kept short because every later
- * request carries it; the system prompt says once that a stub means "call the tool again".
+ * A compacted observation: valid JSON naming the call, its outcome, how much was cut and how to get it
+ * back (a change's result is in git_diff; anything else by the same call). Kept short because every
+ * later request carries it.
  */
 function stubOf(o: Observation): string {
   return JSON.stringify({
     compacted: describeCall(o.tool, o.args),
     outcome: o.outcome,
+    cut_tokens: estimateTokens(o.text),
     ...o.kept,
     stale: o.stale,
+    // A failed change changed nothing: there is nothing to get back.
+    restore: !o.mutating ? 'same call' : o.outcome === 'ok' ? 'git_diff shows the change' : undefined,
   });
 }
+
+/** What stubbing saves each later request. */
+const saving = (o: Observation): number => estimateTokens(o.text) - estimateTokens(stubOf(o));
 
 /** What a call came to, in a few words: `ok`, the error code, or a test run's counts (`2 failed, 727 passed`). */
 export function outcomeOf(result: ToolResult): string {
@@ -132,7 +143,10 @@ export function outcomeOf(result: ToolResult): string {
  * `keepFullObservations` add up to `compactTokens`, they are all replaced at once by small JSON stubs
  * (frozen from then on, with a `stale` mark when the file changed since), and the working state is
  * put right after them. A compaction rewrites only the tail, so what came before stays cached; the
- * tail is short when compactions come early and often (the default threshold is low).
+ * tail is short when compactions come early and often (the default threshold is low). Small results
+ * stay whole (`stubMinSavingTokens`), so that the model need not fetch them again, until they add up
+ * to `smallWholeMaxTokens`. The context benchmark (src/bench/context.ts) measures what this bills
+ * against the full history, the floor under any such policy, and the re-reads it forces.
  * With the policy disabled the full history is sent (observations still capped): the benchmark baseline.
  */
 export class ContextManager {
@@ -190,6 +204,7 @@ export class ContextManager {
         text,
         outcome: outcomeOf(result),
         paths,
+        mutating,
         stale: false,
         kept: keptOf(tool, result),
         stub: null,
@@ -207,10 +222,14 @@ export class ContextManager {
     if (!this.params.enabled) return null;
     const whole = this.entries.flatMap((e) => (e.kind === 'observation' && !e.obs.stub ? [e.obs] : []));
     const candidates = whole.slice(0, Math.max(0, whole.length - this.params.keepFullObservations));
-    // A compaction starts at the first observation its stub would at least halve: stubbing a small one
-    // saves little and makes all after it be paid for uncached again. Small ones before it stay whole.
-    const first = candidates.findIndex((o) => estimateTokens(o.text) >= 2 * estimateTokens(stubOf(o)));
-    const older = first === -1 ? [] : candidates.slice(first);
+    // A result whose stub saves little stays whole: carrying it costs a tenth of its size a request,
+    // fetching it again a whole turn. Once such results add up past their cap they go in one batch
+    // (one rewrite of what follows the first of them, not one per request).
+    const shrinks = candidates.filter((o) => saving(o) > 0);
+    const small = shrinks.filter((o) => saving(o) < this.params.stubMinSavingTokens);
+    const smallTokens = small.reduce((n, o) => n + estimateTokens(o.text), 0);
+    const older =
+      smallTokens > this.params.smallWholeMaxTokens ? shrinks : shrinks.filter((o) => !small.includes(o));
     const before = older.reduce((n, o) => n + estimateTokens(o.text), 0);
     if (older.length === 0 || before < this.params.compactTokens) return null;
     for (const o of older) o.stub = stubOf(o);

@@ -21,10 +21,6 @@ import type { BenchOptions } from './options.js';
 import { pct, round, share } from './stats.js';
 import { compose } from '../cli/compose.js';
 
-/**
- * Acknowledgement latency of 200 concurrent signed label deliveries to the real app endpoint. The
- * emulator answers the handlers' API calls from another thread; the runs they enqueue stay parked.
- */
 /** The real pipeline with its repair parked until the run is stopped: for what happens before and around runs. */
 export const PARKED: JobDeps = {
   ...REAL_JOB_DEPS,
@@ -39,8 +35,14 @@ export const PARKED: JobDeps = {
 /** A REST answer's latency from GitHub, roughly, for the intake's throughput. */
 const GITHUB_LATENCY_MS = 100;
 
+/**
+ * Acknowledgement latency of 200 concurrent signed label deliveries to the real app endpoint, and of
+ * 1,000 (issue 40's two goals: p99 < 25 ms and < 100 ms). The emulator answers the handlers' API
+ * calls from another thread; the runs they enqueue stay parked.
+ */
 export async function benchWebhook({ smoke }: BenchOptions): Promise<Record<string, number>> {
   const n = smoke ? 20 : 200;
+  const big = smoke ? 50 : 1000;
   const huge = (smoke ? 30 : 400) * 1024 * 1024;
   const home = mkdtempSync(path.join(tmpdir(), 'bench-app-'));
   // The emulator has no rate limits; GitHub's write pacing would hold the intake's status comments back
@@ -59,7 +61,7 @@ export async function benchWebhook({ smoke }: BenchOptions): Promise<Record<stri
     workerData: {
       secret,
       publicKeyPem: keys.publicKey.export({ type: 'spki', format: 'pem' }),
-      issues: 2 * n + 40,
+      issues: 2 * n + big + 40,
     },
   });
   const emu = await new Promise<{ url: string; appId: number; installationId: number }>((resolve, reject) => {
@@ -75,7 +77,8 @@ export async function benchWebhook({ smoke }: BenchOptions): Promise<Record<stri
     baseUrl: emu.url,
     port: 0,
     deps: PARKED,
-    log: pino({ level: 'silent' }),
+    // Logged as serve logs (JSON at info, written synchronously), to a file: a burst writes its lines too.
+    log: pino({ level: 'info' }, pino.destination({ dest: path.join(home, 'app.log'), sync: true })),
   });
   const sender = new Worker(new URL('./sender-worker.js', import.meta.url), {
     workerData: { secret, label: config.app.label, installationId: emu.installationId },
@@ -138,6 +141,10 @@ export async function benchWebhook({ smoke }: BenchOptions): Promise<Record<stri
     await send(Array.from({ length: n }, (_, i) => n + 41 + i));
     await runsRecorded(recorded + n);
     const recordedWithLatencyMs = performance.now() - t1;
+    // The larger burst on a quiet app again, GitHub answering at once (its intake is not measured).
+    worker.postMessage({ latencyMs: 0 });
+    await quiet();
+    const atBig = await send(Array.from({ length: big }, (_, i) => 2 * n + 41 + i));
     return {
       webhook_single_ack_p50_ms: round(pct(single, 50)),
       webhook_ack_under_400mb_bodies_p50_ms: round(pct(underAttack, 50)),
@@ -148,6 +155,10 @@ export async function benchWebhook({ smoke }: BenchOptions): Promise<Record<stri
       webhook_ack_p50_ms: round(pct(latencies, 50)),
       webhook_ack_p99_ms: round(pct(latencies, 99)),
       webhook_ack_max_ms: round(Math.max(...latencies)),
+      webhook_deliveries_large_burst: big,
+      webhook_ack_large_burst_p50_ms: round(pct(atBig, 50)),
+      webhook_ack_large_burst_p99_ms: round(pct(atBig, 99)),
+      webhook_ack_large_burst_max_ms: round(Math.max(...atBig)),
       webhook_all_runs_recorded_ms: round(allRecordedMs),
       [`webhook_all_runs_recorded_github_${GITHUB_LATENCY_MS}ms_ms`]: round(recordedWithLatencyMs),
     };

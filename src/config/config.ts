@@ -191,6 +191,8 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
     context: {
       keepFullObservations: e.AGENTICFIX_KEEP_FULL_OBSERVATIONS,
       compactTokens: e.AGENTICFIX_CONTEXT_COMPACT_TOKENS,
+      stubMinSavingTokens: e.AGENTICFIX_CONTEXT_STUB_MIN_SAVING_TOKENS,
+      smallWholeMaxTokens: e.AGENTICFIX_CONTEXT_SMALL_WHOLE_MAX_TOKENS,
       enabled: e.AGENTICFIX_CONTEXT_POLICY,
     },
     agent: copied(e, 'AGENTICFIX_', ['MAX_FORMAT_ERRORS', 'NO_EDIT_NUDGES', 'LOOP_REPEAT']),

@@ -260,6 +260,13 @@ export const ENV_SCHEMA = z.object({
   AGENTICFIX_CONTEXT_COMPACT_TOKENS: int(100, 0).describe(
     'older whole observations are compacted together past this many tokens',
   ),
+  // A stub that saves less costs more in re-reads (a turn each) than the result costs to carry, cached.
+  AGENTICFIX_CONTEXT_STUB_MIN_SAVING_TOKENS: int(100, 0).describe(
+    'an older observation is compacted only when its stub saves at least this many tokens',
+  ),
+  AGENTICFIX_CONTEXT_SMALL_WHOLE_MAX_TOKENS: int(4000, 0).describe(
+    'older observations kept whole for being small are compacted together past this many tokens',
+  ),
   AGENTICFIX_CONTEXT_POLICY: bool(true).describe('`false` sends the full history (benchmark baseline)'),
   // Agent loop
   AGENTICFIX_MAX_FORMAT_ERRORS: int(3, 1).describe('malformed replies in a row before the run stops'),

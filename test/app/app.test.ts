@@ -5,10 +5,10 @@ import pino from 'pino';
 import { connect, postBytes } from '../../src/bench/raw-http.js';
 import type { GitHubEmulator } from '../../src/emulator/github.js';
 import { signBody } from '../../src/emulator/github-webhooks.js';
-import { startScriptedModelServer, type ScriptedModelServer } from '../../src/emulator/scripted-model.js';
-import { REAL_JOB_DEPS } from '../../src/pipeline/job.js';
+import type { ScriptedModelServer } from '../../src/emulator/scripted-model.js';
 import { branchFor } from '../../src/publish/pr.js';
 import { SqliteRunStore } from '../../src/store/sqlite-store.js';
+import type { NewRun, RunRecord } from '../../src/store/store.js';
 import { StoreInUseError } from '../../src/store/instance.js';
 import { startApp, type RunningApp } from '../../src/app.js';
 import type { Config } from '../../src/config/config.js';
@@ -19,7 +19,6 @@ import {
   CALC_FILES,
   CALC_FIX,
   fakeDeps,
-  localJudge,
   PRIVATE_KEY,
   quietLog,
   SECRET,
@@ -29,6 +28,7 @@ import {
   waitFor,
 } from '../support/app.js';
 import { compose } from '../../src/cli/compose.js';
+import { calcRepo, startAppWorld, type AppWorld } from '../support/app-world.js';
 import { unmarked } from '../../src/trace/marker.js';
 
 /**
@@ -122,15 +122,54 @@ describe('AgenticFix app through the GitHub emulator', () => {
 
   const runsOf = (issue: number) => app.store.forIssue(O, R, issue);
   /** The app's comments on `n`, read as people see them (without the app's hidden write marker). */
-  const botComments = (n: number) =>
+  const botComments = (n: number, repo = R) =>
     emu
-      .comments(n)
+      .comments(n, `${O}/${repo}`)
       .filter((c) => c.user === emu.botLogin)
       .map((c) => ({ ...c, body: unmarked(c.body) }));
   const pullFor = (issue: number) =>
     emu.pulls.filter(
       (p) => p.pull?.head === branchFor(issue) || p.pull?.head.startsWith(`${branchFor(issue)}-`),
     );
+  /**
+   * Once idle: issue `n`'s run in `repo` is as `run` says but opened no pull request and pushed no branch;
+   * the report on the issue.
+   */
+  const refused = async (n: number, run: Partial<RunRecord>, repo = R) => {
+    await app.idle();
+    expect((await app.store.forIssue(O, repo, n))[0]).toMatchObject({ ...run, pr_number: null });
+    expect(emu.branchHead(O, repo, branchFor(n))).toBeNull();
+    return botComments(n, repo).find((c) => c.body.startsWith('## AgenticFix: no pull request'))!.body;
+  };
+  /** A run of issue `n` as a label by maint records it (`delivery_id`), at the head of main. */
+  const labelRun = (n: number, delivery_id: string): NewRun => ({
+    owner: O,
+    repo: R,
+    issue: n,
+    installation_id: emu.installationId(O),
+    trigger: 'label',
+    triggered_by: 'maint',
+    delivery_id,
+    base_commit: emu.branchHead(O, R, 'main')!,
+  });
+  /** Holds the stand-in repairs at the gate until `release` is called. */
+  const hold = () => {
+    let release!: () => void;
+    gate = { promise: new Promise<void>((r) => (release = r)) };
+    return release;
+  };
+  /** alice's issue `title`, labelled; its number once its run is running (held at the gate). */
+  const held = async (title: string) => {
+    const n = await labelled(title);
+    await waitFor(async () => (await runsOf(n))[0]?.state === 'running');
+    return n;
+  };
+  /** alice's issue `title` in `repo`, labelled `agenticfix` by maint; its number. */
+  const labelled = async (title: string, repo = R) => {
+    const n = emu.createIssue(O, repo, { title, user: 'alice' });
+    await emu.label(O, repo, n, 'agenticfix', 'maint');
+    return n;
+  };
 
   it('a writer labels an issue: the run is recorded, verified, pushed and opened as a draft PR with evidence', async () => {
     const n = emu.createIssue(O, R, {
@@ -255,12 +294,9 @@ describe('AgenticFix app through the GitHub emulator', () => {
   });
 
   it('an indented command (a Markdown code block quoting one) is not a command', async () => {
-    let release!: () => void;
-    gate = { promise: new Promise<void>((r) => (release = r)) };
+    const release = hold();
     try {
-      const n = emu.createIssue(O, R, { title: 'add() subtracts, quoted', user: 'alice' });
-      await emu.label(O, R, n, 'agenticfix', 'maint');
-      await waitFor(async () => (await runsOf(n))[0]?.state === 'running');
+      const n = await held('add() subtracts, quoted');
       const quoted = await emu.comment(O, R, n, '    /agenticfix cancel\n\nis how you stop it', 'maint');
       expect(quoted.status).toBe(200);
       release();
@@ -414,12 +450,9 @@ describe('AgenticFix app through the GitHub emulator', () => {
   });
 
   it('a second instance on the same store refuses to start and leaves the live run alone', async () => {
-    let release!: () => void;
-    gate = { promise: new Promise<void>((r) => (release = r)) };
+    const release = hold();
     try {
-      const n = emu.createIssue(O, R, { title: 'add() subtracts, two instances', user: 'alice' });
-      await emu.label(O, R, n, 'agenticfix', 'maint');
-      await waitFor(async () => (await runsOf(n))[0]?.state === 'running');
+      const n = await held('add() subtracts, two instances');
       // The attack as it was done: a second app started on the same store while a run is live.
       const second = start(config);
       await expect(second).rejects.toThrow(StoreInUseError);
@@ -472,8 +505,7 @@ describe('AgenticFix app through the GitHub emulator', () => {
 
   // Issue 24, item 3: a rerun force-pushed `base + new patch` over the branch, a maintainer's commit included.
   it('a rerun on the PR (with a model override) opens a new branch and PR; a maintainer’s commit on the old one survives', async () => {
-    const n = emu.createIssue(O, R, { title: 'rerun me', user: 'alice' });
-    await emu.label(O, R, n, 'agenticfix', 'maint');
+    const n = await labelled('rerun me');
     await app.idle();
     const pr = pullFor(n)[0]!;
     const human = emu.pushFiles(
@@ -516,11 +548,9 @@ describe('AgenticFix app through the GitHub emulator', () => {
   });
 
   it('cancel stops the running run; the status comment says so and nothing is published', async () => {
-    let release!: () => void;
-    gate = { promise: new Promise<void>((r) => (release = r)) };
+    const release = hold();
     try {
-      const n = emu.createIssue(O, R, { title: 'slow one', user: 'alice' });
-      await emu.label(O, R, n, 'agenticfix', 'maint');
+      const n = await labelled('slow one');
       await waitFor(
         async () =>
           (await runsOf(n))[0]?.state === 'running' && (botComments(n)[0]?.body.includes('step 1') ?? false),
@@ -541,12 +571,9 @@ describe('AgenticFix app through the GitHub emulator', () => {
   });
 
   it('a new label while a run is active supersedes it', async () => {
-    let release!: () => void;
-    gate = { promise: new Promise<void>((r) => (release = r)) };
+    const release = hold();
     try {
-      const n = emu.createIssue(O, R, { title: 'twice', user: 'alice' });
-      await emu.label(O, R, n, 'agenticfix', 'maint');
-      await waitFor(async () => (await runsOf(n))[0]?.state === 'running');
+      const n = await held('twice');
       // Another maintainer (the same person relabelling within one second would send the very same
       // body, which is taken in once).
       await emu.label(O, R, n, 'agenticfix', 'maint2');
@@ -564,27 +591,19 @@ describe('AgenticFix app through the GitHub emulator', () => {
   });
 
   it('an unverified result is reported on the issue with the patch, and no PR is opened', async () => {
-    const n = emu.createIssue(O, R, { title: 'wrong fix please', user: 'alice' });
-    await emu.label(O, R, n, 'agenticfix', 'maint');
-    await app.idle();
-    expect((await runsOf(n))[0]).toMatchObject({ state: 'done', verdict: 'regression', pr_number: null });
-    const report = botComments(n).find((c) => c.body.startsWith('## AgenticFix: no pull request'))!;
-    expect(report.body).toContain('**Verdict: `regression`**');
-    expect(report.body).toContain('<details><summary>Candidate patch</summary>');
-    expect(report.body).toContain('+    return a * b');
+    const n = await labelled('wrong fix please');
+    const report = await refused(n, { state: 'done', verdict: 'regression' });
+    expect(report).toContain('**Verdict: `regression`**');
+    expect(report).toContain('<details><summary>Candidate patch</summary>');
+    expect(report).toContain('+    return a * b');
     expect(pullFor(n)).toHaveLength(0);
-    expect(emu.branchHead(O, R, branchFor(n))).toBeNull();
   });
 
   it('a verified patch that touches .github/workflows is never pushed, and the comment says why', async () => {
-    const n = emu.createIssue(O, R, { title: 'workflow too', user: 'alice' });
-    await emu.label(O, R, n, 'agenticfix', 'maint');
-    await app.idle();
-    expect((await runsOf(n))[0]).toMatchObject({ state: 'done', verdict: 'verified', pr_number: null });
-    const report = botComments(n).find((c) => c.body.startsWith('## AgenticFix: no pull request'))!;
-    expect(report.body).toContain('`.github/workflows/ci.yml`, which the app never pushes');
-    expect(report.body).toContain('+on: push');
-    expect(emu.branchHead(O, R, branchFor(n))).toBeNull();
+    const n = await labelled('workflow too');
+    const report = await refused(n, { state: 'done', verdict: 'verified' });
+    expect(report).toContain('`.github/workflows/ci.yml`, which the app never pushes');
+    expect(report).toContain('+on: push');
     expect(pullFor(n)).toHaveLength(0);
   });
 
@@ -593,8 +612,7 @@ describe('AgenticFix app through the GitHub emulator', () => {
       files: { ...CALC_FILES, '.github/agenticfix.yml': 'test: "pytest -q"\nbudgets: { tokens: -1 }\n' },
     });
     emu.setPermission(O, 'broken', 'maint', 'write');
-    const n = emu.createIssue(O, 'broken', { title: 'x', user: 'alice' });
-    await emu.label(O, 'broken', n, 'agenticfix', 'maint');
+    const n = await labelled('x', 'broken');
     await app.idle();
     const [run] = await app.store.forIssue(O, 'broken', n);
     expect(run).toMatchObject({ state: 'failed' });
@@ -671,8 +689,7 @@ describe('AgenticFix app through the GitHub emulator', () => {
 
   // Issue 10, item 5: pushes run the repository's CI (with its secrets) on the agent's changes.
   it('a patch touching a CI entry point is flagged in the evidence (default policy) and still published', async () => {
-    const n = emu.createIssue(O, R, { title: 'add() subtracts (conftest)', user: 'alice' });
-    await emu.label(O, R, n, 'agenticfix', 'maint');
+    const n = await labelled('add() subtracts (conftest)');
     await app.idle();
     const pr = pullFor(n)[0]!;
     expect((await runsOf(n))[0]).toMatchObject({ state: 'done', pr_number: pr.number });
@@ -690,17 +707,8 @@ describe('AgenticFix app through the GitHub emulator', () => {
       },
     });
     emu.setPermission(O, 'strict', 'maint', 'write');
-    const n = emu.createIssue(O, 'strict', { title: 'add() subtracts (conftest)', user: 'alice' });
-    await emu.label(O, 'strict', n, 'agenticfix', 'maint');
-    await app.idle();
-    expect((await app.store.forIssue(O, 'strict', n))[0]).toMatchObject({
-      verdict: 'verified',
-      pr_number: null,
-    });
-    expect(emu.branchHead(O, 'strict', branchFor(n))).toBeNull();
-    const report = emu
-      .comments(n, `${O}/strict`)
-      .find((c) => c.body.startsWith('## AgenticFix: no pull request'))!.body;
+    const n = await labelled('add() subtracts (conftest)', 'strict');
+    const report = await refused(n, { verdict: 'verified' }, 'strict');
     expect(report).toContain(
       "changes CI entry points (`tests/conftest.py`) and this repository's `ci_entry_points` policy is `block`",
     );
@@ -710,17 +718,8 @@ describe('AgenticFix app through the GitHub emulator', () => {
 
   // Issue 10, item 7: `./migrations` passed validation but matched nothing, so this patch was pushed.
   it('a patch touching a protected path written as `./migrations` is never pushed', async () => {
-    const n = emu.createIssue(O, 'strict', { title: 'add() subtracts (migration)', user: 'alice' });
-    await emu.label(O, 'strict', n, 'agenticfix', 'maint');
-    await app.idle();
-    expect((await app.store.forIssue(O, 'strict', n))[0]).toMatchObject({
-      verdict: 'verified',
-      pr_number: null,
-    });
-    expect(emu.branchHead(O, 'strict', branchFor(n))).toBeNull();
-    const report = emu
-      .comments(n, `${O}/strict`)
-      .find((c) => c.body.startsWith('## AgenticFix: no pull request'))!.body;
+    const n = await labelled('add() subtracts (migration)', 'strict');
+    const report = await refused(n, { verdict: 'verified' }, 'strict');
     expect(report).toContain('The patch changes `migrations/001.sql`, which the app never pushes');
     // The tools were told the normalised pattern.
     expect(deps.calls.at(-1)!.protectedPaths).toEqual(['.github/workflows', 'migrations']);
@@ -802,16 +801,7 @@ describe('AgenticFix app through the GitHub emulator', () => {
     const n = emu.createIssue(O, R, { title: 'crash', user: 'alice' });
     // What a killed process leaves behind: a run recorded as running.
     const before = new SqliteRunStore(crashConfig.dbPath);
-    const run = await before.createRun({
-      owner: O,
-      repo: R,
-      issue: n,
-      installation_id: emu.installationId(O),
-      trigger: 'label',
-      triggered_by: 'maint',
-      delivery_id: 'crashed-delivery',
-      base_commit: emu.branchHead(O, R, 'main')!,
-    });
+    const run = await before.createRun(labelRun(n, 'crashed-delivery'));
     await before.update(run.id, { state: 'running' });
     await before.close();
 
@@ -831,16 +821,7 @@ describe('AgenticFix app through the GitHub emulator', () => {
   // forever; and an interruption's status always read "The app shut down".
   it('a run left running with no job is interrupted by the periodic reconcile, its status naming the cause', async () => {
     const n = emu.createIssue(O, R, { title: 'orphan', user: 'alice' });
-    const run = await app.store.createRun({
-      owner: O,
-      repo: R,
-      issue: n,
-      installation_id: emu.installationId(O),
-      trigger: 'label',
-      triggered_by: 'maint',
-      delivery_id: 'orphaned-delivery',
-      base_commit: emu.branchHead(O, R, 'main')!,
-    });
+    const run = await app.store.createRun(labelRun(n, 'orphaned-delivery'));
     await app.store.update(run.id, { state: 'running' });
     expect((await app.queue.reconcile()).map((r) => r.id)).toEqual([run.id]);
     await app.idle();
@@ -859,9 +840,9 @@ describe('AgenticFix app through the GitHub emulator', () => {
  */
 describe('what the model sees and what it may publish', () => {
   const P = 'policy';
+  let world: AppWorld;
   let emu: GitHubEmulator;
   let app: RunningApp;
-  let home: string;
   let model: ScriptedModelServer;
   const fix = (summary: string, delayMs = 0) => calcFixScript(summary, { delayMs });
   const INJECTED_SUMMARY = [
@@ -874,37 +855,16 @@ describe('what the model sees and what it may publish', () => {
     model.requests.filter((r) => r.path === '/v1/chat/completions').map((r) => JSON.stringify(r.body));
 
   beforeAll(async () => {
-    emu = await startEmulator();
-    emu.createRepo(O, P, { files: { ...CALC_FILES, '.github/agenticfix.yml': CALC_CONFIG } });
-    emu.setPermission(O, P, 'maint', 'write');
-    home = tempDir('app-policy-');
-    // Runs are served in order: one at a time, each consuming its part of the script.
-    model = await startScriptedModelServer([
-      ...fix('Blocker done.', 2500),
-      ...fix('Changed `add` to add.'),
-      ...fix(INJECTED_SUMMARY),
-    ]);
-    app = await startApp({
-      ...compose(testConfig(home, { AGENTICFIX_CONCURRENCY: '1' })),
-      config: testConfig(home, { AGENTICFIX_CONCURRENCY: '1' }),
-      appId: APP_ID,
-      privateKey: PRIVATE_KEY,
-      webhookSecret: SECRET,
-      baseUrl: emu.url,
-      port: 0,
-      deps: { ...REAL_JOB_DEPS, judge: localJudge, renderEvidence: (r) => `Verdict ${r.verdict}.` },
-      model: { kind: 'url', baseUrl: model.url, name: 'scripted' },
-      sandbox: 'local',
-      log: quietLog,
+    world = await startAppWorld({
+      env: { AGENTICFIX_CONCURRENCY: '1' },
+      // Runs are served in order: one at a time, each consuming its part of the script.
+      script: [...fix('Blocker done.', 2500), ...fix('Changed `add` to add.'), ...fix(INJECTED_SUMMARY)],
     });
-    emu.setWebhookUrl(app.url);
+    ({ emu, app } = world);
+    model = world.model!;
+    calcRepo(emu, O, P, { permission: 'write' });
   });
-  afterAll(async () => {
-    await app?.close();
-    await model?.close();
-    await emu?.close();
-    if (home) rmSync(home, { recursive: true, force: true });
-  });
+  afterAll(() => world?.close());
   const runsOf = (n: number) => app.store.forIssue(O, P, n);
 
   // Issue 10, item 4: the job read the issue when it ran, so an edit after the label reached the model.

@@ -1,4 +1,4 @@
-import { readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import type { RunningApp } from '../../../src/app.js';
 import type { GitHubEmulator } from '../../../src/emulator/github.js';
 import { recordedAttempts } from '../../../src/pipeline/attempts.js';
@@ -8,11 +8,10 @@ import {
   CALC_FIX,
   fakeDeps,
   startEmulatedApp,
-  startEmulator,
-  tempDir,
   testConfig,
   waitFor,
 } from '../../support/app.js';
+import { PRICED_MODEL_ENV, startAppWorld, type AppWorld } from '../../support/app-world.js';
 
 /**
  * Several attempts of one run through the app (webhook, queue, store, judge stand-in, GitHub emulator):
@@ -24,7 +23,7 @@ describe('attempts through the app', () => {
   const O = 'acme';
   let emu: GitHubEmulator;
   let app: RunningApp;
-  let home: string;
+  let world: AppWorld;
   let config: ReturnType<typeof testConfig>;
   let gate: Promise<void> | undefined;
   const WRONG = { 'calc.py': 'def add(a, b):\n    return a * b\n' };
@@ -46,25 +45,13 @@ describe('attempts through the app', () => {
   });
 
   beforeAll(async () => {
-    emu = await startEmulator();
-    home = tempDir('attempts-app-');
-    config = testConfig(home, {
-      AGENTICFIX_MODEL_PROVIDER: 'custom',
-      AGENTICFIX_MODEL_BASE_URL: 'http://127.0.0.1:9/v1',
-      AGENTICFIX_MODEL_NAME: 'priced-model',
-      AGENTICFIX_MODEL_PRICES: JSON.stringify({
-        'priced-model': { input: 2, cached_input: 0.5, output: 10 },
-      }),
-      AGENTICFIX_MAX_ATTEMPTS: '3',
+    world = await startAppWorld({
+      deps,
+      env: { ...PRICED_MODEL_ENV, AGENTICFIX_MODEL_NAME: 'priced-model', AGENTICFIX_MAX_ATTEMPTS: '3' },
     });
-    app = await startEmulatedApp(emu, { config, deps, sandbox: 'local' });
-    emu.setWebhookUrl(app.url);
+    ({ emu, app, config } = world);
   });
-  afterAll(async () => {
-    await app?.close();
-    await emu?.close();
-    rmSync(home, { recursive: true, force: true });
-  });
+  afterAll(() => world?.close(app));
 
   const bot = (n: number, repo: string) =>
     emu.comments(n, `${O}/${repo}`).filter((c) => c.user === emu.botLogin);

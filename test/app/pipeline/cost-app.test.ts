@@ -1,16 +1,7 @@
-import { rmSync } from 'node:fs';
 import type { RunningApp } from '../../../src/app.js';
 import type { GitHubEmulator } from '../../../src/emulator/github.js';
-import {
-  CALC_CONFIG,
-  CALC_FILES,
-  CALC_FIX,
-  fakeDeps,
-  startEmulatedApp,
-  startEmulator,
-  tempDir,
-  testConfig,
-} from '../../support/app.js';
+import { CALC_CONFIG, CALC_FIX, fakeDeps } from '../../support/app.js';
+import { calcRepo, PRICED_MODEL_ENV, startAppWorld, type AppWorld } from '../../support/app-world.js';
 
 /**
  * What the app does with cost: the operator's limit and the repository's lower one reach the run, the
@@ -22,34 +13,25 @@ describe('cost through the app', () => {
   const O = 'acme';
   let emu: GitHubEmulator;
   let app: RunningApp;
-  let home: string;
+  let world: AppWorld;
   const deps = fakeDeps({ edits: () => CALC_FIX });
 
   beforeAll(async () => {
-    emu = await startEmulator();
-    home = tempDir('cost-app-');
-    const config = testConfig(home, {
-      AGENTICFIX_MODEL_PROVIDER: 'custom',
-      AGENTICFIX_MODEL_BASE_URL: 'http://127.0.0.1:9/v1',
-      AGENTICFIX_MODEL_NAME: 'unpriced-model',
-      AGENTICFIX_MODEL_ALLOWLIST: 'unpriced-model,priced-model',
-      AGENTICFIX_MODEL_PRICES: JSON.stringify({
-        'priced-model': { input: 2, cached_input: 0.5, output: 10 },
-      }),
-      AGENTICFIX_MAX_COST_USD: '1',
+    world = await startAppWorld({
+      deps,
+      env: {
+        ...PRICED_MODEL_ENV,
+        AGENTICFIX_MODEL_NAME: 'unpriced-model',
+        AGENTICFIX_MODEL_ALLOWLIST: 'unpriced-model,priced-model',
+        AGENTICFIX_MAX_COST_USD: '1',
+      },
     });
-    app = await startEmulatedApp(emu, { config, deps, sandbox: 'local' });
-    emu.setWebhookUrl(app.url);
+    ({ emu, app } = world);
   });
-  afterAll(async () => {
-    await app?.close();
-    await emu?.close();
-    rmSync(home, { recursive: true, force: true });
-  });
+  afterAll(() => world?.close());
 
   async function labelled(repo: string, config: string) {
-    emu.createRepo(O, repo, { files: { ...CALC_FILES, '.github/agenticfix.yml': CALC_CONFIG + config } });
-    emu.setPermission(O, repo, 'maint', 'write');
+    calcRepo(emu, O, repo, { config: CALC_CONFIG + config, permission: 'write' });
     const n = emu.createIssue(O, repo, { title: 'add() subtracts', user: 'alice' });
     await emu.label(O, repo, n, 'agenticfix', 'maint');
     await app.idle();

@@ -5,15 +5,8 @@ import { OpenAIChatModel } from '../../../src/agent/model.js';
 import { RETRY_AFTER_CAP_S, type RetryInfo } from '../../../src/agent/retry.js';
 import { startScriptedModelServer, type ScriptStep } from '../../../src/emulator/scripted-model.js';
 import { REAL_JOB_DEPS } from '../../../src/pipeline/job.js';
-import {
-  CALC_CONFIG,
-  CALC_FILES,
-  localJudge,
-  startEmulatedApp,
-  startEmulator,
-  testConfig,
-  waitFor,
-} from '../../support/app.js';
+import { localJudge, startEmulatedApp, startEmulator, testConfig } from '../../support/app.js';
+import { calcRepo, labelledIssue } from '../../support/app-world.js';
 
 /**
  * Provider failures are said (issue 37): what the provider asks for is honoured, a reply cut mid-body is
@@ -102,12 +95,9 @@ describe('a provider that fails for good', () => {
       sandbox: 'local',
     });
     try {
-      emu.createRepo(O, R, { files: { ...CALC_FILES, '.github/agenticfix.yml': CALC_CONFIG } });
-      emu.setPermission(O, R, 'maint', 'maintain');
+      calcRepo(emu, O, R);
       emu.setWebhookUrl(app.url);
-      const n = emu.createIssue(O, R, { title: 'add() subtracts', user: 'alice' });
-      await emu.label(O, R, n, 'agenticfix', 'maint');
-      await waitFor(async () => (await app.store.forIssue(O, R, n)).length === 1);
+      const n = await labelledIssue(app, emu, O, R);
       await app.idle();
       const [run] = await app.store.forIssue(O, R, n);
       expect(run).toMatchObject({ state: 'failed', stop_reason: 'model_error', verdict: null });

@@ -6,14 +6,13 @@ import { REAL_JOB_DEPS } from '../../../src/pipeline/job.js';
 import type { RunUpdate } from '../../../src/store/store.js';
 import {
   calcFixScript,
-  CALC_CONFIG,
-  CALC_FILES,
   localJudge,
   startEmulatedApp,
   startEmulator,
   testConfig,
   waitFor,
 } from '../../support/app.js';
+import { calcRepo, labelledIssue } from '../../support/app-world.js';
 
 /**
  * Publishing survives any process death (issue 37): a worker killed after its push and before its pull
@@ -38,8 +37,7 @@ describe('a process killed between the push and the pull request', () => {
       });
     let app = await start();
     try {
-      emu.createRepo(O, R, { files: { ...CALC_FILES, '.github/agenticfix.yml': CALC_CONFIG } });
-      emu.setPermission(O, R, 'maint', 'maintain');
+      calcRepo(emu, O, R);
       emu.setWebhookUrl(app.url);
       // What the run writes, in order.
       const writes: (keyof RunUpdate)[][] = [];
@@ -53,9 +51,7 @@ describe('a process killed between the push and the pull request', () => {
         { method: 'POST', path: new RegExp(`/repos/${O}/${R}/pulls$`) },
         Array(4).fill({ status: 502 }),
       );
-      const n = emu.createIssue(O, R, { title: 'add() subtracts', user: 'alice' });
-      await emu.label(O, R, n, 'agenticfix', 'maint');
-      await waitFor(async () => (await app.store.forIssue(O, R, n)).length === 1);
+      const n = await labelledIssue(app, emu, O, R);
       await app.idle();
       let [run] = await app.store.forIssue(O, R, n);
       const pushed = emu.branchHead(O, R, `agenticfix/issue-${n}`);

@@ -9,7 +9,6 @@ import { postComment, type GitHub } from '../../../src/publish/github.js';
 import { markerText, readMarker, stripMarkers, withMarker } from '../../../src/trace/marker.js';
 import {
   calcFixScript,
-  CALC_CONFIG,
   CALC_FILES,
   installationClient,
   localJudge,
@@ -19,6 +18,7 @@ import {
   testConfig,
   waitFor,
 } from '../../support/app.js';
+import { calcRepo } from '../../support/app-world.js';
 
 /**
  * Writes that may have landed (issue 37): a GitHub request held 60 s made the client time out at 30 s
@@ -159,8 +159,7 @@ describe('a run whose evidence comment is held past the timeout', () => {
       sandbox: 'local',
     });
     try {
-      emu.createRepo(O, R, { files: { ...CALC_FILES, '.github/agenticfix.yml': CALC_CONFIG } });
-      emu.setPermission(O, R, 'maint', 'maintain');
+      calcRepo(emu, O, R);
       emu.setWebhookUrl(app.url);
       const n = emu.createIssue(O, R, { title: 'add() subtracts', user: 'alice' });
       // The pull request will be #n+1; its first comment is the evidence.

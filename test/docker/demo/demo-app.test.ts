@@ -1,20 +1,16 @@
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { runFigures } from '../../../src/bench/app.js';
-import { loadConfig } from '../../../src/config/config.js';
 import { runAppDemo } from '../../../src/demo/app.js';
 import { needDocker } from '../../support/docker.js';
 import { describeIf } from '../../support/skip.js';
-import { compose } from '../../../src/cli/compose.js';
+import { demoSetup } from '../../support/demo.js';
 
 describeIf(await needDocker())(
   'demo: label → verified draft PR, through the emulator, the real app, the scripted model and Docker',
   () => {
     it('opens a draft PR with the evidence and reports the calculator numbers', async () => {
-      const dir = mkdtempSync(path.join(tmpdir(), 'demo-app-'));
-      const config = loadConfig({ AGENTICFIX_HOME: '.af', AGENTICFIX_RUNS_DIR: 'runs' }, dir);
-      const s = await runAppDemo({ ...compose(config), config, model: 'scripted', log: () => {} });
+      const s = await runAppDemo({ ...demoSetup('demo-app-'), model: 'scripted', log: () => {} });
       expect(s.error).toBeNull();
       expect(s).toMatchObject({
         result: 'success',
@@ -41,12 +37,14 @@ describeIf(await needDocker())(
     });
 
     it('a rerun with an unchanged environment builds no image, neither for the agent nor for the judge', async () => {
-      const dir = mkdtempSync(path.join(tmpdir(), 'demo-rerun-'));
-      const config = loadConfig({ AGENTICFIX_HOME: '.af', AGENTICFIX_RUNS_DIR: 'runs' }, dir);
+      const setup = demoSetup('demo-rerun-');
       const figures = async () => {
-        const s = await runAppDemo({ ...compose(config), config, model: 'scripted', log: () => {} });
+        const s = await runAppDemo({ ...setup, model: 'scripted', log: () => {} });
         expect(s.error).toBeNull();
-        return runFigures(s.trace_path!, path.join(config.runsDir, `${s.run_id}-verify`, 'report.json'));
+        return runFigures(
+          s.trace_path!,
+          path.join(setup.config.runsDir, `${s.run_id}-verify`, 'report.json'),
+        );
       };
       await figures();
       const rerun = await figures();

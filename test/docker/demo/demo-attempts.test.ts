@@ -3,6 +3,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { DEMO_ENV } from '../../support/demo.js';
 import { needDocker } from '../../support/docker.js';
 import { describeIf } from '../../support/skip.js';
 
@@ -23,8 +24,7 @@ describeIf(await needDocker())('demo --attempts 3', () => {
           cwd: dir, // No flaky re-runs of failing judge cells: three attempts are judged, and CI time is shared.
           env: {
             ...process.env,
-            AGENTICFIX_HOME: '.af',
-            AGENTICFIX_RUNS_DIR: 'runs',
+            ...DEMO_ENV,
             AGENTICFIX_FLAKY_RERUNS: '0',
           },
         },

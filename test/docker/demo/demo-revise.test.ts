@@ -1,21 +1,14 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { loadConfig } from '../../../src/config/config.js';
 import { runAppDemo } from '../../../src/demo/app.js';
 import { needDocker } from '../../support/docker.js';
 import { describeIf } from '../../support/skip.js';
-import { compose } from '../../../src/cli/compose.js';
+import { demoSetup } from '../../support/demo.js';
 
 describeIf(await needDocker())(
   'demo --revise: label → draft PR → changes requested → verified revision, through the emulator and Docker',
   () => {
     it('pushes the revision as a new commit on the same pull request and answers the review thread', async () => {
-      const dir = mkdtempSync(path.join(tmpdir(), 'demo-revise-'));
-      const config = loadConfig({ AGENTICFIX_HOME: '.af', AGENTICFIX_RUNS_DIR: 'runs' }, dir);
       const s = await runAppDemo({
-        ...compose(config),
-        config,
+        ...demoSetup('demo-revise-'),
         model: 'scripted',
         revise: true,
         log: () => {},

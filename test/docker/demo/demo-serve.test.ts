@@ -2,6 +2,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { DEMO_ENV } from '../../support/demo.js';
 import { needDocker } from '../../support/docker.js';
 import { describeIf } from '../../support/skip.js';
 import { signInFlow } from '../../support/web.js';
@@ -16,7 +17,7 @@ describeIf(await needDocker())('demo --serve', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'demo-serve-'));
     const child = spawn(process.execPath, [path.resolve('dist/cli/index.js'), 'demo', '--serve', '--json'], {
       cwd: dir,
-      env: { ...process.env, AGENTICFIX_HOME: '.af', AGENTICFIX_RUNS_DIR: 'runs' },
+      env: { ...process.env, ...DEMO_ENV },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));

@@ -1,26 +1,18 @@
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { loadConfig } from '../../../src/config/config.js';
 import { runToolsOnlyDemo } from '../../../src/demo/tools-only.js';
 import { sha256 } from '../../../src/trace/trace.js';
 import { needDocker } from '../../support/docker.js';
 import { describeIf } from '../../support/skip.js';
-import { compose } from '../../../src/cli/compose.js';
+import { demoSetup } from '../../support/demo.js';
 
-const configIn = (dir: string) => loadConfig({ AGENTICFIX_HOME: '.af', AGENTICFIX_RUNS_DIR: 'runs' }, dir);
+/** The tools-only demo in a fresh directory, quiet, in `sandbox`. */
+const demo = (sandbox: 'local' | 'docker', keepWorktrees = false) =>
+  runToolsOnlyDemo({ ...demoSetup('demo-'), sandbox, keepWorktrees, log: () => {} });
 
 describe('trusted tool-chain demo (local sandbox)', () => {
   it('repairs the calculator: 3/2 at base, 5/0 after the edits and 5/0 in a clean worktree', async () => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'demo-'));
-    const config = configIn(dir);
-    const summary = await runToolsOnlyDemo({
-      ...compose(config),
-      config,
-      sandbox: 'local',
-      keepWorktrees: false,
-      log: () => {},
-    });
+    const summary = await demo('local');
     expect(summary).toMatchObject({
       result: 'success',
       base_tests: { passed: 3, failed: 2 },
@@ -44,15 +36,7 @@ describe('trusted tool-chain demo (local sandbox)', () => {
   });
 
   it('keeps both worktrees when asked', async () => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'demo-'));
-    const config = configIn(dir);
-    const summary = await runToolsOnlyDemo({
-      ...compose(config),
-      config,
-      sandbox: 'local',
-      keepWorktrees: true,
-      log: () => {},
-    });
+    const summary = await demo('local', true);
     expect(summary.worktrees).toHaveLength(2);
     for (const wt of summary.worktrees) expect(existsSync(path.join(wt, 'src/calculator.js'))).toBe(true);
   });
@@ -60,15 +44,7 @@ describe('trusted tool-chain demo (local sandbox)', () => {
 
 describeIf(await needDocker())('trusted tool-chain demo (Docker sandbox)', () => {
   it('gives the same numbers with every test run inside a container', async () => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'demo-'));
-    const config = configIn(dir);
-    const summary = await runToolsOnlyDemo({
-      ...compose(config),
-      config,
-      sandbox: 'docker',
-      keepWorktrees: false,
-      log: () => {},
-    });
+    const summary = await demo('docker');
     expect(summary).toMatchObject({
       result: 'success',
       base_tests: { passed: 3, failed: 2 },

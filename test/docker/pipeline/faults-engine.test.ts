@@ -18,8 +18,8 @@ import {
   startEmulatedApp,
   startEmulator,
   testConfig,
-  waitFor,
 } from '../../support/app.js';
+import { labelledIssue } from '../../support/app-world.js';
 import { BASE_IMAGE, needDocker } from '../../support/docker.js';
 import { itIf } from '../../support/skip.js';
 import { startEngineProxy } from '../../support/engine-proxy.js';
@@ -102,9 +102,7 @@ describe('the Docker engine goes away mid-run', () => {
         });
         emu.setPermission(O, R, 'maint', 'maintain');
         emu.setWebhookUrl(app.url);
-        const n = emu.createIssue(O, R, { title: 'add() subtracts', user: 'alice' });
-        await emu.label(O, R, n, 'agenticfix', 'maint');
-        await waitFor(async () => (await app.store.forIssue(O, R, n)).length === 1);
+        const n = await labelledIssue(app, emu, O, R);
         runId = (await app.store.forIssue(O, R, n))[0]!.id;
         await within('the run to end', app.idle(), 90_000);
         const [run] = await app.store.forIssue(O, R, n);

@@ -18,26 +18,14 @@ import { execa, execaSync } from 'execa';
 import type { RunningApp } from '../../../src/app.js';
 import type { Config } from '../../../src/config/config.js';
 import type { GitHubEmulator } from '../../../src/emulator/github.js';
-import { startScriptedModelServer, type ScriptedModelServer } from '../../../src/emulator/scripted-model.js';
-import { REAL_JOB_DEPS } from '../../../src/pipeline/job.js';
+import type { ScriptedModelServer } from '../../../src/emulator/scripted-model.js';
 import { prepareHost, sweepEngine } from '../../../src/pipeline/startup.js';
 import { ImageLeases } from '../../../src/images/leases.js';
 import { BASE_IMAGE, needDocker } from '../../support/docker.js';
 import { describeIf, itIf, missing, present, type Need } from '../../support/skip.js';
-import {
-  calcFixScript,
-  CALC_CONFIG,
-  CALC_FILES,
-  CALC_FIX,
-  fakeDeps,
-  localJudge,
-  report,
-  startEmulatedApp,
-  startEmulator,
-  testConfig,
-  waitFor,
-} from '../../support/app.js';
+import { calcFixScript, CALC_FIX, fakeDeps, report, testConfig, waitFor } from '../../support/app.js';
 import { compose } from '../../../src/cli/compose.js';
+import { calcRepo, labelledIssue, startAppWorld, type AppWorld } from '../../support/app-world.js';
 
 /**
  * Nothing is lost when the world fails (issue 31): each fault ends the run in a final state, with its
@@ -78,42 +66,31 @@ afterAll(() => {
 
 describeIf(mounted)('a full disk (AGENTICFIX_HOME on a 30 MB tmpfs)', () => {
   const R = 'disk';
+  let world: AppWorld;
   let emu: GitHubEmulator;
   let app: RunningApp;
   let model: ScriptedModelServer;
   let config: Config;
 
   beforeAll(async () => {
-    emu = await startEmulator();
+    world = await startAppWorld({
+      home: diskDir,
+      env: { AGENTICFIX_MIN_FREE_MB: '5' },
+      script: [
+        { tool_calls: [{ name: 'run_tests', arguments: {} }] },
+        { tool_calls: [{ name: 'finish', arguments: { summary: 'never reached' } }] },
+      ],
+    });
+    ({ emu, app, config } = world);
+    model = world.model!;
     // The test command fills the disk from inside the run's worktree, as a runaway test would.
     const fill = ['sh', '-c', 'head -c 64000000 /dev/zero > fill.bin; exit 1'];
-    emu.createRepo(O, R, {
-      files: { ...CALC_FILES, '.github/agenticfix.yml': `test: ${JSON.stringify(fill)}\n` },
-    });
-    emu.setPermission(O, R, 'maint', 'maintain');
-    model = await startScriptedModelServer([
-      { tool_calls: [{ name: 'run_tests', arguments: {} }] },
-      { tool_calls: [{ name: 'finish', arguments: { summary: 'never reached' } }] },
-    ]);
-    config = testConfig(diskDir, { AGENTICFIX_MIN_FREE_MB: '5' });
-    app = await startEmulatedApp(emu, {
-      config,
-      deps: { ...REAL_JOB_DEPS, judge: localJudge, renderEvidence: (r) => `Verdict ${r.verdict}.` },
-      model: { kind: 'url', baseUrl: model.url, name: 'scripted' },
-      sandbox: 'local',
-    });
-    emu.setWebhookUrl(app.url);
+    calcRepo(emu, O, R, { config: `test: ${JSON.stringify(fill)}\n` });
   });
-  afterAll(async () => {
-    await app?.close();
-    await model?.close();
-    await emu?.close();
-  });
+  afterAll(() => world?.close());
 
   it('ends the run failed with result.json, tells the issue and gives the space back', async () => {
-    const n = emu.createIssue(O, R, { title: 'add() subtracts', user: 'alice' });
-    await emu.label(O, R, n, 'agenticfix', 'maint');
-    await waitFor(async () => (await app.store.forIssue(O, R, n)).length === 1);
+    const n = await labelledIssue(app, emu, O, R);
     await app.idle();
 
     const [run] = await app.store.forIssue(O, R, n);
@@ -205,21 +182,14 @@ describe('retention (disk stays bounded)', () => {
 describe('infrastructure is not the model’s fault', () => {
   // Issue 31: the judge's infra_error was posted under "✅ Done".
   it('a judge that could not run ends the status comment on "Infrastructure error", not "Done"', async () => {
-    const emu = await startEmulator();
-    const home = mkdtempSync(path.join(tmpdir(), 'faults-infra-'));
     const deps = fakeDeps({ edits: () => CALC_FIX });
-    const app = await startEmulatedApp(emu, {
-      config: testConfig(home),
+    const world = await startAppWorld({
       deps: { ...deps, judge: async (o) => report('infra_error', 'The Docker engine went away.', o, []) },
-      sandbox: 'local',
     });
+    const { emu, app } = world;
     try {
-      emu.createRepo(O, 'infra', { files: { ...CALC_FILES, '.github/agenticfix.yml': CALC_CONFIG } });
-      emu.setPermission(O, 'infra', 'maint', 'maintain');
-      emu.setWebhookUrl(app.url);
-      const n = emu.createIssue(O, 'infra', { title: 'add() subtracts', user: 'alice' });
-      await emu.label(O, 'infra', n, 'agenticfix', 'maint');
-      await waitFor(async () => (await app.store.forIssue(O, 'infra', n)).length === 1);
+      calcRepo(emu, O, 'infra');
+      const n = await labelledIssue(app, emu, O, 'infra');
       await app.idle();
       const [run] = await app.store.forIssue(O, 'infra', n);
       const status = emu.comments(n).find((c) => c.id === run!.status_comment_id)!;
@@ -227,41 +197,30 @@ describe('infrastructure is not the model’s fault', () => {
       expect(status.body).not.toContain('✅ Done');
       expect(status.body).toContain('The Docker engine went away.');
     } finally {
-      await app.close();
-      await emu.close();
-      rmSync(home, { recursive: true, force: true });
+      await world.close();
     }
   });
 });
 
 describe('publishing through a GitHub outage', () => {
   const R = 'outage';
+  let world: AppWorld;
   let emu: GitHubEmulator;
   let app: RunningApp;
   let model: ScriptedModelServer;
   let home: string;
 
   beforeAll(async () => {
-    emu = await startEmulator();
-    emu.createRepo(O, R, { files: { ...CALC_FILES, '.github/agenticfix.yml': CALC_CONFIG } });
-    emu.setPermission(O, R, 'maint', 'maintain');
-    model = await startScriptedModelServer(calcFixScript('Changed `add` to add.'));
-    home = mkdtempSync(path.join(tmpdir(), 'faults-outage-'));
-    app = await startEmulatedApp(emu, {
+    world = await startAppWorld({
       // Due at once: the test says when "later" is.
-      config: testConfig(home, { AGENTICFIX_PUBLISH_RETRY_BASE_S: '0' }),
-      deps: { ...REAL_JOB_DEPS, judge: localJudge, renderEvidence: (r) => `Verdict ${r.verdict}.` },
-      model: { kind: 'url', baseUrl: model.url, name: 'scripted' },
-      sandbox: 'local',
+      env: { AGENTICFIX_PUBLISH_RETRY_BASE_S: '0' },
+      script: calcFixScript('Changed `add` to add.'),
     });
-    emu.setWebhookUrl(app.url);
+    ({ emu, app, home } = world);
+    model = world.model!;
+    calcRepo(emu, O, R);
   });
-  afterAll(async () => {
-    await app?.close();
-    await model?.close();
-    await emu?.close();
-    rmSync(home, { recursive: true, force: true });
-  });
+  afterAll(() => world?.close());
 
   // Issue 31: the branch was pushed, no PR opened, the run `failed` and only a rerun (the whole repair) helped.
   it('4×502 on POST /pulls, then 503 on comments: publishing waits in the store and is resumed without the run directory, the model never runs again', async () => {
@@ -270,9 +229,7 @@ describe('publishing through a GitHub outage', () => {
       { method: 'POST', path: new RegExp(`/repos/${O}/${R}/pulls$`) },
       Array(4).fill({ status: 502 }),
     );
-    const n = emu.createIssue(O, R, { title: 'add() subtracts', user: 'alice' });
-    await emu.label(O, R, n, 'agenticfix', 'maint');
-    await waitFor(async () => (await app.store.forIssue(O, R, n)).length === 1);
+    const n = await labelledIssue(app, emu, O, R);
     await app.idle();
 
     let [run] = await app.store.forIssue(O, R, n);
@@ -316,9 +273,9 @@ describe('publishing through a GitHub outage', () => {
 
 describe('final status and comments through a GitHub outage', () => {
   const R = 'finals';
+  let world: AppWorld;
   let emu: GitHubEmulator;
   let app: RunningApp;
-  let home: string;
   const EDITS = { method: 'PATCH', path: /\/issues\/comments\/\d+$/ };
   const POSTS = { method: 'POST', path: /\/issues\/\d+\/comments$/ };
   // Every try of one write fails: the first and the client's three retries.
@@ -326,13 +283,9 @@ describe('final status and comments through a GitHub outage', () => {
   let issue = 0;
 
   beforeAll(async () => {
-    emu = await startEmulator();
-    emu.createRepo(O, R, { files: { ...CALC_FILES, '.github/agenticfix.yml': CALC_CONFIG } });
-    emu.setPermission(O, R, 'maint', 'maintain');
-    home = mkdtempSync(path.join(tmpdir(), 'faults-finals-'));
     const deps = fakeDeps({ edits: () => CALC_FIX });
-    app = await startEmulatedApp(emu, {
-      config: testConfig(home, { AGENTICFIX_PUBLISH_RETRY_BASE_S: '0' }),
+    world = await startAppWorld({
+      env: { AGENTICFIX_PUBLISH_RETRY_BASE_S: '0' },
       deps: {
         ...deps,
         judge: async (o) => report('verified', 'The failing test passes now.', o, []),
@@ -345,15 +298,11 @@ describe('final status and comments through a GitHub outage', () => {
           return 'Verdict verified.';
         },
       },
-      sandbox: 'local',
     });
-    emu.setWebhookUrl(app.url);
+    ({ emu, app } = world);
+    calcRepo(emu, O, R);
   });
-  afterAll(async () => {
-    await app?.close();
-    await emu?.close();
-    rmSync(home, { recursive: true, force: true });
-  });
+  afterAll(() => world?.close());
 
   // Issue 31: the final status edit was dropped on a 5xx (the issue stayed at "⏳ Verifying").
   it('a final status edit that meets 503s is kept in the store and lands once GitHub answers', async () => {
@@ -449,17 +398,13 @@ describe('image leases of a holder that is gone (a real engine)', () => {
 describe('deliveries are pruned, and events older than the delivery retention are refused', () => {
   // Issue 31: deliveries were never pruned; pruning alone would let a forgotten signed body act again.
   it('a signed delivery whose event is older than AGENTICFIX_DELIVERY_MAX_AGE_D starts nothing', async () => {
-    const emu = await startEmulator();
-    const home = mkdtempSync(path.join(tmpdir(), 'faults-deliveries-'));
-    const app = await startEmulatedApp(emu, {
-      config: testConfig(home, { AGENTICFIX_DELIVERY_MAX_AGE_D: '3' }),
+    const world = await startAppWorld({
+      env: { AGENTICFIX_DELIVERY_MAX_AGE_D: '3' },
       deps: fakeDeps({ edits: () => CALC_FIX }),
-      sandbox: 'local',
     });
+    const { emu, app } = world;
     try {
-      emu.createRepo(O, 'old', { files: { ...CALC_FILES, '.github/agenticfix.yml': CALC_CONFIG } });
-      emu.setPermission(O, 'old', 'maint', 'maintain');
-      emu.setWebhookUrl(app.url);
+      calcRepo(emu, O, 'old');
       const n = emu.createIssue(O, 'old', { title: 'add() subtracts', user: 'alice' });
       await emu.label(O, 'old', n, 'bug', 'maint'); // a genuine delivery whose payload is reused
       const payload = JSON.parse(emu.deliveries.at(-1)!.body);
@@ -478,9 +423,7 @@ describe('deliveries are pruned, and events older than the delivery retention ar
       await waitFor(async () => (await app.store.forIssue(O, 'old', n)).length === 1);
       await app.idle();
     } finally {
-      await app.close();
-      await emu.close();
-      rmSync(home, { recursive: true, force: true });
+      await world.close();
     }
   }, 60_000);
 });

@@ -45,6 +45,7 @@ itIf(await needDocker())(
     expect(figures.app).toEqual(
       expect.objectContaining({
         webhook_ack_p99_ms: expect.any(Number),
+        webhook_ack_large_burst_p99_ms: expect.any(Number),
         demo_warm_share_outside_tests: expect.any(Number),
         demo_cold_share_outside_tests: expect.any(Number),
         demo_warm_image_builds: 0,

@@ -3,13 +3,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
-import { BullRunQueue, RunWorker } from '../../../src/queue/bullmq.js';
 import { interruptionCause } from '../../../src/pipeline/reporter.js';
 import { LocalRunQueue } from '../../../src/queue/queue.js';
 import { SqliteRunStore } from '../../../src/store/sqlite-store.js';
 import type { RunRecord, RunUpdate } from '../../../src/store/store.js';
 import { needService, serviceUrl } from '../../support/services.js';
 import { describeIf } from '../../support/skip.js';
+import { childWorkerRun, startBull } from '../../support/bull.js';
 import { Jobs, newRun, recordedRun, runQueueContract, until } from '../../support/queue-contract.js';
 
 describe('LocalRunQueue', () => {
@@ -122,7 +122,6 @@ describe('LocalRunQueue', () => {
 });
 
 const redis = serviceUrl('AGENTICFIX_TEST_REDIS_URL');
-const queueName = () => `test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
 
 describeIf(needService('AGENTICFIX_TEST_REDIS_URL'))('BullRunQueue with RunWorker', () => {
   const redisUrl = redis?.toString() ?? '';
@@ -130,17 +129,8 @@ describeIf(needService('AGENTICFIX_TEST_REDIS_URL'))('BullRunQueue with RunWorke
   describe('contract (one worker)', () =>
     runQueueContract({
       async make(store, hooks, concurrency) {
-        const name = queueName();
-        const queue = new BullRunQueue(store, hooks, { redisUrl, name });
-        const worker = new RunWorker(store, hooks, { redisUrl, name, concurrency, lockMs: 2000 });
-        await Promise.all([queue.ready(), worker.start()]);
-        return {
-          queue,
-          async close() {
-            await worker.close(0);
-            await queue.close();
-          },
-        };
+        const bull = await startBull(store, { redisUrl, hooks, workers: [{ hooks, concurrency }] });
+        return { queue: bull.queue, close: () => bull.close() };
       },
       stopped: 'queued',
     }));
@@ -148,11 +138,9 @@ describeIf(needService('AGENTICFIX_TEST_REDIS_URL'))('BullRunQueue with RunWorke
   // Issue 24, item 5: a worker ran any run record it found, minting a token for its installation.
   it('a worker refuses a run with no recorded delivery: failed in the store, never executed', async () => {
     const store = new SqliteRunStore(':memory:');
-    const name = queueName();
-    const queue = new BullRunQueue(store, {}, { redisUrl, name });
     const jobs = new Jobs();
-    const worker = new RunWorker(store, jobs, { redisUrl, name, concurrency: 1, lockMs: 2000 });
-    await Promise.all([queue.ready(), worker.start()]);
+    const bull = await startBull(store, { redisUrl, workers: [{ hooks: jobs }] });
+    const { queue } = bull;
     const forged = await store.createRun(newRun(1)); // written straight into the store
     const real = await recordedRun(store, newRun(2));
     await queue.enqueue(forged);
@@ -166,22 +154,22 @@ describeIf(needService('AGENTICFIX_TEST_REDIS_URL'))('BullRunQueue with RunWorke
       state: 'failed',
       error: expect.stringContaining(`no recorded webhook delivery \`${forged.delivery_id}\``),
     });
-    await worker.close(0);
-    await queue.close();
+    await bull.close();
     await store.close();
   });
 
   it('workers share the queue: each within its concurrency, every run recorded with its worker', async () => {
     const store = new SqliteRunStore(':memory:');
-    const name = queueName();
-    const serve = new Jobs();
-    const queue = new BullRunQueue(store, serve, { redisUrl, name });
     const [jobsA, jobsB] = [new Jobs(), new Jobs()];
-    const workers = [
-      new RunWorker(store, jobsA, { redisUrl, name, concurrency: 1, id: 'worker-a', lockMs: 2000 }),
-      new RunWorker(store, jobsB, { redisUrl, name, concurrency: 2, id: 'worker-b', lockMs: 2000 }),
-    ];
-    await Promise.all([queue.ready(), ...workers.map((w) => w.start())]);
+    const bull = await startBull(store, {
+      redisUrl,
+      hooks: new Jobs(),
+      workers: [
+        { hooks: jobsA, concurrency: 1, id: 'worker-a' },
+        { hooks: jobsB, concurrency: 2, id: 'worker-b' },
+      ],
+    });
+    const { queue, workers } = bull;
     const runs = [];
     for (const i of [1, 2, 3, 4, 5]) runs.push(await recordedRun(store, newRun(i)));
     for (const r of runs) await queue.enqueue(r);
@@ -198,15 +186,12 @@ describeIf(needService('AGENTICFIX_TEST_REDIS_URL'))('BullRunQueue with RunWorke
     const recorded = await store.list();
     expect(recorded.map((r) => r.state)).toEqual(['done', 'done', 'done', 'done', 'done']);
     for (const r of recorded) expect(r.worker).toBe(jobsA.started.includes(r.id) ? 'worker-a' : 'worker-b');
-    await Promise.all(workers.map((w) => w.close(0)));
-    await queue.close();
+    await bull.close();
     await store.close();
   });
 
   it("holds one installation to its limit across workers while other installations' runs go on", async () => {
     const store = new SqliteRunStore(':memory:');
-    const name = queueName();
-    const queue = new BullRunQueue(store, {}, { redisUrl, name });
     const running = new Map<number, number>(); // by installation
     const most = new Map<number, number>();
     const release: (() => void)[] = [];
@@ -222,18 +207,11 @@ describeIf(needService('AGENTICFIX_TEST_REDIS_URL'))('BullRunQueue with RunWorke
           });
         }),
     };
-    const workers = ['a', 'b'].map(
-      (id) =>
-        new RunWorker(store, hooks, {
-          redisUrl,
-          name,
-          concurrency: 2,
-          id,
-          lockMs: 2000,
-          installationLimit: 2,
-        }),
-    );
-    await Promise.all([queue.ready(), ...workers.map((w) => w.start())]);
+    const bull = await startBull(store, {
+      redisUrl,
+      workers: ['a', 'b'].map((id) => ({ hooks, concurrency: 2, id, installationLimit: 2 })),
+    });
+    const { queue } = bull;
     for (const i of [1, 2, 3, 4])
       await queue.enqueue(await recordedRun(store, { ...newRun(i), installation_id: 7 }));
     await queue.enqueue(await recordedRun(store, { ...newRun(5), installation_id: 8 }));
@@ -246,23 +224,22 @@ describeIf(needService('AGENTICFIX_TEST_REDIS_URL'))('BullRunQueue with RunWorke
       await new Promise((r) => setTimeout(r, 50));
     }
     expect(Object.fromEntries(most)).toEqual({ 7: 2, 8: 1 });
-    await Promise.all(workers.map((w) => w.close(0)));
-    await queue.close();
+    await bull.close();
     await store.close();
   });
 
   it('a stopping worker takes no more runs and lets running ones finish within its grace period', async () => {
     const store = new SqliteRunStore(':memory:');
-    const name = queueName();
-    const queue = new BullRunQueue(store, {}, { redisUrl, name });
     const jobs = new Jobs();
-    const worker = new RunWorker(store, jobs, { redisUrl, name, concurrency: 1, lockMs: 2000 });
-    await Promise.all([queue.ready(), worker.start()]);
+    const {
+      queue,
+      workers: [worker],
+    } = await startBull(store, { redisUrl, workers: [{ hooks: jobs }] });
     const [a, b] = [await recordedRun(store, newRun(1)), await recordedRun(store, newRun(2))];
     await queue.enqueue(a);
     await queue.enqueue(b);
     await until('a started', () => jobs.started.length === 1);
-    const closing = worker.close(10_000);
+    const closing = worker!.close(10_000);
     setTimeout(() => jobs.finish(a.id), 300);
     await closing;
     expect(await store.get(a.id)).toMatchObject({ state: 'done' }); // finished within the grace period
@@ -277,8 +254,6 @@ describeIf(needService('AGENTICFIX_TEST_REDIS_URL'))('BullRunQueue with RunWorke
     [1, { state: 'failed', error: 'engine down (2)' }],
   ])('tries a run whose job threw again with backoff (%i retries)', async (retries, final) => {
     const store = new SqliteRunStore(':memory:');
-    const name = queueName();
-    const queue = new BullRunQueue(store, {}, { redisUrl, name, retry: { retries, baseMs: 200 } });
     const attempts: { at: number; state: string }[] = [];
     const hooks = {
       async execute(run: RunRecord): Promise<RunUpdate> {
@@ -287,10 +262,9 @@ describeIf(needService('AGENTICFIX_TEST_REDIS_URL'))('BullRunQueue with RunWorke
         return { state: 'done' };
       },
     };
-    const worker = new RunWorker(store, hooks, { redisUrl, name, concurrency: 1, lockMs: 2000 });
-    await Promise.all([queue.ready(), worker.start()]);
+    const bull = await startBull(store, { redisUrl, retry: { retries, baseMs: 200 }, workers: [{ hooks }] });
     const run = await recordedRun(store, newRun(1));
-    await queue.enqueue(run);
+    await bull.queue.enqueue(run);
     await until('the run to end', async () => (await store.get(run.id))!.finished_at !== null);
     expect(await store.get(run.id)).toMatchObject(final);
     expect(attempts).toHaveLength(retries + 1);
@@ -298,44 +272,38 @@ describeIf(needService('AGENTICFIX_TEST_REDIS_URL'))('BullRunQueue with RunWorke
     // Exponential backoff: 200 ms, then 400 ms.
     expect(attempts[1]!.at - attempts[0]!.at).toBeGreaterThanOrEqual(200);
     if (retries === 2) expect(attempts[2]!.at - attempts[1]!.at).toBeGreaterThanOrEqual(400);
-    await worker.close(0);
-    await queue.close();
+    await bull.close();
     await store.close();
   });
 
   it('a starting serve enqueues runs recorded but never enqueued, and ends runs no job holds', async () => {
     const store = new SqliteRunStore(':memory:');
-    const name = queueName();
     const jobs = new Jobs();
     const recorded = await recordedRun(store, newRun(1)); // serve stopped before enqueueing it
     const orphan = await store.update((await recordedRun(store, newRun(2))).id, { state: 'running' });
     const interrupted: string[] = [];
-    const queue = new BullRunQueue(
-      store,
-      { onInterrupted: (r) => interrupted.push(r.id) },
-      { redisUrl, name },
-    );
-    const worker = new RunWorker(store, jobs, { redisUrl, name, concurrency: 1, lockMs: 2000 });
-    await Promise.all([queue.ready(), worker.start()]);
+    const bull = await startBull(store, {
+      redisUrl,
+      hooks: { onInterrupted: (r) => interrupted.push(r.id) },
+      workers: [{ hooks: jobs }],
+    });
     expect(await store.get(orphan.id)).toMatchObject({ state: 'interrupted' });
     expect(interrupted).toEqual([orphan.id]);
     await until('the recorded run started', () => jobs.started.includes(recorded.id));
     jobs.finish(recorded.id);
-    await queue.idle();
-    await worker.close(0);
-    await queue.close();
+    await bull.queue.idle();
+    await bull.close();
     await store.close();
   });
 
   it("does not hold the intake on a run's announcement; its job is added once the announcement settled", async () => {
     const store = new SqliteRunStore(':memory:');
-    const name = queueName();
     const jobs = new Jobs();
     const announced = new Map<string, (ok: boolean) => void>();
     const errors: string[] = [];
-    const queue = new BullRunQueue(
-      store,
-      {
+    const bull = await startBull(store, {
+      redisUrl,
+      hooks: {
         // GitHub's pacing holding a status comment back: settles when the test says so.
         onQueued: (run) =>
           new Promise<void>((resolve, reject) =>
@@ -343,10 +311,9 @@ describeIf(needService('AGENTICFIX_TEST_REDIS_URL'))('BullRunQueue with RunWorke
           ),
         onError: (run) => errors.push(run.id),
       },
-      { redisUrl, name },
-    );
-    const worker = new RunWorker(store, jobs, { redisUrl, name, concurrency: 2, lockMs: 2000 });
-    await Promise.all([queue.ready(), worker.start()]);
+      workers: [{ hooks: jobs, concurrency: 2 }],
+    });
+    const { queue } = bull;
     const [a, b] = [await recordedRun(store, newRun(1)), await recordedRun(store, newRun(2))];
     await queue.enqueue(a); // resolves with the announcement still pending
     await queue.enqueue(b);
@@ -361,8 +328,7 @@ describeIf(needService('AGENTICFIX_TEST_REDIS_URL'))('BullRunQueue with RunWorke
     jobs.finish(a.id);
     jobs.finish(b.id);
     await queue.idle();
-    await worker.close(0);
-    await queue.close();
+    await bull.close();
     await store.close();
   });
 
@@ -400,6 +366,15 @@ describeIf(needService('AGENTICFIX_TEST_REDIS_URL'))('BullRunQueue with RunWorke
         ],
         { reject: false },
       );
+
+    /** The run a workerProcess took. */
+    const doomedRun = (blockMs = 0) =>
+      childWorkerRun({
+        redisUrl,
+        dir,
+        spawn: (file, name) => workerProcess(file, name, blockMs),
+        took: (run) => `started ${run.id}`,
+      });
 
     /**
      * A worker process (the built code) that drains on SIGTERM for `drainMs`, logging as JSON lines; its
@@ -439,24 +414,19 @@ describeIf(needService('AGENTICFIX_TEST_REDIS_URL'))('BullRunQueue with RunWorke
       ['finished within the drain time', 10_000, 300],
       ['handed back when the drain time is over', 300, null],
     ])('SIGTERM mid-run: the run is %s, never lost, and the log says which', async (_, drainMs, finishMs) => {
-      const file = path.join(dir, 'runs.sqlite');
-      const store = new SqliteRunStore(file);
-      const name = queueName();
-      const queue = new BullRunQueue(store, {}, { redisUrl, name });
-      const survivor = new Jobs();
-      let worker: RunWorker | undefined;
-      await queue.ready();
-      const child = drainingWorker(file, name, drainMs, finishMs);
+      const w = await childWorkerRun({
+        redisUrl,
+        dir,
+        spawn: (file, name) => drainingWorker(file, name, drainMs, finishMs),
+        took: () => '"msg":"started"',
+      });
+      const { store, child, run, survivor } = w;
       try {
-        let out = '';
-        child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-        const run = await recordedRun(store, newRun(1));
-        await queue.enqueue(run);
-        await until('the child runs it', () => out.includes('"msg":"started"'), 20_000);
         child.kill('SIGTERM');
         const exited = await child;
         expect(exited.exitCode).toBe(0);
-        const said = out
+        const said = w
+          .out()
           .trim()
           .split('\n')
           .map((l) => JSON.parse(l) as { msg: string; run?: string; runs?: string[] });
@@ -473,51 +443,24 @@ describeIf(needService('AGENTICFIX_TEST_REDIS_URL'))('BullRunQueue with RunWorke
         ]);
         expect(await store.get(run.id)).toMatchObject({ state: 'queued', finished_at: null });
         // Another worker takes it up.
-        worker = new RunWorker(store, survivor, { redisUrl, name, concurrency: 1, id: 'next', lockMs: 1000 });
-        await worker.start();
+        await w.startSurvivor({ id: 'next' });
         await until('the next worker takes it', () => survivor.started.includes(run.id), 20_000);
         survivor.finish(run.id);
         await until('done', async () => (await store.get(run.id))!.state === 'done', 20_000);
         expect(await store.get(run.id)).toMatchObject({ worker: 'next' });
       } finally {
-        child.kill('SIGKILL');
-        await child;
-        await worker?.close(0);
-        await queue.close();
-        await store.close();
+        await w.close();
       }
     });
 
     // Issue 37, item 7: the run's issue read "The app shut down" when a worker lost its lock (Redis killed).
     it('a worker blocked past its lock stops the run there, which ends interrupted once, saying why', async () => {
-      const file = path.join(dir, 'runs.sqlite');
-      const store = new SqliteRunStore(file);
-      const name = queueName();
-      const interrupted: string[] = [];
-      const queue = new BullRunQueue(
-        store,
-        { onInterrupted: (r) => interrupted.push(r.id) },
-        { redisUrl, name },
-      );
-      const child = workerProcess(file, name, 4000);
-      const survivor = new Jobs();
-      const worker = new RunWorker(store, survivor, {
-        redisUrl,
-        name,
-        concurrency: 1,
-        id: 'survivor',
-        lockMs: 1000,
-      });
+      const w = await doomedRun(4000);
+      const { store, run, survivor, interrupted } = w;
       try {
-        await queue.ready();
-        let out = '';
-        child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-        const run = await recordedRun(store, newRun(1));
-        await queue.enqueue(run);
-        await until('the child takes it', () => out.includes(`started ${run.id}`), 20_000);
-        await worker.start(); // finds the job stalled while the child is blocked
-        await until('the blocked worker to stop the run', () => out.includes('aborted'), 20_000);
-        expect(out).toContain('aborted {"kind":"lock_lost"}');
+        await w.startSurvivor({ id: 'survivor' }); // finds the job stalled while the child is blocked
+        await until('the blocked worker to stop the run', () => w.out().includes('aborted'), 20_000);
+        expect(w.out()).toContain('aborted {"kind":"lock_lost"}');
         await until('recorded', async () => (await store.get(run.id))!.finished_at !== null, 10_000);
         const final = (await store.get(run.id))!;
         expect(final).toMatchObject({ state: 'interrupted', worker: 'doomed' });
@@ -528,54 +471,27 @@ describeIf(needService('AGENTICFIX_TEST_REDIS_URL'))('BullRunQueue with RunWorke
         expect(interrupted).toEqual([run.id]);
         expect(survivor.started).toEqual([]); // never run twice
       } finally {
-        child.kill('SIGKILL');
-        await child;
-        await worker.close(0);
-        await queue.close();
-        await store.close();
+        await w.close();
       }
     });
 
     // Issue 37, item 3: running@w1 → running@w2 → `interrupted` written by the thawed w1 → `done@w2`;
     // the sweep of w1 (the run looked over) then killed w2's judge container.
     it("a frozen worker thawed after another took its run over (requeue stalled) writes nothing: one end, the newer attempt's", async () => {
-      const file = path.join(dir, 'runs.sqlite');
-      const store = new SqliteRunStore(file);
-      const name = queueName();
-      const interrupted: string[] = [];
-      const queue = new BullRunQueue(
-        store,
-        { onInterrupted: (r) => interrupted.push(r.id) },
-        { redisUrl, name },
-      );
-      const child = workerProcess(file, name);
-      const survivor = new Jobs();
-      const worker = new RunWorker(store, survivor, {
-        redisUrl,
-        name,
-        concurrency: 1,
-        id: 'survivor',
-        lockMs: 1000,
-        requeueStalled: true,
-      });
+      const w = await doomedRun();
+      const { store, child, run, survivor, interrupted } = w;
       try {
-        await queue.ready();
-        let out = '';
-        child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-        const run = await recordedRun(store, newRun(1));
-        await queue.enqueue(run);
-        await until('the child takes it', () => out.includes(`started ${run.id}`), 20_000);
         expect(await store.get(run.id)).toMatchObject({ state: 'running', worker: 'doomed', attempt: 1 });
         child.kill('SIGSTOP');
-        await worker.start();
+        await w.startSurvivor({ id: 'survivor', requeueStalled: true });
         await until('the survivor takes it over', () => survivor.started.includes(run.id), 20_000);
         expect(await store.get(run.id)).toMatchObject({ state: 'running', worker: 'survivor', attempt: 2 });
         child.kill('SIGCONT');
         // Thawed, the child finds its lock lost, stops the run there and tries to record its end.
-        await until('the child gives the run up', () => /finished|warn/.test(out), 20_000);
-        expect(out).toContain('aborted {"kind":"lock_lost"}');
-        expect(out).not.toContain('finished');
-        expect(out).toContain(`warn run ${run.id} has a newer owner`);
+        await until('the child gives the run up', () => /finished|warn/.test(w.out()), 20_000);
+        expect(w.out()).toContain('aborted {"kind":"lock_lost"}');
+        expect(w.out()).not.toContain('finished');
+        expect(w.out()).toContain(`warn run ${run.id} has a newer owner`);
         // Still the survivor's: a sweep asking whether the run is over hears no.
         expect(await store.get(run.id)).toMatchObject({
           state: 'running',
@@ -588,11 +504,7 @@ describeIf(needService('AGENTICFIX_TEST_REDIS_URL'))('BullRunQueue with RunWorke
         expect(survivor.finished.map((r) => r.state)).toEqual(['done']);
         expect(interrupted).toEqual([]);
       } finally {
-        child.kill('SIGKILL');
-        await child;
-        await worker.close(0);
-        await queue.close();
-        await store.close();
+        await w.close();
       }
     });
 
@@ -600,39 +512,14 @@ describeIf(needService('AGENTICFIX_TEST_REDIS_URL'))('BullRunQueue with RunWorke
       [false, 'interrupted'],
       [true, 'done'],
     ])('leaves its run recorded (requeue stalled: %s → %s)', async (requeueStalled, final) => {
-      const file = path.join(dir, 'runs.sqlite');
-      const store = new SqliteRunStore(file);
-      const name = queueName();
-      const interrupted: string[] = [];
-      const queue = new BullRunQueue(
-        store,
-        { onInterrupted: (run) => interrupted.push(run.id) },
-        { redisUrl, name },
-      );
-      // Closed whatever happens: an open queue or worker keeps Redis connections that stop jest from exiting.
-      let worker: RunWorker | undefined;
-      const survivor = new Jobs();
-      await queue.ready();
-      const child = workerProcess(file, name);
+      const w = await doomedRun();
+      const { store, child, run, survivor, interrupted } = w;
       try {
-        let out = '';
-        child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-        const run = await recordedRun(store, newRun(1));
-        await queue.enqueue(run);
-        await until('the child runs it', () => out.includes(`started ${run.id}`), 20_000);
         expect(await store.get(run.id)).toMatchObject({ state: 'running', worker: 'doomed' });
         child.kill('SIGKILL');
         await child;
         // A live worker notices the stall (its lock was not renewed).
-        worker = new RunWorker(store, survivor, {
-          redisUrl,
-          name,
-          concurrency: 1,
-          id: 'survivor',
-          lockMs: 1000,
-          requeueStalled,
-        });
-        await worker.start();
+        await w.startSurvivor({ id: 'survivor', requeueStalled });
         if (requeueStalled) {
           await until('the survivor takes it again', () => survivor.started.includes(run.id), 20_000);
           survivor.finish(run.id);
@@ -646,11 +533,7 @@ describeIf(needService('AGENTICFIX_TEST_REDIS_URL'))('BullRunQueue with RunWorke
           expect(interrupted).toEqual([run.id]);
         } else expect(await store.get(run.id)).toMatchObject({ worker: 'survivor' });
       } finally {
-        child.kill('SIGKILL');
-        await child;
-        await worker?.close(0);
-        await queue.close();
-        await store.close();
+        await w.close();
       }
     });
   });

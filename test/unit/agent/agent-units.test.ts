@@ -85,7 +85,14 @@ describe('prompts', () => {
 });
 
 describe('context policy', () => {
-  const params = { observationMaxChars: 200, keepFullObservations: 1, compactTokens: 40, enabled: true };
+  const params = {
+    observationMaxChars: 200,
+    keepFullObservations: 1,
+    compactTokens: 40,
+    stubMinSavingTokens: 0,
+    smallWholeMaxTokens: 10_000,
+    enabled: true,
+  };
   const call = (ctx: ContextManager, id: string, name: string) =>
     ctx.addAssistant({
       content: null,
@@ -163,36 +170,38 @@ describe('context policy', () => {
 
     const done = ctx.compact();
     expect(done).toEqual({
-      observations: 3,
+      observations: 2,
       tokens_before: expect.any(Number),
       tokens_after: expect.any(Number),
     });
     expect(done!.tokens_after).toBeLessThan(done!.tokens_before);
     const msgs = ctx.messages();
     expect(msgs[0]).toEqual({ role: 'system', content: 'SYS' });
+    // A stub says what was cut and how to get it back.
+    const cut = (id: string) => Math.ceil(tool(before, id).length / 4);
     expect(JSON.parse(tool(msgs, 'a'))).toEqual({
       compacted: 'read_file path=src/a.js',
       outcome: 'ok',
+      cut_tokens: cut('a'),
       stale: false,
+      restore: 'same call',
     });
     expect(JSON.parse(tool(msgs, 'b'))).toEqual({
       compacted: 'read_file path=src/b.js',
       outcome: 'ok',
+      cut_tokens: cut('b'),
       stale: true,
+      restore: 'same call',
     });
-    // The file version is noise in a description; the newest observation stays whole.
-    expect(JSON.parse(tool(msgs, 'e'))).toEqual({
-      compacted: 'edit_file path=src/b.js',
-      outcome: 'ok',
-      stale: false,
-    });
+    // The edit's result is smaller than its stub would be: it stays whole, as does the newest.
+    expect(JSON.parse(tool(msgs, 'e'))).toMatchObject({ success: true, data: { diff: '+x' } });
     expect(JSON.parse(tool(msgs, 't'))).toMatchObject({ success: true, data: { status: 'failed' } });
-    // The state comes right after the stubs, before the turn kept whole: the next compaction rewrites
+    // The state comes right after the stubs, before the turns kept whole: the next compaction rewrites
     // from there, so the state is not paid for uncached twice.
-    const at = msgs.findIndex((m) => m.role === 'tool' && m.tool_call_id === 'e') + 1;
+    const at = msgs.findIndex((m) => m.role === 'tool' && m.tool_call_id === 'b') + 1;
     const state = msgs[at]!;
     expect(state.role).toBe('user');
-    expect(msgs[at + 1]).toMatchObject({ role: 'assistant', tool_calls: [{ id: 't' }] });
+    expect(msgs[at + 1]).toMatchObject({ role: 'assistant', tool_calls: [{ id: 'e' }] });
     const sent = JSON.parse((state.content as string).split('\n').slice(1).join('\n'));
     expect(sent).toMatchObject({
       steps: 4,
@@ -217,7 +226,7 @@ describe('context policy', () => {
     expect(JSON.parse(tool(later, 'a')).stale).toBe(false);
   });
 
-  it('starts a compaction at the first observation its stub at least halves: smaller ones before it stay whole', () => {
+  it('never makes a stub that does not shrink its result: a smaller one before the stubs stays whole', () => {
     const ctx = new ContextManager({ ...params, compactTokens: 0 }, 'S', 'T');
     call(ctx, 'small', 'edit_file');
     ctx.addObservation('small', 'edit_file', { path: 'a.js' }, ok({}), true);
@@ -267,6 +276,8 @@ describe('context policy', () => {
     expect(JSON.parse(tool(ctx.messages(), 'r'))).toEqual({
       compacted: 'read_file path=src/a.js',
       outcome: 'ok',
+      cut_tokens: expect.any(Number),
+      restore: 'same call',
       path: 'src/a.js',
       start_line: 1,
       end_line: 400,
@@ -318,6 +329,63 @@ describe('context policy', () => {
     expect(ctx.state.tried_omitted).toBe(7 + 20 - 12);
     expect(ctx.state.failed).toHaveLength(6);
     expect(ctx.state.failed_omitted).toBe(1 + 20 - 6);
+  });
+
+  // Found: a model driven by hand saw every older result stubbed almost every turn and read the issue
+  // file again (the ledger benchmark's forced re-reads). Small results cost little to carry, cached.
+  it('keeps a result whose stub would save less than stubMinSavingTokens whole, among stubbed big ones', () => {
+    const p = { ...params, observationMaxChars: 4000, stubMinSavingTokens: 60 };
+    const ctx = new ContextManager(p, 'S', 'T');
+    read(ctx, 'big1', 'big1.js', 'x'.repeat(1000));
+    read(ctx, 'issue', 'ISSUE.md', 'the bug');
+    read(ctx, 'big2', 'big2.js', 'y'.repeat(1000));
+    read(ctx, 'newest', 'c.js', 'z'.repeat(1000));
+    expect(ctx.compact()).toMatchObject({ observations: 2 });
+    const msgs = ctx.messages();
+    expect(JSON.parse(tool(msgs, 'big1'))).toMatchObject({ compacted: 'read_file path=big1.js' });
+    expect(JSON.parse(tool(msgs, 'issue'))).toMatchObject({ success: true, data: { text: 'the bug' } });
+    expect(JSON.parse(tool(msgs, 'big2'))).toMatchObject({ compacted: 'read_file path=big2.js' });
+    expect(JSON.parse(tool(msgs, 'newest'))).toMatchObject({ success: true });
+    // Later compactions leave it whole too: the history stays append-only in front of it.
+    read(ctx, 'next', 'd.js', 'w'.repeat(1000));
+    expect(ctx.compact()).toMatchObject({ observations: 1 });
+    expect(prefixOf(msgs.slice(0, -2), ctx.messages())).toBe(true);
+    expect(JSON.parse(tool(ctx.messages(), 'issue'))).toMatchObject({ success: true });
+  });
+
+  it('stubs the small results kept whole in one batch once they add up past smallWholeMaxTokens', () => {
+    const p = { ...params, stubMinSavingTokens: 1000, smallWholeMaxTokens: 100 };
+    const ctx = new ContextManager(p, 'S', 'T');
+    for (const id of ['s1', 's2', 's3']) read(ctx, id, `${id}.js`, id.repeat(60));
+    expect(ctx.compact()).toBeNull(); // s1 and s2, 2 × 47 tokens: under the cap
+    read(ctx, 's4', 's4.js', 's4'.repeat(60));
+    // 3 × 47 tokens: all older ones go at once, the newest stays whole.
+    expect(ctx.compact()).toMatchObject({ observations: 3 });
+    const stubbed = ctx
+      .messages()
+      .flatMap((m) => (m.role === 'tool' && m.content.includes('compacted') ? [m.tool_call_id] : []));
+    expect(stubbed).toEqual(['s1', 's2', 's3']);
+  });
+
+  it("a compacted edit keeps the file's new version: the next edit of the file needs it", () => {
+    const p = { ...params, observationMaxChars: 4000 };
+    const ctx = new ContextManager(p, 'S', 'T');
+    const version = 'b'.repeat(16);
+    call(ctx, 'e', 'edit_file');
+    ctx.addObservation(
+      'e',
+      'edit_file',
+      { path: 'a.js' },
+      ok({ path: 'a.js', version, region: 'x'.repeat(900) }),
+      true,
+    );
+    read(ctx, 'r', 'b.js', 'y'.repeat(900));
+    expect(ctx.compact()).toMatchObject({ observations: 1 });
+    expect(JSON.parse(tool(ctx.messages(), 'e'))).toMatchObject({
+      compacted: 'edit_file path=a.js',
+      version,
+      restore: 'git_diff shows the change',
+    });
   });
 
   it('with the policy disabled sends the full history and no state, and never compacts', () => {

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { aggregateEval, type EvalRecord } from '../../../src/cli/eval.js';
 import { verifyCommand } from '../../../src/cli/verify.js';
-import { git } from '../../../src/workspace/git.js';
+import { makeSourceRepo } from '../../support/git-fixtures.js';
 
 let root: string;
 let repo: string;
@@ -13,11 +13,7 @@ const saved = { ...process.env };
 beforeAll(async () => {
   root = await mkdtemp(path.join(os.tmpdir(), 'verify-cli-'));
   process.env.AGENTICFIX_HOME = path.join(root, 'home');
-  repo = path.join(root, 'repo');
-  await git(['init', '-q', '-b', 'main', repo], { cwd: root });
-  await writeFile(path.join(repo, 'a.py'), 'x = 1\n');
-  await git(['add', '-A'], { cwd: repo });
-  await git(['commit', '-q', '-m', 'base'], { cwd: repo });
+  repo = (await makeSourceRepo(path.join(root, 'repo'), { 'a.py': 'x = 1\n' })).path;
 });
 afterAll(async () => {
   process.env = saved;
@@ -38,6 +34,20 @@ async function cli(argv: string[]): Promise<{ code: number; out: string; err: st
   }
 }
 
+/** The flags of a verification of `patch` on the fixture's main. */
+const verifyArgs = (patch: string, dockerfile: string, test: string) => [
+  '--repo',
+  repo,
+  '--base',
+  'main',
+  '--patch',
+  patch,
+  '--dockerfile',
+  dockerfile,
+  '--test',
+  test,
+];
+
 describe('agenticfix verify', () => {
   test('usage errors exit 2 and say what is missing', async () => {
     expect((await cli([])).err).toMatch(/^agenticfix verify: --patch is required/);
@@ -54,18 +64,7 @@ describe('agenticfix verify', () => {
     await writeFile(patch, 'diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x = 2\n+x = 3\n');
     const dockerfile = path.join(root, 'Dockerfile');
     await writeFile(dockerfile, 'FROM agenticfix/debian:bookworm\n');
-    const args = [
-      '--repo',
-      repo,
-      '--base',
-      'main',
-      '--patch',
-      patch,
-      '--dockerfile',
-      dockerfile,
-      '--test',
-      'python3 -m pytest',
-    ];
+    const args = verifyArgs(patch, dockerfile, 'python3 -m pytest');
     const md = await cli(args);
     expect(md.code).toBe(1);
     expect(md.out).toMatch(/^## AgenticFix verification: `patch_does_not_apply`/);
@@ -79,34 +78,10 @@ describe('agenticfix verify', () => {
   test('an empty patch is empty_patch; text that is no git patch does not apply', async () => {
     const patch = path.join(root, 'empty.diff');
     await writeFile(patch, '\n');
-    const r = await cli([
-      '--repo',
-      repo,
-      '--base',
-      'main',
-      '--patch',
-      patch,
-      '--dockerfile',
-      patch,
-      '--test',
-      'pytest',
-      '--json',
-    ]);
+    const r = await cli([...verifyArgs(patch, patch, 'pytest'), '--json']);
     expect(JSON.parse(r.out)).toMatchObject({ verdict: 'empty_patch' });
     await writeFile(patch, 'not a diff\n');
-    const junk = await cli([
-      '--repo',
-      repo,
-      '--base',
-      'main',
-      '--patch',
-      patch,
-      '--dockerfile',
-      patch,
-      '--test',
-      'pytest',
-      '--json',
-    ]);
+    const junk = await cli([...verifyArgs(patch, patch, 'pytest'), '--json']);
     expect(JSON.parse(junk.out)).toMatchObject({ verdict: 'patch_does_not_apply' });
   });
 

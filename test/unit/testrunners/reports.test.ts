@@ -25,17 +25,20 @@ const sample = (name: string) => readFileSync(path.join(DIR, name), 'utf8');
 const asMap = (rs: { id: string; status: string }[] | null) =>
   Object.fromEntries((rs ?? []).map((r) => [r.id, r.status]));
 
+/** The pytest run both pytest samples record (junit XML and -rA lines): each test's status. */
+const PYTEST_RUN = {
+  'tests/test_a.py::test_pass': 'passed',
+  'tests/test_a.py::test_fail': 'failed',
+  'tests/test_a.py::test_error': 'error',
+  'tests/test_a.py::test_skip': 'skipped',
+  'tests/test_a.py::test_xfail': 'skipped',
+  'tests/test_a.py::TestGroup::test_param[1]': 'passed',
+  'tests/test_a.py::TestGroup::test_param[2]': 'failed',
+};
+
 describe('per-test report parsers', () => {
   test('pytest junit XML (xunit1) gives real node ids, with errors, skips and xfails', () => {
-    expect(asMap(parseJunitXml(sample('pytest.junit.xml'), { pytest: true }))).toEqual({
-      'tests/test_a.py::test_pass': 'passed',
-      'tests/test_a.py::test_fail': 'failed',
-      'tests/test_a.py::test_error': 'error',
-      'tests/test_a.py::test_skip': 'skipped',
-      'tests/test_a.py::test_xfail': 'skipped',
-      'tests/test_a.py::TestGroup::test_param[1]': 'passed',
-      'tests/test_a.py::TestGroup::test_param[2]': 'failed',
-    });
+    expect(asMap(parseJunitXml(sample('pytest.junit.xml'), { pytest: true }))).toEqual(PYTEST_RUN);
   });
 
   test('a pytest collection error is an error for the module', () => {
@@ -45,14 +48,11 @@ describe('per-test report parsers', () => {
   });
 
   test('pytest -rA summary lines', () => {
+    // -rA names a skip by its file and line.
+    const { 'tests/test_a.py::test_skip': _, ...named } = PYTEST_RUN;
     expect(asMap(parsePytestSummary(sample('pytest-rA.txt')))).toEqual({
-      'tests/test_a.py::test_pass': 'passed',
-      'tests/test_a.py::TestGroup::test_param[1]': 'passed',
+      ...named,
       'tests/test_a.py:16': 'skipped',
-      'tests/test_a.py::test_xfail': 'skipped',
-      'tests/test_a.py::test_error': 'error',
-      'tests/test_a.py::test_fail': 'failed',
-      'tests/test_a.py::TestGroup::test_param[2]': 'failed',
     });
     expect(parsePytestSummary('PASSED tests/t.py::test_x[a b] - note\n')).toEqual([
       { id: 'tests/t.py::test_x[a b]', status: 'passed' },
@@ -123,6 +123,14 @@ describe('per-test report parsers', () => {
   });
 });
 
+/** What pytest is given to write its report (xunit1 for real node ids) and its -rA lines. */
+const PYTEST_FLAGS = [
+  '--junitxml=/workspace/.agenticfix-report/pytest.xml',
+  '-o',
+  'junit_family=xunit1',
+  '-rA',
+];
+
 describe('runner detection, argv instrumentation and the exit-code cross-check', () => {
   test.each([
     [['pytest', '-q'], 'pytest'],
@@ -144,10 +152,7 @@ describe('runner detection, argv instrumentation and the exit-code cross-check',
       '-m',
       'pytest',
       'tests',
-      '--junitxml=/workspace/.agenticfix-report/pytest.xml',
-      '-o',
-      'junit_family=xunit1',
-      '-rA',
+      ...PYTEST_FLAGS,
     ]);
     expect(instrumentArgv(['node', '--test', 'test/'])).toEqual({
       runner: 'node-test',
@@ -231,14 +236,7 @@ describe('runner detection, argv instrumentation and the exit-code cross-check',
     ],
     [
       ['pytest', '--junitxml', 'row.xml', '--json-report', '--json-report-file=/row.json', 'tests'],
-      [
-        'pytest',
-        'tests',
-        '--junitxml=/workspace/.agenticfix-report/pytest.xml',
-        '-o',
-        'junit_family=xunit1',
-        '-rA',
-      ],
+      ['pytest', 'tests', ...PYTEST_FLAGS],
     ],
     [
       [
@@ -260,16 +258,7 @@ describe('runner detection, argv instrumentation and the exit-code cross-check',
     ],
     [
       ['pytest', 'tests', '--', '--junitxml=literal'],
-      [
-        'pytest',
-        'tests',
-        '--junitxml=/workspace/.agenticfix-report/pytest.xml',
-        '-o',
-        'junit_family=xunit1',
-        '-rA',
-        '--',
-        '--junitxml=literal',
-      ],
+      ['pytest', 'tests', ...PYTEST_FLAGS, '--', '--junitxml=literal'],
     ],
   ])("the command's own report flags %j are replaced, not doubled", (argv, expected) => {
     expect(instrumentArgv(argv).argv).toEqual(expected);

@@ -4,8 +4,6 @@ import type { Config } from './config.js';
 import { nearest } from './did-you-mean.js';
 import { parsePathPattern } from './path-patterns.js';
 
-/** Per-repository settings from `.github/agenticfix.yml` (at the run's base commit). */
-
 /**
  * When the judge builds its image from scratch: `changed` reuses an image whose content key (the
  * Dockerfile and every file it copies, see environment/docker-context.ts) matches, so the test containers still run
@@ -108,8 +106,8 @@ const CI_ENTRY_POINTS = z
 
 const d = <T extends z.ZodType>(schema: T, description: string): T => schema.describe(description);
 
-/** `.github/agenticfix.yml`; the descriptions also document its JSON Schema (repoConfigJsonSchema). */
-const REPO_CONFIG_SCHEMA = z.strictObject({
+/** Per-repository settings, `.github/agenticfix.yml` at the run's base commit; the descriptions also document its JSON Schema (repoConfigJsonSchema). */
+const REPO_CONFIG_FIELDS = z.strictObject({
   label: d(z.string().min(1).max(50).optional(), "The trigger label (default: the app's AGENTICFIX_LABEL)."),
   test: d(
     z.array(z.string().min(1)).min(1).default(DEFAULT_TEST_ARGV),
@@ -122,6 +120,10 @@ const REPO_CONFIG_SCHEMA = z.strictObject({
   model: d(
     z.string().min(1).max(100).optional(),
     "The model; must be on the operator's AGENTICFIX_MODEL_ALLOWLIST.",
+  ),
+  models: d(
+    z.array(z.string().min(1).max(100)).min(1).max(50).optional(),
+    "Models the attempts take in turn (attempt n: entry (n-1) mod length), instead of `model`; each on the operator's AGENTICFIX_MODEL_ALLOWLIST.",
   ),
   budgets: d(
     z
@@ -203,6 +205,10 @@ const REPO_CONFIG_SCHEMA = z.strictObject({
     "Failing checks on the head of the app's branch start a revision.",
   ),
 });
+const REPO_CONFIG_SCHEMA = REPO_CONFIG_FIELDS.refine((rc) => !(rc.model && rc.models), {
+  path: ['models'],
+  message: 'set `model` or `models`, not both',
+});
 
 /**
  * The JSON Schema of `.github/agenticfix.yml` as a person writes it, for editors (schema/agenticfix.schema.json,
@@ -276,12 +282,13 @@ interface Asked {
   max_cost_usd?: number;
   attempts?: number;
   model?: string;
+  models?: string[];
 }
 
 /** Every asked value the operator does not allow, with the reason (ceilings are never raised, only refused). */
 function refusals(limits: OperatorLimits, asked: Asked): { key: keyof Asked; reason: string }[] {
   const c = limits.ceilings;
-  const max: Record<Exclude<keyof Asked, 'model'>, [number, string]> = {
+  const max: Record<Exclude<keyof Asked, 'model' | 'models'>, [number, string]> = {
     tokens: [c.tokens, 'tokens'],
     requests: [c.requests, 'model requests'],
     tool_calls: [c.toolCalls, 'tool calls'],
@@ -298,13 +305,10 @@ function refusals(limits: OperatorLimits, asked: Asked): { key: keyof Asked; rea
       out.push({ key, reason: `${v} exceeds the operator's ceiling of ${ceiling} ${unit}` });
   }
   const allowed = limits.model.allowlist;
-  if (asked.model !== undefined && !allowed.includes(asked.model)) {
-    const which = allowed.length ? `: ${allowed.map((m) => `\`${m}\``).join(', ')}` : ' (none)';
-    out.push({
-      key: 'model',
-      reason: `\`${asked.model}\` is not among the operator's allowed models${which}`,
-    });
-  }
+  const which = allowed.length ? `: ${allowed.map((m) => `\`${m}\``).join(', ')}` : ' (none)';
+  for (const key of ['model', 'models'] as const)
+    for (const m of [asked[key] ?? []].flat().filter((m) => !allowed.includes(m)))
+      out.push({ key, reason: `\`${m}\` is not among the operator's allowed models${which}` });
   return out;
 }
 
@@ -367,6 +371,7 @@ export function parseRepoConfig(text: string | null, limits: OperatorLimits): Re
   const refused = refusals(limits, {
     ...rc.budgets,
     model: rc.model,
+    models: rc.models,
     max_revisions: rc.max_revisions,
     max_rounds: rc.ci_feedback.max_rounds,
     max_cost_usd: rc.max_cost_usd,
@@ -374,11 +379,7 @@ export function parseRepoConfig(text: string | null, limits: OperatorLimits): Re
   });
   if (refused.length > 0) {
     const name = (key: keyof Asked) =>
-      key === 'model' || key === 'max_revisions' || key === 'max_cost_usd' || key === 'attempts'
-        ? key
-        : key === 'max_rounds'
-          ? 'ci_feedback.max_rounds'
-          : `budgets.${key}`;
+      key in rc.budgets ? `budgets.${key}` : key === 'max_rounds' ? 'ci_feedback.max_rounds' : key;
     const lines = refused.map((r) => `- \`${name(r.key)}\`: ${r.reason}`);
     return {
       ok: false,

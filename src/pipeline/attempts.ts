@@ -7,7 +7,8 @@ import { runPageUrl, type StatusState } from '../publish/status.js';
 import type { RunRecord, RunStore, RunUpdate } from '../store/store.js';
 import { capMiddle } from '../trace/cap.js';
 import type { VerificationReport } from '../verify/types.js';
-import { inert } from '../verify/untrusted.js';
+import { code, inert } from '../verify/untrusted.js';
+import { attemptModel } from './attempt-model.js';
 import type { RunContext } from './context.js';
 import { judgeRun, stopCause } from './policy.js';
 import type { Budgets } from './types.js';
@@ -45,6 +46,8 @@ export const ATTEMPT = z.strictObject({
   worker: z.string().nullable().optional(),
   /** Verified: what publishing it needs (pending.ts, JSON), kept until one is chosen. */
   publish: z.string().optional(),
+  /** The model its requests asked for (repository `models`, attempt-model.ts); null in rows stored before it. */
+  model: z.string().nullable().default(null),
 });
 export type Attempt = z.infer<typeof ATTEMPT>;
 const ATTEMPTS = z.array(ATTEMPT);
@@ -93,6 +96,8 @@ export interface AttemptSteps {
     ac: RunContext,
     a: {
       runId: string;
+      /** The model the attempt asks for (null: the run's). */
+      model: string | null;
       budgets: Budgets;
       status: (s: StatusState) => StatusState;
       /** What the attempt has spent so far, as the repair goes. */
@@ -141,7 +146,7 @@ export async function runAttempts(
         : c.rc.attempts_policy === 'first_verified' && choose(recorded)
           ? 'first_verified'
           : 'lost';
-    return notRun(n, attemptId(run.id, n), why, limit);
+    return notRun(n, attemptId(run.id, n), why, limit, modelOf(c, n));
   });
   const spent = spentOn(attempts);
   const totals: RunUpdate = {
@@ -171,6 +176,9 @@ export async function runAttempts(
     patch_path: result.patch_path,
     run_dir: result.run_dir,
   });
+  // Its repair and report are also the run's (the run's page, a revision's summary of the change so far).
+  c.s.reporter.pages.repaired(run.id, result);
+  c.s.reporter.pages.verified(run.id, report);
   const fields = await publish(result, report, publishExtra(c, final));
   return { ...fields, ...totals };
 }
@@ -183,7 +191,7 @@ export async function attemptFailed(
   worker: string | null,
   error: string,
 ): Promise<void> {
-  const failed = { ...notRun(n, attemptId(run.id, n), 'lost', null), verdict: 'infra_error' };
+  const failed = { ...notRun(n, attemptId(run.id, n), 'lost', null, null), verdict: 'infra_error' };
   await store.putAttempt(run.id, { ...failed, reason: capMiddle(error, 300), worker });
 }
 
@@ -209,7 +217,7 @@ export async function runAttempt(
   const started = Date.now();
   const put = async (a: Attempt) => ATTEMPTS.parse(await c.s.store.putAttempt(run.id, { ...a, worker }));
   const going = (cost: number | null): Attempt => ({
-    ...notRun(n, id, 'lost', limit),
+    ...notRun(n, id, 'lost', limit, modelOf(c, n)),
     verdict: 'running',
     reason: 'Running.',
     cost_usd: cost,
@@ -224,7 +232,7 @@ export async function runAttempt(
         : null;
   const before = await put(going(null));
   const stop = c.signal.aborted ? 'cancelled' : over(before);
-  if (stop) return void (await put(notRun(n, id, stop, limit)));
+  if (stop) return void (await put(notRun(n, id, stop, limit, modelOf(c, n))));
   const own = new AbortController();
   const ac: RunContext = { ...c, signal: AbortSignal.any([c.signal, own.signal]) };
   let recording = Promise.resolve();
@@ -249,6 +257,7 @@ export async function runAttempt(
   const left = limit === null ? null : limit - spentOn(others(before));
   const result = await steps.repair(ac, {
     runId: id,
+    model: attemptModel(n, run, rc),
     budgets: { ...c.budgets, costUsd: left },
     status: header,
     spent,
@@ -292,6 +301,7 @@ async function judgeAttempt(
     cost_usd: result.cost_usd,
     duration_ms: result.duration_ms,
     published: false,
+    model: modelOf(c, n),
   };
   const none = { f2p: null, p2p: null };
   if (stopped)
@@ -331,6 +341,8 @@ function notRun(
   id: string,
   why: 'cancelled' | 'lost' | 'cost_limit' | 'first_verified',
   limit: number | null,
+  /** The model it asks (or would have asked) for; null: not known (its preparation failed). */
+  model: string | null,
 ): Attempt {
   const reason = {
     cancelled: 'Not started: the run was cancelled.',
@@ -351,11 +363,15 @@ function notRun(
     cost_usd: null,
     duration_ms: 0,
     published: false,
+    model,
   };
 }
 
+/** The model attempt n asks for, by name (the run's when the repository names none). */
+const modelOf = (c: RunContext, n: number): string => attemptModel(n, c.run, c.rc) ?? c.model;
+
 const pageLink = (c: RunContext, a: Attempt): string => {
-  const url = runPageUrl(c.s.config.web.publicUrl, c.run.id);
+  const url = runPageUrl(c.s.config.web.publicUrl, a.run_id);
   return url ? `[${a.run_id}](${url})` : `\`${a.run_id}\``;
 };
 
@@ -363,7 +379,7 @@ const pageLink = (c: RunContext, a: Attempt): string => {
 function lines(c: RunContext, attempts: readonly Attempt[]): string[] {
   return attempts.map(
     (a) =>
-      `- Attempt ${a.n} (${pageLink(c, a)}): \`${a.verdict}\`${a.published ? ' (published)' : ''}, ${a.changed_lines} changed lines, ${usd(a.cost_usd)}. ${inert(a.reason)}`,
+      `- Attempt ${a.n} (${pageLink(c, a)}): \`${a.verdict}\`${a.published ? ' (published)' : ''}${a.model === null ? '' : `, model ${code(a.model)}`}, ${a.changed_lines} changed lines, ${usd(a.cost_usd)}. ${inert(a.reason)}`,
   );
 }
 
@@ -373,11 +389,11 @@ export function attemptsTable(c: RunContext, attempts: readonly Attempt[]): stri
   return [
     `### Attempts (${attempts.length}, each judged on its own; the smallest verified patch is published)`,
     '',
-    '| # | Verdict | F2P | P2P | Size | Cost | Duration | Run |',
-    '|---|---|---|---|---|---|---|---|',
+    '| # | Verdict | Model | F2P | P2P | Size | Cost | Duration | Run |',
+    '|---|---|---|---|---|---|---|---|---|',
     ...attempts.map(
       (a) =>
-        `| ${a.n}${a.published ? ' (published)' : ''} | \`${a.verdict}\` | ${num(a.f2p)} | ${num(a.p2p)} | ${a.changed_lines} lines, ${a.changed_files} files | ${usd(a.cost_usd)} | ${(a.duration_ms / 1000).toFixed(1)} s | ${pageLink(c, a)} |`,
+        `| ${a.n}${a.published ? ' (published)' : ''} | \`${a.verdict}\` | ${a.model === null ? 'n/a' : code(a.model, { cell: true })} | ${num(a.f2p)} | ${num(a.p2p)} | ${a.changed_lines} lines, ${a.changed_files} files | ${usd(a.cost_usd)} | ${(a.duration_ms / 1000).toFixed(1)} s | ${pageLink(c, a)} |`,
     ),
   ].join('\n');
 }

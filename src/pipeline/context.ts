@@ -10,6 +10,7 @@ import type { RunRecord, RunStore, RunUpdate } from '../store/store.js';
 import { previousSummary, revisionContext } from '../revision/prompt.js';
 import type { JudgeOptions, Parts, VerificationReport } from '../verify/types.js';
 import { freeBytes, mebibytes } from './disk.js';
+import { attemptModel, runModels } from './attempt-model.js';
 import { costRefusal } from './pricing.js';
 import type { Reporter } from './reporter.js';
 import { refOf } from './reporter.js';
@@ -119,10 +120,14 @@ export async function prepare(
     dockerfile = file.text;
   }
 
-  const modelName = run.model ?? rc.model ?? null;
+  const modelName = attemptModel(1, run, rc);
   const { spec, runConfig: modelConfig } = modelFor(config, a.model, modelName);
-  const unpriced = costRefusal(spec, modelConfig.model, rc.max_cost_usd);
-  if (unpriced) return refused('Cannot run', unpriced);
+  // Each attempt's model is priced on its own: every one the run may use needs a price under a limit.
+  for (const name of runModels(run, rc)) {
+    const m = modelFor(config, a.model, name);
+    const unpriced = costRefusal(m.spec, m.runConfig.model, rc.max_cost_usd);
+    if (unpriced) return refused('Cannot run', unpriced);
+  }
   const remote = repo.data.clone_url;
   const { token } = (await gh.auth({ type: 'installation' })) as { token: string };
   const start = run.head_commit ?? run.base_commit;
@@ -165,8 +170,8 @@ export async function prepare(
   };
 }
 
-/** The model a run uses: the repository config's or a rerun command's name over the operator's. */
-function modelFor(
+/** The model a run (or an attempt) uses: the repository config's or a rerun command's name over the operator's. */
+export function modelFor(
   config: Config,
   model: ModelSpec | undefined,
   name: string | null,

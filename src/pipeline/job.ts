@@ -24,7 +24,8 @@ import {
   type PublishExtra,
 } from './attempts.js';
 import { partsOf, type Parts, type VerificationReport } from '../verify/types.js';
-import { prepare, type JobDeps, type RunContext, type RepairInputs, type Services } from './context.js';
+import { modelFor, prepare } from './context.js';
+import type { JobDeps, RunContext, RepairInputs, Services } from './context.js';
 import { freeBytes } from './disk.js';
 import { openPr } from './open-pr.js';
 import { nextTry, pendingFields, pendingOf } from './pending.js';
@@ -278,23 +279,27 @@ export class JobRunner implements QueueHooks {
   ): Promise<RepairResult> {
     const { run, rc } = c;
     let phase = '';
+    // An attempt of its own model (repository `models`) is priced and asked as that model.
+    const model = as?.model ? modelFor(inputs.runConfig, this.o.model, as.model) : null;
+    const id = as?.runId ?? run.id;
     let spent: number | null = null;
     const result = await this.s.deps.repair({
       ...partsOf(this.s),
-      config: inputs.runConfig,
+      config: model?.runConfig ?? inputs.runConfig,
       remote: c.remote,
       baseCommit: inputs.start,
       issue: inputs.issue,
       testArgv: rc.test,
       protectedPaths: [...NEVER_PUSHED, ...rc.protected_paths],
       ...(rc.guidance_file ? { guidanceFiles: [rc.guidance_file] } : {}),
-      model: inputs.spec,
+      model: model?.spec ?? inputs.spec,
       sandbox: this.o.sandbox ?? 'docker',
       dockerfile: c.dockerfile,
-      runId: as?.runId ?? run.id,
+      runId: id,
       budgets: as?.budgets ?? c.budgets,
       signal: c.signal,
-      onEvent: this.reporter.pages.trace(run.id),
+      // An attempt's events are its own, under its id, as its run directory is (its run page, src/web).
+      onEvent: this.reporter.pages.trace(id),
       onProgress: (p) => {
         // The repair's `done` is not the run's: the judge and publishing follow (logged by work()).
         if (p.phase !== phase && p.phase !== 'done')
@@ -303,8 +308,8 @@ export class JobRunner implements QueueHooks {
         if (as && p.cost_usd !== null && p.cost_usd !== spent) as.spent((spent = p.cost_usd));
       },
     });
-    observeRepair(result, c.model);
-    this.reporter.pages.repaired(run.id, result);
+    observeRepair(result, as?.model ?? c.model);
+    this.reporter.pages.repaired(id, result);
     // An attempt's figures are kept with the attempts (attempts.ts).
     if (!as)
       await this.o.store.update(run.id, {

@@ -48,7 +48,7 @@ export async function judgeRun(
     runId: `${label}-verify`,
     signal: c.signal,
   });
-  c.s.reporter.pages.verified(c.run.id, report);
+  c.s.reporter.pages.verified(label, report);
   return report;
 }
 

@@ -32,11 +32,14 @@ const over = (p: string) =>
      AND COALESCE(finished_at, created_at) < ${p}`;
 
 /**
- * What pruneRuns deletes, in order, in one transaction: the runs' events, kept GitHub writes and
- * deliveries, then the runs. `p` is the engine's placeholder for the cut-off time.
+ * What pruneRuns deletes, in order, in one transaction: the runs' events (their attempts' too, kept
+ * under `<run>-a<n>`: pipeline/attempts.ts), kept GitHub writes and deliveries, then the runs. `p` is
+ * the engine's placeholder for the cut-off time.
  */
 export const pruneStatements = (p: string): string[] => [
   `DELETE FROM run_events WHERE run_id IN (${over(p)})`,
+  `DELETE FROM run_events WHERE EXISTS (SELECT 1 FROM (${over(p)}) o
+     WHERE substr(run_events.run_id, 1, length(o.id) + 2) = o.id || '-a')`,
   `DELETE FROM github_writes WHERE run_id IN (${over(p)})`,
   `DELETE FROM deliveries WHERE done_at IS NOT NULL AND id IN (SELECT delivery_id FROM runs WHERE id IN (${over(p)}))`,
   `DELETE FROM runs WHERE id IN (${over(p)})`,

@@ -1,4 +1,5 @@
 import { RUN_STATES, type RunRecord } from '../store/store.js';
+import { recordedAttempts } from '../pipeline/attempts.js';
 import { html, type Html } from './html.js';
 import { duration, runDuration, spent, stateBadge } from './layout.js';
 
@@ -68,7 +69,7 @@ export function runList(
                       <td data-label="Started">${startTime(r)}</td>
                       <td data-label="Trigger">${r.trigger}</td>
                       <td data-label="State">${stateBadge(r.state)}</td>
-                      <td data-label="Verdict">${r.verdict ?? '—'}</td>
+                      <td data-label="Verdict">${r.verdict ?? '—'}${attempts(r)}</td>
                       <td data-label="Duration">${duration(runDuration(r)) || '—'}</td>
                       <td data-label="Cost">${spent(r) || '—'}</td>
                     </tr>`,
@@ -81,6 +82,12 @@ export function runList(
       ${paging.page > 1 ? pageLink(paging.page - 1, '← Newer runs') : ''}
       ${paging.older ? pageLink(paging.page + 1, 'Older runs →') : ''}
     </nav>`;
+}
+
+/** A run of several attempts is one row: how many it made (each is on the run's page). */
+function attempts(r: RunRecord): Html | '' {
+  const n = recordedAttempts(r).length;
+  return n > 0 ? html` <span class="muted">(${n} attempts)</span>` : '';
 }
 
 /** When the run started (queued runs: when it was recorded), to the minute, UTC. */

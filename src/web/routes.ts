@@ -8,6 +8,7 @@ import { notice, page } from './layout.js';
 import { isActive, RUN_STATES } from '../store/store.js';
 import { runList } from './list-page.js';
 import { runBody } from './run-page.js';
+import { attemptBody, attemptEntries, attemptsSection, type AttemptEntry } from './attempts-page.js';
 import { COOKIE, cookie, SIGN_IN_COOKIE, sameToken, Sessions, type Session } from './sessions.js';
 
 /**
@@ -87,11 +88,24 @@ export function webRoutes(o: WebOptions): WebRoutes {
     }
   }
 
-  /** The run and the person's access, or null when it was answered (not found, sign-in needed). */
+  /** A run, or an attempt of one (`<run>-a<n>`, known to its run: attempts-page.ts) with its siblings. */
+  async function find(id: string): Promise<Found | null> {
+    const parent = /^(.+)-a\d+$/.exec(id)?.[1];
+    const run = parent ? await o.store.get(parent) : null;
+    if (run) {
+      const siblings = await attemptEntries(o.store, run);
+      const entry = siblings.find((e) => e.run_id === id);
+      if (entry) return { run, attempt: { entry, siblings } };
+    }
+    const found = await o.store.get(id);
+    return found && { run: found };
+  }
+
+  /** The run (or attempt) and the person's access, or null when it was answered (not found, sign-in needed). */
   async function readable(req: IncomingMessage, res: ServerResponse, id: string, s: Session) {
-    const run = await o.store.get(id);
-    const access = run ? await accessTo(s, run) : 'none';
-    if (!run || access === 'none') {
+    const found = await find(id);
+    const access = found ? await accessTo(s, found.run) : 'none';
+    if (!found || access === 'none') {
       send(
         res,
         404,
@@ -99,18 +113,24 @@ export function webRoutes(o: WebOptions): WebRoutes {
       );
       return null;
     }
-    return { run, access };
+    return { ...found, access };
   }
 
-  async function body(run: RunRecord, access: Access, s: Session): Promise<Html> {
-    const [events, revisions] = await Promise.all([
+  async function body({ run, attempt }: Found, access: Access, s: Session): Promise<Html> {
+    if (attempt) {
+      const events = await o.store.events(attempt.entry.run_id, 0, EVENTS_LIMIT);
+      return attemptBody({ run, ...attempt, events, githubUrl: site.web });
+    }
+    const [events, revisions, attempts] = await Promise.all([
       o.store.events(run.id, 0, EVENTS_LIMIT),
       run.pr_number !== null ? o.store.forPr(run.owner, run.repo, run.pr_number) : Promise.resolve([]),
+      attemptEntries(o.store, run),
     ]);
     return runBody({
       run,
       events,
       revisions: revisions.length > 1 ? [...revisions].reverse() : [],
+      attempts: attemptsSection(attempts),
       viewer: { writer: access === 'write', csrf: s.csrf },
       githubUrl: site.web,
     });
@@ -147,8 +167,11 @@ export function webRoutes(o: WebOptions): WebRoutes {
     );
   }
 
-  /** Server-sent events: `change` when the run has new events or another state, `end` once it is over. */
-  async function live(req: IncomingMessage, res: ServerResponse, run: RunRecord, after: number) {
+  /**
+   * Server-sent events: `change` when the run (or attempt `of`) has new events, or the run another state
+   * or another attempt recorded; `end` once it is over.
+   */
+  async function live(req: IncomingMessage, res: ServerResponse, run: RunRecord, after: number, of = run.id) {
     res.writeHead(200, {
       ...SECURITY_HEADERS,
       'content-type': 'text/event-stream',
@@ -158,16 +181,15 @@ export function webRoutes(o: WebOptions): WebRoutes {
     streams.add(res);
     let seq = after;
     let state = run.state;
+    let outcomes = run.attempts; // an attempt recorded: its page and its run's table change
     let quiet = 0;
     const timer = setInterval(() => {
       void (async () => {
-        const [now, fresh] = await Promise.all([
-          o.store.get(run.id),
-          o.store.events(run.id, seq, EVENTS_LIMIT),
-        ]);
-        if (fresh.length > 0 || now?.state !== state) {
+        const [now, fresh] = await Promise.all([o.store.get(run.id), o.store.events(of, seq, EVENTS_LIMIT)]);
+        if (fresh.length > 0 || now?.state !== state || now.attempts !== outcomes) {
           seq = fresh.at(-1)?.seq ?? seq;
           state = now?.state ?? state;
+          outcomes = now?.attempts ?? outcomes;
           res.write(`event: change\ndata: ${JSON.stringify({ seq, state })}\n\n`);
           quiet = 0;
         } else if ((quiet += pollMs) >= KEEPALIVE_MS) {
@@ -300,23 +322,28 @@ export function webRoutes(o: WebOptions): WebRoutes {
     const [, id, sub] = m;
     const found = await readable(req, res, id!, s);
     if (!found) return true;
-    const { run, access } = found;
-    if (sub === 'cancel' && req.method === 'POST') await cancel(req, res, run, access, s);
+    const { run, attempt, access } = found;
+    // An attempt is cancelled with its run, on the run's page.
+    if (sub === 'cancel' && req.method === 'POST' && !attempt) await cancel(req, res, run, access, s);
     else if (req.method !== 'GET') return false;
-    else if (sub === 'live') await live(req, res, run, Number(url.searchParams.get('after')) || 0);
-    else if (sub === 'body') send(res, 200, await body(run, access, s));
-    else
-      send(
-        res,
-        200,
-        page({ title: `Run ${run.id}`, user: s.login, csrf: s.csrf, body: await body(run, access, s) }),
-      );
+    else if (sub === 'live') await live(req, res, run, Number(url.searchParams.get('after')) || 0, id);
+    else if (sub === 'body') send(res, 200, await body(found, access, s));
+    else {
+      const title = attempt ? `Attempt ${attempt.entry.n} of run ${run.id}` : `Run ${run.id}`;
+      send(res, 200, page({ title, user: s.login, csrf: s.csrf, body: await body(found, access, s) }));
+    }
     return true;
   }) as WebRoutes;
   routes.close = () => {
     for (const res of streams) res.end();
   };
   return routes;
+}
+
+/** What a run page shows: a run, or one of its attempts. */
+interface Found {
+  run: RunRecord;
+  attempt?: { entry: AttemptEntry; siblings: AttemptEntry[] };
 }
 
 /** How long a sign-in may take between /login and GitHub's redirect back (its state cookie lives so long). */

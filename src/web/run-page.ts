@@ -19,16 +19,13 @@ export function runBody(o: {
   run: RunRecord;
   events: RunEvent[];
   revisions: RunRecord[];
+  /** Its attempts' section (null: a run of one); each one's work is on its own page (attempts-page.ts). */
+  attempts: Html | null;
   viewer: Viewer;
   githubUrl: string;
 }): Html {
   const { run, events } = o;
   const of = (type: string) => events.filter((e) => e.type === type);
-  const last = (type: string) => of(type).at(-1);
-  const repair = last('repair_result')?.body;
-  const parsed = VerificationReportSchema.safeParse(last('verification')?.body.report);
-  const report = parsed.success ? parsed.data : null;
-  const ref = run.revision !== null && run.pr_number !== null ? run.pr_number : run.issue;
   const active = isActive(run.state);
   return html`<div
     id="run"
@@ -38,12 +35,7 @@ export function runBody(o: {
   >
     <h1>Run <code>${run.id}</code></h1>
     <dl class="facts">
-      <dt>Repository</dt>
-      <dd><a href="${o.githubUrl}/${run.owner}/${run.repo}">${run.owner}/${run.repo}</a></dd>
-      <dt>${run.revision !== null ? 'Pull request' : 'Issue'}</dt>
-      <dd>
-        <a href="${o.githubUrl}/${run.owner}/${run.repo}/issues/${ref}">#${ref}</a> ${run.issue_title ?? ''}
-      </dd>
+      ${runFacts(run, o.githubUrl)}
       <dt>Trigger</dt>
       <dd>
         ${run.trigger} by ${run.triggered_by}${run.revision !== null ? ` (revision ${run.revision})` : ''}
@@ -80,20 +72,44 @@ export function runBody(o: {
           </form>`
         : ''
     }
-    ${section('Timeline', timeline(of('status'), run))}
-    ${section('Status history', statusHistory(of('status')))} ${guidance(last('repository_guidance'))}
-    ${section('Environment', environment(events, repair))}
-    ${section(`Tool calls (${of('tool_end').length})`, toolCalls(events))}
-    ${section('Model requests', modelRequests(of('model_reply')))}
-    ${repair && str(repair.summary) ? section("The model's summary", renderMarkdown(str(repair.summary)!)) : ''}
-    ${section('Test evidence', report ? cells(report) : html`<p class="muted">Not judged yet.</p>`)}
-    ${section('Final diff', repair ? renderDiff(str(repair.patch) ?? '') : html`<p class="muted">No patch yet.</p>`)}
-    ${section("The judge's report", report ? renderMarkdown(evidenceMarkdown(report)) : html`<p class="muted">Not judged yet.</p>`)}
+    ${o.attempts ?? ''} ${section('Timeline', timeline(of('status'), run))}
+    ${section('Status history', statusHistory(of('status')))}
+    ${repairSections(events, { calls: o.attempts === null })}
     ${o.revisions.length > 0 ? section('Revisions', revisions(o.revisions, run.id)) : ''}
   </div>`;
 }
 
-const section = (title: string, body: Html): Html =>
+/** The run's repository and issue (or pull request), for its page and its attempts'. */
+export function runFacts(run: RunRecord, githubUrl: string): Html {
+  const ref = run.revision !== null && run.pr_number !== null ? run.pr_number : run.issue;
+  return html`<dt>Repository</dt>
+    <dd><a href="${githubUrl}/${run.owner}/${run.repo}">${run.owner}/${run.repo}</a></dd>
+    <dt>${run.revision !== null ? 'Pull request' : 'Issue'}</dt>
+    <dd>
+      <a href="${githubUrl}/${run.owner}/${run.repo}/issues/${ref}">#${ref}</a> ${run.issue_title ?? ''}
+    </dd>`;
+}
+
+/**
+ * What a repair did, from its events: guidance, environment, tool calls and model requests (`calls`:
+ * a run of several attempts has these on each attempt's page), summary, test evidence, diff, report.
+ */
+export function repairSections(events: RunEvent[], o: { calls: boolean }): Html {
+  const of = (type: string) => events.filter((e) => e.type === type);
+  const last = (type: string) => of(type).at(-1);
+  const repair = last('repair_result')?.body;
+  const parsed = VerificationReportSchema.safeParse(last('verification')?.body.report);
+  const report = parsed.success ? parsed.data : null;
+  return html`${guidance(last('repository_guidance'))} ${section('Environment', environment(events, repair))}
+  ${o.calls ? section(`Tool calls (${of('tool_end').length})`, toolCalls(events)) : ''}
+  ${o.calls ? section('Model requests', modelRequests(of('model_reply'))) : ''}
+  ${repair && str(repair.summary) ? section("The model's summary", renderMarkdown(str(repair.summary)!)) : ''}
+  ${section('Test evidence', report ? cells(report) : html`<p class="muted">Not judged yet.</p>`)}
+  ${section('Final diff', repair ? renderDiff(str(repair.patch) ?? '') : html`<p class="muted">No patch yet.</p>`)}
+  ${section("The judge's report", report ? renderMarkdown(evidenceMarkdown(report)) : html`<p class="muted">Not judged yet.</p>`)}`;
+}
+
+export const section = (title: string, body: Html): Html =>
   html`<section>
     <h2>${title}</h2>
     ${body}

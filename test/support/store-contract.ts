@@ -525,6 +525,8 @@ export function runStoreContract(backend: StoreBackend): void {
     await store.update(pending!.id, { state: 'publish_pending', finished_at: '2026-01-01T00:00:00.000Z' });
     for (const run of [old!, recent!]) {
       await store.appendEvents(run.id, [{ ts: '2026-01-01T00:00:00Z', type: 'stop', body: {} }]);
+      // An attempt's events, under its own id (pipeline/attempts.ts), go with its run.
+      await store.appendEvents(`${run.id}-a2`, [{ ts: '2026-01-01T00:00:00Z', type: 'stop', body: {} }]);
       await store.queueWrite({
         id: `${run.id}:status`,
         run_id: run.id,
@@ -540,6 +542,8 @@ export function runStoreContract(backend: StoreBackend): void {
     expect(await store.pruneRuns('2026-02-01T00:00:00.000Z')).toBe(1);
     expect(await store.get(old!.id)).toBeNull();
     expect(await store.events(old!.id, 0, 10)).toEqual([]);
+    expect(await store.events(`${old!.id}-a2`, 0, 10)).toEqual([]);
+    expect(await store.events(`${recent!.id}-a2`, 0, 10)).toHaveLength(1);
     expect(await store.deliveryRecorded('d-old')).toBe(false);
     expect((await store.dueWrites('2100-01-01T00:00:00.000Z')).map((w) => w.run_id)).toEqual([recent!.id]);
     for (const run of [going!, recent!, pending!]) expect(await store.get(run.id)).not.toBeNull();

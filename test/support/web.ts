@@ -31,8 +31,8 @@ export interface WebFixture {
   site: string;
   /** Lets the gated repair go on. */
   release(): void;
-  /** Starts a run on a new issue; resolves with its id once it is recorded. */
-  label(title: string): Promise<string>;
+  /** Starts a run on a new issue (of `repo`, REPO by default); resolves with its id once it is recorded. */
+  label(title: string, repo?: string): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -131,11 +131,11 @@ export async function startWebFixture(): Promise<WebFixture> {
       gate.release();
       gate = gateOf();
     },
-    async label(title) {
-      const n = emu.createIssue(OWNER, REPO, { title, body: `The body ${HOSTILE}`, user: 'reader-ray' });
-      await emu.label(OWNER, REPO, n, config.app.label, 'writer-wu');
+    async label(title, repo = REPO) {
+      const n = emu.createIssue(OWNER, repo, { title, body: `The body ${HOSTILE}`, user: 'reader-ray' });
+      await emu.label(OWNER, repo, n, config.app.label, 'writer-wu');
       for (let i = 0; i < 200; i++) {
-        const [run] = await app.store.forIssue(OWNER, REPO, n);
+        const [run] = await app.store.forIssue(OWNER, repo, n);
         if (run) return run.id;
         await new Promise((r) => setTimeout(r, 20));
       }

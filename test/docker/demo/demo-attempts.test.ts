@@ -76,7 +76,9 @@ describeIf(await needDocker())('demo --attempts 3', () => {
       expect(patch).not.toContain('Dividing by zero is refused');
       const evidence = s.comments.find((c) => c.on === 'pr' && c.body.startsWith('## Test evidence'))!.body;
       expect(evidence.split('\n').filter((l) => /^\| \d/.test(l))).toHaveLength(3);
-      expect(evidence).toMatch(/\| 3 \(published\) \| `verified` \| 2 \| 3 \| 3 lines, 1 files \|/);
+      expect(evidence).toMatch(
+        /\| 3 \(published\) \| `verified` \| `[^`|]+` \| 2 \| 3 \| 3 lines, 1 files \|/,
+      );
       // One status comment on the issue, a line per attempt; one pull request.
       const issue = s.comments.filter((c) => c.on === 'issue');
       expect(issue).toHaveLength(1);

@@ -35,6 +35,7 @@ describe('attempts', () => {
     cost_usd: 0.1,
     duration_ms: 1,
     published: false,
+    model: null,
     ...o,
   });
 

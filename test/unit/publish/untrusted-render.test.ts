@@ -1,6 +1,9 @@
 import { progressStatus } from '../../../src/pipeline/job.js';
 import { runBody } from '../../../src/web/run-page.js';
 import { runList } from '../../../src/web/list-page.js';
+import { attemptBody, attemptsSection, type AttemptEntry } from '../../../src/web/attempts-page.js';
+import { publishExtra, type Attempt } from '../../../src/pipeline/attempts.js';
+import type { RunContext } from '../../../src/pipeline/context.js';
 import type { RepairResult } from '../../../src/agent/types.js';
 import type { RepairProgress } from '../../../src/pipeline/types.js';
 import {
@@ -269,9 +272,34 @@ function hostileReport(h: string): VerificationReport {
   };
 }
 
+/** Attempts whose model-written fields (reason, model name as answered or configured) are `h`. */
+const hostileAttempts = (h: string): Attempt[] =>
+  [1, 2].map((n) => ({
+    n,
+    run_id: `r1-a${n}`,
+    verdict: n === 1 ? 'verified' : 'regression',
+    reason: h,
+    stop_reason: h,
+    changed_lines: 2,
+    changed_files: 1,
+    f2p: 1,
+    p2p: null,
+    cost_usd: 0.01,
+    duration_ms: 5,
+    published: n === 1,
+    model: h,
+  }));
+// No public URL: the checks count every link, and the links to the attempts' pages are the app's own.
+const attemptsContext = { s: { config: { web: { publicUrl: null } } }, run: run() } as RunContext;
+
 /** Every renderer that takes untrusted text, each with `h` in all of its untrusted inputs. */
 const RENDERERS: Record<string, (h: string) => string> = {
   renderMarkdown: (h) => renderMarkdown(hostileReport(h)),
+  // Issue 41: the attempts table of the evidence comment and the status comment's attempt lines.
+  attempts: (h) => {
+    const extra = publishExtra(attemptsContext, hostileAttempts(h));
+    return [...extra.evidence, extra.status].join('\n\n');
+  },
   prBody: (h) => prBody({ issue: 5, run: run(), result: result(h), report: hostileReport(h) }),
   evidenceComment: (h) => evidenceComment(run(), renderMarkdown(hostileReport(h)), [ciFlagNote([h, 'a'])]),
   revisionComment: (h) =>
@@ -483,7 +511,12 @@ describe('untrusted text renders inert on the run pages', () => {
         started_at: '2026-01-01T00:00:00.000Z',
         finished_at: null,
         tokens: 5,
+        attempts: JSON.stringify(hostileAttempts(h)),
       });
+      const entries: AttemptEntry[] = [
+        ...hostileAttempts(h).map((a) => ({ n: a.n, run_id: a.run_id, outcome: a })),
+        { n: 3, run_id: 'r1-a3', outcome: null },
+      ];
       const page = runBody({
         run: record,
         events: [
@@ -503,12 +536,23 @@ describe('untrusted text renders inert on the run pages', () => {
           ev(9, 'tool_start', { name: h, args: { path: h } }),
         ],
         revisions: [record, { ...record, id: h, revision: 1 }],
+        attempts: attemptsSection(entries),
         viewer: { writer: true, csrf: h },
         githubUrl: 'https://github.com',
       }).text;
       const list = runList([record], { repo: h, state: h }, [h], { page: 2, older: true }).text;
+      // Issue 41: an attempt's page, among siblings recorded and one under way.
+      const attemptPage = attemptBody({
+        run: record,
+        entry: entries[1]!,
+        siblings: entries,
+        events: [ev(1, 'tool_end', { name: h, args: { path: h }, result: { success: true, data: h } })],
+        githubUrl: 'https://github.com',
+      }).text;
       failures.push(
-        ...[...tagProblems(page), ...tagProblems(list)].map((p) => `${JSON.stringify(h.slice(0, 60))}: ${p}`),
+        ...[...tagProblems(page), ...tagProblems(list), ...tagProblems(attemptPage)].map(
+          (p) => `${JSON.stringify(h.slice(0, 60))}: ${p}`,
+        ),
       );
     }
     expect(failures).toEqual([]);

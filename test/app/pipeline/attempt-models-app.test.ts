@@ -1,0 +1,114 @@
+import { rmSync } from 'node:fs';
+import type { RunningApp } from '../../../src/app.js';
+import type { GitHubEmulator } from '../../../src/emulator/github.js';
+import { startScriptedModelServer, type ScriptedModelServer } from '../../../src/emulator/scripted-model.js';
+import { recordedAttempts } from '../../../src/pipeline/attempts.js';
+import { REAL_JOB_DEPS } from '../../../src/pipeline/job.js';
+import { requestCostUsd } from '../../../src/agent/tokens.js';
+import type { Usage } from '../../../src/agent/model.js';
+import type { ModelPrice } from '../../../src/config/prices.js';
+import {
+  calcFixScript,
+  CALC_CONFIG,
+  CALC_FILES,
+  localJudge,
+  startEmulatedApp,
+  startEmulator,
+  tempDir,
+  testConfig,
+} from '../../support/app.js';
+
+/**
+ * Issue 41, item 1: `models: [m-one, m-two]` in the repository config mixes models across attempts. The
+ * real repair against the scripted model: each attempt's requests name its model, each is priced at
+ * its model's price, and the attempt's model is recorded and shown in the status and the attempts table.
+ */
+const PRICES: Record<string, ModelPrice> = {
+  'm-one': { input: 1, cached_input: 0.1, output: 1 },
+  'm-two': { input: 10, cached_input: 1, output: 10 },
+};
+
+describe('models per attempt through the app', () => {
+  const O = 'acme';
+  let emu: GitHubEmulator;
+  let app: RunningApp;
+  let model: ScriptedModelServer;
+  let home: string;
+
+  beforeAll(async () => {
+    emu = await startEmulator();
+    // Two attempts, each the same fix: read, edit, finish.
+    model = await startScriptedModelServer([
+      ...calcFixScript('Changed `add` to add.'),
+      ...calcFixScript('Changed `add` to add.'),
+    ]);
+    home = tempDir('attempt-models-app-');
+    app = await startEmulatedApp(emu, {
+      config: testConfig(home, {
+        AGENTICFIX_MODEL_ALLOWLIST: 'm-one,m-two',
+        AGENTICFIX_MODEL_PRICES: JSON.stringify(PRICES),
+        AGENTICFIX_MAX_ATTEMPTS: '2',
+        AGENTICFIX_MAX_COST_USD: '5',
+      }),
+      deps: { ...REAL_JOB_DEPS, judge: localJudge, renderEvidence: (r) => `Verdict ${r.verdict}.` },
+      model: { kind: 'url', baseUrl: model.url, name: 'operator-model' },
+      sandbox: 'local',
+    });
+    emu.setWebhookUrl(app.url);
+  });
+  afterAll(async () => {
+    await app?.close();
+    await model?.close();
+    await emu?.close();
+    rmSync(home, { recursive: true, force: true });
+  });
+
+  it('attempt n asks models[(n-1) mod 2], is priced at that model, and says so in the status and the table', async () => {
+    emu.createRepo(O, 'mixed', {
+      files: {
+        ...CALC_FILES,
+        '.github/agenticfix.yml': `${CALC_CONFIG}attempts: 2\nmodels: [m-one, m-two]\n`,
+      },
+    });
+    emu.setPermission(O, 'mixed', 'maint', 'write');
+    const n = emu.createIssue(O, 'mixed', { title: 'add() subtracts', user: 'alice' });
+    await emu.label(O, 'mixed', n, 'agenticfix', 'maint');
+    await app.idle();
+    const [run] = await app.store.forIssue(O, 'mixed', n);
+    // Each attempt's requests named its own model (3 each: read, edit, finish), never the operator's.
+    const asked = model.requests
+      .filter((r) => r.path === '/v1/chat/completions')
+      .map((r) => (r.body as { model: string }).model);
+    expect(asked).toEqual(['m-one', 'm-one', 'm-one', 'm-two', 'm-two', 'm-two']);
+    const attempts = recordedAttempts(run!);
+    expect(attempts.map((a) => [a.model, a.verdict])).toEqual([
+      ['m-one', 'verified'],
+      ['m-two', 'verified'],
+    ]);
+    // Priced per model: each reply of an attempt (in its own events, under its id) at its model's price.
+    for (const a of attempts) {
+      const replies = (await app.store.events(a.run_id, 0, 1000)).filter((e) => e.type === 'model_reply');
+      expect(replies).toHaveLength(3);
+      const priced = replies.map((r) => requestCostUsd(PRICES[a.model!]!, r.body.usage as Usage));
+      expect(replies.map((r) => r.body.cost_usd)).toEqual(priced);
+      expect(a.cost_usd).toBeCloseTo(
+        priced.reduce((x, y) => x + y, 0),
+        12,
+      );
+    }
+    // The same patch at a higher price: the cheaper attempt is the one published.
+    const [one, two] = attempts.map((a) => a.cost_usd!);
+    expect(two).toBeGreaterThan(one!);
+    expect(attempts.map((a) => a.published)).toEqual([true, false]);
+    expect(run!.cost_usd).toBeCloseTo(one! + two!, 10);
+    const status = emu.comments(n, `${O}/mixed`).find((c) => c.user === emu.botLogin)!.body;
+    expect(status).toMatch(/Attempt 1 \([^)]*\): `verified` \(published\), model `m-one`/);
+    expect(status).toMatch(/Attempt 2 \([^)]*\): `verified`, model `m-two`/);
+    const evidence = emu
+      .comments(run!.pr_number!, `${O}/mixed`)
+      .find((c) => c.body.startsWith('## Test evidence'))!.body;
+    expect(evidence).toContain('| # | Verdict | Model |');
+    expect(evidence).toMatch(/^\| 1 \(published\) \| `verified` \| `m-one` \|/m);
+    expect(evidence).toMatch(/^\| 2 \| `verified` \| `m-two` \|/m);
+  });
+});

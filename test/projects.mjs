@@ -18,6 +18,15 @@ export const PROJECTS = {
   services: 'Redis and/or PostgreSQL',
 };
 
+/**
+ * `npm test` runs every suite in two jest invocations (test/support/run-all.mjs): first all of them but these
+ * with two workers (most of a suite's time is spent waiting on containers, child processes and timers, so
+ * two at once nearly halve the run on two CPUs), then these one at a time. A suite belongs here when another
+ * suite of the same run beside it would change what it proves: it bounds a duration tightly, or it measures
+ * something (memory, the engine's load) that a neighbour moves. Each entry says why.
+ */
+export const ALONE = {};
+
 /** Test files (paths under test/, without `.test.ts`) found on disk. */
 export function testFiles(dir) {
   return readdirSync(dir, { recursive: true })

@@ -811,6 +811,14 @@ export function createRouter({
     state.reviewComments.push(reply);
     return ok(shapes.reviewComment(ctx.repo, reply), 201);
   });
+  // The app deletes copies of its replies that landed late (publish/landed.ts).
+  onRepo('DELETE', '/repos/:owner/:repo/pulls/comments/:id', (ctx) => {
+    const id = intParam(ctx.params.id);
+    const i = state.reviewComments.findIndex((c) => c.repo === ctx.repo.fullName && c.id === id);
+    if (i < 0) throw notFound();
+    state.reviewComments.splice(i, 1);
+    return { status: 204 };
+  });
   onRepo('POST', '/repos/:owner/:repo/pulls/:number/requested_reviewers', (ctx) => {
     const pull = pullOf(ctx);
     const input = parseBody(ReviewersBody, ctx.body);

@@ -93,6 +93,36 @@ describe('a POST that timed out but landed', () => {
     expect(emu.comments(n).map((c) => c.user)).toEqual(['mallory', emu.botLogin]);
   });
 
+  it('a review reply held past the timeout: its late copy is deleted from the thread, one reply stays', async () => {
+    const gh = await client();
+    emu.pushFiles(
+      O,
+      R,
+      'reply',
+      { 'calc.py': 'def add(a, b):\n    return a + b\n' },
+      { message: 'Fix', author: 'dev' },
+    );
+    const pr = (await gh.rest.pulls.create({ owner: O, repo: R, head: 'reply', base: 'main', title: 'Fix' }))
+      .data.number;
+    await emu.reviewComment(O, R, pr, { user: 'maint', body: 'Name it sum?', path: 'calc.py', line: 1 });
+    const root = emu.reviewComments(pr).find((c) => c.user === 'maint')!;
+    const replies = /\/pulls\/\d+\/comments\/\d+\/replies$/;
+    emu.holdNext({ method: 'POST', path: replies }, HOLD);
+    const mark = { run: 'r-reply', kind: `reply-${root.id}` };
+    const { data } = await gh.rest.pulls.createReplyForReviewComment({
+      owner: O,
+      repo: R,
+      pull_number: pr,
+      comment_id: root.id,
+      body: withMarker('Addressed.', mark),
+    });
+    const sent = () => emu.requests.filter((r) => r.method === 'POST' && replies.test(r.path));
+    await waitFor(() => sent().length === 2); // the held POST has landed too
+    const mine = emu.reviewComments(pr).filter((c) => c.user === emu.botLogin);
+    expect(mine.map((c) => c.id)).toEqual([data.id]);
+    expect(readMarker(mine[0]!.body)).toEqual(mark);
+  });
+
   it('a kept write (its POST failed in the run) looks for its marker before it is posted again', async () => {
     const gh = await client();
     const n = emu.createIssue(O, R, { title: 'kept', user: 'alice' });

@@ -25,7 +25,12 @@ export const PROJECTS = {
  * suite of the same run beside it would change what it proves: it bounds a duration tightly, or it measures
  * something (memory, the engine's load) that a neighbour moves. Each entry says why.
  */
-export const ALONE = {};
+export const ALONE = {
+  'services/store/store-outage':
+    'its worker holds a BullMQ lock of 2 s through a PostgreSQL outage of seconds: a busy neighbour can stall the lock and change the outcome',
+  'docker/pipeline/faults-engine':
+    "cuts the engine 500 ms after the tests' container starts, and checks what the run left behind",
+};
 
 /** Test files (paths under test/, without `.test.ts`) found on disk. */
 export function testFiles(dir) {

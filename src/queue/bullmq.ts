@@ -4,6 +4,7 @@ import type { Redis } from 'ioredis';
 import {
   executeRun,
   finishRun,
+  issueRunsAround,
   HandedBack,
   NotOwner,
   RetryRun,
@@ -129,7 +130,7 @@ export class BullRunQueue implements RunQueue {
       if (this.admitting.has(run.id)) continue;
       const job = await this.queue.getJob(run.id);
       if (job && LIVE.has(await job.getState())) continue;
-      if (!job && run.state === 'queued') await this.add(run);
+      if (!job && run.state === 'queued') await this.enqueue(run);
       else ended.push(...[await this.orphaned(run.id, job)].filter((r) => r !== null));
     }
     return ended;
@@ -137,14 +138,11 @@ export class BullRunQueue implements RunQueue {
 
   async enqueue(run: RunRecord): Promise<void> {
     if (await this.queue.getJob(run.id)) return; // a redelivered webhook
-    const runs = await this.store.forIssue(run.owner, run.repo, run.issue); // newest first
-    const at = runs.findIndex((r) => r.id === run.id);
     // Recorded after this one (deliveries taken in at once): the newest run wins, as in the order recorded.
-    const newer = runs.slice(0, at).find((r) => isActive(r.state));
+    const { newer, older } = await issueRunsAround(this.store, run);
     if (newer)
       return finishRun(this.store, this.hooks, run, stoppedFields({ kind: 'superseded', by: newer.id }));
-    for (const older of runs.slice(at + 1).filter((r) => isActive(r.state)))
-      await this.stop(older, { kind: 'superseded', by: run.id });
+    for (const o of older) await this.stop(o, { kind: 'superseded', by: run.id });
     void this.admit(run);
   }
 

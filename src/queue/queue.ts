@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import {
   AFTER_VERDICT,
+  isActive,
   ownerOf,
   type RunRecord,
   type RunState,
@@ -21,6 +22,19 @@ export const STOP_REQUEST = z.discriminatedUnion('kind', [
   z.strictObject({ kind: z.literal('lock_lost') }),
 ]);
 export type StopRequest = z.infer<typeof STOP_REQUEST>;
+
+/** The active runs of `run`'s issue recorded after it and before it: the newest run of an issue wins. */
+export async function issueRunsAround(
+  store: RunStore,
+  run: RunRecord,
+): Promise<{ newer: RunRecord | undefined; older: RunRecord[] }> {
+  const runs = await store.forIssue(run.owner, run.repo, run.issue); // newest first
+  const at = runs.findIndex((r) => r.id === run.id);
+  return {
+    newer: runs.slice(0, at).find((r) => isActive(r.state)),
+    older: runs.slice(at + 1).filter((r) => isActive(r.state)),
+  };
+}
 
 export interface QueueHooks {
   /** Does the work; resolves with the run's final fields (state done or failed). Must honour `signal`. */
@@ -235,8 +249,8 @@ export class LocalRunQueue implements RunQueue {
   private readonly pending: RunRecord[] = [];
   private readonly active = new Map<string, Active>(); // by issue key
   private readonly idleWaiters: (() => void)[] = [];
-  /** Ends of dropped runs still being recorded. */
-  private readonly dropping = new Set<Promise<void>>();
+  /** Ends of dropped runs still being recorded, by run id. */
+  private readonly dropping = new Map<string, Promise<void>>();
   /** Ends the store would not take, by run id: reconcile() records them. */
   private readonly unrecorded = new Map<string, { run: RunRecord; fields: RunUpdate }>();
   private closed = false;
@@ -279,7 +293,7 @@ export class LocalRunQueue implements RunQueue {
   async idle(): Promise<void> {
     if (this.pending.length > 0 || this.active.size > 0)
       await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
-    await Promise.all([...this.dropping]);
+    await Promise.all([...this.dropping.values()]);
   }
 
   /** Stops accepting runs, lets running ones finish for `drainMs`, then aborts them (they end `interrupted`). */
@@ -336,6 +350,13 @@ export class LocalRunQueue implements RunQueue {
         (err: unknown) => this.hooks.onError?.(run, err),
       );
     }
+    // Recorded but never enqueued (its enqueue failed): run it, unless a newer run of its issue is active.
+    for (const run of await this.store.list('queued')) {
+      if (this.closed || this.dropping.has(run.id)) continue; // enqueue() skips one queued or running here
+      const { newer } = await issueRunsAround(this.store, run);
+      if (newer) await this.drop(run, stoppedFields({ kind: 'superseded', by: newer.id }));
+      else await this.enqueue(run);
+    }
     return ended;
   }
 
@@ -371,7 +392,7 @@ export class LocalRunQueue implements RunQueue {
       if (err instanceof UnrecordedEnd) this.unrecorded.set(run.id, { run, fields: err.fields });
       this.hooks.onError?.(run, err);
     });
-    this.dropping.add(done);
-    return done.finally(() => this.dropping.delete(done));
+    this.dropping.set(run.id, done);
+    return done.finally(() => this.dropping.delete(run.id));
   }
 }

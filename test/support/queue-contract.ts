@@ -168,6 +168,27 @@ export function runQueueContract(backend: QueueBackend): void {
     expect(jobs.started).toEqual([busy.id, b.id]);
   });
 
+  // Issue 37: a run recorded `queued` but never enqueued (its enqueue failed) waited forever.
+  it('reconcile runs a queued run that was never enqueued, unless a newer run of its issue is active', async () => {
+    const jobs = new Jobs();
+    const q = await make(jobs, 2);
+    const lost = await recordedRun(store, newRun(7));
+    const older = await recordedRun(store, newRun(8));
+    const newer = await recordedRun(store, newRun(8));
+    await q.enqueue(newer);
+    await until('the newer started', () => jobs.started.length === 1);
+    await q.reconcile();
+    await until('the lost one started', () => jobs.started.length === 2);
+    await until('the older superseded', async () => (await stateOf(older.id)) === 'superseded');
+    expect(jobs.started).toEqual([newer.id, lost.id]);
+    expect(await store.get(older.id)).toMatchObject({ superseded_by: newer.id });
+    jobs.finish(newer.id);
+    jobs.finish(lost.id);
+    await q.idle();
+    expect(await stateOf(lost.id)).toBe('done');
+    expect(await stateOf(newer.id)).toBe('done');
+  });
+
   it('cancel aborts the running run with a reason the job can read', async () => {
     const reasons: unknown[] = [];
     let started = false;

@@ -29,4 +29,5 @@ export default {
     ...(NEEDS_DIST.has(name) ? { globalSetup: '<rootDir>/test/support/global-setup.mjs' } : {}),
   })),
   testTimeout: 120000,
+  testSequencer: '<rootDir>/test/support/sequencer.mjs',
 };

@@ -18,6 +18,26 @@ export const PROJECTS = {
   services: 'Redis and/or PostgreSQL',
 };
 
+/**
+ * `npm test` runs every suite in two jest invocations (test/support/run-all.mjs): first all of them but these
+ * with two workers (most of a suite's time is spent waiting on containers, child processes and timers, so
+ * two at once nearly halve the run on two CPUs), then these one at a time. A suite belongs here when another
+ * suite of the same run beside it would change what it proves: it bounds a duration tightly, it expects
+ * engine-wide state that a neighbour also changes, or it measures something a neighbour moves. Each entry
+ * says why.
+ */
+export const ALONE = {
+  // A container or lease whose owner process is gone is removed by whichever sweep of the engine comes
+  // first, and every app start-up sweeps: these two check that their own sweep removed one.
+  'docker/pipeline/leftovers':
+    'expects its sweep to remove a dead child’s container (failed once beside other suites: a neighbour’s sweep took it first)',
+  'docker/pipeline/faults': 'expects its engine sweep to clear a dead holder’s image lease',
+  'services/store/store-outage':
+    'its worker holds a BullMQ lock of 2 s through a PostgreSQL outage of seconds: a busy neighbour can stall the lock and change the outcome',
+  'docker/pipeline/faults-engine':
+    "cuts the engine 500 ms after the tests' container starts, and checks what the run left behind",
+};
+
 /** Test files (paths under test/, without `.test.ts`) found on disk. */
 export function testFiles(dir) {
   return readdirSync(dir, { recursive: true })

@@ -123,7 +123,7 @@ export async function benchScale(o: BenchOptions): Promise<Record<string, number
       queue_most_running_on_one_worker: Math.max(...mostRunning),
     };
     // The figures: the same batch of demo runs with one worker and with two.
-    return { ...(await benchScaleDemo(o.smoke ? 2 : 6, redisUrl, databaseUrl)), ...queueFigures };
+    return { ...(await benchScaleDemo(o.smoke ? 2 : 6, redisUrl, databaseUrl, o.smoke)), ...queueFigures };
   } finally {
     await Promise.all(workers.map((w) => w.close(0)));
     await queue.close();

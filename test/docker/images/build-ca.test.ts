@@ -253,9 +253,10 @@ d('build CA (real engine)', () => {
   const m = itIf(machine ? present(egressCa) : missing(egressCa, 'none there'));
   const registryDockerfile = [
     `FROM ${BASE_IMAGE}`,
-    // The run id keeps the engine's layer cache from answering for the network.
+    // The run id keeps the engine's layer cache from answering for the network. curl's error and its -w
+    // line share one stream (2>&1): the engine's two streams of a step can interleave mid-line under load.
     `RUN echo ${runId} >/dev/null && apt-get update -qq && apt-get install -y -qq curl ca-certificates >/dev/null && ` +
-      "curl -sS -o /dev/null -w 'registry %{http_code}\\n' https://registry.npmjs.org/left-pad",
+      "curl -sS -o /dev/null -w 'registry %{http_code}\\n' https://registry.npmjs.org/left-pad 2>&1",
     '',
   ].join('\n');
 

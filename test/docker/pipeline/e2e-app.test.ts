@@ -18,7 +18,8 @@ import {
   type ScriptedModelServer,
   type ScriptStep,
 } from '../../../src/emulator/scripted-model.js';
-import { LABEL } from '../../../src/environment/docker.js';
+import { LABEL, OWNER_LABEL } from '../../../src/environment/docker.js';
+import { processOwner } from '../../../src/environment/lending.js';
 import { LEASE_LABEL } from '../../../src/images/leases.js';
 import { PARKED } from '../../../src/bench/app.js';
 import { branchFor } from '../../../src/publish/pr.js';
@@ -58,10 +59,13 @@ function edits(pairs: [string, string][]) {
   return [...calls, { name: 'run_tests', arguments: {} }];
 }
 
-/** Test containers (not image leases, which are containers that never run). */
+/**
+ * This process's test containers (not image leases, which are containers that never run). The engine is
+ * shared with the suites running beside this one and with other checkouts: theirs are not counted.
+ */
 const agentContainers = async () =>
   docker
-    .listContainers({ all: true, filters: { label: [`${LABEL}=1`] } })
+    .listContainers({ all: true, filters: { label: [`${LABEL}=1`, `${OWNER_LABEL}=${processOwner()}`] } })
     .then((l) => l.filter((c) => !c.Labels[LEASE_LABEL]).length);
 const engine = await needDocker();
 let emu: GitHubEmulator;

@@ -202,27 +202,28 @@ export class DockerSandbox implements Sandbox {
       const waited = await this.whileEngineAnswers(container.wait() as Promise<{ StatusCode: number }>);
       clearTimeout(timer);
       req.signal?.removeEventListener('abort', onAbort);
-      const info = await container.inspect();
       await Promise.race([ended, new Promise((r) => setTimeout(r, DRAIN_MS))]);
       stream.destroy();
 
       const killedByUs = timedOut || cancelled;
       const status = waited.StatusCode;
-      const engineKilled =
-        !killedByUs &&
-        status > 128 &&
-        (await engineEvents(this.docker, container.id, startedAt, ['kill', 'stop']).then(
-          (seen) => seen.size > 0,
-          () => false,
-        ));
+      // The engine records an OOM kill apart from the exit and may set OOMKilled after the wait has
+      // answered (seen under gVisor on a busy machine): its `oom` event says it too.
+      const seen =
+        !killedByUs && status !== 0
+          ? await engineEvents(this.docker, container.id, startedAt, ['kill', 'stop', 'oom']).catch(
+              () => new Set<string>(),
+            )
+          : new Set<string>();
+      const info = await container.inspect();
       return endedOutcome(call, {
         status,
         out: out.result(),
         err: err.result(),
         timedOut,
         cancelled,
-        oom: info.State.OOMKilled,
-        engineKilled,
+        oom: info.State.OOMKilled || seen.has('oom'),
+        engineKilled: status > 128 && (seen.has('kill') || seen.has('stop')),
       });
     } catch (e) {
       if (cancelled) return outcome('cancelled', `${INFRA}container run failed: ${message(e)}`);

@@ -1,7 +1,7 @@
 import { attemptId, recordedAttempts, type Attempt } from '../pipeline/attempts.js';
 import { isActive, type RunEvent, type RunRecord, type RunStore } from '../store/store.js';
 import { html, type Html } from './html.js';
-import { duration } from './layout.js';
+import { duration, table } from './layout.js';
 import { repairSections, runFacts, section } from './run-page.js';
 
 /**
@@ -50,41 +50,27 @@ export function attemptsSection(entries: AttemptEntry[]): Html | null {
   return section(
     `Attempts (${entries.length})`,
     html`<p class="muted">Each attempt is judged on its own; the smallest verified patch is published.</p>
-      <div class="scroll">
-        <table class="attempts">
-          <thead>
-            <tr>
-              <th scope="col">Attempt</th>
-              <th scope="col">Verdict</th>
-              <th scope="col">Model</th>
-              <th scope="col">F2P</th>
-              <th scope="col">P2P</th>
-              <th scope="col">Changed</th>
-              <th scope="col">Cost</th>
-              <th scope="col">Duration</th>
-            </tr>
-          </thead>
-          <tbody>
-            ${entries.map(({ n, run_id, outcome: a }) =>
-              a
-                ? html`<tr>
-                    <td><a href="${href(run_id)}">Attempt ${n}</a>${a.published ? published : ''}</td>
-                    <td>${a.verdict}</td>
-                    <td>${a.model ?? '—'}</td>
-                    <td>${num(a.f2p)}</td>
-                    <td>${num(a.p2p)}</td>
-                    <td>${a.changed_lines} lines, ${a.changed_files} files</td>
-                    <td>${cost(a)}</td>
-                    <td>${duration(a.duration_ms) || '—'}</td>
-                  </tr>`
-                : html`<tr>
-                    <td><a href="${href(run_id)}">Attempt ${n}</a></td>
-                    <td colspan="7" class="muted">under way</td>
-                  </tr>`,
-            )}
-          </tbody>
-        </table>
-      </div>`,
+      ${table(
+        ['Attempt', 'Verdict', 'Model', 'F2P', 'P2P', 'Changed', 'Cost', 'Duration'],
+        entries.map(({ n, run_id, outcome: a }) =>
+          a
+            ? html`<tr>
+                <td><a href="${href(run_id)}">Attempt ${n}</a>${a.published ? published : ''}</td>
+                <td>${a.verdict}</td>
+                <td>${a.model ?? '—'}</td>
+                <td>${num(a.f2p)}</td>
+                <td>${num(a.p2p)}</td>
+                <td>${a.changed_lines} lines, ${a.changed_files} files</td>
+                <td>${cost(a)}</td>
+                <td>${duration(a.duration_ms) || '—'}</td>
+              </tr>`
+            : html`<tr>
+                <td><a href="${href(run_id)}">Attempt ${n}</a></td>
+                <td colspan="7" class="muted">under way</td>
+              </tr>`,
+        ),
+        'attempts',
+      )}`,
   );
 }
 

@@ -65,3 +65,18 @@ export function spent(run: RunRecord): string {
 }
 
 export const stateBadge = (state: string): Html => html`<span class="badge state-${state}">${state}</span>`;
+
+/** A table under column headings, scrolled sideways on a narrow screen. */
+export const table = (heads: readonly string[], rows: readonly Html[], cls?: string): Html =>
+  html`<div class="scroll">
+    <table${cls ? html` class="${cls}"` : ''}>
+      <thead>
+        <tr>
+          ${heads.map((h) => html`<th scope="col">${h}</th>`)}
+        </tr>
+      </thead>
+      <tbody>
+        ${rows}
+      </tbody>
+    </table>
+  </div>`;

@@ -2,7 +2,7 @@ import { isActive, type RunEvent, type RunRecord } from '../store/store.js';
 import { renderMarkdown as evidenceMarkdown } from '../verify/markdown.js';
 import { VerificationReportSchema, type VerificationReport } from '../verify/types.js';
 import { html, type Html } from './html.js';
-import { duration, runDuration, spent, stateBadge } from './layout.js';
+import { duration, runDuration, spent, stateBadge, table } from './layout.js';
 import { renderDiff, renderMarkdown } from './render.js';
 import { num, obj, str, toolCall, type Body } from './tool-call.js';
 
@@ -199,77 +199,46 @@ function toolCalls(events: RunEvent[]): Html {
 
 function modelRequests(replies: RunEvent[]): Html {
   if (replies.length === 0) return html`<p class="muted">None yet.</p>`;
-  return html`<div class="scroll">
-    <table>
-      <thead>
-        <tr>
-          <th scope="col">#</th>
-          <th scope="col">Time</th>
-          <th scope="col">Model</th>
-          <th scope="col">Prompt</th>
-          <th scope="col">Cached</th>
-          <th scope="col">Completion</th>
-          <th scope="col">Total</th>
-          <th scope="col">Cost</th>
-        </tr>
-      </thead>
-      <tbody>
-        ${replies.map((r, i) => {
-          const u = obj(r.body.usage);
-          const cost = num(r.body.cost_usd) ?? num(u.cost_usd);
-          // The service sent no usage: the tokens and their cost are estimated from sizes.
-          const est = u.estimated === true ? ' (estimated)' : '';
-          return html`<tr>
-            <td>${i + 1}</td>
-            <td>${time(r.ts)}</td>
-            <td>${str(r.body.model)}</td>
-            <td>${num(u.prompt)}</td>
-            <td>${num(u.cached)}</td>
-            <td>${num(u.completion)}</td>
-            <td>${num(u.total)}${est}</td>
-            <td>${cost === null ? '' : `$${cost.toFixed(4)}${est}`}</td>
-          </tr>`;
-        })}
-      </tbody>
-    </table>
-  </div>`;
+  return table(
+    ['#', 'Time', 'Model', 'Prompt', 'Cached', 'Completion', 'Total', 'Cost'],
+    replies.map((r, i) => {
+      const u = obj(r.body.usage);
+      const cost = num(r.body.cost_usd) ?? num(u.cost_usd);
+      // The service sent no usage: the tokens and their cost are estimated from sizes.
+      const est = u.estimated === true ? ' (estimated)' : '';
+      return html`<tr>
+        <td>${i + 1}</td>
+        <td>${time(r.ts)}</td>
+        <td>${str(r.body.model)}</td>
+        <td>${num(u.prompt)}</td>
+        <td>${num(u.cached)}</td>
+        <td>${num(u.completion)}</td>
+        <td>${num(u.total)}${est}</td>
+        <td>${cost === null ? '' : `$${cost.toFixed(4)}${est}`}</td>
+      </tr>`;
+    }),
+  );
 }
 
 function cells(report: VerificationReport): Html {
   return html`<p>Verdict <strong>${report.verdict}</strong>: ${report.reason}</p>
-    <div class="scroll">
-      <table>
-        <thead>
-          <tr>
-            <th scope="col">Cell</th>
-            <th scope="col">Source</th>
-            <th scope="col">Tests</th>
-            <th scope="col">Status</th>
-            <th scope="col">Passed</th>
-            <th scope="col">Failed</th>
-            <th scope="col">Errors</th>
-            <th scope="col">Skipped</th>
-            <th scope="col">Time</th>
-          </tr>
-        </thead>
-        <tbody>
-          ${report.cells.map(
-            (c) =>
-              html`<tr>
-                <td>${c.name}</td>
-                <td>${c.source}</td>
-                <td>${c.tests}</td>
-                <td>${c.status}</td>
-                <td>${c.counts.passed}</td>
-                <td>${c.counts.failed}</td>
-                <td>${c.counts.errors}</td>
-                <td>${c.counts.skipped}</td>
-                <td>${duration(c.duration_ms)}</td>
-              </tr>`,
-          )}
-        </tbody>
-      </table>
-    </div>`;
+    ${table(
+      ['Cell', 'Source', 'Tests', 'Status', 'Passed', 'Failed', 'Errors', 'Skipped', 'Time'],
+      report.cells.map(
+        (c) =>
+          html`<tr>
+            <td>${c.name}</td>
+            <td>${c.source}</td>
+            <td>${c.tests}</td>
+            <td>${c.status}</td>
+            <td>${c.counts.passed}</td>
+            <td>${c.counts.failed}</td>
+            <td>${c.counts.errors}</td>
+            <td>${c.counts.skipped}</td>
+            <td>${duration(c.duration_ms)}</td>
+          </tr>`,
+      ),
+    )}`;
 }
 
 function revisions(runs: RunRecord[], current: string): Html {

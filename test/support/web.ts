@@ -191,3 +191,14 @@ export async function signInFlow(
   }
   throw new Error('sign-in did not finish');
 }
+
+/** A private repository of `f`'s owner whose runs make two attempts, with writer-wu and reader-ray. */
+export function attemptsRepo(f: WebFixture, name = 'multi-calc'): string {
+  f.emu.createRepo(OWNER, name, {
+    files: { ...CALC_FILES, '.github/agenticfix.yml': `${CALC_CONFIG}attempts: 2\n` },
+    private: true,
+  });
+  f.emu.setPermission(OWNER, name, 'writer-wu', 'write');
+  f.emu.setPermission(OWNER, name, 'reader-ray', 'read');
+  return name;
+}

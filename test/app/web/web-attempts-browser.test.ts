@@ -1,18 +1,13 @@
-import { existsSync } from 'node:fs';
-import puppeteer, { type Browser } from 'puppeteer-core';
-import { CALC_CONFIG, CALC_FILES, waitFor } from '../../support/app.js';
-import { describeIf, missing, present } from '../../support/skip.js';
-import { OWNER, startWebFixture, type WebFixture } from '../../support/web.js';
+import type { Browser } from 'puppeteer-core';
+import { waitFor } from '../../support/app.js';
+import { describeIf } from '../../support/skip.js';
+import { chromium, launchChromium } from '../../support/browser.js';
+import { attemptsRepo, startWebFixture, type WebFixture } from '../../support/web.js';
 
 /**
  * Issue 41, item 4 in a browser: from a run's page to its attempt's page and back, the attempt's page
  * live until its outcome is recorded, under the pages' CSP (no violation, no inline style).
  */
-
-const CHROMIUM = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => existsSync(p));
-const chromium = CHROMIUM
-  ? present('Chromium')
-  : missing('Chromium', 'not installed (apt-get install chromium, as scripts/setup-services.sh does)');
 
 describeIf(chromium)('attempt pages in a browser', () => {
   const MULTI = 'multi-calc';
@@ -20,16 +15,8 @@ describeIf(chromium)('attempt pages in a browser', () => {
   let browser: Browser;
   beforeAll(async () => {
     f = await startWebFixture();
-    f.emu.createRepo(OWNER, MULTI, {
-      files: { ...CALC_FILES, '.github/agenticfix.yml': `${CALC_CONFIG}attempts: 2\n` },
-      private: true,
-    });
-    f.emu.setPermission(OWNER, MULTI, 'writer-wu', 'write');
-    browser = await puppeteer.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
-    });
+    attemptsRepo(f, MULTI);
+    browser = await launchChromium();
   }, 60_000);
   afterAll(async () => {
     await browser?.close();

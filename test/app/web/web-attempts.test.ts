@@ -1,5 +1,5 @@
-import { CALC_CONFIG, CALC_FILES, waitFor } from '../../support/app.js';
-import { OWNER, signIn, startWebFixture, type WebFixture } from '../../support/web.js';
+import { waitFor } from '../../support/app.js';
+import { attemptsRepo, OWNER, signIn, startWebFixture, type WebFixture } from '../../support/web.js';
 
 /**
  * Issue 41, item 4: the run pages group a run's attempts. The run's page lists them (verdict, model,
@@ -14,12 +14,7 @@ describe('run pages: a run of several attempts', () => {
   let run: string;
   beforeAll(async () => {
     f = await startWebFixture();
-    f.emu.createRepo(OWNER, MULTI, {
-      files: { ...CALC_FILES, '.github/agenticfix.yml': `${CALC_CONFIG}attempts: 2\n` },
-      private: true,
-    });
-    f.emu.setPermission(OWNER, MULTI, 'writer-wu', 'write');
-    f.emu.setPermission(OWNER, MULTI, 'reader-ray', 'read');
+    attemptsRepo(f, MULTI);
     run = await f.label('add() subtracts', MULTI);
   });
   afterAll(() => f?.close());

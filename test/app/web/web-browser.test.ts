@@ -1,9 +1,10 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import type { Browser, Page } from 'puppeteer-core';
 import { waitFor } from '../../support/app.js';
-import { describeIf, missing, present } from '../../support/skip.js';
+import { describeIf } from '../../support/skip.js';
+import { chromium, launchChromium } from '../../support/browser.js';
 import { startWebFixture, type WebFixture } from '../../support/web.js';
 
 /**
@@ -13,12 +14,7 @@ import { startWebFixture, type WebFixture } from '../../support/web.js';
  * and saves screenshots (desktop and phone). In CI a missing Chromium is a failure, never a skip.
  */
 
-const CHROMIUM = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => existsSync(p));
 const SHOTS = path.join(tmpdir(), 'agenticfix-screenshots');
-
-const chromium = CHROMIUM
-  ? present('Chromium')
-  : missing('Chromium', 'not installed (apt-get install chromium, as scripts/setup-services.sh does)');
 
 describeIf(chromium)('run pages in a browser', () => {
   let f: WebFixture;
@@ -26,11 +22,7 @@ describeIf(chromium)('run pages in a browser', () => {
   beforeAll(async () => {
     mkdirSync(SHOTS, { recursive: true });
     f = await startWebFixture();
-    browser = await puppeteer.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
-    });
+    browser = await launchChromium();
   }, 60_000);
   afterAll(async () => {
     await browser?.close();

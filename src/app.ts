@@ -139,8 +139,9 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
   const handlers = createApp({ config: o.config, store, queue, intake });
 
   if (queue instanceof BullRunQueue) await queue.ready();
-  // Runs a crash left behind: recorded as interrupted, and their issues are told. Distributed, runs
-  // live on in their workers, and a dead worker's runs are found by the queue.
+  // Runs a crash left running: recorded as interrupted, and their issues are told. Distributed, runs
+  // live on in their workers, and a dead worker's runs are found by the queue. Queued ones are the
+  // queue's reconcile's, below.
   const left = distributed ? [] : await store.markInterrupted();
   for (const run of left.filter((r) => r.state === 'interrupted')) {
     await runner
@@ -171,6 +172,10 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
       }
       log.warn({ err }, 'start-up cleanup failed');
     }
+  // Runs recorded queued that no queue holds (a crash between recording and enqueueing, or the
+  // in-process queue lost with its process) are enqueued again, as a distributed serve's `ready` does.
+  if (!distributed)
+    await queue.reconcile().catch((err: unknown) => log.error({ err }, 'could not reconcile the runs'));
 
   // Judged runs whose publishing failed, whichever machine ran them (what publishing needs is in the
   // store), and the final GitHub writes the store keeps: tried again when due, now and periodically.

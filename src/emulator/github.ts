@@ -88,6 +88,8 @@ export interface FaultMatch {
   method?: string;
   /** Tested against the percent-decoded request path without its query string. */
   path: RegExp;
+  /** failNext: this many matching requests are let through first (the second comment on a path fails). */
+  after?: number;
 }
 
 export interface FaultResponse {
@@ -300,7 +302,7 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
     },
   });
   const requests: RecordedRequest[] = [];
-  const faults: { match: FaultMatch; responses: FaultResponse[] }[] = [];
+  const faults: { match: FaultMatch; responses: FaultResponse[]; pass: number }[] = [];
   let latencyMs = 0;
   const holds: { match: FaultMatch; ms: number }[] = [];
   const matches = (m: FaultMatch, method: string, pathname: string) =>
@@ -308,6 +310,7 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
 
   const takeFault = (method: string, pathname: string): FaultResponse | undefined => {
     const rule = faults.find((f) => f.responses.length > 0 && matches(f.match, method, pathname));
+    if (rule && rule.pass > 0) return void rule.pass--;
     return rule?.responses.shift();
   };
   const takeHold = (method: string, pathname: string): number => {
@@ -805,7 +808,7 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
     repoLabels: (owner, name) => [...repoOf(owner, name).labels.values()].map((l) => ({ ...l })),
     revokeTokens: () => auth.revokeAll(),
     failNext(match, responses) {
-      faults.push({ match, responses: [...responses] });
+      faults.push({ match, responses: [...responses], pass: match.after ?? 0 });
     },
     holdNext(match, ms) {
       holds.push({ match, ms });

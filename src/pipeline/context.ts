@@ -50,6 +50,11 @@ export interface RunContext {
   /** The model as the comments name it, until the repair says which one answered. */
   model: string;
   signal: AbortSignal;
+  /**
+   * Publishing again (resume.ts) after a try that failed or whose process died: its comments may have
+   * landed unrecorded, so each is looked for by its marker before it is posted.
+   */
+  resumed?: boolean;
 }
 
 /** What only the repair step needs besides the context. */

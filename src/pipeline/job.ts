@@ -106,7 +106,7 @@ export class JobRunner implements QueueHooks {
 
   onQueued(run: RunRecord): void {
     this.o.log?.info({ run: run.id, state: run.state, trigger: run.trigger }, 'run queued');
-    this.reporter.status(run).update({ phase: 'queued' });
+    this.reporter.status(run, true).update({ phase: 'queued' });
   }
 
   /**
@@ -115,7 +115,7 @@ export class JobRunner implements QueueHooks {
    */
   async announceQueued(run: RunRecord): Promise<void> {
     this.o.log?.info({ run: run.id, state: run.state, trigger: run.trigger }, 'run queued');
-    const status = this.reporter.status(run);
+    const status = this.reporter.status(run, true);
     status.update({ phase: 'queued' });
     await status.settled();
     this.reporter.release(run);

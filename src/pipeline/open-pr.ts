@@ -37,6 +37,9 @@ export async function openPr(
 ): Promise<RunUpdate> {
   const { run, gh, ref, rc } = c;
   const { store, reporter, deps, config } = c.s;
+  // Publishing again, a comment an earlier try made is found by its marker, not posted twice.
+  const comment = (to: typeof ref, kind: string, body: string) =>
+    reporter.comment(run, gh, to, kind, body, c.resumed === true);
   // Nothing is pushed or opened for an issue that went while the run worked.
   const gone = await issueGone(gh, ref);
   if (gone)
@@ -54,13 +57,7 @@ export async function openPr(
       (n): n is string => typeof n === 'string',
     );
     const why = notes.length > 0 ? notes.join('\n\n') : undefined;
-    await reporter.comment(
-      run,
-      gh,
-      ref,
-      'unverified',
-      unverifiedComment({ run, result, report, evidence, why }),
-    );
+    await comment(ref, 'unverified', unverifiedComment({ run, result, report, evidence, why }));
     // A stop that is no verdict on the patch (the engine) stays an infrastructure error.
     if (stopped !== null && report.verdict !== 'infra_error')
       return {
@@ -119,7 +116,7 @@ export async function openPr(
   });
   await store.update(run.id, { pr_number: pr.number });
   if (earlier !== null && earlier !== pr.number)
-    await reporter.comment(run, gh, { ...ref, issue: earlier }, 'superseded', supersededNote(run, pr.number));
+    await comment({ ...ref, issue: earlier }, 'superseded', supersededNote(run, pr.number));
   // The maintainer who started the run is asked to review the draft it opened.
   if (pr.created)
     await gh.rest.pulls
@@ -132,17 +129,13 @@ export async function openPr(
       .catch((e: unknown) => c.s.log?.warn({ err: e, run: run.id }, 'could not request a review'));
   const prRef = { ...ref, issue: pr.number };
   const events = existsSync(result.trace_path) ? readFileSync(result.trace_path, 'utf8') : '';
-  await reporter.comment(
-    run,
-    gh,
+  await comment(
     prRef,
     'evidence',
     evidenceComment(run, evidence, [...(extra?.evidence ?? []), ...(ci.length > 0 ? [ciFlagNote(ci)] : [])]),
   );
-  await reporter.comment(run, gh, prRef, 'trace', traceComment(run, result, events));
-  await reporter.comment(
-    run,
-    gh,
+  await comment(prRef, 'trace', traceComment(run, result, events));
+  await comment(
     prRef,
     'config',
     configComment({

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'probot';
 import type { Config } from '../config/config.js';
-import { editComment, postComment, type GitHub, type IssueRef } from '../publish/github.js';
+import { editComment, landedComment, postComment, type GitHub, type IssueRef } from '../publish/github.js';
 import type { PageRun } from '../publish/render.js';
 import { renderStatus, runPageUrl, StatusComment, type StatusState } from '../publish/status.js';
 import { PageEvents } from './page-events.js';
@@ -26,6 +26,8 @@ export const refOf = (run: RunRecord): IssueRef => ({
  */
 export class Reporter {
   private readonly statuses = new Map<string, StatusComment>();
+  /** When this process began: a run recorded before it was announced, if at all, by an earlier one. */
+  private readonly since = Date.now();
   private delivering: Promise<void> | null = null;
   /** What the run pages read of the runs this process runs (page-events.ts). */
   readonly pages: PageEvents;
@@ -41,11 +43,16 @@ export class Reporter {
     this.pages = new PageEvents(o.store, o.log);
   }
 
-  /** The run's status comment (one per run in this process; a worker edits the one `serve` posted). */
-  status(run: RunRecord): StatusComment {
+  /**
+   * The run's status comment (one per run in this process; a worker edits the one `serve` posted).
+   * `announcing`: the run's first status, right after it was recorded. Any other first status (a worker's,
+   * a restarted process's) may follow a POST that landed unrecorded: its marker is looked for first.
+   */
+  status(run: RunRecord, announcing = false): StatusComment {
     let s = this.statuses.get(run.id);
     if (!s) {
       s = new StatusComment({
+        inherited: !announcing || Date.parse(run.created_at) < this.since,
         gh: () => this.o.auth(run.installation_id),
         ref: refOf(run),
         runId: run.id,
@@ -75,17 +82,35 @@ export class Reporter {
     this.pages.forget(run.id);
   }
 
-  /** A comment of the run, marked as its `kind` (one of each per run and place: trace/marker.ts). */
-  async comment(run: RunRecord, gh: GitHub, ref: IssueRef, kind: string, body: string): Promise<void> {
-    await this.o.store.addComment(run.id, await postComment(gh, ref, body, { mark: { run: run.id, kind } }));
+  /**
+   * A comment of the run, marked as its `kind` (one of each per run and place: trace/marker.ts).
+   * `look`: an earlier try of this step (publishing again) may have posted it: it is reused if it landed.
+   */
+  async comment(
+    run: RunRecord,
+    gh: GitHub,
+    ref: IssueRef,
+    kind: string,
+    body: string,
+    look = false,
+  ): Promise<void> {
+    const id = await postComment(gh, ref, body, { mark: { run: run.id, kind }, look });
+    await this.o.store.addComment(run.id, id);
   }
 
   /** A final comment: posted now or, when GitHub fails, kept in the store until it lands (deliverWrites). */
-  async tell(run: RunRecord, gh: GitHub, ref: IssueRef, kind: string, text: string): Promise<void> {
+  async tell(
+    run: RunRecord,
+    gh: GitHub,
+    ref: IssueRef,
+    kind: string,
+    text: string,
+    look = false,
+  ): Promise<void> {
     const body = withMarker(text, { run: run.id, kind });
     let id: number;
     try {
-      id = await postComment(gh, ref, body);
+      id = await postComment(gh, ref, body, { look });
     } catch (e) {
       return this.keep(run, e, { id: `${run.id}:${randomUUID()}`, comment_id: null, body }, ref);
     }
@@ -102,16 +127,20 @@ export class Reporter {
 
   /** The last status of a run no process holds any more (`why`: the app restarted, its worker stopped). */
   async interrupted(run: RunRecord, gh: GitHub, detail: string): Promise<void> {
-    if (run.status_comment_id === null) return;
+    const ref = refOf(run);
+    // A status its process posted but died before recording is found by its marker and ended too.
+    const id = run.status_comment_id ?? (await landedComment(gh, ref, { run: run.id, kind: 'status' }));
+    if (id === null) return;
+    if (run.status_comment_id === null) await this.o.store.update(run.id, { status_comment_id: id });
     const body = renderStatus(
       run.id,
       run.base_commit,
       { phase: 'interrupted', detail },
       this.linked(run).page,
     );
-    await editComment(gh, refOf(run), run.status_comment_id, body).then(
+    await editComment(gh, ref, id, body).then(
       () => this.o.store.removeWrite(statusWrite(run)),
-      (e: unknown) => this.keep(run, e, { id: statusWrite(run), comment_id: run.status_comment_id, body }),
+      (e: unknown) => this.keep(run, e, { id: statusWrite(run), comment_id: id, body }),
     );
   }
 

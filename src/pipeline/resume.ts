@@ -52,6 +52,7 @@ export async function republish(
       budgets: pending.budgets,
       model: pending.model_label,
       signal: new AbortController().signal,
+      resumed: true,
     };
     const attempts = recordedAttempts(run);
     const extra = attempts.length > 0 ? publishExtra(c, attempts) : undefined;
@@ -73,6 +74,7 @@ export async function republish(
       ref,
       'publishing-failed',
       `## AgenticFix: publishing failed\n\n${error}\n\nThe patch is kept with the run (\`${result.patch_path}\`).\n\n${collapsed('Candidate patch', result.patch, 50_000, 'diff')}`,
+      true,
     );
     ended(await end({ state: 'failed', error }));
   }

@@ -256,6 +256,17 @@ async function withBody<T>(body: string, send: (body: string) => Promise<T>): Pr
 }
 
 /**
+ * The app's comment on the issue that carries `mark` (the oldest), or null: a write an earlier try or an
+ * earlier process made, whose id was never recorded. Anyone else's comment with the marker is ignored.
+ */
+export async function landedComment(gh: GitHub, ref: IssueRef, mark: Marker): Promise<number | null> {
+  const place = placeOf(`/repos/${ref.owner}/${ref.repo}/issues/${ref.issue}/comments`) as Place;
+  const origin = new URL(gh.request.endpoint.DEFAULTS.baseUrl).origin;
+  const [landed] = await marked(gh as unknown as Requester, origin, place, mark);
+  return landed?.id ?? null;
+}
+
+/**
  * Posts a comment ended by its marker (`mark`, or the one `body` has). `look`: the write may have been
  * made already (a kept write whose POST failed): the app's comment with its marker is reused if there is one.
  */
@@ -268,14 +279,8 @@ export async function postComment(
   if (o.mark) body = withMarker(body, o.mark);
   const mark = readMarker(body);
   if (o.look && mark) {
-    const place = placeOf(`/repos/${ref.owner}/${ref.repo}/issues/${ref.issue}/comments`) as Place;
-    const [landed] = await marked(
-      gh as unknown as Requester,
-      new URL(gh.request.endpoint.DEFAULTS.baseUrl).origin,
-      place,
-      mark,
-    );
-    if (landed) return landed.id;
+    const landed = await landedComment(gh, ref, mark);
+    if (landed !== null) return landed;
   }
   const res = await withBody(body, (b) =>
     gh.rest.issues.createComment({ owner: ref.owner, repo: ref.repo, issue_number: ref.issue, body: b }),

@@ -107,6 +107,11 @@ export interface StatusCommentOptions {
   page?: string | null;
   /** Every state given, written or not (the run page's status history). */
   onState?: (state: StatusState) => void;
+  /**
+   * Another process may have posted the comment and died before its id was recorded (a restart, a
+   * worker taking a run whose announcement failed): its marker is looked for before the first POST.
+   */
+  inherited?: boolean;
 }
 
 export class StatusComment {
@@ -124,6 +129,7 @@ export class StatusComment {
 
   constructor(private readonly o: StatusCommentOptions) {
     this.commentId = o.commentId ?? null;
+    this.postFailed = this.commentId === null && o.inherited === true;
   }
 
   /** Records the state; writes now, or later (trailing edit) when the last write was too recent. */

@@ -304,7 +304,7 @@ export class PostgresRunStore implements RunStore {
            stop_reason = CASE WHEN publish IS NULL THEN 'interrupted' ELSE stop_reason END,
            finished_at = CASE WHEN publish IS NULL THEN $1 END,
            error = CASE WHEN publish IS NULL THEN 'app restarted' ELSE $2 END
-         WHERE state IN ${ACTIVE_SQL} RETURNING *`,
+         WHERE state = 'running' RETURNING *`,
       [now(), AFTER_VERDICT],
     );
     return rows

@@ -280,7 +280,7 @@ export class SqliteRunStore implements RunStore {
   async markInterrupted(): Promise<RunRecord[]> {
     return this.db.transaction(() => {
       const rows = this.statement(
-        `SELECT id, publish FROM runs WHERE state IN ${ACTIVE_SQL} ORDER BY created_at, id`,
+        `SELECT id, publish FROM runs WHERE state = 'running' ORDER BY created_at, id`,
       ).all() as { id: string; publish: string | null }[];
       const at = now();
       return rows.map(({ id, publish }) =>

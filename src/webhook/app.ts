@@ -27,7 +27,14 @@ export function createApp(deps: AppDeps) {
    * Validates a recorded delivery and hands it to the intake; one that asks nothing of the app (a bot, a
    * comment without a command, a payload of another shape) is marked done at once.
    */
-  async function receive(id: string, event: string, payload: unknown, auth: Auth, log: Probot['log']) {
+  async function receive(
+    id: string,
+    event: string,
+    payload: unknown,
+    auth: Auth,
+    log: Probot['log'],
+    resumed = false,
+  ) {
     const ignore = async (why?: unknown) => {
       if (why) log.warn({ err: why, delivery: id, event }, 'unexpected payload');
       await store.finishDelivery(id);
@@ -47,7 +54,7 @@ export function createApp(deps: AppDeps) {
     if (!row.wants(parsed.data, config)) return ignore();
     const p = parsed.data as { installation: { id: number } };
     return intake.run(id, async () =>
-      row.handle({ id, payload: p, gh: await auth(p.installation.id), log, deps }),
+      row.handle({ id, payload: p, gh: await auth(p.installation.id), log, deps, resumed }),
     );
   }
 
@@ -63,7 +70,7 @@ export function createApp(deps: AppDeps) {
     async resume(auth: Auth, log: Probot['log']): Promise<number> {
       const pending = await store.pendingDeliveries();
       for (const d of pending)
-        receive(d.id, d.event, d.payload, auth, log).catch((err: unknown) =>
+        receive(d.id, d.event, d.payload, auth, log, true).catch((err: unknown) =>
           log.error({ err, delivery: d.id }, 'could not take in a delivery'),
         );
       return pending.length;

@@ -20,14 +20,20 @@ export interface Delivery<P> {
   gh: GitHub;
   log: Probot['log'];
   deps: HandlerDeps;
+  /** Taken in again after a restart: what its first intake wrote may have landed unrecorded. */
+  resumed?: boolean;
 }
 
 /**
  * A reply of the delivery, posted with its marker: the delivery and what the reply says (the same reply
- * twice is one), so a reply whose POST timed out but landed is not made again.
+ * twice is one), so a reply whose POST timed out but landed is not made again, nor one the process that
+ * first took the delivery in made before it died.
  */
 export const reply = (d: Delivery<unknown>, ref: IssueRef, body: string): Promise<number> =>
-  postComment(d.gh, ref, body, { mark: { run: d.id, kind: `reply-${sha256(body).slice(0, 16)}` } });
+  postComment(d.gh, ref, body, {
+    mark: { run: d.id, kind: `reply-${sha256(body).slice(0, 16)}` },
+    look: d.resumed === true,
+  });
 
 /** Creates the delivery's run and enqueues it. */
 export async function start(d: Delivery<unknown>, run: Omit<NewRun, 'delivery_id'>): Promise<RunRecord> {

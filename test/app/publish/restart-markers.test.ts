@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { RunningApp } from '../../../src/app.js';
 import type { GitHubEmulator } from '../../../src/emulator/github.js';
 import { postComment } from '../../../src/publish/github.js';
@@ -5,6 +7,8 @@ import { renderStatus, type StatusState } from '../../../src/publish/status.js';
 import { SqliteRunStore } from '../../../src/store/sqlite-store.js';
 import type { RunRecord, RunUpdate } from '../../../src/store/store.js';
 import { markerText, readMarker, withMarker } from '../../../src/trace/marker.js';
+import { sha256 } from '../../../src/trace/trace.js';
+import { USAGE } from '../../../src/webhook/commands.js';
 import {
   calcFixScript,
   installationClient,
@@ -154,6 +158,60 @@ describe('across a restart', () => {
   });
 });
 
+describe('a command taken in again after a restart', () => {
+  it('its reply, made before the process died, is found by its marker and not made twice', async () => {
+    const w = await startAppWorld();
+    let app = w.app;
+    try {
+      calcRepo(w.emu, O, R);
+      const n = w.emu.createIssue(O, R, { title: 'help?', user: 'alice' });
+      // maint's command, its webhook delivered elsewhere: the store below is what the app received.
+      const sink = createServer((_req, res) => res.end());
+      await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve));
+      w.emu.setWebhookUrl(`http://127.0.0.1:${(sink.address() as AddressInfo).port}/`);
+      await w.emu.comment(O, R, n, '/agenticfix help', 'maint');
+      sink.close();
+      const command = w.emu.comments(n, `${O}/${R}`)[0]!;
+      // What a process that replied and died before finishing the delivery leaves: the delivery still
+      // to be taken in, and its reply on the issue.
+      const id = 'replied-then-died';
+      const payload = {
+        action: 'created',
+        comment: {
+          id: command.id,
+          body: '/agenticfix help',
+          user: { login: 'maint' },
+          created_at: new Date().toISOString(),
+        },
+        issue: { number: n },
+        repository: { name: R, owner: { login: O }, default_branch: 'main' },
+        sender: { login: 'maint', type: 'User' },
+        installation: { id: w.emu.installationId(O) },
+      };
+      const before = new SqliteRunStore(w.config.dbPath);
+      await before.claimDeliveries([
+        { id, event: 'issue_comment', body: JSON.stringify(payload), sha256: null },
+      ]);
+      await before.close();
+      const gh = await installationClient(w.emu, w.config, O);
+      const mark = { run: id, kind: `reply-${sha256(USAGE).slice(0, 16)}` };
+      await postComment(gh, { owner: O, repo: R, issue: n }, USAGE, { mark });
+      await w.app.close();
+      app = await startEmulatedApp(w.emu, { config: w.config, sandbox: 'local' });
+      await waitFor(async () => (await app.store.pendingDeliveries()).length === 0);
+      await app.idle();
+      // Taken in: the command got its reaction, and its reply is the one made before.
+      expect(w.emu.requests.filter((r) => r.path.endsWith(`/comments/${command.id}/reactions`))).not.toEqual(
+        [],
+      );
+      const replies = w.emu.comments(n, `${O}/${R}`).filter((c) => c.user === w.emu.botLogin);
+      expect(replies.map((c) => readMarker(c.body))).toEqual([mark]);
+    } finally {
+      await w.close(app);
+    }
+  });
+});
+
 describe('review replies', () => {
   const TIMEOUT = 400;
   const HOLD = 2 * TIMEOUT;
@@ -176,7 +234,7 @@ describe('review replies', () => {
       w.emu,
       testConfig(w.home, {
         AGENTICFIX_GITHUB_TIMEOUT_MS: String(TIMEOUT),
-        AGENTICFIX_GITHUB_RETRY_BASE_MS: String(HOLD + 200),
+        AGENTICFIX_GITHUB_RETRY_BASE_MS: String(3 * HOLD),
       }),
       O,
     );

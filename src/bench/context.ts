@@ -23,6 +23,7 @@ import {
 import { compose } from '../cli/compose.js';
 import { forcedRereads } from './rereads.js';
 import { billedByPart, type Sent } from './context-parts.js';
+import type { BenchOptions } from './options.js';
 
 /** Other published cached-input prices (as a share of uncached), to show how the ratio depends on it. */
 const OTHER_CACHED_PRICES = [0.25, 0.5];
@@ -126,9 +127,11 @@ async function compare(
 /**
  * The context policy against the full history on the ledger fixture (a 190 KB source file, 606
  * tests), along two trajectories: a capable model's 25 calls, and a weaker model's longer one
- * (figures prefixed `long_`).
+ * (figures prefixed `long_`; not with --smoke, since the unit test runs it: test/unit/bench).
  */
-export async function benchContext(): Promise<Record<string, number | string>> {
+export async function benchContext(
+  o: BenchOptions = { smoke: false },
+): Promise<Record<string, number | string>> {
   const dir = mkdtempSync(path.join(tmpdir(), 'agenticfix-bench-context-'));
   try {
     const env = {
@@ -144,7 +147,7 @@ export async function benchContext(): Promise<Record<string, number | string>> {
     return {
       cached_price: CACHED_PRICE,
       ...(await compare(env, dir, ledgerTrajectory(), '')),
-      ...(await compare(env, dir, ledgerLongTrajectory(), 'long_')),
+      ...(o.smoke ? {} : await compare(env, dir, ledgerLongTrajectory(), 'long_')),
     };
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -13,9 +13,10 @@ describe('context policy benchmark (ledger: 190 KB source, 606 tests, 25 and 58 
     expect(r.raw_ratio).toBeLessThanOrEqual(0.4);
     expect(r.billed_tokens_context_policy).toBeLessThan(r.prompt_tokens_context_policy!);
     expect(r.billed_ratio).toBeCloseTo(r.billed_tokens_context_policy! / r.billed_tokens_full_history!, 2);
-    // No policy that shows each result once bills under the floor; this one stays within 0.06 of it.
+    // No policy that shows each result once bills under the floor; this one stays within 0.07 of it
+    // (0.06 before short windows of unchanged files stayed whole: +0.01 here, 3 re-reads fewer below).
     expect(r.billed_ratio_floor).toBeLessThan(r.billed_ratio!);
-    expect(r.billed_ratio! - r.billed_ratio_floor!).toBeLessThanOrEqual(0.06);
+    expect(r.billed_ratio! - r.billed_ratio_floor!).toBeLessThanOrEqual(0.07);
     expect(r['billed_ratio_at_cached_price_0.25']).toBeLessThanOrEqual(0.5);
     // Found: every older result was a stub, so the issue file had to be read again (2 forced re-reads).
     expect(r.rereads).toBeLessThanOrEqual(1);
@@ -32,5 +33,9 @@ describe('context policy benchmark (ledger: 190 KB source, 606 tests, 25 and 58 
     expect(r.long_billed_ratio).toBeLessThanOrEqual(0.5);
     expect(r.long_billed_ratio).toBeLessThan(r.billed_ratio!);
     expect(r.long_billed_ratio! - r.long_billed_ratio_floor!).toBeLessThanOrEqual(0.1);
+    // Found: 5, three of them windows the model had read a few turns before. The two left are windows
+    // inside a whole page read long before (keeping pages whole would cost more than the turns).
+    expect(r.long_rereads).toBeLessThanOrEqual(2);
+    expect(r.long_rereads_full_history).toBe(0);
   }, 240_000);
 });

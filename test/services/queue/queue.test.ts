@@ -20,6 +20,7 @@ describe('LocalRunQueue', () => {
         return { queue, close: () => queue.close() };
       },
       stopped: 'interrupted',
+      parts: 'within',
     }));
 
   it('close ends queued runs interrupted too and refuses new ones', async () => {
@@ -134,6 +135,7 @@ describeIf(needService('AGENTICFIX_TEST_REDIS_URL'))('BullRunQueue with RunWorke
         return { queue: bull.queue, close: () => bull.close() };
       },
       stopped: 'queued',
+      parts: 'apart',
     }));
 
   // Issue 24, item 5: a worker ran any run record it found, minting a token for its installation.

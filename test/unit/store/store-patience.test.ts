@@ -58,4 +58,32 @@ describe('a patient store', () => {
     await expect(patience.update(run.id, { state: 'done' })).rejects.toThrow(/locked/);
     await store.close();
   });
+  // Issue 37 (faults left, item 4): a busy worker writes and reads many times during one outage; the
+  // operator reads one line at its start and one at its end, not a line per failed call.
+  it('logs one PostgreSQL outage as two lines, however many writes and reads fail during it', async () => {
+    const raw = new SqliteRunStore(':memory:');
+    const lines: string[] = [];
+    const log = {
+      warn: (_: object, m: string) => lines.push(m),
+      info: (_: object, m: string) => lines.push(m),
+    };
+    const store = patientStore(raw, { retryMs: 10_000, service: 'postgresql', log });
+    const runs = await Promise.all([1, 2, 3, 4].map((n) => store.createRun(newRun(n))));
+    let down = true;
+    const refused = () =>
+      Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+    for (const name of ['update', 'get'] as const) {
+      const real = raw[name].bind(raw) as (...a: unknown[]) => Promise<unknown>;
+      (raw as unknown as Record<string, unknown>)[name] = (...a: unknown[]) =>
+        down ? Promise.reject(refused()) : real(...a);
+    }
+    const writes = runs.map((r) => store.update(r.id, { state: 'running' }));
+    const reads = await Promise.all(runs.map((r) => store.get(r.id).catch((e: Error) => e.message)));
+    expect(reads).toEqual(runs.map(() => 'connect ECONNREFUSED 127.0.0.1:5432'));
+    await new Promise((r) => setTimeout(r, 1200)); // several tries of each write
+    down = false;
+    expect((await Promise.all(writes)).map((r) => r.state)).toEqual(runs.map(() => 'running'));
+    expect(lines).toEqual(['postgresql unreachable', 'postgresql reachable again']);
+    await raw.close();
+  });
 });

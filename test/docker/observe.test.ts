@@ -1,7 +1,6 @@
 import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { Writable } from 'node:stream';
-import pg from 'pg';
 import pino from 'pino';
 import { startApp, type RunningApp } from '../../src/app.js';
 import type { GitHubEmulator } from '../../src/emulator/github.js';
@@ -19,7 +18,7 @@ import {
   testConfig,
 } from '../support/app.js';
 import { needDocker } from '../support/docker.js';
-import { needService } from '../support/services.js';
+import { needService, servicePlace } from '../support/services.js';
 import { describeIf, needAll } from '../support/skip.js';
 import { startChild, until } from '../support/e2e.js';
 import { compose } from '../../src/cli/compose.js';
@@ -153,12 +152,9 @@ describeIf(engine)('serve', () => {
   });
 });
 
-const redis = process.env.AGENTICFIX_TEST_REDIS_URL;
-const database = process.env.AGENTICFIX_TEST_DATABASE_URL;
-
 const services = [needService('AGENTICFIX_TEST_REDIS_URL'), needService('AGENTICFIX_TEST_DATABASE_URL')];
 describeIf(needAll(engine, ...services))('a worker', () => {
-  const schema = `observe_${process.pid}`;
+  const place = servicePlace('observe');
   let emu: GitHubEmulator;
   let home: string;
   let worker: ReturnType<typeof startChild> | null = null;
@@ -174,10 +170,7 @@ describeIf(needAll(engine, ...services))('a worker', () => {
     await worker?.child;
     await emu?.close();
     await model?.close();
-    const admin = new pg.Client({ connectionString: database });
-    await admin.connect();
-    await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-    await admin.end();
+    await place.drop();
     if (home) rmSync(home, { recursive: true, force: true });
   }, 60_000);
 
@@ -188,10 +181,7 @@ describeIf(needAll(engine, ...services))('a worker', () => {
       path.join(home, 'w'),
       model!.url,
       {
-        AGENTICFIX_REDIS_URL: redis!,
-        AGENTICFIX_DATABASE_URL: database!,
-        AGENTICFIX_DATABASE_SCHEMA: schema,
-        AGENTICFIX_QUEUE_NAME: schema,
+        ...place.env,
         AGENTICFIX_BUILD_NETWORK: 'unrestricted',
         LOG_LEVEL: 'info',
         LOG_FORMAT: 'pretty',

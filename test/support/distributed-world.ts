@@ -72,8 +72,10 @@ export interface DistributedWorld {
     ms: number,
     done?: (run: RunRecord) => boolean | Promise<boolean>,
   ): Promise<RunRecord>;
-  /** The sandbox containers testing for runs whose id starts with `run` (its attempts' too), leases left out. */
-  testing(run: string): Promise<Docker.ContainerInfo[]>;
+  /** The run of issue `n` once it runs `containers` test containers (its attempts' included). */
+  whenTesting(repo: string, n: number, ms: number, containers?: number): Promise<RunRecord>;
+  /** maint's `/agenticfix cancel` on issue `n`; waits (`ms` each) for `run` to be cancelled and its containers gone; the ms that took. */
+  cancel(repo: string, n: number, run: string, ms: number): Promise<number>;
   /** Stops the workers, serve, the model and the emulator; sweeps containers, drops the schema, removes the home. */
   close(): Promise<void>;
 }
@@ -119,7 +121,12 @@ export async function startDistributedWorld(o: DistributedWorldOptions): Promise
     throw e;
   }
   const serve = app;
-  return {
+  // The sandbox containers testing for runs whose id starts with `run` (its attempts' too), leases left out.
+  const testing = async (run: string) =>
+    (await new Docker().listContainers({ filters: { label: [RUN_LABEL] } })).filter(
+      (c) => !c.Labels[LEASE_LABEL] && c.Labels[RUN_LABEL]!.startsWith(run),
+    );
+  const world: DistributedWorld = {
     emu,
     app: serve,
     model,
@@ -145,10 +152,25 @@ export async function startDistributedWorld(o: DistributedWorldOptions): Promise
       );
       return run!;
     },
-    testing: async (run) =>
-      (await new Docker().listContainers({ filters: { label: [RUN_LABEL] } })).filter(
-        (c) => !c.Labels[LEASE_LABEL] && c.Labels[RUN_LABEL]!.startsWith(run),
+    whenTesting: (repo, n, ms, containers = 1) =>
+      world.runOf(
+        repo,
+        n,
+        ms,
+        async (r) => r.state === 'running' && (await testing(r.id)).length >= containers,
       ),
+    async cancel(repo, n, run, ms) {
+      const t0 = Date.now();
+      await emu.comment(OWNER, repo, n, '/agenticfix cancel', 'maint');
+      await until(
+        'the run to be cancelled',
+        async () => (await serve.store.get(run))?.state === 'cancelled',
+        ms,
+      );
+      await until('its test containers to be gone', async () => (await testing(run)).length === 0, ms);
+      return Date.now() - t0;
+    },
     close,
   };
+  return world;
 }

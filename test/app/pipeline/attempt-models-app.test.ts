@@ -3,7 +3,6 @@ import type { RunningApp } from '../../../src/app.js';
 import type { GitHubEmulator } from '../../../src/emulator/github.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../../../src/emulator/scripted-model.js';
 import { recordedAttempts } from '../../../src/pipeline/attempts.js';
-import { REAL_JOB_DEPS } from '../../../src/pipeline/job.js';
 import { requestCostUsd } from '../../../src/agent/tokens.js';
 import type { Usage } from '../../../src/agent/model.js';
 import type { ModelPrice } from '../../../src/config/prices.js';
@@ -11,12 +10,12 @@ import {
   calcFixScript,
   CALC_CONFIG,
   CALC_FILES,
-  localJudge,
   startEmulatedApp,
   startEmulator,
   tempDir,
   testConfig,
 } from '../../support/app.js';
+import { SCRIPTED_DEPS } from '../../support/app-world.js';
 
 /**
  * Issue 41, item 1: `models: [m-one, m-two]` in the repository config mixes models across attempts. The
@@ -50,7 +49,7 @@ describe('models per attempt through the app', () => {
         AGENTICFIX_MAX_ATTEMPTS: '2',
         AGENTICFIX_MAX_COST_USD: '5',
       }),
-      deps: { ...REAL_JOB_DEPS, judge: localJudge, renderEvidence: (r) => `Verdict ${r.verdict}.` },
+      deps: SCRIPTED_DEPS,
       model: { kind: 'url', baseUrl: model.url, name: 'operator-model' },
       sandbox: 'local',
     });

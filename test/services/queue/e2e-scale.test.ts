@@ -88,12 +88,7 @@ describeIf(needs)('serve + two workers (BullMQ, PostgreSQL)', () => {
     const n = emu.createIssue(O, 'slow', { title: 'slow: cancel me', user: 'rae' });
     const label = await emu.label(O, 'slow', n, 'agenticfix', 'maint');
     expect(label.status).toBe(200);
-    const run = await world.runOf(
-      'slow',
-      n,
-      WAIT_MS,
-      async (r) => r.state === 'running' && (await world.testing(r.id)).length > 0,
-    );
+    const run = await world.whenTesting('slow', n, WAIT_MS);
     expect((await emu.redeliver(label.id)).status).toBe(200);
     // Not app.idle(): distributed, that waits for the running run to end.
     await until(
@@ -103,19 +98,7 @@ describeIf(needs)('serve + two workers (BullMQ, PostgreSQL)', () => {
     );
     expect(await app.store.forIssue(O, 'slow', n)).toHaveLength(1);
 
-    const t0 = Date.now();
-    await emu.comment(O, 'slow', n, '/agenticfix cancel', 'maint');
-    await until(
-      'the run to be cancelled',
-      async () => (await app.store.get(run.id))!.state === 'cancelled',
-      30_000,
-    );
-    await until(
-      'its test container to be gone',
-      async () => (await world.testing(run.id)).length === 0,
-      30_000,
-    );
-    expect(Date.now() - t0).toBeLessThan(30_000);
+    expect(await world.cancel('slow', n, run.id, 30_000)).toBeLessThan(30_000);
     await until('the issue to be told', () => bot('slow', n).some((b) => b.includes('Cancelled')), 30_000);
     expect(emu.branchHead(O, 'slow', branchFor(n))).toBeNull();
   }, 300_000);
@@ -124,12 +107,7 @@ describeIf(needs)('serve + two workers (BullMQ, PostgreSQL)', () => {
     const { app, bot } = world;
     const n = await world.labelled('slow', 'slow: subtract is wrong');
     // The repository's tests never end: the run is mid-run once its test container runs.
-    const run = await world.runOf(
-      'slow',
-      n,
-      WAIT_MS,
-      async (r) => r.state === 'running' && (await world.testing(r.id)).length > 0,
-    );
+    const run = await world.whenTesting('slow', n, WAIT_MS);
     const victim = world.workers.get(run.worker!)!;
     victim.child.kill('SIGKILL');
     await victim.child;

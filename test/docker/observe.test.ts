@@ -2,17 +2,15 @@ import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import pino from 'pino';
-import { startApp, type RunningApp } from '../../src/app.js';
+import type { RunningApp } from '../../src/app.js';
 import type { GitHubEmulator } from '../../src/emulator/github.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../../src/emulator/scripted-model.js';
 import {
-  APP_ID,
   CALC_CONFIG,
   CALC_FILES,
   CALC_FIX,
   fakeDeps,
-  PRIVATE_KEY,
-  SECRET,
+  startEmulatedApp,
   startEmulator,
   tempDir,
   testConfig,
@@ -21,7 +19,6 @@ import { needDocker } from '../support/docker.js';
 import { needService, servicePlace } from '../support/services.js';
 import { describeIf, needAll } from '../support/skip.js';
 import { startChild, until } from '../support/e2e.js';
-import { compose } from '../../src/cli/compose.js';
 
 /** Issue 27, item 3: /ping, /healthz and /metrics on serve and on workers, and log lines per run. */
 
@@ -54,14 +51,8 @@ describeIf(engine)('serve', () => {
         },
       }),
     );
-    app = await startApp({
-      ...compose(testConfig(home)),
+    app = await startEmulatedApp(emu, {
       config: testConfig(home),
-      appId: APP_ID,
-      privateKey: PRIVATE_KEY,
-      webhookSecret: SECRET,
-      baseUrl: emu.url,
-      port: 0,
       deps: fakeDeps({ edits: () => CALC_FIX }),
       sandbox: 'docker', // the runs run here: Docker is among the checks
       log,

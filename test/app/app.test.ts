@@ -10,24 +10,22 @@ import { branchFor } from '../../src/publish/pr.js';
 import { SqliteRunStore } from '../../src/store/sqlite-store.js';
 import type { NewRun, RunRecord } from '../../src/store/store.js';
 import { StoreInUseError } from '../../src/store/instance.js';
-import { startApp, type RunningApp } from '../../src/app.js';
+import type { RunningApp } from '../../src/app.js';
 import type { Config } from '../../src/config/config.js';
 import {
   calcFixScript,
-  APP_ID,
   CALC_CONFIG,
   CALC_FILES,
   CALC_FIX,
   fakeDeps,
-  PRIVATE_KEY,
   quietLog,
   SECRET,
+  startEmulatedApp,
   startEmulator,
   tempDir,
   testConfig,
   waitFor,
 } from '../support/app.js';
-import { compose } from '../../src/cli/compose.js';
 import { calcRepo, startAppWorld, type AppWorld } from '../support/app-world.js';
 import { unmarked } from '../../src/trace/marker.js';
 
@@ -90,18 +88,7 @@ describe('AgenticFix app through the GitHub emulator', () => {
   });
 
   const start = (cfg: Config, log = quietLog) =>
-    startApp({
-      ...compose(cfg),
-      config: cfg,
-      appId: APP_ID,
-      privateKey: PRIVATE_KEY,
-      webhookSecret: SECRET,
-      baseUrl: emu.url,
-      port: 0,
-      deps,
-      sandbox: 'local',
-      log,
-    });
+    startEmulatedApp(emu, { config: cfg, deps, sandbox: 'local', log });
 
   beforeAll(async () => {
     emu = await startEmulator();

@@ -1,28 +1,24 @@
 import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { Writable } from 'node:stream';
-import pg from 'pg';
 import pino from 'pino';
-import { startApp, type RunningApp } from '../../src/app.js';
+import type { RunningApp } from '../../src/app.js';
 import type { GitHubEmulator } from '../../src/emulator/github.js';
 import { startScriptedModelServer, type ScriptedModelServer } from '../../src/emulator/scripted-model.js';
 import {
-  APP_ID,
   CALC_CONFIG,
   CALC_FILES,
   CALC_FIX,
   fakeDeps,
-  PRIVATE_KEY,
-  SECRET,
+  startEmulatedApp,
   startEmulator,
   tempDir,
   testConfig,
 } from '../support/app.js';
 import { needDocker } from '../support/docker.js';
-import { needService } from '../support/services.js';
+import { needService, servicePlace } from '../support/services.js';
 import { describeIf, needAll } from '../support/skip.js';
 import { startChild, until } from '../support/e2e.js';
-import { compose } from '../../src/cli/compose.js';
 
 /** Issue 27, item 3: /ping, /healthz and /metrics on serve and on workers, and log lines per run. */
 
@@ -55,14 +51,8 @@ describeIf(engine)('serve', () => {
         },
       }),
     );
-    app = await startApp({
-      ...compose(testConfig(home)),
+    app = await startEmulatedApp(emu, {
       config: testConfig(home),
-      appId: APP_ID,
-      privateKey: PRIVATE_KEY,
-      webhookSecret: SECRET,
-      baseUrl: emu.url,
-      port: 0,
       deps: fakeDeps({ edits: () => CALC_FIX }),
       sandbox: 'docker', // the runs run here: Docker is among the checks
       log,
@@ -153,12 +143,9 @@ describeIf(engine)('serve', () => {
   });
 });
 
-const redis = process.env.AGENTICFIX_TEST_REDIS_URL;
-const database = process.env.AGENTICFIX_TEST_DATABASE_URL;
-
 const services = [needService('AGENTICFIX_TEST_REDIS_URL'), needService('AGENTICFIX_TEST_DATABASE_URL')];
 describeIf(needAll(engine, ...services))('a worker', () => {
-  const schema = `observe_${process.pid}`;
+  const place = servicePlace('observe');
   let emu: GitHubEmulator;
   let home: string;
   let worker: ReturnType<typeof startChild> | null = null;
@@ -174,10 +161,7 @@ describeIf(needAll(engine, ...services))('a worker', () => {
     await worker?.child;
     await emu?.close();
     await model?.close();
-    const admin = new pg.Client({ connectionString: database });
-    await admin.connect();
-    await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-    await admin.end();
+    await place.drop();
     if (home) rmSync(home, { recursive: true, force: true });
   }, 60_000);
 
@@ -188,10 +172,7 @@ describeIf(needAll(engine, ...services))('a worker', () => {
       path.join(home, 'w'),
       model!.url,
       {
-        AGENTICFIX_REDIS_URL: redis!,
-        AGENTICFIX_DATABASE_URL: database!,
-        AGENTICFIX_DATABASE_SCHEMA: schema,
-        AGENTICFIX_QUEUE_NAME: schema,
+        ...place.env,
         AGENTICFIX_BUILD_NETWORK: 'unrestricted',
         LOG_LEVEL: 'info',
         LOG_FORMAT: 'pretty',

@@ -49,6 +49,8 @@ export type AppWorldOptions = Partial<AppOptions> & {
   env?: Record<string, string>;
   /** Starts a scripted model with these steps as the app's model; the deps default to SCRIPTED_DEPS. */
   script?: ScriptStep[];
+  /** The name the app asks the scripted model for (`scripted` unless said). */
+  modelName?: string;
 };
 
 export interface AppWorld {
@@ -63,7 +65,7 @@ export interface AppWorld {
 }
 
 export async function startAppWorld(o: AppWorldOptions = {}): Promise<AppWorld> {
-  const { home: given, env = {}, script, ...appOptions } = o;
+  const { home: given, env = {}, script, modelName = 'scripted', ...appOptions } = o;
   const emu = await startEmulator();
   const model = script ? await startScriptedModelServer(script) : undefined;
   const home = given ?? tempDir('app-world-');
@@ -72,7 +74,7 @@ export async function startAppWorld(o: AppWorldOptions = {}): Promise<AppWorld> 
     sandbox: 'local',
     ...(model && {
       deps: SCRIPTED_DEPS,
-      model: { kind: 'url' as const, baseUrl: model.url, name: 'scripted' },
+      model: { kind: 'url' as const, baseUrl: model.url, name: modelName },
     }),
     ...appOptions,
     config,

@@ -50,14 +50,15 @@ export async function startEmulator(): Promise<GitHubEmulator> {
   return startGitHubEmulator({ webhookSecret: SECRET, appId: APP_ID, publicKeyPem: PUBLIC_KEY });
 }
 
-/** startApp as the app of `emu` (this file's id, key and secret), on a free port, quiet; parts composed from its config unless given. */
+/** startApp as the app of `emu` (this file's id, key and secret), on a free port, quiet unless given a log; parts composed from its config unless given. */
 export function startEmulatedApp(
   emu: GitHubEmulator,
   o: Omit<
     StartAppOptions,
     'appId' | 'privateKey' | 'webhookSecret' | 'baseUrl' | 'port' | 'log' | keyof Parts
   > &
-    Partial<Parts>,
+    Partial<Parts> &
+    Partial<Pick<StartAppOptions, 'log'>>,
 ): Promise<RunningApp> {
   return startApp({
     ...compose(o.config),

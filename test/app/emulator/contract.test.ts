@@ -11,16 +11,14 @@ import type { GitHubEmulator } from '../../../src/emulator/github.js';
 import { branchFor } from '../../../src/publish/pr.js';
 import type { JudgeOptions } from '../../../src/verify/types.js';
 import { EVENTS, isHandled } from '../../../src/webhook/events.js';
-import { startApp, type RunningApp } from '../../../src/app.js';
+import type { RunningApp } from '../../../src/app.js';
 import {
   CALC_FILES,
   CALC_FIX,
   CALC_TEST,
-  APP_ID,
   fakeDeps,
   report,
-  PRIVATE_KEY,
-  SECRET,
+  startEmulatedApp,
   startEmulator,
   tempDir,
   testConfig,
@@ -37,7 +35,6 @@ import {
   webhookSchema,
   type Schema,
 } from '../../support/github-description.js';
-import { compose } from '../../../src/cli/compose.js';
 
 /**
  * The app against GitHub as GitHub documents it: the payload schemas against GitHub's webhook
@@ -277,17 +274,9 @@ describe("GitHub's example payloads through the app", () => {
       // What the app does with a verdict is the point here, not how it was reached.
       judge: async (o: JudgeOptions) => report('verified', 'The stand-in judge accepts every patch.', o, []),
     };
-    app = await startApp({
+    app = await startEmulatedApp(emu, {
       // Every example may start a revision: the operator allows as many as the config asks for.
-      ...compose(
-        testConfig(home, { AGENTICFIX_MAX_REVISIONS: '100', AGENTICFIX_CI_FEEDBACK_MAX_ROUNDS: '10' }),
-      ),
       config: testConfig(home, { AGENTICFIX_MAX_REVISIONS: '100', AGENTICFIX_CI_FEEDBACK_MAX_ROUNDS: '10' }),
-      appId: APP_ID,
-      privateKey: PRIVATE_KEY,
-      webhookSecret: SECRET,
-      baseUrl: emu.url,
-      port: 0,
       deps,
       sandbox: 'local',
       log,

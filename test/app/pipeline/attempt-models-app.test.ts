@@ -1,22 +1,9 @@
-import { rmSync } from 'node:fs';
-import type { RunningApp } from '../../../src/app.js';
-import type { GitHubEmulator } from '../../../src/emulator/github.js';
-import { startScriptedModelServer, type ScriptedModelServer } from '../../../src/emulator/scripted-model.js';
 import { recordedAttempts } from '../../../src/pipeline/attempts.js';
-import { REAL_JOB_DEPS } from '../../../src/pipeline/job.js';
 import { requestCostUsd } from '../../../src/agent/tokens.js';
 import type { Usage } from '../../../src/agent/model.js';
 import type { ModelPrice } from '../../../src/config/prices.js';
-import {
-  calcFixScript,
-  CALC_CONFIG,
-  CALC_FILES,
-  localJudge,
-  startEmulatedApp,
-  startEmulator,
-  tempDir,
-  testConfig,
-} from '../../support/app.js';
+import { calcFixScript, CALC_CONFIG, CALC_FILES } from '../../support/app.js';
+import { startAppWorld, type AppWorld } from '../../support/app-world.js';
 
 /**
  * Issue 41, item 1: `models: [m-one, m-two]` in the repository config mixes models across attempts. The
@@ -30,40 +17,26 @@ const PRICES: Record<string, ModelPrice> = {
 
 describe('models per attempt through the app', () => {
   const O = 'acme';
-  let emu: GitHubEmulator;
-  let app: RunningApp;
-  let model: ScriptedModelServer;
-  let home: string;
+  let world: AppWorld;
 
   beforeAll(async () => {
-    emu = await startEmulator();
-    // Two attempts, each the same fix: read, edit, finish.
-    model = await startScriptedModelServer([
-      ...calcFixScript('Changed `add` to add.'),
-      ...calcFixScript('Changed `add` to add.'),
-    ]);
-    home = tempDir('attempt-models-app-');
-    app = await startEmulatedApp(emu, {
-      config: testConfig(home, {
+    world = await startAppWorld({
+      // Two attempts, each the same fix: read, edit, finish.
+      script: [...calcFixScript('Changed `add` to add.'), ...calcFixScript('Changed `add` to add.')],
+      modelName: 'operator-model',
+      env: {
         AGENTICFIX_MODEL_ALLOWLIST: 'm-one,m-two',
         AGENTICFIX_MODEL_PRICES: JSON.stringify(PRICES),
         AGENTICFIX_MAX_ATTEMPTS: '2',
         AGENTICFIX_MAX_COST_USD: '5',
-      }),
-      deps: { ...REAL_JOB_DEPS, judge: localJudge, renderEvidence: (r) => `Verdict ${r.verdict}.` },
-      model: { kind: 'url', baseUrl: model.url, name: 'operator-model' },
-      sandbox: 'local',
+      },
     });
-    emu.setWebhookUrl(app.url);
   });
-  afterAll(async () => {
-    await app?.close();
-    await model?.close();
-    await emu?.close();
-    rmSync(home, { recursive: true, force: true });
-  });
+  afterAll(() => world?.close());
 
   it('attempt n asks models[(n-1) mod 2], is priced at that model, and says so in the status and the table', async () => {
+    const { emu, app } = world;
+    const model = world.model!;
     emu.createRepo(O, 'mixed', {
       files: {
         ...CALC_FILES,

@@ -4,9 +4,8 @@ import path from 'node:path';
 import { OpenAIChatModel } from '../../../src/agent/model.js';
 import { RETRY_AFTER_CAP_S, type RetryInfo } from '../../../src/agent/retry.js';
 import { startScriptedModelServer, type ScriptStep } from '../../../src/emulator/scripted-model.js';
-import { REAL_JOB_DEPS } from '../../../src/pipeline/job.js';
 import { localJudge, startEmulatedApp, startEmulator, testConfig } from '../../support/app.js';
-import { calcRepo, labelledIssue } from '../../support/app-world.js';
+import { calcRepo, labelledIssue, SCRIPTED_DEPS } from '../../support/app-world.js';
 
 /**
  * Provider failures are said (issue 37): what the provider asks for is honoured, a reply cut mid-body is
@@ -84,12 +83,11 @@ describe('a provider that fails for good', () => {
     const app = await startEmulatedApp(emu, {
       config: testConfig(home, { AGENTICFIX_MODEL_MAX_RETRIES: '2', AGENTICFIX_MODEL_RETRY_BASE_MS: '1' }),
       deps: {
-        ...REAL_JOB_DEPS,
+        ...SCRIPTED_DEPS,
         judge: async (o) => {
           judged++;
           return localJudge(o);
         },
-        renderEvidence: (r) => `Verdict ${r.verdict}.`,
       },
       model: { kind: 'url', baseUrl: model.url, name: 'scripted', apiKey: key },
       sandbox: 'local',

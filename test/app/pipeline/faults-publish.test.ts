@@ -2,17 +2,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startScriptedModelServer } from '../../../src/emulator/scripted-model.js';
-import { REAL_JOB_DEPS } from '../../../src/pipeline/job.js';
 import type { RunUpdate } from '../../../src/store/store.js';
-import {
-  calcFixScript,
-  localJudge,
-  startEmulatedApp,
-  startEmulator,
-  testConfig,
-  waitFor,
-} from '../../support/app.js';
-import { calcRepo, labelledIssue } from '../../support/app-world.js';
+import { calcFixScript, startEmulatedApp, startEmulator, testConfig, waitFor } from '../../support/app.js';
+import { calcRepo, labelledIssue, SCRIPTED_DEPS } from '../../support/app-world.js';
 
 /**
  * Publishing survives any process death (issue 37): a worker killed after its push and before its pull
@@ -31,7 +23,7 @@ describe('a process killed between the push and the pull request', () => {
     const start = () =>
       startEmulatedApp(emu, {
         config: testConfig(home),
-        deps: { ...REAL_JOB_DEPS, judge: localJudge, renderEvidence: (r) => `Verdict ${r.verdict}.` },
+        deps: SCRIPTED_DEPS,
         model: { kind: 'url', baseUrl: model.url, name: 'scripted' },
         sandbox: 'local',
       });

@@ -4,24 +4,20 @@ import type { GitHubEmulator } from '../../../src/emulator/github.js';
 import { branchFor } from '../../../src/publish/pr.js';
 import type { JudgeOptions } from '../../../src/verify/types.js';
 import { mentions } from '../../../src/webhook/commands.js';
-import { startApp, type RunningApp } from '../../../src/app.js';
+import type { RunningApp } from '../../../src/app.js';
 import { git } from '../../../src/workspace/git.js';
 import {
-  APP_ID,
   CALC_FILES,
   CALC_FIX,
   CALC_TEST,
   fakeDeps,
   localJudge,
-  PRIVATE_KEY,
-  quietLog,
-  SECRET,
+  startEmulatedApp,
   startEmulator,
   tempDir,
   testConfig,
   waitFor,
 } from '../../support/app.js';
-import { compose } from '../../../src/cli/compose.js';
 import { unmarked } from '../../../src/trace/marker.js';
 
 /**
@@ -75,18 +71,7 @@ describe('revisions of the app’s draft pull request', () => {
     emu.setPermission(O, R, 'maint', 'maintain');
     emu.setPermission(O, R, 'reader', 'read');
     home = tempDir('revision-test-');
-    app = await startApp({
-      ...compose(testConfig(home)),
-      config: testConfig(home),
-      appId: APP_ID,
-      privateKey: PRIVATE_KEY,
-      webhookSecret: SECRET,
-      baseUrl: emu.url,
-      port: 0,
-      deps,
-      sandbox: 'local',
-      log: quietLog,
-    });
+    app = await startEmulatedApp(emu, { config: testConfig(home), deps, sandbox: 'local' });
     emu.setWebhookUrl(app.url);
   });
   afterAll(async () => {

@@ -1,41 +1,26 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import Docker from 'dockerode';
-import { loadConfig, type Config } from '../../../src/config/config.js';
+import type { Config } from '../../../src/config/config.js';
 import { DockerSandbox } from '../../../src/environment/docker.js';
-import { startScriptedModelServer, type ScriptStep } from '../../../src/emulator/scripted-model.js';
-import { runRepair } from '../../../src/pipeline/repair.js';
 import { CellInfraError, runCell } from '../../../src/verify/cells.js';
 import { infraReason } from '../../../src/verify/judge.js';
-import { git } from '../../../src/workspace/git.js';
 import { BASE_IMAGE, needDocker } from '../../support/docker.js';
+import { call, observation, repairFixture, type RepairFixture } from '../../support/repair.js';
 import { describeIf } from '../../support/skip.js';
-import { commitAll, tempDir } from '../../support/git-fixtures.js';
-import { compose } from '../../../src/cli/compose.js';
 
-const call = (id: string, name: string, args: Record<string, unknown> = {}): ScriptStep => ({
-  tool_calls: [{ id, name, arguments: args }],
-});
-let tmp: { dir: string; cleanup: () => Promise<void> };
+let fixture: RepairFixture;
 let repo: string;
 let config: Config;
 const docker = new Docker();
 
 beforeAll(async () => {
-  tmp = await tempDir('agenticfix-heal-');
-  repo = path.join(tmp.dir, 'repo');
-  await mkdir(repo);
-  await writeFile(path.join(repo, 'check.sh'), 'test -f /heal-marker && echo healthy\n');
-  await git(['init', '-q', '-b', 'main'], { cwd: repo });
-  await commitAll(repo, 'fixture');
-  config = loadConfig(
-    { AGENTICFIX_HOME: path.join(tmp.dir, 'home'), AGENTICFIX_BASE_IMAGE: BASE_IMAGE },
-    tmp.dir,
-  );
+  fixture = await repairFixture('agenticfix-heal-', { 'check.sh': 'test -f /heal-marker && echo healthy\n' });
+  repo = fixture.repo;
+  config = fixture.config();
 });
-afterAll(() => tmp.cleanup());
+afterAll(() => fixture.cleanup());
 
 const engine = await needDocker();
 describeIf(engine)('a sandbox whose image disappeared', () => {
@@ -43,58 +28,39 @@ describeIf(engine)('a sandbox whose image disappeared', () => {
     // A Dockerfile of its own, so the image removed below is this test's alone.
     const dockerfile = `FROM ${BASE_IMAGE}\nRUN echo ${randomUUID()} > /heal-marker\n`;
     let built: string | null = null;
-    const server = await startScriptedModelServer(
+    const { result, requests } = await fixture.repair(
+      config,
       [
-        call('b', 'build_environment', { dockerfile }),
-        call('t1', 'run_tests'),
-        call('t2', 'run_tests'),
-        call('c', 'run_command', { argv: ['sh', 'check.sh'] }),
-        call('n', 'create_file', { path: 'NOTE.md', content: 'checked\n' }),
-        call('f', 'finish', { summary: 'checked' }),
+        call('build_environment', { dockerfile }, 'b'),
+        call('run_tests', {}, 't1'),
+        call('run_tests', {}, 't2'),
+        call('run_command', { argv: ['sh', 'check.sh'] }, 'c'),
+        call('create_file', { path: 'NOTE.md', content: 'checked\n' }, 'n'),
+        call('finish', { summary: 'checked' }, 'f'),
       ],
       {
-        // Before the model's second test run is answered, the engine loses the image (as after a restart
-        // or a cleanup by another process); forced, because the run's lease is what such events ignore.
-        // The image id is read while the build's observation is the newest (whole, not yet compacted).
-        onRequest: async (i, body) => {
-          const msgs = (body as { messages: { role: string; tool_call_id?: string; content: string }[] })
-            .messages;
-          if (i === 1)
-            built = JSON.parse(msgs.find((m) => m.role === 'tool' && m.tool_call_id === 'b')!.content).data
-              .image_id as string;
-          if (i === 2) {
-            // The run's warm container keeps its image from being removed (the engine refuses, even
-            // forced): the image goes with its container, as in an engine restart followed by a prune.
-            const users = await docker.listContainers({ all: true, filters: { ancestor: [built!] } });
-            for (const c of users) await docker.getContainer(c.Id).remove({ force: true });
-            await docker.getImage(built!).remove({ force: true });
-          }
+        testArgv: ['sh', 'check.sh'],
+        server: {
+          // Before the model's second test run is answered, the engine loses the image (as after a restart
+          // or a cleanup by another process); forced, because the run's lease is what such events ignore.
+          // The image id is read while the build's observation is the newest (whole, not yet compacted).
+          onRequest: async (i, body) => {
+            if (i === 1) built = JSON.parse(observation([{ body }], 'b')).data.image_id as string;
+            if (i === 2) {
+              // The run's warm container keeps its image from being removed (the engine refuses, even
+              // forced): the image goes with its container, as in an engine restart followed by a prune.
+              const users = await docker.listContainers({ all: true, filters: { ancestor: [built!] } });
+              for (const c of users) await docker.getContainer(c.Id).remove({ force: true });
+              await docker.getImage(built!).remove({ force: true });
+            }
+          },
         },
       },
     );
-    let result;
-    try {
-      result = await runRepair({
-        ...compose(config),
-        config,
-        remote: repo,
-        baseCommit: 'main',
-        issue: { title: 'check', body: '' },
-        testArgv: ['sh', 'check.sh'],
-        model: { kind: 'url', baseUrl: server.url, name: 'm' },
-        sandbox: 'docker',
-      });
-    } finally {
-      await server.close();
-    }
     expect({ stop: result.stop_reason, error: result.error }).toEqual({ stop: 'completed', error: null });
     expect(built).toMatch(/^sha256:/);
     await expect(docker.getImage(built!).inspect()).rejects.toMatchObject({ statusCode: 404 });
-    type Body = { messages: { role: string; tool_call_id?: string; content: string }[] };
-    const seen = (id: string) =>
-      server.requests
-        .map((r) => (r.body as Body).messages.find((m) => m.role === 'tool' && m.tool_call_id === id))
-        .find(Boolean)!.content;
+    const seen = (id: string) => observation(requests, id);
     expect(JSON.parse(seen('t1')).data).toMatchObject({ status: 'passed' });
     expect(JSON.parse(seen('t1')).data.environment_rebuilt).toBeUndefined();
     const t2 = seen('t2');

@@ -7,7 +7,6 @@ import { startScriptedModelServer, type ScriptStep } from '../../../src/emulator
 import { RUN_LABEL } from '../../../src/environment/docker.js';
 import { checkBindMounts } from '../../../src/environment/startup.js';
 import { LEASE_LABEL } from '../../../src/images/leases.js';
-import { REAL_JOB_DEPS } from '../../../src/pipeline/job.js';
 import { fileVersion } from '../../../src/tools/files.js';
 import { judge } from '../../../src/verify/judge.js';
 import { git } from '../../../src/workspace/git.js';
@@ -19,7 +18,7 @@ import {
   startEmulator,
   testConfig,
 } from '../../support/app.js';
-import { labelledIssue } from '../../support/app-world.js';
+import { labelledIssue, SCRIPTED_DEPS } from '../../support/app-world.js';
 import { BASE_IMAGE, needDocker } from '../../support/docker.js';
 import { itIf } from '../../support/skip.js';
 import { startEngineProxy } from '../../support/engine-proxy.js';
@@ -85,12 +84,11 @@ describe('the Docker engine goes away mid-run', () => {
       const app = await startEmulatedApp(emu, {
         config: testConfig(home, { AGENTICFIX_BASE_IMAGE: BASE_IMAGE }),
         deps: {
-          ...REAL_JOB_DEPS,
+          ...SCRIPTED_DEPS,
           judge: async (o) => {
             judged++;
             return localJudge(o);
           },
-          renderEvidence: (r) => `Verdict ${r.verdict}.`,
         },
         model: { kind: 'url', baseUrl: model.url, name: 'scripted' },
         sandbox: 'docker',

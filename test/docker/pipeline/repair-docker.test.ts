@@ -1,27 +1,20 @@
-import { cpSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Docker from 'dockerode';
-import { loadConfig, type Config } from '../../../src/config/config.js';
 import { ImageLeases } from '../../../src/images/leases.js';
-import { startScriptedModelServer, type ScriptStep } from '../../../src/emulator/scripted-model.js';
-import { runRepair } from '../../../src/pipeline/repair.js';
+import type { ScriptStep } from '../../../src/emulator/scripted-model.js';
 import type { RepairOptions } from '../../../src/pipeline/types.js';
-import { git } from '../../../src/workspace/git.js';
 import { BASE_IMAGE, needDocker } from '../../support/docker.js';
+import { call, repairFixture, type RepairFixture } from '../../support/repair.js';
 import { describeIf } from '../../support/skip.js';
-import { commitAll, tempDir } from '../../support/git-fixtures.js';
 import { fileVersion } from '../../../src/tools/files.js';
-import { compose } from '../../../src/cli/compose.js';
 
 const FIXTURE = fileURLToPath(new URL('../../fixtures/agent-repo', import.meta.url));
 const VERSION = fileVersion(readFileSync(path.join(FIXTURE, 'src/math.js')));
 // The base image has no node: a shell check stands in for the test suite, inside the container.
 const TEST_ARGV = ['sh', '-c', 'grep -q "return a + b" src/math.js && echo fixed'];
 const DOCKERFILE = `FROM ${BASE_IMAGE}\nWORKDIR /workspace\n`;
-const call = (name: string, args: Record<string, unknown> = {}): ScriptStep => ({
-  tool_calls: [{ name, arguments: args }],
-});
 const EDIT = call('edit_file', {
   path: 'src/math.js',
   old_text: 'return a - b;',
@@ -29,42 +22,15 @@ const EDIT = call('edit_file', {
   version: VERSION,
 });
 const FINISH = call('finish', { summary: 'add() now adds' });
-let tmp: { dir: string; cleanup: () => Promise<void> };
-let repo: string;
-let config: Config;
+let fixture: RepairFixture;
 
 beforeAll(async () => {
-  tmp = await tempDir('agenticfix-repair-docker-');
-  repo = path.join(tmp.dir, 'repo');
-  cpSync(FIXTURE, repo, { recursive: true });
-  await git(['init', '-q', '-b', 'main'], { cwd: repo });
-  await commitAll(repo, 'fixture');
-  config = loadConfig(
-    { AGENTICFIX_HOME: path.join(tmp.dir, 'home'), AGENTICFIX_BASE_IMAGE: BASE_IMAGE },
-    tmp.dir,
-  );
+  fixture = await repairFixture('agenticfix-repair-docker-', FIXTURE);
 });
-afterAll(() => tmp.cleanup());
+afterAll(() => fixture.cleanup());
 
-async function repair(script: ScriptStep[], more: Partial<RepairOptions> = {}) {
-  const server = await startScriptedModelServer(script);
-  try {
-    const result = await runRepair({
-      ...compose(config),
-      config,
-      remote: repo,
-      baseCommit: 'main',
-      issue: { title: 'add() subtracts', body: '' },
-      testArgv: TEST_ARGV,
-      model: { kind: 'url', baseUrl: server.url, name: 'm' },
-      sandbox: 'docker',
-      ...more,
-    });
-    return { result, requests: server.requests };
-  } finally {
-    await server.close();
-  }
-}
+const repair = (script: ScriptStep[], more: Partial<RepairOptions> = {}) =>
+  fixture.repair(fixture.config(), script, { testArgv: TEST_ARGV, ...more });
 
 const engine = await needDocker();
 describeIf(engine)('runRepair in the Docker sandbox', () => {

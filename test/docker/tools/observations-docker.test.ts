@@ -1,14 +1,7 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
-import { loadConfig, type Config } from '../../../src/config/config.js';
-import { startScriptedModelServer, type ScriptStep } from '../../../src/emulator/scripted-model.js';
-import { runRepair } from '../../../src/pipeline/repair.js';
-import { git } from '../../../src/workspace/git.js';
 import { BASE_IMAGE, needDocker } from '../../support/docker.js';
+import { call, observation, repairFixture, type RepairFixture } from '../../support/repair.js';
 import { describeIf } from '../../support/skip.js';
-import { commitAll, tempDir } from '../../support/git-fixtures.js';
 import { fileVersion } from '../../../src/tools/files.js';
-import { compose } from '../../../src/cli/compose.js';
 
 // The same text as the verify-py fixture's Dockerfile, so a warm engine reuses its layers.
 const DOCKERFILE = `FROM ${BASE_IMAGE}
@@ -27,71 +20,44 @@ const SUITE = [
 ].join('\n');
 const ONE = 'tests/test_calc.py::test_add_small';
 
-const call = (id: string, name: string, args: Record<string, unknown> = {}): ScriptStep => ({
-  tool_calls: [{ id, name, arguments: args }],
-});
-let tmp: { dir: string; cleanup: () => Promise<void> };
-let repo: string;
-let config: Config;
+let fixture: RepairFixture;
 
 beforeAll(async () => {
-  tmp = await tempDir('agenticfix-observations-');
-  repo = path.join(tmp.dir, 'repo');
-  mkdirSync(path.join(repo, 'tests'), { recursive: true });
-  writeFileSync(path.join(repo, 'calc.py'), CALC);
-  writeFileSync(path.join(repo, 'tests/test_calc.py'), SUITE);
-  await git(['init', '-q', '-b', 'main'], { cwd: repo });
-  await commitAll(repo, 'fixture');
-  config = loadConfig(
-    { AGENTICFIX_HOME: path.join(tmp.dir, 'home'), AGENTICFIX_BASE_IMAGE: BASE_IMAGE },
-    tmp.dir,
-  );
+  fixture = await repairFixture('agenticfix-observations-', { 'calc.py': CALC, 'tests/test_calc.py': SUITE });
 });
-afterAll(() => tmp.cleanup());
+afterAll(() => fixture.cleanup());
 
 const engine = await needDocker();
 describeIf(engine)('test observations through the agent loop, in Docker', () => {
   it('builds, runs a script, and a failing 332-test run reaches the model as JSON with failures first; tests selects one test', async () => {
     const version = fileVersion(CALC);
-    const server = await startScriptedModelServer([
-      call('bad', 'build_environment', { dockerfile: `FROM ${BASE_IMAGE}\nRUN echo building && exit 3\n` }),
-      call('b', 'build_environment', { dockerfile: DOCKERFILE }),
-      call('cmd', 'run_command', {
-        script: "python3 -c 'from calc import add; print(add(1, 2))'; id -u; ls /sys/class/net",
-      }),
-      call('all', 'run_tests'),
-      call('one', 'run_tests', { tests: [ONE] }),
-      call('e', 'edit_file', { path: 'calc.py', old_text: 'a - b', new_text: 'a + b', version }),
-      call('fixed', 'run_tests', { tests: [ONE] }),
-      call('base', 'run_tests', { tests: [ONE], at: 'base' }),
-      call('f', 'finish', { summary: 'add() adds' }),
-    ]);
-    let result;
-    try {
-      result = await runRepair({
-        ...compose(config),
-        config,
-        remote: repo,
-        baseCommit: 'main',
-        issue: { title: 'add() subtracts', body: '' },
-        testArgv: ['python3', '-m', 'pytest', '-v', '-rA'],
-        model: { kind: 'url', baseUrl: server.url, name: 'm' },
-        sandbox: 'docker',
-      });
-    } finally {
-      await server.close();
-    }
+    const config = fixture.config();
+    const { result, requests } = await fixture.repair(
+      config,
+      [
+        call('build_environment', { dockerfile: `FROM ${BASE_IMAGE}\nRUN echo building && exit 3\n` }, 'bad'),
+        call('build_environment', { dockerfile: DOCKERFILE }, 'b'),
+        call(
+          'run_command',
+          { script: "python3 -c 'from calc import add; print(add(1, 2))'; id -u; ls /sys/class/net" },
+          'cmd',
+        ),
+        call('run_tests', {}, 'all'),
+        call('run_tests', { tests: [ONE] }, 'one'),
+        call('edit_file', { path: 'calc.py', old_text: 'a - b', new_text: 'a + b', version }, 'e'),
+        call('run_tests', { tests: [ONE] }, 'fixed'),
+        call('run_tests', { tests: [ONE], at: 'base' }, 'base'),
+        call('finish', { summary: 'add() adds' }, 'f'),
+      ],
+      { testArgv: ['python3', '-m', 'pytest', '-v', '-rA'] },
+    );
     expect(result.stop_reason).toBe('completed');
-    type Body = { messages: { role: string; tool_call_id?: string; content: string }[] };
-    const bodies = server.requests.map((r) => r.body as Body);
-    const task = bodies[0]!.messages[1]!.content;
+    const task = (requests[0]!.body as { messages: { content: string }[] }).messages[1]!.content;
     expect(task).toContain(`Base images available locally: `);
     expect(task).toContain(BASE_IMAGE);
     expect(task).toContain('mounted at /workspace (the working directory), without network');
     // Each observation as the model first saw it (later requests elide old ones).
-    const seen = (id: string) =>
-      bodies.map((b) => b.messages.find((m) => m.role === 'tool' && m.tool_call_id === id)).find(Boolean)!
-        .content;
+    const seen = (id: string) => observation(requests, id);
 
     // Build observations: on failure the failing step and its error without builder noise; on success no log.
     const bad = JSON.parse(seen('bad'));

@@ -1,10 +1,9 @@
-import { cpSync, existsSync, mkdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadConfig, type Config } from '../../../src/config/config.js';
+import type { Config } from '../../../src/config/config.js';
 import { processOwner } from '../../../src/environment/lending.js';
-import { startScriptedModelServer, type ScriptStep } from '../../../src/emulator/scripted-model.js';
-import { runRepair } from '../../../src/pipeline/repair.js';
+import type { ScriptStep } from '../../../src/emulator/scripted-model.js';
 import { removeOldWorktrees } from '../../../src/pipeline/startup.js';
 import type { RepairOptions } from '../../../src/pipeline/types.js';
 import { SqliteRunStore } from '../../../src/store/sqlite-store.js';
@@ -14,53 +13,28 @@ import { git, GitError } from '../../../src/workspace/git.js';
 import { GitWorkspaceManager } from '../../../src/workspace/manager.js';
 import { measureTree } from '../../../src/workspace/tree.js';
 import { BASE_IMAGE, needDocker } from '../../support/docker.js';
-import { describeIf } from '../../support/skip.js';
-import { commitAll, tempDir } from '../../support/git-fixtures.js';
 import { compose } from '../../../src/cli/compose.js';
+import { call, repairFixture, type RepairFixture } from '../../support/repair.js';
+import { describeIf } from '../../support/skip.js';
 
 const FIXTURE = fileURLToPath(new URL('../../fixtures/agent-repo', import.meta.url));
-const call = (name: string, args: Record<string, unknown> = {}): ScriptStep => ({
-  tool_calls: [{ name, arguments: args }],
-});
 const MiB = 1024 * 1024;
 
 const engine = await needDocker();
-let tmp: { dir: string; cleanup: () => Promise<void> };
+let fixture: RepairFixture;
 let repo: string;
 
 beforeAll(async () => {
-  tmp = await tempDir('agenticfix-disk-');
-  repo = path.join(tmp.dir, 'repo');
-  cpSync(FIXTURE, repo, { recursive: true });
-  await git(['init', '-q', '-b', 'main'], { cwd: repo });
-  await commitAll(repo, 'fixture');
+  fixture = await repairFixture('agenticfix-disk-', FIXTURE);
+  repo = fixture.repo;
 });
-afterAll(() => tmp.cleanup());
+afterAll(() => fixture.cleanup());
 
-const configFor = (name: string, env: Record<string, string> = {}): Config =>
-  loadConfig(
-    { AGENTICFIX_HOME: path.join(tmp.dir, name), AGENTICFIX_BASE_IMAGE: BASE_IMAGE, ...env },
-    tmp.dir,
-  );
+const configFor = (home: string, env: Record<string, string> = {}): Config => fixture.config(home, env);
 
-async function repair(config: Config, script: ScriptStep[], more: Partial<RepairOptions>) {
-  const server = await startScriptedModelServer(script);
-  try {
-    return await runRepair({
-      ...compose(config),
-      config,
-      remote: repo,
-      baseCommit: 'main',
-      issue: { title: 'add() subtracts', body: '' },
-      testArgv: ['true'],
-      model: { kind: 'url', baseUrl: server.url, name: 'm' },
-      sandbox: 'local',
-      ...more,
-    });
-  } finally {
-    await server.close();
-  }
-}
+/** In this process's sandbox unless said. */
+const repair = async (config: Config, script: ScriptStep[], more: Partial<RepairOptions>) =>
+  (await fixture.repair(config, script, { sandbox: 'local', ...more })).result;
 
 describeIf(engine)('a worktree that grows past its limit ends the run (real engine)', () => {
   it('tests writing 5 MB into the worktree under a 2 MB limit (the 500 MB attack, scaled) stop the run', async () => {
@@ -83,7 +57,7 @@ describeIf(engine)('a worktree that grows past its limit ends the run (real engi
 
 describe('disk bounds without Docker', () => {
   it('measureTree counts files and stops early past the limit', async () => {
-    const dir = path.join(tmp.dir, 'usage');
+    const dir = path.join(fixture.dir, 'usage');
     mkdirSync(path.join(dir, 'a', 'b'), { recursive: true });
     writeFileSync(path.join(dir, 'a', 'b', 'f'), Buffer.alloc(3 * MiB));
     writeFileSync(path.join(dir, 'g'), Buffer.alloc(MiB));
@@ -164,7 +138,7 @@ describe('disk bounds without Docker', () => {
     await store.close();
 
     // result.json.
-    const trace = new RunTrace('r-cap', path.join(tmp.dir, 'runs'));
+    const trace = new RunTrace('r-cap', path.join(fixture.dir, 'runs'));
     trace.writeResult({
       run_id: 'r-cap',
       stop_reason: 'fatal',

@@ -3,12 +3,11 @@ import { mkdirSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import pg from 'pg';
 import { tempDir } from '../../support/app.js';
-import { needDocker } from '../../support/docker.js';
+import { needDistributed } from '../../support/distributed-world.js';
 import { CLI, freePort, until } from '../../support/e2e.js';
-import { needService, serviceUrl } from '../../support/services.js';
-import { describeIf, needAll } from '../../support/skip.js';
+import { servicePlace } from '../../support/services.js';
+import { describeIf } from '../../support/skip.js';
 
 /**
  * Issue 27, "Done when": `agenticfix emulator` in one shell, `agenticfix serve` and `agenticfix worker` with
@@ -42,15 +41,9 @@ const events = (s: Started) =>
     .filter((l) => l.startsWith('{'))
     .map((l) => JSON.parse(l) as Record<string, unknown> & { event: string });
 
-const needs = needAll(
-  await needDocker(),
-  needService('AGENTICFIX_TEST_REDIS_URL'),
-  needService('AGENTICFIX_TEST_DATABASE_URL'),
-);
+const needs = await needDistributed();
 describeIf(needs)('agenticfix emulator with serve and a worker', () => {
-  const redis = serviceUrl('AGENTICFIX_TEST_REDIS_URL');
-  const database = serviceUrl('AGENTICFIX_TEST_DATABASE_URL');
-  const schema = `emucli_${process.pid}`;
+  const place = servicePlace('emucli');
   let home: string;
   const started: Started[] = [];
   beforeAll(async () => {
@@ -59,10 +52,7 @@ describeIf(needs)('agenticfix emulator with serve and a worker', () => {
   afterAll(async () => {
     for (const s of started) s.child.kill('SIGTERM');
     await Promise.all(started.map((s) => s.child));
-    const admin = new pg.Client({ connectionString: database!.href });
-    await admin.connect();
-    await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-    await admin.end();
+    await place.drop();
     rmSync(home, { recursive: true, force: true });
   }, 60_000);
 
@@ -82,10 +72,7 @@ describeIf(needs)('agenticfix emulator with serve and a worker', () => {
     const shared = {
       ...base,
       ...printed,
-      AGENTICFIX_REDIS_URL: redis!.href,
-      AGENTICFIX_DATABASE_URL: database!.href,
-      AGENTICFIX_DATABASE_SCHEMA: schema,
-      AGENTICFIX_QUEUE_NAME: schema,
+      ...place.env,
     };
     const serve = start(['serve'], path.join(home, 'serve'), shared);
     started.push(serve);

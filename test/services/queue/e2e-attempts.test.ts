@@ -1,28 +1,19 @@
-import type { ResultPromise } from 'execa';
-import { rmSync } from 'node:fs';
-import path from 'node:path';
-import Docker from 'dockerode';
-import pg from 'pg';
 import {
   calculatorAttemptCalls,
   calculatorScript,
   CALCULATOR_TEST_ARGV,
   repoSource,
 } from '../../../src/demo/calculator.js';
-import type { GitHubEmulator } from '../../../src/emulator/github.js';
-import { startScriptedModelServer, type ScriptedModelServer } from '../../../src/emulator/scripted-model.js';
-import { RUN_LABEL } from '../../../src/environment/docker.js';
-import { sweepContainers } from '../../../src/environment/startup.js';
-import { LEASE_LABEL } from '../../../src/images/leases.js';
+import { startScriptedModelServer } from '../../../src/emulator/scripted-model.js';
 import { recordedAttempts } from '../../../src/pipeline/attempts.js';
 import { branchFor } from '../../../src/publish/pr.js';
-import type { RunningApp } from '../../../src/app.js';
-import type { RunRecord } from '../../../src/store/store.js';
-import { startEmulatedApp, startEmulator, tempDir, testConfig } from '../../support/app.js';
-import { needDocker } from '../../support/docker.js';
-import { startChild, until } from '../../support/e2e.js';
-import { needService, serviceUrl } from '../../support/services.js';
-import { describeIf, needAll } from '../../support/skip.js';
+import {
+  needDistributed,
+  OWNER as O,
+  startDistributedWorld,
+  type DistributedWorld,
+} from '../../support/distributed-world.js';
+import { describeIf } from '../../support/skip.js';
 
 /**
  * Attempts as jobs (issue 41, item 2): `serve` (this process) enqueues on Redis, two `agenticfix
@@ -32,89 +23,38 @@ import { describeIf, needAll } from '../../support/skip.js';
  * the smallest verified fix), in the order the attempts start.
  */
 
-const O = 'octo';
-const redis = serviceUrl('AGENTICFIX_TEST_REDIS_URL');
-const database = serviceUrl('AGENTICFIX_TEST_DATABASE_URL');
 const WAIT_MS = 300_000;
 
-const needs = needAll(
-  await needDocker(),
-  needService('AGENTICFIX_TEST_REDIS_URL'),
-  needService('AGENTICFIX_TEST_DATABASE_URL'),
-);
+const needs = await needDistributed();
 describeIf(needs)('attempts as jobs: serve + two workers (BullMQ, PostgreSQL)', () => {
-  let emu: GitHubEmulator;
-  let home: string;
-  let model: ScriptedModelServer;
-  let app: RunningApp;
-  const schema = `e2e_att_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
-  const queueName = `e2e-att-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
-  const workers = new Map<string, { child: ResultPromise; out: () => string }>();
-  const bot = (repo: string, n: number) =>
-    emu
-      .comments(n, `${O}/${repo}`)
-      .filter((c) => c.user === emu.botLogin)
-      .map((c) => c.body);
-  const env = {
-    AGENTICFIX_DATABASE_URL: database?.toString() ?? '',
-    AGENTICFIX_DATABASE_SCHEMA: schema,
-    AGENTICFIX_REDIS_URL: redis?.toString() ?? '',
-    AGENTICFIX_QUEUE_NAME: queueName,
-    AGENTICFIX_WORKER_LOCK_MS: '4000',
-  };
+  let world: DistributedWorld;
+  const more = 'attempts: 3\n';
 
   beforeAll(async () => {
-    emu = await startEmulator();
-    home = tempDir('e2e-attempts-');
-    const config = testConfig(path.join(home, 'serve'), env);
-    const base = config.sandbox.baseImage;
-    model = await startScriptedModelServer([], {
-      model: 'scripted',
-      instances: [1, 2, 3].map((k) => calculatorScript(base, calculatorAttemptCalls(k), `attempt ${k}`)),
+    world = await startDistributedWorld({
+      name: 'e2e-att',
+      model: (config) =>
+        startScriptedModelServer([], {
+          model: 'scripted',
+          instances: [1, 2, 3].map((k) =>
+            calculatorScript(config.sandbox.baseImage, calculatorAttemptCalls(k), `attempt ${k}`),
+          ),
+        }),
+      repos: {
+        calc: (home) => repoSource(home, CALCULATOR_TEST_ARGV, { more }),
+        slow: (home) => repoSource(home, ['node', '-e', 'setTimeout(() => {}, 600000)'], { more }),
+      },
     });
-    const more = 'attempts: 3\n';
-    emu.createRepo(O, 'calc', { fromDir: repoSource(home, CALCULATOR_TEST_ARGV, { more }) });
-    emu.createRepo(O, 'slow', {
-      fromDir: repoSource(home, ['node', '-e', 'setTimeout(() => {}, 600000)'], { more }),
-    });
-    for (const repo of ['calc', 'slow']) emu.setPermission(O, repo, 'maint', 'write');
-    app = await startEmulatedApp(emu, { config });
-    emu.setWebhookUrl(app.url);
-    for (const id of ['w1', 'w2']) {
-      const role = { role: 'worker', workerId: id, concurrency: 2 } as const;
-      workers.set(id, startChild(emu, role, path.join(home, id), model.url, env));
-    }
-    for (const [id, w] of workers)
-      await until(`${id} to take runs`, () => w.out().includes('taking runs'), 60_000);
   }, 300_000);
 
-  afterAll(async () => {
-    for (const w of workers.values()) w.child.kill('SIGTERM');
-    await Promise.all([...workers.values()].map((w) => w.child));
-    await app?.close();
-    await model?.close();
-    await emu?.close();
-    await sweepContainers(new Docker());
-    if (database) {
-      const admin = new pg.Client({ connectionString: database.toString() });
-      await admin.connect();
-      await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-      await admin.end();
-    }
-    if (home) rmSync(home, { recursive: true, force: true });
-  }, 120_000);
+  afterAll(() => world?.close(), 120_000);
 
   it('three attempts run on both workers, each judged on its own; one pull request with the smallest verified patch', async () => {
-    const n = emu.createIssue(O, 'calc', { title: 'subtract is wrong', user: 'rae' });
-    expect((await emu.label(O, 'calc', n, 'agenticfix', 'maint')).status).toBe(200);
-    let run: RunRecord | undefined;
-    await until(
-      'the run to end',
-      async () => ((run = (await app.store.forIssue(O, 'calc', n))[0])?.finished_at ?? null) !== null,
-      WAIT_MS,
-    );
+    const { emu, bot } = world;
+    const n = await world.labelled('calc', 'subtract is wrong');
+    const run = await world.runOf('calc', n, WAIT_MS);
     expect(run).toMatchObject({ state: 'done', verdict: 'verified' });
-    const attempts = recordedAttempts(run!);
+    const attempts = recordedAttempts(run);
     // Each attempt's verdict in the store, with the worker that ran it: both workers ran attempts.
     expect(attempts.map((a) => a.verdict).sort()).toEqual(['regression', 'verified', 'verified']);
     expect(new Set(attempts.map((a) => a.worker))).toEqual(new Set(['w1', 'w2']));
@@ -126,9 +66,9 @@ describeIf(needs)('attempts as jobs: serve + two workers (BullMQ, PostgreSQL)', 
     // One draft pull request, of the smallest patch, with a table of three attempts.
     const prs = emu.pulls.filter((p) => p.repo === `${O}/calc` && p.pull?.head === branchFor(n));
     expect(prs).toHaveLength(1);
-    expect(run!.pr_number).toBe(prs[0]!.number);
-    expect(run!.patch_path).toContain(`${smallest.run_id}/`);
-    const evidence = bot('calc', run!.pr_number!).find((b) => b.startsWith('## Test evidence'))!;
+    expect(run.pr_number).toBe(prs[0]!.number);
+    expect(run.patch_path).toContain(`${smallest.run_id}/`);
+    const evidence = bot('calc', run.pr_number!).find((b) => b.startsWith('## Test evidence'))!;
     expect(evidence.split('\n').filter((l) => /^\| \d/.test(l))).toHaveLength(3);
     const status = bot('calc', n);
     expect(status).toHaveLength(1);
@@ -136,34 +76,88 @@ describeIf(needs)('attempts as jobs: serve + two workers (BullMQ, PostgreSQL)', 
   }, 600_000);
 
   it('/agenticfix cancel stops every attempt, on both workers', async () => {
-    const n = emu.createIssue(O, 'slow', { title: 'slow: cancel me', user: 'rae' });
-    expect((await emu.label(O, 'slow', n, 'agenticfix', 'maint')).status).toBe(200);
-    let run: RunRecord | undefined;
-    const testing = async () =>
-      (await new Docker().listContainers({ filters: { label: [RUN_LABEL] } })).filter(
-        (c) => !c.Labels[LEASE_LABEL] && c.Labels[RUN_LABEL]!.startsWith(`${run!.id}-a`),
-      );
+    const { emu, app } = world;
+    const n = await world.labelled('slow', 'slow: cancel me');
     // The repository's tests never end: every attempt is mid-run once it tests.
-    await until(
-      'the three attempts to test',
-      async () => {
-        run = (await app.store.forIssue(O, 'slow', n))[0];
-        return run?.state === 'running' && (await testing()).length === 3;
-      },
-      WAIT_MS,
-    );
-    const t0 = Date.now();
-    await emu.comment(O, 'slow', n, '/agenticfix cancel', 'maint');
-    await until(
-      'the run to be cancelled',
-      async () => (await app.store.get(run!.id))!.state === 'cancelled',
-      60_000,
-    );
-    await until('every attempt container to be gone', async () => (await testing()).length === 0, 30_000);
-    expect(Date.now() - t0).toBeLessThan(60_000);
-    const attempts = recordedAttempts((await app.store.get(run!.id))!);
+    const run = await world.whenTesting('slow', n, WAIT_MS, 3);
+    expect(await world.cancel('slow', n, run.id, 60_000)).toBeLessThan(60_000);
+    const attempts = recordedAttempts((await app.store.get(run.id))!);
     expect(attempts.map((a) => a.verdict)).toEqual(['cancelled', 'cancelled', 'cancelled']);
     expect(new Set(attempts.map((a) => a.worker))).toEqual(new Set(['w1', 'w2']));
     expect(emu.branchHead(O, 'slow', branchFor(n))).toBeNull();
+  }, 600_000);
+});
+
+/**
+ * The cost limit holds for the attempts together while they run on both workers (issue 41, item 5): one
+ * run at a time per worker, so two attempts run at once and the third waits for a slot. Each model reply
+ * is priced at $0.001 and comes after a pause, so the two running attempts spend the limit together,
+ * long before either spends it alone.
+ */
+describeIf(needs)('the cost limit over attempts on two workers', () => {
+  let world: DistributedWorld;
+  const REPLY_USD = 0.001;
+  const LIMIT_USD = 0.006;
+  const files = ['src/calculator.js', 'package.json', 'test/calculator.test.js', 'ISSUE.md'];
+  // Reads in turn (no loop to notice), each reply 1,000 prompt tokens at $1 per million; a finish
+  // never reached.
+  const spending = [
+    ...Array.from({ length: 40 }, (_, i) => ({
+      tool_calls: [{ name: 'read_file', arguments: { path: files[i % files.length]! } }],
+      usage: { prompt_tokens: 1000, completion_tokens: 0, cached_tokens: 0 },
+      delay_ms: 300,
+    })),
+    { tool_calls: [{ name: 'finish', arguments: { summary: 'spent' } }] },
+  ];
+
+  beforeAll(async () => {
+    world = await startDistributedWorld({
+      name: 'e2e-att-cost',
+      concurrency: 1,
+      env: {
+        AGENTICFIX_MODEL_PRICES: JSON.stringify({ scripted: { input: 1, cached_input: 1, output: 1 } }),
+      },
+      model: () => startScriptedModelServer([], { model: 'scripted', instances: [spending] }),
+      repos: {
+        costly: (home) =>
+          repoSource(home, CALCULATOR_TEST_ARGV, { more: `attempts: 3\nmax_cost_usd: ${LIMIT_USD}\n` }),
+      },
+    });
+  }, 300_000);
+
+  afterAll(() => world?.close(), 120_000);
+
+  it('the running attempts stop at the limit, the third never starts, no pull request', async () => {
+    const { emu, model, bot } = world;
+    const n = await world.labelled('costly', 'subtract is wrong');
+    const run = await world.runOf('costly', n, WAIT_MS);
+    expect(run).toMatchObject({ state: 'done', pr_number: null });
+    const attempts = recordedAttempts(run);
+    const [ran, waited] = [attempts.slice(0, 2), attempts[2]!];
+    // Attempts 1 and 2 ran at once, one on each worker, and were stopped for what they spent together.
+    expect(ran.map((a) => a.verdict)).toEqual(['cost_limit', 'cost_limit']);
+    expect(new Set(ran.map((a) => a.worker))).toEqual(new Set(['w1', 'w2']));
+    for (const a of ran) {
+      expect(a.reason).toContain('the attempts together spent the cost limit ($0.0060)');
+      expect(a.cost_usd!).toBeLessThan(LIMIT_USD); // neither spent it alone
+    }
+    expect(waited).toMatchObject({ verdict: 'not_run', cost_usd: null });
+    expect(waited.reason).toContain('Not started: the attempts before it spent the cost limit');
+    // Two conversations, never a third.
+    const started = model.requests.filter((r) => {
+      const { messages } = (r.body ?? {}) as { messages?: { role: string }[] };
+      return messages !== undefined && !messages.some((m) => m.role === 'assistant');
+    });
+    expect(started).toHaveLength(2);
+    // The total reaches the limit and passes it by at most the reply each running attempt had in flight.
+    expect(run.cost_usd!).toBeGreaterThanOrEqual(LIMIT_USD - 1e-9);
+    expect(run.cost_usd!).toBeLessThanOrEqual(LIMIT_USD + ran.length * REPLY_USD + 1e-9);
+    expect(run.cost_usd!).toBeCloseTo(
+      ran.reduce((sum, a) => sum + a.cost_usd!, 0),
+      9,
+    );
+    expect(emu.pulls.filter((p) => p.repo === `${O}/costly`)).toEqual([]);
+    expect(emu.branchHead(O, 'costly', branchFor(n))).toBeNull();
+    expect(bot('costly', n).join('\n')).toContain('No attempt was verified; no pull request was opened.');
   }, 600_000);
 });

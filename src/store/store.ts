@@ -291,10 +291,7 @@ export interface RunStore {
   appendEvents(runId: string, events: readonly NewRunEvent[]): Promise<void>;
   /** A run's events after `afterSeq`, in order, at most `limit`. */
   events(runId: string, afterSeq: number, limit: number): Promise<RunEvent[]>;
-  /**
-   * On start-up: runs a crash left running become `interrupted` (judged ones with a publishing record:
-   * `publish_pending`); returns them. Queued ones stay queued: the queue's reconcile runs them.
-   */
+  /** Start-up: runs a crash left running become `interrupted` (judged, with a publish record: `publish_pending`); queued stay queued. */
   markInterrupted(): Promise<RunRecord[]>;
   /**
    * Makes this process the one instance serving the store, or throws StoreInUseError naming the live

@@ -229,7 +229,7 @@ function postHuge(url: string, bytes: number): Promise<number> {
  * image plus a label unique to this benchmark), so the cold build misses every cache without removing
  * anyone's images, and only the images of the benchmark's runs are removed afterwards.
  */
-async function demoWallTime(): Promise<Record<string, number | string>> {
+export async function demoWallTime(): Promise<Record<string, number | string>> {
   const docker = new Docker();
   if (!(await dockerAvailable(docker))) return { demo_skipped: 'no Docker engine' };
   const home = mkdtempSync(path.join(tmpdir(), 'bench-demo-'));

@@ -41,9 +41,9 @@ const VERSION_COMMANDS: Record<Runner, readonly string[]> = {
 const VERSION_TIMEOUT_MS = 30_000;
 
 /**
- * What the version commands answered per image (its id is its content) and base commit (a tool the
- * repository commits, e.g. node_modules/.bin, may answer): a cached environment of a rerun replies at
- * once, and its container starts with its first test run rather than for this. The most recent
+ * What the version commands answered per image (its id is its content; the runtimes and the tools on
+ * its PATH are the image's, the Node recipe's dependencies too): a cached environment of a rerun replies
+ * at once, and its container starts with its first test run rather than for this. The most recent
  * KNOWN_IMAGES are kept.
  */
 const known = new Map<string, Record<string, string>>();
@@ -54,7 +54,7 @@ async function runtimeVersions(ctx: ToolContext, imageId: string): Promise<Recor
   const commands = VERSION_COMMANDS[detectRunner(ctx.testCommands.default ?? [])];
   // One container for all: `printf` marks where each command's answer starts.
   const script = commands.map((c) => `printf '\\n@@%s\\n' '${c}'; ${c} 2>&1 | head -n 1 || true`).join('; ');
-  const key = `${imageId}\n${ctx.baseCommit}\n${script}`;
+  const key = `${imageId}\n${script}`;
   const seen = known.get(key);
   if (seen) return seen;
   const o = await ctx.sandbox!.run({

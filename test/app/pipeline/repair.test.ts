@@ -407,7 +407,7 @@ describe('runRepair with the scripted model through the openai SDK', () => {
 
   it('nudges a finish without edits twice, then stops with no_edit_stop', async () => {
     const { result, requests } = await repair([READ, FINISH, FINISH, FINISH]);
-    expect(result.stop_reason).toBe('completed');
+    expect(result.stop_reason).toBe('no_edit_stop');
     expect(result.patch).toBe('');
     expect(toolMessages(requests[2]!.body).at(-1)).toMatch(/not changed any file.*reminder 1 of 2/);
     expect(toolMessages(requests[3]!.body).at(-1)).toMatch(/reminder 2 of 2/);

@@ -33,6 +33,10 @@ export const PARKED: JobDeps = {
     }),
 };
 
+/** How many bursts of 200 and of 1,000 the webhook benchmark pools its percentiles over. */
+const BURSTS = 5;
+const LARGE_BURSTS = 2;
+
 /** A REST answer's latency from GitHub, roughly, for the intake's throughput. */
 const GITHUB_LATENCY_MS = 100;
 
@@ -62,7 +66,7 @@ export async function benchWebhook({ smoke }: BenchOptions): Promise<Record<stri
     workerData: {
       secret,
       publicKeyPem: keys.publicKey.export({ type: 'spki', format: 'pem' }),
-      issues: 2 * n + big + 40,
+      issues: n + 40 + (BURSTS + 1) * n + LARGE_BURSTS * big,
     },
   });
   const emu = await new Promise<{ url: string; appId: number; installationId: number }>((resolve, reject) => {
@@ -124,44 +128,59 @@ export async function benchWebhook({ smoke }: BenchOptions): Promise<Record<stri
     };
     // Awaited together: a failed attack ends the benchmark with its error, not as an unhandled rejection.
     await Promise.all([attacker(), delivering()]);
-    // The burst starts on a quiet app: the runs of the deliveries above recorded and their work parked,
-    // so that what is measured is answering a burst, not the leftovers of the earlier phases.
-    await runsRecorded(single.length + underAttack.length);
-    await quiet();
-    const t0 = performance.now();
-    const latencies = await send(Array.from({ length: n }, (_, i) => i + 1));
-    // The intake (permission, base commit, enqueue) goes on after the acknowledgements.
-    const recorded = n + single.length + underAttack.length;
-    await runsRecorded(recorded);
-    const allRecordedMs = performance.now() - t0;
+    // Issue numbers in the order the phases label them; each delivery labels an issue of its own.
+    let next = n + 41;
+    const issues = (count: number) => Array.from({ length: count }, () => next++);
+    let recorded = single.length + underAttack.length;
+    /**
+     * One burst on a quiet app: the runs of every earlier delivery recorded and their work parked, so
+     * that what is measured is answering a burst, not the leftovers of the phase before. Resolves with
+     * each delivery's latency and the time until its runs were recorded (the intake after the answers).
+     */
+    const burst = async (size: number) => {
+      await runsRecorded(recorded);
+      await quiet();
+      const t0 = performance.now();
+      const ms = await send(issues(size));
+      recorded += size;
+      await runsRecorded(recorded);
+      return { ms, recordedMs: performance.now() - t0 };
+    };
+    // Each size several times, pooled: one burst's p99 is its slowest two answers, which a moment of
+    // the machine's own scheduling moves by tens of ms.
+    const bursts = [];
+    for (let i = 0; i < (smoke ? 1 : BURSTS); i++) bursts.push(await burst(n));
+    const latencies = bursts.flatMap((b) => b.ms);
+    const large: number[] = [];
+    for (let i = 0; i < (smoke ? 1 : LARGE_BURSTS); i++) large.push(...(await burst(big)).ms);
     // The same burst again with GitHub's latency (each REST answer 100 ms): how long until every run
     // is recorded, which the intake's routing concurrency decides.
     worker.postMessage({ latencyMs: GITHUB_LATENCY_MS });
-    await quiet();
-    const t1 = performance.now();
-    await send(Array.from({ length: n }, (_, i) => n + 41 + i));
-    await runsRecorded(recorded + n);
-    const recordedWithLatencyMs = performance.now() - t1;
-    // The larger burst on a quiet app again, GitHub answering at once (its intake is not measured).
+    const withLatency = await burst(n);
     worker.postMessage({ latencyMs: 0 });
-    await quiet();
-    const atBig = await send(Array.from({ length: big }, (_, i) => 2 * n + 41 + i));
     return {
       webhook_single_ack_p50_ms: round(pct(single, 50)),
       webhook_ack_under_400mb_bodies_p50_ms: round(pct(underAttack, 50)),
       webhook_ack_under_400mb_bodies_max_ms: round(Math.max(...underAttack)),
       webhook_400mb_body_refused_p50_ms: round(pct(refusals, 50)),
       webhook_deliveries: n,
+      webhook_bursts: bursts.length,
       webhook_sender_alone_p99_ms: round(pct(senderAlone, 99)),
       webhook_ack_p50_ms: round(pct(latencies, 50)),
       webhook_ack_p99_ms: round(pct(latencies, 99)),
       webhook_ack_max_ms: round(Math.max(...latencies)),
       webhook_deliveries_large_burst: big,
-      webhook_ack_large_burst_p50_ms: round(pct(atBig, 50)),
-      webhook_ack_large_burst_p99_ms: round(pct(atBig, 99)),
-      webhook_ack_large_burst_max_ms: round(Math.max(...atBig)),
-      webhook_all_runs_recorded_ms: round(allRecordedMs),
-      [`webhook_all_runs_recorded_github_${GITHUB_LATENCY_MS}ms_ms`]: round(recordedWithLatencyMs),
+      webhook_large_bursts: large.length / big,
+      webhook_ack_large_burst_p50_ms: round(pct(large, 50)),
+      webhook_ack_large_burst_p99_ms: round(pct(large, 99)),
+      webhook_ack_large_burst_max_ms: round(Math.max(...large)),
+      webhook_all_runs_recorded_ms: round(
+        pct(
+          bursts.map((b) => b.recordedMs),
+          50,
+        ),
+      ),
+      [`webhook_all_runs_recorded_github_${GITHUB_LATENCY_MS}ms_ms`]: round(withLatency.recordedMs),
     };
   } finally {
     await sender.terminate();

@@ -1,3 +1,4 @@
+import { jest } from '@jest/globals';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -48,6 +49,31 @@ describe('the webhook endpoint paces its work behind its answers', () => {
     await backlog.idle();
     expect(routed).toEqual([0, 1, 2, 3, 4, 5]);
     expect(most).toBe(2);
+  });
+
+  test('by default, a burst arriving in batches 10 ms apart is routed only after its last batch', async () => {
+    // A burst reaches the event loop one batch per turn; routing started between batches competes with
+    // answering the rest of the same burst.
+    // The batches' spacing must not depend on how loaded the machine is: the clock is jest's.
+    jest.useFakeTimers();
+    try {
+      const backlog = new RoutingBacklog();
+      const routedAt: number[] = [];
+      const t0 = performance.now();
+      for (let batch = 0; batch < 10; batch++) {
+        for (let i = 0; i < 20; i++) {
+          backlog.arrived();
+          backlog.add(async () => void routedAt.push(performance.now() - t0));
+        }
+        await jest.advanceTimersByTimeAsync(10);
+      }
+      expect(routedAt).toEqual([]);
+      await jest.advanceTimersByTimeAsync(1000);
+      expect(routedAt).toHaveLength(200);
+      expect(Math.min(...routedAt)).toBeGreaterThan(90);
+    } finally {
+      jest.useRealTimers();
+    }
   });
 
   test('a steady stream of requests does not hold the oldest delivery past maxHold', async () => {

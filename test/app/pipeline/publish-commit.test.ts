@@ -1,10 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { startScriptedModelServer } from '../../../src/emulator/scripted-model.js';
-import { REAL_JOB_DEPS } from '../../../src/pipeline/job.js';
 import { git } from '../../../src/workspace/git.js';
-import { calcFixScript, localJudge, startEmulatedApp, startEmulator, testConfig } from '../../support/app.js';
+import { fakeDeps, report, startEmulatedApp, startEmulator, testConfig } from '../../support/app.js';
 import { calcRepo, labelledIssue } from '../../support/app-world.js';
 
 const O = 'acme';
@@ -31,13 +29,12 @@ async function runCommits(mirror: string): Promise<string[]> {
 describe('publishing a verified patch', () => {
   it('its commit is made in the mirror while the judge runs, and that commit is the one pushed', async () => {
     const emu = await startEmulator();
-    const model = await startScriptedModelServer(calcFixScript('Changed `add` to add.'));
     const home = mkdtempSync(path.join(tmpdir(), 'publish-commit-'));
     let duringJudge: string[] = [];
     const app = await startEmulatedApp(emu, {
       config: testConfig(home),
       deps: {
-        ...REAL_JOB_DEPS,
+        ...fakeDeps({ edits: () => ({ 'calc.py': 'def add(a, b):\n    return a + b\n' }) }),
         // The judge waits (up to 5 s) for the run's commit to appear in the mirror; before, it was made
         // only after the verdict.
         judge: async (o) => {
@@ -46,11 +43,9 @@ describe('publishing a verified patch', () => {
             duringJudge = await runCommits(mirror);
             if (duringJudge.length === 0) await new Promise((r) => setTimeout(r, 20));
           }
-          return localJudge(o);
+          return report('verified', 'The stand-in judge accepts the patch.', o, []);
         },
-        renderEvidence: (r) => `Verdict ${r.verdict}.`,
       },
-      model: { kind: 'url', baseUrl: model.url, name: 'scripted' },
       sandbox: 'local',
     });
     try {
@@ -65,7 +60,6 @@ describe('publishing a verified patch', () => {
       expect(run!.pushed_commit).toBe(duringJudge[0]);
     } finally {
       await app.close();
-      await model.close();
       await emu.close();
       rmSync(home, { recursive: true, force: true });
     }

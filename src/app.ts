@@ -134,7 +134,9 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
         },
         { redisUrl: distributed.redisUrl, name: distributed.queueName, retry: distributed.retry, log },
       )
-    : new LocalRunQueue(store, o.config.app.concurrency, runner);
+    : new LocalRunQueue(store, o.config.app.concurrency, runner, {
+        installationLimit: o.config.app.installationConcurrency,
+      });
   const intake = new Intake(store, log);
   const handlers = createApp({ config: o.config, store, queue, intake });
 

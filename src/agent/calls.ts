@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { fail, type ToolResult, type ToolSchema } from '../tools/types.js';
+import { fail, toolParameters, type ToolResult, type ToolSchema } from '../tools/types.js';
 import type { RawToolCall } from './model.js';
 
 /** `finish` is handled by the loop itself, not the registry: it ends the run. */
@@ -18,7 +18,7 @@ export const FINISH_SCHEMA: ToolSchema = {
     name: FINISH,
     description:
       'End the run once the fix is in place and the tests pass. Only call this after changing files.',
-    parameters: z.toJSONSchema(FinishArgs) as Record<string, unknown>,
+    parameters: toolParameters(FinishArgs),
   },
 };
 

@@ -144,8 +144,9 @@ export function outcomeOf(result: ToolResult): string {
  * (frozen from then on, with a `stale` mark when the file changed since), and the working state is
  * put right after them. A compaction rewrites only the tail, so what came before stays cached; the
  * tail is short when compactions come early and often (the default threshold is low). Small results
- * stay whole (`stubMinSavingTokens`), so that the model need not fetch them again, until they add up
- * to `smallWholeMaxTokens`. The context benchmark (src/bench/context.ts) measures what this bills
+ * stay whole (`stubMinSavingTokens`), and so do windows of a file read since its last change
+ * (`readWindowMaxTokens`), so that the model need not fetch them again, until they add up to
+ * `smallWholeMaxTokens`. The context benchmark (src/bench/context.ts) measures what this bills
  * against the full history, the floor under any such policy, and the re-reads it forces.
  * With the policy disabled the full history is sent (observations still capped): the benchmark baseline.
  */
@@ -223,10 +224,10 @@ export class ContextManager {
     const whole = this.entries.flatMap((e) => (e.kind === 'observation' && !e.obs.stub ? [e.obs] : []));
     const candidates = whole.slice(0, Math.max(0, whole.length - this.params.keepFullObservations));
     // A result whose stub saves little stays whole: carrying it costs a tenth of its size a request,
-    // fetching it again a whole turn. Once such results add up past their cap they go in one batch
-    // (one rewrite of what follows the first of them, not one per request).
+    // fetching it again a whole turn. So does a current window of a file. Once such results add up past
+    // their cap they go in one batch (one rewrite of what follows the first of them, not one per request).
     const shrinks = candidates.filter((o) => saving(o) > 0);
-    const small = shrinks.filter((o) => saving(o) < this.params.stubMinSavingTokens);
+    const small = shrinks.filter((o) => saving(o) < this.params.stubMinSavingTokens || this.isWindow(o));
     const smallTokens = small.reduce((n, o) => n + estimateTokens(o.text), 0);
     const older =
       smallTokens > this.params.smallWholeMaxTokens ? shrinks : shrinks.filter((o) => !small.includes(o));
@@ -246,6 +247,19 @@ export class ContextManager {
     }
     const after = older.reduce((n, o) => n + estimateTokens(o.stub!), 0);
     return { observations: older.length, tokens_before: before, tokens_after: after };
+  }
+
+  /**
+   * A current window of a file (a read of at most `readWindowMaxTokens`, the file unchanged since): the
+   * code the model works on, which it reads again when it sees only a stub. Kept whole like a small result.
+   */
+  private isWindow(o: Observation): boolean {
+    return (
+      o.tool === 'read_file' &&
+      o.outcome === 'ok' &&
+      !o.stale &&
+      estimateTokens(o.text) <= this.params.readWindowMaxTokens
+    );
   }
 
   messages(): ChatMessage[] {

@@ -55,7 +55,7 @@ function source(): string {
   ].join('\n');
 }
 
-function tests(): string {
+function testSource(): string {
   // Expected values follow the fixed rule; the two negative halves are the ones the bug gets wrong.
   const round = [1.005, 2.5, -0.125, -1.625, 0, 10.001].map((x) => {
     const y = Math.round(x * 100) / 100;
@@ -100,7 +100,7 @@ export async function createLedgerRepo(parent: string): Promise<{ repo: string; 
     ),
     'ISSUE.md': LEDGER_ISSUE,
     [SOURCE]: source(),
-    [TESTS]: tests(),
+    [TESTS]: testSource(),
   };
   for (const [f, text] of Object.entries(files)) writeFileSync(path.join(repo, f), text);
   await git(['init', '-q', '-b', 'main'], { cwd: repo });
@@ -110,23 +110,48 @@ export async function createLedgerRepo(parent: string): Promise<{ repo: string; 
   return { repo, baseCommit };
 }
 
-type Call = { name: string; arguments: Record<string, unknown> };
+export type Call = { name: string; arguments: Record<string, unknown> };
 
 /**
  * A fixed 25-call trajectory as a model works on a large repository: explore, reproduce, page through
  * the big source and test files in windows, search, fix, add a regression test, re-run narrowed and
  * whole suites, review. It reads the same places repeatedly on purpose, as models do.
  */
+const read = (p: string, extra: Record<string, unknown> = {}): Call => ({
+  name: 'read_file',
+  arguments: { path: p, ...extra },
+});
+const search = (query: string, extra: Record<string, unknown> = {}): Call => ({
+  name: 'search_code',
+  arguments: { query, ...extra },
+});
+const tests = (only?: string[]): Call => ({ name: 'run_tests', arguments: only ? { tests: only } : {} });
+const script = (text: string): Call => ({ name: 'run_command', arguments: { script: text } });
+const diff: Call = { name: 'git_diff', arguments: {} };
+const fix: Call = {
+  name: 'edit_file',
+  arguments: { path: SOURCE, old_text: BUGGY_ROUND, new_text: FIXED_ROUND, version: fileVersion(source()) },
+};
+const REGRESSION = 'test/round.test.js';
+const asserts = (cases: [number, number][]): string =>
+  cases.map(([x, y]) => `  assert.equal(roundCents(${x}), ${y});`).join('\n');
+const regressionText = (cases: [number, number][]): string =>
+  [
+    "import { test } from 'node:test';",
+    "import assert from 'node:assert/strict';",
+    "import { roundCents } from '../src/ledger.js';",
+    '',
+    "test('negative halves round towards +infinity', () => {",
+    asserts(cases),
+    '});',
+    '',
+  ].join('\n');
+const regressionTest = (cases: [number, number][]): Call => ({
+  name: 'create_file',
+  arguments: { path: REGRESSION, content: regressionText(cases) },
+});
+
 export function ledgerTrajectory(): Call[] {
-  const v0 = source();
-  const read = (p: string, extra: Record<string, unknown> = {}): Call => ({
-    name: 'read_file',
-    arguments: { path: p, ...extra },
-  });
-  const search = (query: string): Call => ({ name: 'search_code', arguments: { query } });
-  const tests = (only?: string[]): Call => ({ name: 'run_tests', arguments: only ? { tests: only } : {} });
-  const diff: Call = { name: 'git_diff', arguments: {} };
-  const regression = 'test/round.test.js';
   return [
     { name: 'list_files', arguments: {} },
     read('ISSUE.md'),
@@ -140,36 +165,112 @@ export function ledgerTrajectory(): Call[] {
     tests(['roundCents']),
     search('Math.round'),
     read(SOURCE, { start_line: 1, end_line: 12 }),
-    {
-      name: 'edit_file',
-      arguments: { path: SOURCE, old_text: BUGGY_ROUND, new_text: FIXED_ROUND, version: fileVersion(v0) },
-    },
+    fix,
     tests(['roundCents']),
     tests(),
     search('convert_unit'),
     read(SOURCE, { start_line: 5000 }),
-    {
-      name: 'create_file',
-      arguments: {
-        path: regression,
-        content: [
-          "import { test } from 'node:test';",
-          "import assert from 'node:assert/strict';",
-          "import { roundCents } from '../src/ledger.js';",
-          '',
-          "test('negative halves round towards +infinity', () => {",
-          '  assert.equal(roundCents(-0.125), -0.12);',
-          '  assert.equal(roundCents(-0.375), -0.37);',
-          '});',
-          '',
-        ].join('\n'),
-      },
-    },
-    tests([regression]),
+    regressionTest([
+      [-0.125, -0.12],
+      [-0.375, -0.37],
+    ]),
+    tests([REGRESSION]),
     diff,
     read(SOURCE, { start_line: 1, end_line: 12 }),
     tests(),
     read('ISSUE.md'),
+    diff,
+    tests(),
+  ];
+}
+
+/**
+ * A weaker model's 58 calls on the same bug (the issue's 50-100): it explores wider (listings by
+ * directory, more windows of both files, more searches), reproduces with a script as well as tests,
+ * gets its first edit wrong (an `old_text` not in the file), checks its fix by hand, creates its
+ * regression test twice (the second time it exists: an edit instead), and runs the narrowed and whole suites more often. Its re-reads are those of the short
+ * trajectory and of a model that checks what it is about to change.
+ */
+export function ledgerLongTrajectory(): Call[] {
+  const repro =
+    'node -e "import(\'./src/ledger.js\').then((m) => console.log(m.roundCents(-0.125), m.roundCents(-1.625)))"';
+  const first: [number, number][] = [[-0.125, -0.12]];
+  const more: [number, number][] = [...first, [-0.375, -0.37], [-1.625, -1.62]];
+  return [
+    { name: 'list_files', arguments: { max_depth: 1 } },
+    read('ISSUE.md'),
+    read('package.json'),
+    { name: 'list_files', arguments: { path: 'src' } },
+    { name: 'list_files', arguments: { path: 'test' } },
+    tests(),
+    search('roundCents'),
+    read(SOURCE),
+    search('export function roundCents'),
+    read(SOURCE, { start_line: 300 }),
+    read(SOURCE, { start_line: 900 }),
+    script(repro),
+    read(TESTS),
+    read(TESTS, { start_line: 600, end_line: 615 }),
+    tests(['roundCents']),
+    search('Math.round'),
+    search('-Math.round', { file_pattern: 'src/**/*.js' }),
+    search('half towards'),
+    read(SOURCE, { start_line: 1, end_line: 12 }),
+    search('roundCents(', { file_pattern: 'test/**' }),
+    read(TESTS, { start_line: 604, end_line: 611 }),
+    // Its first edit gets the old text wrong (invalid: not in the file).
+    {
+      name: 'edit_file',
+      arguments: {
+        path: SOURCE,
+        old_text: 'return (cents < 0 ? -Math.round(cents) : Math.round(cents)) / 100;',
+        new_text: 'return Math.round(cents) / 100;',
+        version: fileVersion(source()),
+      },
+    },
+    read(SOURCE, { start_line: 1, end_line: 12 }),
+    fix,
+    tests(['roundCents']),
+    script(repro),
+    tests(),
+    search('convert_unit'),
+    read(SOURCE, { start_line: 2000 }),
+    read(SOURCE, { start_line: 5000 }),
+    search('Number.isFinite'),
+    read(SOURCE, { start_line: 6000 }),
+    regressionTest(first),
+    tests([REGRESSION]),
+    script('node --test test/round.test.js'),
+    // It writes the file again (already_exists), then edits it.
+    regressionTest(more),
+    {
+      name: 'edit_file',
+      arguments: {
+        path: REGRESSION,
+        old_text: asserts(first),
+        new_text: asserts(more),
+        version: fileVersion(regressionText(first)),
+      },
+    },
+    tests([REGRESSION]),
+    tests(['roundCents']),
+    diff,
+    read(TESTS, { start_line: 1, end_line: 8 }),
+    search('test(', { file_pattern: 'test/round.test.js' }),
+    read(REGRESSION),
+    tests(),
+    read(SOURCE, { start_line: 1, end_line: 12 }),
+    search('cents'),
+    read('package.json'),
+    script('node --version'),
+    tests(['convert_unit001']),
+    read(SOURCE, { start_line: 3000, end_line: 3040 }),
+    tests(),
+    read('ISSUE.md'),
+    diff,
+    { name: 'list_files', arguments: { path: 'test' } },
+    tests(['negative halves']),
+    read(SOURCE, { start_line: 1, end_line: 12 }),
     diff,
     tests(),
   ];

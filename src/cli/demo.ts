@@ -34,6 +34,10 @@ const cli = () =>
       '1',
     )
     .option(
+      '--models <names>',
+      'with --attempts: the models the attempts take in turn, comma-separated (repository `models`; scripted: any names, each at the scripted price, else from AGENTICFIX_MODEL_ALLOWLIST)',
+    )
+    .option(
       '--serve',
       'then keep serving the run page (sign in as the emulated maintainer) until stopped',
       false,
@@ -45,6 +49,11 @@ const Flags = z.strictObject({
   toolsOnly: z.boolean(),
   revise: z.boolean(),
   attempts: z.coerce.number().int().min(1),
+  models: z
+    .string()
+    .transform((s) => s.split(',').map((m) => m.trim()))
+    .pipe(z.array(z.string().min(1)).min(1))
+    .optional(),
   serve: z.boolean(),
   sandbox: z.enum(['local', 'docker']).optional(),
   model: z.enum(['scripted', 'configured']).optional(),
@@ -114,8 +123,8 @@ export async function demoCommand(argv: string[]): Promise<number> {
         `clean verify:  ${fmt(summary.verify_tests)}`,
         `pull request:  ${summary.pr ? `#${summary.pr.number} ${summary.pr.draft ? '(draft) ' : ''}${summary.pr.title} ${summary.pr.url}` : 'none'}`,
         ...summary.attempts.map(
-          (a, i) =>
-            `attempt ${i + 1}:     ${a.verdict}, ${a.changed_lines} changed lines, ${usd(a.cost_usd)}${a.published ? ' (published)' : ''} ${a.run_id}`,
+          (a) =>
+            `attempt ${a.n}:     ${a.verdict}, model ${a.model ?? 'n/a'}, ${a.changed_lines} changed lines, ${usd(a.cost_usd)}${a.published ? ' (published)' : ''} ${a.run_id}`,
         ),
         ...summary.revisions.map(
           (r) =>
@@ -147,6 +156,7 @@ export async function demoCommand(argv: string[]): Promise<number> {
     model,
     revise: flags.revise,
     attempts: flags.attempts,
+    models: flags.models,
     log,
     serve: flags.serve
       ? async (s) => {

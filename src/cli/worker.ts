@@ -75,7 +75,7 @@ export async function workerCommand(argv: string[]): Promise<number> {
     id: distributed.workerId,
     lockMs: distributed.workerLockMs,
     requeueStalled: distributed.requeueStalled,
-    installationLimit: distributed.installationLimit,
+    installationLimit: config.app.installationConcurrency,
     onQueueError: (err) => log.warn({ err }, 'queue error'),
     log,
   });

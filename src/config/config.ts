@@ -97,7 +97,6 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       ? {
           redisUrl: e.AGENTICFIX_REDIS_URL,
           ...copied(e, 'AGENTICFIX_', ['QUEUE_NAME', 'WORKER_ID', 'WORKER_LOCK_MS', 'REQUEUE_STALLED']),
-          installationLimit: e.AGENTICFIX_INSTALLATION_CONCURRENCY,
           /** Infrastructure failures tried again, after baseMs, 2 × baseMs, ... */
           retry: { retries: e.AGENTICFIX_INFRA_RETRIES, baseMs: e.AGENTICFIX_INFRA_RETRY_BASE_MS },
         }
@@ -193,6 +192,7 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       compactTokens: e.AGENTICFIX_CONTEXT_COMPACT_TOKENS,
       stubMinSavingTokens: e.AGENTICFIX_CONTEXT_STUB_MIN_SAVING_TOKENS,
       smallWholeMaxTokens: e.AGENTICFIX_CONTEXT_SMALL_WHOLE_MAX_TOKENS,
+      readWindowMaxTokens: e.AGENTICFIX_CONTEXT_READ_WINDOW_MAX_TOKENS,
       enabled: e.AGENTICFIX_CONTEXT_POLICY,
     },
     agent: copied(e, 'AGENTICFIX_', ['MAX_FORMAT_ERRORS', 'NO_EDIT_NUDGES', 'LOOP_REPEAT']),
@@ -200,6 +200,7 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
     app: {
       ...copied(e, 'AGENTICFIX_', [
         'CONCURRENCY',
+        'INSTALLATION_CONCURRENCY',
         'DRAIN_S',
         'LABEL',
         'MENTION',

@@ -8,6 +8,9 @@ import { bool, int } from './setting.js';
 export const SERVICE_SETTINGS = {
   // App
   AGENTICFIX_CONCURRENCY: int(2, 1).describe('concurrent runs of the app (or of one worker)'),
+  AGENTICFIX_INSTALLATION_CONCURRENCY: int(0, 0).describe(
+    "runs of one installation at once (serve's, or across all workers), the others wait in the queue; distributed, a run's attempts running on other workers count too (0: no limit)",
+  ),
   // On SIGTERM (serve running runs, a worker): no more runs; running ones get this long to finish,
   // then a worker hands them back to the queue and serve ends them `interrupted`, telling the issue.
   AGENTICFIX_DRAIN_S: int(600, 0).describe(
@@ -56,9 +59,6 @@ export const SERVICE_SETTINGS = {
   ),
   AGENTICFIX_REQUEUE_STALLED: bool(false).describe(
     "a dead worker's run is run again once (else it ends interrupted)",
-  ),
-  AGENTICFIX_INSTALLATION_CONCURRENCY: int(0, 0).describe(
-    'runs of one installation at once across all workers, the others wait in the queue (0: no limit)',
   ),
   AGENTICFIX_INFRA_RETRIES: int(2, 0).describe(
     'a distributed run whose job failed for the infrastructure (GitHub or the engine unreachable: the job threw) goes back to the queue and is tried again',

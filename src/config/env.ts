@@ -267,6 +267,10 @@ export const ENV_SCHEMA = z.object({
   AGENTICFIX_CONTEXT_SMALL_WHOLE_MAX_TOKENS: int(4000, 0).describe(
     'older observations kept whole for being small are compacted together past this many tokens',
   ),
+  // A window of code the model is working on is what it reads again once stubbed (a turn each).
+  AGENTICFIX_CONTEXT_READ_WINDOW_MAX_TOKENS: int(1000, 0).describe(
+    'a `read_file` result up to this many tokens stays whole until its file changes (0: off)',
+  ),
   AGENTICFIX_CONTEXT_POLICY: bool(true).describe('`false` sends the full history (benchmark baseline)'),
   // Agent loop
   AGENTICFIX_MAX_FORMAT_ERRORS: int(3, 1).describe('malformed replies in a row before the run stops'),

@@ -54,7 +54,10 @@ export interface AppDemoSummary {
   sign_in_url: string | null;
   /** `--attempts`: each attempt's outcome, the published one marked (one attempt: empty). */
   attempts: {
+    n: number;
     run_id: string;
+    /** The model its requests named: its entry of `--models`, else the operator's. */
+    model: string | null;
     verdict: string;
     changed_lines: number;
     published: boolean;
@@ -92,6 +95,11 @@ export async function runAppDemo(
     revise?: boolean;
     /** Attempts of the run (repository `attempts`); the scripted ones fail, fix verbosely, fix minimally, in turn. */
     attempts?: number;
+    /**
+     * The models the attempts take in turn (repository `models`). Scripted: allowed and priced as the
+     * scripted model is; a configured model's names must be on the operator's allowlist.
+     */
+    models?: string[];
     log: (line: string) => void;
     /**
      * Keep serving the run pages (`--serve`): called with the summary once the demo is over; the app,
@@ -141,6 +149,8 @@ export async function runAppDemo(
   const model: ModelSpec = scripted
     ? { kind: 'url', baseUrl: scripted.url, name: SCRIPTED_MODEL }
     : { kind: 'openai' };
+  const models = opts.models ?? [];
+  const scriptedNames = scripted ? [SCRIPTED_MODEL, ...models] : [];
   // The demo's run store is its own, so a demo never reports another server's runs as interrupted.
   const app = await startApp({
     config: {
@@ -149,7 +159,14 @@ export async function runAppDemo(
       databaseUrl: null,
       distributed: null,
       ceilings: { ...config.ceilings, attempts: Math.max(config.ceilings.attempts, attempts) },
-      model: { ...config.model, prices: { [SCRIPTED_MODEL]: SCRIPTED_PRICE, ...config.model.prices } },
+      model: {
+        ...config.model,
+        allowlist: [...new Set([...config.model.allowlist, ...scriptedNames.slice(1)])],
+        prices: {
+          ...Object.fromEntries(scriptedNames.map((m) => [m, SCRIPTED_PRICE])),
+          ...config.model.prices,
+        },
+      },
       // The emulator's OAuth client signs people in to the run pages.
       web: {
         publicUrl: null,
@@ -204,7 +221,8 @@ export async function runAppDemo(
     emu.setWebhookUrl(app.url);
     const more =
       (opts.revise ? 'revise_on: [command, changes_requested]\n' : '') +
-      (attempts > 1 ? `attempts: ${attempts}\n` : '');
+      (attempts > 1 ? `attempts: ${attempts}\n` : '') +
+      (models.length > 0 ? `models: ${JSON.stringify(models)}\n` : '');
     emu.createRepo(OWNER, REPO, { fromDir: repoSource(work, CALCULATOR_TEST_ARGV, { more }) });
     emu.setPermission(OWNER, REPO, MAINTAINER, 'write');
     const [title, ...body] = CALCULATOR_ISSUE.replace(/^# /, '').split('\n');
@@ -254,8 +272,11 @@ export async function runAppDemo(
     summary.stop_reason = run.stop_reason;
     summary.cost_usd = run.cost_usd;
     summary.patch_path = run.patch_path;
+    const operatorModel = scripted ? SCRIPTED_MODEL : (config.model.name ?? null);
     summary.attempts = recordedAttempts(run).map((a) => ({
+      n: a.n,
       run_id: a.run_id,
+      model: a.model ?? operatorModel,
       verdict: a.verdict,
       changed_lines: a.changed_lines,
       published: a.published,

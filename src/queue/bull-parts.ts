@@ -1,4 +1,4 @@
-import type { Job, Queue } from 'bullmq';
+import { DelayedError, type Job, type Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import type { RunRecord, RunStore } from '../store/store.js';
@@ -6,12 +6,15 @@ import { LIVE } from './orphans.js';
 import type { ExecutePart, PartJobs } from './parts.js';
 import { STOP_REQUEST, type StopRequest } from './stop.js';
 import { type keys as queueKeys, STOP_TTL_MS } from './redis-keys.js';
+import { BUSY_RETRY_MS, type InstallationSlots } from './bull-slots.js';
 
 /**
  * A run's parts (its attempts) as jobs of the distributed queue (bullmq.ts), so that they spread over
  * the workers. The run's own job (on its worker, holding the issue) adds a job per part but the first,
- * runs the first itself, then waits for the others; a part no worker has taken by then (all busy) it
- * runs itself, so a run never waits for a slot its own job holds. A stop of the run (cancel, supersede,
+ * runs the first itself, then waits for the others; a part no worker has taken by then (all busy, or
+ * its installation's slots all held) it runs itself, so a run never waits for a slot its own job holds.
+ * A part's job takes a slot of its installation like a run's (bull-slots.ts): an installation asking
+ * for many attempts gets no more of the workers at once than its limit allows. A stop of the run (cancel, supersede,
  * a draining or stalled worker) is passed to each part's job under its own stop key: a running part
  * stops within a round trip, one not taken is removed, one taken later reads it. Each part records what
  * it found in the store (RunStore.putAttempt); a part whose worker died leaves no record, which the run
@@ -95,13 +98,17 @@ interface PartWorker {
   store: RunStore;
   execute: ExecutePart;
   worker: string;
+  slots: InstallationSlots;
   /** The worker's running jobs' controllers, by job id: stop requests and lost locks reach them there. */
   active: Map<string, AbortController>;
   stopRequest(jobId: string): Promise<StopRequest | null>;
 }
 
-/** A worker's side: runs a part's job, unless its run is over, was taken up again, or stopped it. */
-export async function processPart(job: Job, w: PartWorker): Promise<void> {
+/**
+ * A worker's side: runs a part's job, unless its run is over, was taken up again, or stopped it. With
+ * its installation's slots all held, the job waits (delayed), where the run's job may take it over.
+ */
+export async function processPart(job: Job, token: string | undefined, w: PartWorker): Promise<void> {
   const { runId, n, take } = PART_DATA.parse(job.data);
   const run = await w.store.get(runId);
   if (!run || run.state !== 'running' || run.attempt !== take) return;
@@ -109,7 +116,16 @@ export async function processPart(job: Job, w: PartWorker): Promise<void> {
   w.active.set(job.id!, controller);
   try {
     if (await w.stopRequest(job.id!)) return; // the run's record says it was not run
-    await w.execute(run, n, controller.signal, w.worker);
+    const slot = await w.slots.take(run, job.id!);
+    if (!slot) {
+      await job.moveToDelayed(Date.now() + BUSY_RETRY_MS, token);
+      throw new DelayedError();
+    }
+    try {
+      await w.execute(run, n, controller.signal, w.worker);
+    } finally {
+      await slot();
+    }
   } finally {
     w.active.delete(job.id!);
   }

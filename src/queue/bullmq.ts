@@ -16,7 +16,8 @@ import { isActive, type RunRecord, type RunStore } from '../store/store.js';
 import { endOrphan, jobFailure, LIVE, type OrphanHooks, STALLED_REASON } from './orphans.js';
 import { OutageLog, type OutageLogger } from '../trace/outage.js';
 import type { ExecutePart } from './parts.js';
-import { CONNECTION_ERROR, Connections, keys, RELEASE, RENEW, STOP_TTL_MS, TAKE_SLOT } from './redis-keys.js';
+import { CONNECTION_ERROR, Connections, keys, RELEASE, RENEW, STOP_TTL_MS } from './redis-keys.js';
+import { BUSY_RETRY_MS, InstallationSlots } from './bull-slots.js';
 import { BullParts, PART_JOB, processPart } from './bull-parts.js';
 import type { BullQueueOptions, RetryOptions, RunWorkerOptions } from './bull-options.js';
 
@@ -27,7 +28,8 @@ import type { BullQueueOptions, RetryOptions, RunWorkerOptions } from './bull-op
  *
  * - one active run per issue across all workers: a worker holds the issue's lock key while it runs a
  *   run, and a job whose issue is busy waits as a delayed job; likewise for one of an installation's
- *   `installationLimit` slots (a sorted set of run ids scored by when their hold lapses);
+ *   `installationLimit` slots (bull-slots.ts), which a run's parts running on jobs of their own
+ *   (its attempts, bull-parts.ts) take too;
  * - stopping (supersede, cancel): the request is written under the run's stop key and announced on the
  *   stop channel, so it reaches the worker running it within a round trip, or is read when a worker
  *   takes the job; a job still waiting is removed and recorded at once;
@@ -39,8 +41,6 @@ import type { BullQueueOptions, RetryOptions, RunWorkerOptions } from './bull-op
  */
 
 const JOB_NAME = 'run';
-/** How long a job whose issue or installation is busy waits before it is tried again. */
-const BUSY_RETRY_MS = 500;
 
 /** Hooks serve gives the distributed queue; the work itself is the workers'. */
 export type BullQueueHooks = OrphanHooks & {
@@ -196,7 +196,7 @@ export class RunWorker {
   private readonly keys: ReturnType<typeof keys>;
   private readonly active = new Map<string, AbortController>();
   private readonly lockMs: number;
-  private readonly installationLimit: number;
+  private readonly slots: InstallationSlots;
   private readonly log?: OutageLogger;
 
   constructor(
@@ -208,10 +208,10 @@ export class RunWorker {
     this.id = o.id ?? `${hostname()}:${process.pid}`;
     this.keys = keys(name);
     this.lockMs = o.lockMs ?? 30_000;
-    this.installationLimit = o.installationLimit ?? 0;
     this.log = o.log;
     this.connections = new Connections(o.redisUrl, new OutageLog('redis', o.log));
     this.redis = this.connections.open();
+    this.slots = new InstallationSlots(this.redis, this.keys, o.installationLimit ?? 0, this.lockMs);
     this.subscriber = this.connections.open();
     this.parts = new Queue(name, { connection: this.connections.open() });
     this.parts.on('error', (err) => this.connections.outage.failed(err));
@@ -288,10 +288,17 @@ export class RunWorker {
   }
 
   private async process(job: Job, token: string | undefined): Promise<void> {
-    const [execute, worker] = [this.executePart, this.id];
+    const [execute, worker, slots] = [this.executePart, this.id, this.slots];
     const stopRequest = (id: string) => this.stopRequest(id);
     if (job.name === PART_JOB)
-      return processPart(job, { store: this.store, active: this.active, execute, worker, stopRequest });
+      return processPart(job, token, {
+        store: this.store,
+        active: this.active,
+        execute,
+        worker,
+        slots,
+        stopRequest,
+      });
     const run = await this.store.get(job.id!);
     if (!run || !isActive(run.state)) return; // recorded as over already
     const stop = await this.stopRequest(run.id);
@@ -307,11 +314,10 @@ export class RunWorker {
     }
 
     const lock = this.keys.issue(run);
-    const slots = this.installationLimit > 0 ? this.keys.installation(run) : null;
     const got = await this.redis.set(lock, run.id, 'PX', this.lockMs, 'NX');
     const issueFree = got === 'OK' || (await this.redis.get(lock)) === run.id;
-    const slotFree = issueFree && (!slots || (await this.takeSlot(slots, run.id)));
-    if (!slotFree) {
+    const slot = issueFree ? await slots.take(run, run.id) : null;
+    if (!slot) {
       if (issueFree) await this.redis.eval(RELEASE, 1, lock, run.id);
       // Another run of this issue is active somewhere, or the installation's runs fill its slots:
       // wait, without holding a slot of this worker.
@@ -320,10 +326,10 @@ export class RunWorker {
     }
     const controller = new AbortController();
     this.active.set(run.id, controller);
-    const renew = setInterval(() => {
-      void this.redis.eval(RENEW, 1, lock, run.id, this.lockMs).catch(() => undefined);
-      if (slots) void this.takeSlot(slots, run.id).catch(() => undefined);
-    }, this.lockMs / 3);
+    const renew = setInterval(
+      () => void this.redis.eval(RENEW, 1, lock, run.id, this.lockMs).catch(() => undefined),
+      this.lockMs / 3,
+    );
     try {
       // A stop requested between the first look and the subscription taking this run.
       const late = await this.stopRequest(run.id);
@@ -354,25 +360,10 @@ export class RunWorker {
       clearInterval(renew);
       this.active.delete(run.id);
       await this.redis.eval(RELEASE, 1, lock, run.id).catch(() => undefined);
-      if (slots) await this.redis.zrem(slots, run.id).catch(() => undefined);
+      await slot();
       await this.redis.del(this.keys.stop(run.id)).catch(() => undefined);
     }
   }
 
   private readonly executePart: ExecutePart = async (...a) => this.hooks.executePart?.(...a);
-
-  /** One of the installation's slots, held for lockMs (renewed while the run runs). */
-  private async takeSlot(key: string, runId: string): Promise<boolean> {
-    const now = Date.now();
-    const took = await this.redis.eval(
-      TAKE_SLOT,
-      1,
-      key,
-      now,
-      now + this.lockMs,
-      runId,
-      this.installationLimit,
-    );
-    return took === 1;
-  }
 }

@@ -220,7 +220,17 @@ interface Active {
   done: Promise<void>;
 }
 
-/** The queue of a single process: at most `concurrency` runs at a time. */
+export interface LocalQueueOptions {
+  /** Runs of one installation at a time (0: no limit); their parts run within each run's slot. */
+  installationLimit?: number;
+  /** Waits between tries of recording a run's end. */
+  recordRetryMs?: readonly number[];
+}
+
+/**
+ * The queue of a single process: at most `concurrency` runs at a time, at most `installationLimit` of
+ * one installation, so that one installation's burst leaves room for the others'.
+ */
 export class LocalRunQueue implements RunQueue {
   private readonly pending: RunRecord[] = [];
   private readonly active = new Map<string, Active>(); // by issue key
@@ -230,13 +240,18 @@ export class LocalRunQueue implements RunQueue {
   /** Ends the store would not take, by run id: reconcile() records them. */
   private readonly unrecorded = new Map<string, { run: RunRecord; fields: RunUpdate }>();
   private closed = false;
+  private readonly installationLimit: number;
+  private readonly recordRetryMs: readonly number[];
 
   constructor(
     private readonly store: RunStore,
     private readonly concurrency: number,
     private readonly hooks: QueueHooks,
-    private readonly recordRetryMs: readonly number[] = RECORD_RETRY_MS,
-  ) {}
+    o: LocalQueueOptions = {},
+  ) {
+    this.installationLimit = o.installationLimit ?? 0;
+    this.recordRetryMs = o.recordRetryMs ?? RECORD_RETRY_MS;
+  }
 
   async enqueue(run: RunRecord): Promise<void> {
     if (this.closed) throw new Error('queue is closed');
@@ -296,12 +311,19 @@ export class LocalRunQueue implements RunQueue {
 
   private pump(): void {
     while (!this.closed && this.active.size < this.concurrency) {
-      const i = this.pending.findIndex((r) => !this.active.has(issueKey(r)));
+      const i = this.pending.findIndex((r) => !this.active.has(issueKey(r)) && this.installationFree(r));
       if (i < 0) break;
       const [run] = this.pending.splice(i, 1);
       this.start(run!);
     }
     if (this.pending.length === 0 && this.active.size === 0) this.idleWaiters.splice(0).forEach((f) => f());
+  }
+
+  private installationFree(run: RunRecord): boolean {
+    if (this.installationLimit === 0) return true;
+    let held = 0;
+    for (const a of this.active.values()) if (a.run.installation_id === run.installation_id) held++;
+    return held < this.installationLimit;
   }
 
   /**

@@ -24,7 +24,7 @@ const pageChars = (ctx: ToolContext) => Math.max(1000, ctx.limits.observationMax
 const INCLUDE_IGNORED = z
   .boolean()
   .default(false)
-  .describe("Also show what the repository's .gitignore ignores (coverage, build output…)");
+  .describe('Also show what .gitignore ignores (coverage, build output…)');
 
 /** The repository's ignore rules, unless the model asked for ignored paths too. */
 const ignoresFor = (ctx: ToolContext, includeIgnored: boolean) =>
@@ -42,10 +42,9 @@ type ListEntry = { path: string; type: TreeEntry['type']; size?: number };
 export const listFiles: ToolDefinition<typeof ListArgs> = {
   name: 'list_files',
   description:
-    'List files and directories below a directory of the repository, to a depth, sorted, with their type. ' +
-    "Skips .git, env files, dependency/cache directories and what the repository's .gitignore ignores " +
-    '(include_ignored: true shows it). Long listings come in pages: pass ' +
-    'next_offset as offset for the next one.',
+    'List files and directories below a directory, to a depth, sorted, with their type. Skips .git, env ' +
+    'files, dependency/cache directories and what .gitignore ignores (unless include_ignored). Long ' +
+    'listings come in pages: pass next_offset as offset for the next.',
   args: ListArgs,
   mutates: false,
   async run(ctx, args) {
@@ -193,9 +192,8 @@ const SEARCH_DEPTH = 64;
 export const searchCode: ToolDefinition<typeof SearchArgs> = {
   name: 'search_code',
   description:
-    'Search the repository for a literal string (case-sensitive, no regular expressions). ' +
-    "Returns file, line number and the matching line. Skips what the repository's .gitignore ignores " +
-    '(coverage, build output) unless include_ignored is true.',
+    'Search the repository for a literal string (case-sensitive, no regular expressions). Returns file, ' +
+    'line number and the matching line. Skips what .gitignore ignores unless include_ignored.',
   args: SearchArgs,
   mutates: false,
   async run(ctx, args) {

@@ -10,6 +10,7 @@ import { runTests } from './run-tests.js';
 import {
   argsSchema,
   fail,
+  toolParameters,
   type ToolContext,
   type ToolDefinition,
   type ToolRegistry,
@@ -212,10 +213,7 @@ export function createRegistry(ctx: ToolContext, tools: ToolDefinition[] = DEFAU
 }
 
 function toSchema(tool: ToolDefinition, limits: ToolContext['limits']): ToolSchema {
-  const { $schema: _, ...parameters } = z.toJSONSchema(argsSchema(tool, limits), { io: 'input' }) as Record<
-    string,
-    unknown
-  >;
+  const parameters = toolParameters(argsSchema(tool, limits));
   return { type: 'function', function: { name: tool.name, description: tool.description, parameters } };
 }
 

@@ -22,9 +22,8 @@ export function timeoutArg(limits: Config['limits'], what: string) {
     .max(max)
     .optional()
     .describe(
-      `Seconds before the ${what} is killed, at most ${max}. Default: the current limit, ${max} s until a full ` +
-        `run of the default test target has measured the suite, then ${SUITE_FACTOR} × its time (at least ${floor} s); ` +
-        'each run_tests and run_command result says the limit it ran with (`time_limit_s`)',
+      `Seconds before the ${what} is killed, at most ${max}. Default: ${max} until a full default run measures ` +
+        `the suite, then ${SUITE_FACTOR} × its time (at least ${floor} s); results give it as \`time_limit_s\``,
     );
 }
 
@@ -167,10 +166,9 @@ function refusal(ctx: ToolContext): ToolResult | null {
 export const runCommand: ToolDefinition<ReturnType<typeof RunCommandArgs>> = {
   name: 'run_command',
   description:
-    'Run a command (argv) or a short /bin/sh script in the test environment: the same container as ' +
-    'run_tests, repository at the working directory, no network, not as root, with a timeout and capped ' +
-    'output. For reproduction scripts and quick checks; it counts against the tool-call budget. Returns ' +
-    'status, exit code, stdout and stderr.',
+    "Run a command (argv) or a short /bin/sh script in run_tests' environment (repository as working " +
+    'directory, no network, not root, timeout, capped output): for reproductions and quick checks. ' +
+    'Returns status, exit code, stdout and stderr.',
   args: RunCommandArgs,
   mutates: false,
   async run(ctx, args) {

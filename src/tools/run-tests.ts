@@ -37,10 +37,8 @@ export const runTests: ToolDefinition<ReturnType<typeof RunTestsArgs>> = {
   name: 'run_tests',
   description:
     "Run the repository's tests (a fixed command per target, optionally narrowed to `tests`) in the test " +
-    'environment. Returns status, exit code, the pass/fail counts, each failing test with its whole ' +
-    'message (assertion, diff, code, stack; long ones cut around the assertion), then stdout/stderr ' +
-    'without the failures and pass lines (long output loses captured output and warnings first) and ' +
-    'the workspace revision that was tested.',
+    "environment. Returns status, exit code, counts, each failing test's whole message (long ones cut " +
+    'around the assertion), the rest of stdout/stderr (cut where long) and the revision tested.',
   args: RunTestsArgs,
   mutates: false,
   async run(ctx, args) {

@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import { z } from 'zod';
 import type { Config } from '../config/config.js';
 import type { EnvironmentBuilder, Sandbox } from '../environment/types.js';
 import type { RunTrace } from '../trace/trace.js';
@@ -104,6 +104,20 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
   /** true if the tool may change files in the worktree (used for stale test results and no-edit detection). */
   mutates: boolean;
   run(ctx: ToolContext, args: z.infer<S>): Promise<ToolResult>;
+}
+
+/** `z.int()`'s own bounds: no limit of ours, and ~30 characters each that every request would carry. */
+const SAFE_INT = new Set([Number.MAX_SAFE_INTEGER, Number.MIN_SAFE_INTEGER]);
+
+/**
+ * A tool's parameters as JSON Schema for chat-completions: the arguments the tool accepts, without
+ * `$schema` and without the safe-integer bounds zod adds to every integer.
+ */
+export function toolParameters(args: z.ZodType): Record<string, unknown> {
+  const { $schema: _, ...schema } = z.toJSONSchema(args, { io: 'input' }) as Record<string, unknown>;
+  return JSON.parse(JSON.stringify(schema), (k, v: unknown) =>
+    (k === 'maximum' || k === 'minimum') && SAFE_INT.has(v as number) ? undefined : v,
+  ) as Record<string, unknown>;
 }
 
 /** JSON-Schema description of one tool, in the shape chat-completions expects. */

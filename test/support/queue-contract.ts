@@ -8,17 +8,23 @@ import type { NewRun, RunRecord, RunStore, RunUpdate } from '../../src/store/sto
  * both pass (test/services/queue/queue.test.ts).
  */
 export interface QueueBackend {
-  /** A queue over `store` whose runs run `concurrency` at a time; `close` stops it with no grace. */
+  /**
+   * A queue over `store` whose runs run `concurrency` at a time, at most `installationLimit` of one
+   * installation (0: no limit); `close` stops it with no grace.
+   */
   make(
     store: RunStore,
     hooks: QueueHooks,
     concurrency: number,
+    installationLimit?: number,
   ): Promise<{ queue: RunQueue; close(): Promise<void> }>;
   /**
    * What `close` leaves of a running run: `interrupted` in one process; `queued` across workers, where
    * a stopping worker hands it back for another.
    */
   stopped: 'interrupted' | 'queued';
+  /** Whether a run's parts run apart from it (jobs of their own) or one after another within its slot. */
+  parts: 'apart' | 'within';
 }
 
 let n = 0;
@@ -95,8 +101,8 @@ const settle = () => new Promise((r) => setTimeout(r, 300));
 export function runQueueContract(backend: QueueBackend): void {
   let store: RunStore;
   let closeQueue: (() => Promise<void>) | null;
-  const make = async (hooks: QueueHooks, concurrency: number) => {
-    const made = await backend.make(store, hooks, concurrency);
+  const make = async (hooks: QueueHooks, concurrency: number, installationLimit = 0) => {
+    const made = await backend.make(store, hooks, concurrency, installationLimit);
     closeQueue = made.close;
     return made.queue;
   };
@@ -173,6 +179,76 @@ export function runQueueContract(backend: QueueBackend): void {
     expect([...stopped].sort()).toEqual([...ran].sort()); // every part that ran was stopped
     expect(ran.length).toBeLessThan(3); // and one waiting for a slot never ran
   });
+
+  it("holds an installation to its limit while other installations' runs go on", async () => {
+    const jobs = new Jobs();
+    const q = await make(jobs, 3, 1);
+    const [a1, a2] = [await recordedRun(store, newRun(1)), await recordedRun(store, newRun(2))];
+    const b = await recordedRun(store, { ...newRun(3), installation_id: 2 });
+    for (const r of [a1, a2, b]) await q.enqueue(r);
+    await until('a1 and b started', () => jobs.started.length === 2);
+    await settle();
+    expect([...jobs.started].sort()).toEqual([a1.id, b.id].sort()); // a free slot of the queue stays free
+    expect(await stateOf(a2.id)).toBe('queued');
+    jobs.finish(a1.id);
+    await until('a2 started', () => jobs.started.length === 3);
+    jobs.finish(a2.id);
+    jobs.finish(b.id);
+    await q.idle();
+    expect(await stateOf(a2.id)).toBe('done');
+  });
+
+  // A run's parts (its attempts) count against its installation's limit: distributed, each part's job
+  // waits for a slot of its installation like a run; a part no slot was free for, the run's own job
+  // runs itself (in one process every part runs within the run's slot). An installation asking for
+  // many attempts used to fill every worker slot while another installation's run waited.
+  it.each([1, 2])(
+    "a run's parts take slots of its installation (limit %i): another installation's run goes on, and every part runs once",
+    async (limit) => {
+      const ran: number[] = [];
+      const release: (() => void)[] = [];
+      let [partsNow, partsMost, otherStarted] = [0, 0, false];
+      const hold = (signal: AbortSignal) =>
+        new Promise<void>((resolve) => {
+          release.push(resolve);
+          signal.addEventListener('abort', () => resolve(), { once: true }); // the queue closing
+        });
+      const q = await make(
+        {
+          async execute(run, signal, parts) {
+            if (run.installation_id === 2) await ((otherStarted = true), hold(signal));
+            else await parts.run(run, 3, signal);
+            return { state: 'done' };
+          },
+          async executePart(_run, n, signal) {
+            ran.push(n);
+            partsMost = Math.max(partsMost, ++partsNow);
+            await hold(signal);
+            partsNow--;
+          },
+        },
+        3,
+        limit,
+      );
+      const a = await recordedRun(store, newRun(1));
+      await q.enqueue(a);
+      // Apart, as many parts as the installation has slots run at once (the run's slot runs the first).
+      const most = backend.parts === 'apart' ? limit : 1;
+      await until(`${most} part(s) running`, () => partsNow === most);
+      await settle(); // a part's job with no slot free waits
+      const b = await recordedRun(store, { ...newRun(2), installation_id: 2 });
+      await q.enqueue(b);
+      await until("the other installation's run started", () => otherStarted);
+      await settle();
+      expect(partsMost).toBe(most);
+      while ((await stateOf(a.id)) !== 'done' || (await stateOf(b.id)) !== 'done') {
+        release.splice(0).forEach((f) => f());
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      expect([...ran].sort()).toEqual([1, 2, 3]);
+      expect(partsMost).toBe(most);
+    },
+  );
 
   it('a new trigger aborts the running run of the issue, then starts after it stopped', async () => {
     const jobs = new Jobs();

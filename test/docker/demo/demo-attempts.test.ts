@@ -11,7 +11,8 @@ import { describeIf } from '../../support/skip.js';
  * Issue 41's Done-when: `agenticfix demo --attempts 3 --json` (scripted: one attempt breaks add, two
  * fix the bugs with patches of different sizes) opens one draft pull request with the smaller verified
  * patch, its evidence comment has a table of three attempts, and the JSON lists each attempt. Runs the
- * built CLI (dist/); the three attempts share one environment image (one Dockerfile).
+ * built CLI (dist/); the three attempts share one environment image (one Dockerfile). With `--models`
+ * (repository `models`) the attempts take the two models in turn, and the JSON names each one's model.
  */
 describeIf(await needDocker())('demo --attempts 3', () => {
   it('publishes the smaller of two verified patches, with a table of three attempts', async () => {
@@ -19,7 +20,10 @@ describeIf(await needDocker())('demo --attempts 3', () => {
     try {
       const { stdout } = await promisify(execFile)(
         process.execPath,
-        [path.resolve('dist/cli/index.js'), 'demo', '--attempts', '3', '--json'],
+        [
+          path.resolve('dist/cli/index.js'),
+          ...['demo', '--attempts', '3', '--models', 'scripted-a,scripted-b', '--json'],
+        ],
         {
           cwd: dir, // No flaky re-runs of failing judge cells: three attempts are judged, and CI time is shared.
           env: {
@@ -36,7 +40,9 @@ describeIf(await needDocker())('demo --attempts 3', () => {
         patch_path: string;
         pr: { draft: boolean; number: number } | null;
         attempts: {
+          n: number;
           run_id: string;
+          model: string | null;
           verdict: string;
           changed_lines: number;
           published: boolean;
@@ -48,21 +54,27 @@ describeIf(await needDocker())('demo --attempts 3', () => {
       expect(s).toMatchObject({ result: 'success', pr: { draft: true } });
       expect(s.attempts).toEqual([
         {
+          n: 1,
           run_id: `${s.run_id}-a1`,
+          model: 'scripted-a',
           verdict: 'regression',
           changed_lines: 2,
           published: false,
           cost_usd: expect.any(Number),
         },
         {
+          n: 2,
           run_id: `${s.run_id}-a2`,
+          model: 'scripted-b',
           verdict: 'verified',
           changed_lines: 4,
           published: false,
           cost_usd: expect.any(Number),
         },
         {
+          n: 3,
           run_id: `${s.run_id}-a3`,
+          model: 'scripted-a',
           verdict: 'verified',
           changed_lines: 3,
           published: true,
@@ -77,7 +89,7 @@ describeIf(await needDocker())('demo --attempts 3', () => {
       const evidence = s.comments.find((c) => c.on === 'pr' && c.body.startsWith('## Test evidence'))!.body;
       expect(evidence.split('\n').filter((l) => /^\| \d/.test(l))).toHaveLength(3);
       expect(evidence).toMatch(
-        /\| 3 \(published\) \| `verified` \| `[^`|]+` \| 2 \| 3 \| 3 lines, 1 files \|/,
+        /\| 3 \(published\) \| `verified` \| `scripted-a` \| 2 \| 3 \| 3 lines, 1 files \|/,
       );
       // One status comment on the issue, a line per attempt; one pull request.
       const issue = s.comments.filter((c) => c.on === 'issue');

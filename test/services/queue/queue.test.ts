@@ -15,11 +15,12 @@ import { Jobs, newRun, recordedRun, runQueueContract, until } from '../../suppor
 describe('LocalRunQueue', () => {
   describe('contract', () =>
     runQueueContract({
-      async make(store, hooks, concurrency) {
-        const queue = new LocalRunQueue(store, concurrency, hooks);
+      async make(store, hooks, concurrency, installationLimit) {
+        const queue = new LocalRunQueue(store, concurrency, hooks, { installationLimit });
         return { queue, close: () => queue.close() };
       },
       stopped: 'interrupted',
+      parts: 'within',
     }));
 
   it('close ends queued runs interrupted too and refuses new ones', async () => {
@@ -71,7 +72,7 @@ describe('LocalRunQueue', () => {
       return updateIf(id, owner, u);
     };
     const jobs = new Jobs();
-    const q = new LocalRunQueue(store, 1, jobs, [1, 1]);
+    const q = new LocalRunQueue(store, 1, jobs, { recordRetryMs: [1, 1] });
     // One refusal: the retry records it.
     refuse = 1;
     const a = await store.createRun(newRun(1));
@@ -128,11 +129,13 @@ describeIf(needService('AGENTICFIX_TEST_REDIS_URL'))('BullRunQueue with RunWorke
 
   describe('contract (one worker)', () =>
     runQueueContract({
-      async make(store, hooks, concurrency) {
-        const bull = await startBull(store, { redisUrl, hooks, workers: [{ hooks, concurrency }] });
+      async make(store, hooks, concurrency, installationLimit) {
+        const workers = [{ hooks, concurrency, installationLimit }];
+        const bull = await startBull(store, { redisUrl, hooks, workers });
         return { queue: bull.queue, close: () => bull.close() };
       },
       stopped: 'queued',
+      parts: 'apart',
     }));
 
   // Issue 24, item 5: a worker ran any run record it found, minting a token for its installation.

@@ -91,6 +91,7 @@ describe('context policy', () => {
     compactTokens: 40,
     stubMinSavingTokens: 0,
     smallWholeMaxTokens: 10_000,
+    readWindowMaxTokens: 0,
     enabled: true,
   };
   const call = (ctx: ContextManager, id: string, name: string) =>
@@ -365,6 +366,37 @@ describe('context policy', () => {
       .messages()
       .flatMap((m) => (m.role === 'tool' && m.content.includes('compacted') ? [m.tool_call_id] : []));
     expect(stubbed).toEqual(['s1', 's2', 's3']);
+  });
+
+  it('keeps a short read of an unchanged file whole (a stub would be read again), until the file changes', () => {
+    const p = { ...params, observationMaxChars: 4000, readWindowMaxTokens: 300 };
+    const ctx = new ContextManager(p, 'S', 'T');
+    read(ctx, 'w', 'a.js', 'x'.repeat(600)); // a window: ~170 tokens
+    read(ctx, 'big', 'b.js', 'y'.repeat(3000)); // ~780 tokens: no window
+    read(ctx, 'c', 'c.js', 'z'.repeat(100));
+    expect(ctx.compact()).toMatchObject({ observations: 1 });
+    expect(JSON.parse(tool(ctx.messages(), 'big'))).toMatchObject({ compacted: 'read_file path=b.js' });
+    // Found: the window was a stub one turn after it was shown, so the model read it again.
+    expect(JSON.parse(tool(ctx.messages(), 'w'))).toMatchObject({
+      success: true,
+      data: { text: 'x'.repeat(600) },
+    });
+    call(ctx, 'e', 'edit_file');
+    ctx.addObservation('e', 'edit_file', { path: 'a.js' }, ok({ version: 'b'.repeat(16) }), true);
+    expect(ctx.compact()).toMatchObject({ observations: 1 }); // the window, stale now
+    expect(JSON.parse(tool(ctx.messages(), 'w'))).toMatchObject({
+      compacted: 'read_file path=a.js',
+      stale: true,
+    });
+  });
+
+  it('stubs the windows kept whole in one batch once they add up past smallWholeMaxTokens', () => {
+    const p = { ...params, observationMaxChars: 4000, readWindowMaxTokens: 300, smallWholeMaxTokens: 300 };
+    const ctx = new ContextManager(p, 'S', 'T');
+    for (const id of ['w1', 'w2']) read(ctx, id, `${id}.js`, 'x'.repeat(600));
+    expect(ctx.compact()).toBeNull();
+    read(ctx, 'w3', 'w3.js', 'x'.repeat(600));
+    expect(ctx.compact()).toMatchObject({ observations: 2 }); // 2 × ~170 tokens: past the cap
   });
 
   it("a compacted edit keeps the file's new version: the next edit of the file needs it", () => {

@@ -1,23 +1,41 @@
 import { benchContext } from '../../../src/bench/context.js';
-import { ledgerTrajectory } from '../../../src/bench/ledger.js';
+import { ledgerLongTrajectory, ledgerTrajectory } from '../../../src/bench/ledger.js';
 
-// Token counts are deterministic for the fixed trajectory, so the policy's targets are asserted here
+// Token counts are deterministic for the fixed trajectories, so the policy's targets are asserted here
 // (they are properties of the policy, not timings).
-describe('context policy benchmark (ledger: 190 KB source, 606 tests, 25 calls)', () => {
+describe('context policy benchmark (ledger: 190 KB source, 606 tests, 25 and 58 calls)', () => {
   it('sends at most 40 % of the full history, bills near the floor with prompt caching, forces at most one re-read', async () => {
     expect(ledgerTrajectory()).toHaveLength(25);
-    const r = await benchContext();
+    expect(ledgerLongTrajectory()).toHaveLength(58);
+    const r = (await benchContext()) as Record<string, number>;
     expect(r.cached_price).toBe(0.1);
     expect(r.prompt_tokens_full_history).toBeGreaterThan(300_000);
     expect(r.raw_ratio).toBeLessThanOrEqual(0.4);
     expect(r.billed_tokens_context_policy).toBeLessThan(r.prompt_tokens_context_policy!);
     expect(r.billed_ratio).toBeCloseTo(r.billed_tokens_context_policy! / r.billed_tokens_full_history!, 2);
-    // No policy that shows each result once bills under the floor; this one stays within 0.06 of it.
+    // No policy that shows each result once bills under the floor; this one stays within 0.07 of it
+    // (0.06 before short windows of unchanged files stayed whole: +0.01 here, 3 re-reads fewer below).
     expect(r.billed_ratio_floor).toBeLessThan(r.billed_ratio!);
-    expect(r.billed_ratio! - r.billed_ratio_floor!).toBeLessThanOrEqual(0.06);
+    expect(r.billed_ratio! - r.billed_ratio_floor!).toBeLessThanOrEqual(0.07);
     expect(r['billed_ratio_at_cached_price_0.25']).toBeLessThanOrEqual(0.5);
     // Found: every older result was a stub, so the issue file had to be read again (2 forced re-reads).
     expect(r.rereads).toBeLessThanOrEqual(1);
     expect(r.rereads_full_history).toBe(0);
-  }, 120_000);
+    // The parts add up to the billed total (give or take a token a request: prompts count whole tokens).
+    for (const run of ['policy', 'full']) {
+      const parts = Object.entries(r).filter(([k]) => k.startsWith(`billed_${run}_`));
+      expect(parts).toHaveLength(7);
+      const total = run === 'policy' ? r.billed_tokens_context_policy! : r.billed_tokens_full_history!;
+      expect(Math.abs(parts.reduce((n, [, v]) => n + v, 0) - total)).toBeLessThanOrEqual(r.tool_calls! + 1);
+    }
+    // The longer trajectory: the full history grows about quadratically, the policy about linearly.
+    expect(r.long_tool_calls).toBe(58);
+    expect(r.long_billed_ratio).toBeLessThanOrEqual(0.5);
+    expect(r.long_billed_ratio).toBeLessThan(r.billed_ratio!);
+    expect(r.long_billed_ratio! - r.long_billed_ratio_floor!).toBeLessThanOrEqual(0.1);
+    // Found: 5, three of them windows the model had read a few turns before. The two left are windows
+    // inside a whole page read long before (keeping pages whole would cost more than the turns).
+    expect(r.long_rereads).toBeLessThanOrEqual(2);
+    expect(r.long_rereads_full_history).toBe(0);
+  }, 240_000);
 });

@@ -95,7 +95,6 @@ describe('config', () => {
       workerId: 'w1',
       workerLockMs: 30_000,
       requeueStalled: true,
-      installationLimit: 0,
       retry: { retries: 2, baseMs: 30_000 },
     });
   });

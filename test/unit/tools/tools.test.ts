@@ -19,6 +19,7 @@ import { readSameFile } from '../../../src/tools/files.js';
 import { resolveInWorktree } from '../../../src/tools/paths.js';
 import { z } from 'zod';
 import { ContextManager } from '../../../src/agent/context.js';
+import { FINISH_SCHEMA } from '../../../src/agent/calls.js';
 import { createRegistry, DEFAULT_TOOLS, IsolationError, lastTestState } from '../../../src/tools/registry.js';
 import { renderObservation } from '../../../src/tools/observation.js';
 import {
@@ -667,6 +668,9 @@ describe('registry', () => {
       expect(s.function.parameters).toMatchObject({ type: 'object', additionalProperties: false });
       expect(s.function.parameters).not.toHaveProperty('$schema');
     }
+    // Every request carries the schemas: zod's safe-integer bounds are no limit of ours, only characters.
+    expect(JSON.stringify(reg.schemas())).not.toContain(String(Number.MAX_SAFE_INTEGER));
+    expect(JSON.stringify(FINISH_SCHEMA)).not.toMatch(/\$schema|9007199254740991/);
     const list = reg.schemas().find((s) => s.function.name === 'list_files');
     expect(list?.function.parameters).toMatchObject({
       properties: { max_depth: { minimum: 1, maximum: 10, default: 3 } },

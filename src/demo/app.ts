@@ -63,7 +63,8 @@ export interface AppDemoSummary {
     published: boolean;
     cost_usd: number | null;
   }[];
-  /** From the label to the end of its run: the draft PR open, its comments posted. */
+  /** When the maintainer labelled the issue, and from then to the end of its run: the draft PR open, its comments posted. */
+  labelled_at: string | null;
   label_to_pr_ms: number | null;
   error: string | null;
 }
@@ -212,6 +213,7 @@ export async function runAppDemo(
     run_url: null,
     sign_in_url: null,
     attempts: [],
+    labelled_at: null,
     label_to_pr_ms: null,
     error: null,
   };
@@ -231,6 +233,7 @@ export async function runAppDemo(
     });
     log(`GitHub emulator ${emu.url}: ${OWNER}/${REPO} issue #${issue}`);
     log(`${MAINTAINER} labels #${issue} '${config.app.label}' → signed webhook to ${app.url}`);
+    summary.labelled_at = new Date().toISOString();
     const labelled = performance.now();
     const delivery = await emu.label(OWNER, REPO, issue, config.app.label, MAINTAINER);
     log(`webhook acknowledged: HTTP ${delivery.status}`);

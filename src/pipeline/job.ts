@@ -5,6 +5,7 @@ import type { RepairResult } from '../agent/types.js';
 import type { Config } from '../config/config.js';
 import { isLent } from '../environment/lending.js';
 import type { GitHub } from '../publish/github.js';
+import type { Commit } from '../publish/pr.js';
 import type { StatusState } from '../publish/status.js';
 import type { QueueHooks } from '../queue/queue.js';
 import type { PartJobs } from '../queue/parts.js';
@@ -27,7 +28,7 @@ import { partsOf, type Parts, type VerificationReport } from '../verify/types.js
 import { modelFor, prepare } from './context.js';
 import type { JobDeps, RunContext, RepairInputs, Services } from './context.js';
 import { freeBytes } from './disk.js';
-import { openPr } from './open-pr.js';
+import { commitPatch, openPr } from './open-pr.js';
 import { nextTry, pendingFields, pendingOf } from './pending.js';
 import { emptyPatchError, judgeRun, NEVER_PUSHED, stopCause } from './policy.js';
 import { pushRevision } from './push-revision.js';
@@ -237,9 +238,10 @@ export class JobRunner implements QueueHooks {
     });
     this.o.log?.info({ run: run.id, phase: 'verifying' }, 'run phase');
     const judging = stopwatch();
+    const made = commitPatch(c, result);
     const report = await judgeRun(c, result);
     metrics.phaseSeconds.observe({ phase: 'judge' }, judging() / 1000);
-    return this.publish(c, result, report);
+    return this.publish(c, result, report, undefined, made);
   }
 
   /** Stores what publishing needs with the verdict, then opens the pull request (or waits to try again). */
@@ -248,6 +250,7 @@ export class JobRunner implements QueueHooks {
     result: RepairResult,
     report: VerificationReport,
     extra?: PublishExtra,
+    made?: Promise<Commit>,
   ): Promise<RunUpdate> {
     const { run, signal } = c;
     const record = (attempts: number, next_at: string) =>
@@ -259,7 +262,7 @@ export class JobRunner implements QueueHooks {
     this.o.log?.info({ run: run.id, phase: 'publishing' }, 'run phase');
     const publishing = stopwatch();
     try {
-      const opened = await openPr(c, result, report, extra);
+      const opened = await openPr(c, result, report, extra, made);
       metrics.phaseSeconds.observe({ phase: 'publish' }, publishing() / 1000);
       if (opened.pr_number != null)
         metrics.labelToPr.observe((Date.now() - Date.parse(run.created_at)) / 1000);

@@ -1,7 +1,15 @@
 import type { RepairResult } from '../agent/types.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { issueGone } from '../publish/github.js';
-import { branchFor, branchHead, pushPatch, runBranch, upsertDraftPr } from '../publish/pr.js';
+import {
+  branchFor,
+  branchHead,
+  commitOnto,
+  pushPatch,
+  runBranch,
+  upsertDraftPr,
+  type Commit,
+} from '../publish/pr.js';
 import {
   blockedPathsNote,
   ciBlockedNote,
@@ -34,6 +42,8 @@ export async function openPr(
   report: VerificationReport,
   /** A run of several attempts: their table on the evidence, their lines on the status. */
   extra?: PublishExtra,
+  /** The patch's commit, made while the judge ran (commitPatch). */
+  made?: Promise<Commit>,
 ): Promise<RunUpdate> {
   const { run, gh, ref, rc } = c;
   const { store, reporter, deps, config } = c.s;
@@ -95,8 +105,9 @@ export async function openPr(
           baseCommit: run.base_commit,
           patch: result.patch,
           branch: wanted,
-          message: `${title}\n\nFixes #${run.issue}\nAgenticFix run ${run.id}`,
+          message: commitMessage(c),
           runId: run.id,
+          made,
         });
   if (!pushed.ok) throw new Error(pushed.error);
   await store.update(run.id, { pushed_commit: pushed.commit });
@@ -159,4 +170,26 @@ export async function openPr(
     links: [{ label: `Pull request #${pr.number}`, url: pr.url }],
   });
   return { state: 'done', pr_number: pr.number };
+}
+
+const commitMessage = (c: RunContext): string =>
+  `${prTitle({ number: c.run.issue, title: c.issueTitle })}\n\nFixes #${c.run.issue}\nAgenticFix run ${c.run.id}`;
+
+/**
+ * The patch committed on the base commit in the mirror, as openPr pushes it: made while the judge runs,
+ * so that publishing a verified patch only pushes. Nothing leaves the host before the verdict; a patch
+ * that is not published leaves an unreferenced commit in the mirror, which git prunes.
+ */
+export function commitPatch(c: RunContext, result: RepairResult): Promise<Commit> {
+  const made = commitOnto({
+    workspaces: c.s.workspaces,
+    cloneUrl: c.remote,
+    runId: c.run.id,
+    parent: c.run.base_commit,
+    diffFrom: c.run.base_commit,
+    patch: result.patch,
+    message: commitMessage(c),
+  });
+  made.catch(() => undefined); // awaited (and its failure reported) by the push
+  return made;
 }

@@ -68,16 +68,18 @@ async function prepareEnvironment(c: RepairContext, worktree: string): Promise<P
   // Facts the model would otherwise learn by failing: where the code is, what the tests can reach.
   const where = `Tests run in a container with the repository mounted at ${CONTAINER_WORKTREE} (the working directory), without network.`;
   if (!opts.dockerfile) {
+    // Listed once, for the task and for the tool's description: each listing is an engine round trip.
     const images = await builder.baseImages().catch(() => []);
+    const described = images.map(describeBaseImage);
     const nodeImage = runtimeImage(images, NODE_REPO);
     const node = nodeSetupNote(worktree, { nodeImage, baseImage: opts.config.sandbox.baseImage });
     const note = [
       'There is no test environment yet: first write a Dockerfile for it and call build_environment.',
-      `Base images available locally: ${images.map(describeBaseImage).join(', ') || '(none)'}; container registries may be unreachable.`,
+      `Base images available locally: ${described.join(', ') || '(none)'}; container registries may be unreachable.`,
       where,
       ...(node ? [node] : []),
     ].join('\n');
-    return { sandbox: null, builder, environment: null, tools: await toolsFor(builder), note };
+    return { sandbox: null, builder, environment: null, tools: await toolsFor(builder, described), note };
   }
   progress(c, 'building_environment');
   const built = await builder.build({

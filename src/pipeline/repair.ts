@@ -31,32 +31,48 @@ const message = (err: unknown): string => (err instanceof Error ? err.message : 
  */
 export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
   const c = openRepair(opts);
+  // The run's container is removed (and its image leases ended) while the patch is exported and the
+  // record written, and waited for before the repair returns. Nothing runs in it between tool calls:
+  // each call's wrapper kills every process it left, and a call that was killed retired the container.
+  let released: Promise<unknown> | null = null;
+  const release = () =>
+    (released ??=
+      opts.sandbox === 'docker'
+        ? opts.images
+            .release(c.runId)
+            .catch((err: unknown) => c.trace.event('lease_release_failed', { error: message(err) }))
+        : Promise.resolve());
   try {
-    c.trace.event('run_start', {
-      remote: stripUserinfo(opts.remote),
-      base: opts.baseCommit,
-      issue: opts.issue,
-      test_argv: opts.testArgv,
-      sandbox: opts.sandbox,
-      prompt_hash: c.prompts.hash,
-      budgets: c.budgets,
-      context: c.contextParams,
-    });
-    for (const step of STEPS) await runStep(c, step);
-  } catch (err) {
-    // The time budget also aborts a clone or a maintainer build in flight: report it as such, not as fatal.
-    const stop: StopReason = opts.signal?.aborted ? 'cancelled' : c.signal.aborted ? 'time_budget' : 'fatal';
-    c.outcome = { stop_reason: stop, summary: null, error: capMiddle(message(err)), model_name: null };
-    // An unwritable trace (a full disk) is kept in trace.failure: the worktree is still given back below.
-    if (!c.trace.failure) c.trace.event('stop', { stop_reason: stop, error: c.outcome.error });
+    try {
+      c.trace.event('run_start', {
+        remote: stripUserinfo(opts.remote),
+        base: opts.baseCommit,
+        issue: opts.issue,
+        test_argv: opts.testArgv,
+        sandbox: opts.sandbox,
+        prompt_hash: c.prompts.hash,
+        budgets: c.budgets,
+        context: c.contextParams,
+      });
+      for (const step of STEPS) await runStep(c, step);
+    } catch (err) {
+      // The time budget also aborts a clone or a maintainer build in flight: report it as such, not as fatal.
+      const stop: StopReason = opts.signal?.aborted
+        ? 'cancelled'
+        : c.signal.aborted
+          ? 'time_budget'
+          : 'fatal';
+      c.outcome = { stop_reason: stop, summary: null, error: capMiddle(message(err)), model_name: null };
+      // An unwritable trace (a full disk) is kept in trace.failure: the worktree is still given back below.
+      if (!c.trace.failure) c.trace.event('stop', { stop_reason: stop, error: c.outcome.error });
+    } finally {
+      void release();
+      await c.model?.close();
+    }
+    return await finish(c);
   } finally {
-    await c.model?.close();
-    if (opts.sandbox === 'docker')
-      await opts.images
-        .release(c.runId)
-        .catch((err: unknown) => c.trace.event('lease_release_failed', { error: message(err) }));
+    await release();
   }
-  return finish(c);
 }
 
 /** The steps until the loop stops; the first failure ends them (a fatal, cancelled or time_budget stop). */

@@ -56,17 +56,27 @@ export const githubSpacingWaitMs = (): number => spacingWaitMs;
 /**
  * The generic cell rate algorithm (a token bucket kept as one timestamp): up to `burst` calls pass at
  * once, then one per `everyMs`. Returns how long the call made at `now` must wait; calls are served in
- * the order they ask.
+ * the order they ask. A `yielding` call takes a slot only when one is free now: otherwise it is told
+ * how long until one is and asks again then, having reserved nothing that would hold a later call back.
  */
-export function pacer(everyMs: number, burst: number): (now: number) => number {
+export function pacer(everyMs: number, burst: number): (now: number, yielding?: boolean) => number {
   let due = 0; // when the bucket would be full again, had nothing more been asked
   const slack = (burst - 1) * everyMs;
-  return (now) => {
+  return (now, yielding = false) => {
     const wait = Math.max(0, due - slack - now);
+    if (wait > 0 && yielding) return wait;
     due = Math.max(due, now) + everyMs;
     return wait;
   };
 }
+
+/**
+ * An edit of a comment (`path` as sent or as its route template): the app edits only its status
+ * comments, which show progress beside the job.
+ * They yield to the job's writes for GitHub's pacing (an edit is coalesced with later states meanwhile).
+ */
+export const besideTheJob = (method: string, path: string): boolean =>
+  method === 'PATCH' && /^\/repos\/[^/]+\/[^/]+\/issues\/comments\/[^/]+$/.test(path);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -138,7 +148,7 @@ function githubLimits(o: {
   timeoutMs: number;
   scrub?: { text(s: string): string };
 }) {
-  const pacers = new Map<string, { write: (now: number) => number; notify: (now: number) => number }>();
+  const pacers = new Map<string, { write: ReturnType<typeof pacer>; notify: ReturnType<typeof pacer> }>();
   return (octokit: unknown, options: { auth?: { installationId?: number | string } }) => {
     const gh = octokit as HookedOctokit;
     const key = String(options.auth?.installationId ?? 'app');
@@ -156,11 +166,14 @@ function githubLimits(o: {
               notify: pacer(3 * o.intervalMs, NOTIFYING_BURST),
             }),
           );
-        const now = Date.now();
-        const wait = Math.max(p.write(now), throttling.triggersNotification(path) ? p.notify(now) : 0);
-        if (wait > 0) {
-          spacingWaitMs += wait;
-          await sleep(wait);
+        const spaced = (ms: number) => ((spacingWaitMs += ms), sleep(ms));
+        if (besideTheJob(req.method, path)) {
+          // Never notifying: only the write pacing applies, and it takes a free slot only.
+          for (let wait; (wait = p.write(Date.now(), true)) > 0;) await spaced(wait);
+        } else {
+          const now = Date.now();
+          const wait = Math.max(p.write(now), throttling.triggersNotification(path) ? p.notify(now) : 0);
+          if (wait > 0) await spaced(wait);
         }
       }
       const url = gh.request.endpoint.parse(req).url; // the template filled in, as sent

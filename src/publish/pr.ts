@@ -30,6 +30,8 @@ export interface PushOptions extends Where {
   /** The branch wanted; when it exists, `<branch>-<run id>` instead. */
   branch: string;
   message: string;
+  /** The commit made already (commitOnto with these options, while the judge ran). */
+  made?: Promise<Commit>;
 }
 
 /**
@@ -40,7 +42,7 @@ export interface PushOptions extends Where {
 export async function pushPatch(
   o: PushOptions,
 ): Promise<{ ok: true; commit: string; branch: string } | { ok: false; error: string }> {
-  const made = await commitOnto({ ...o, parent: o.baseCommit, diffFrom: o.baseCommit });
+  const made = await (o.made ?? commitOnto({ ...o, parent: o.baseCommit, diffFrom: o.baseCommit }));
   if (!made.ok) return made;
   const { token } = (await o.gh.auth({ type: 'installation' })) as { token: string };
   const names = [o.branch, runBranch(o.branch, o.runId)];

@@ -40,11 +40,23 @@ const VERSION_COMMANDS: Record<Runner, readonly string[]> = {
 };
 const VERSION_TIMEOUT_MS = 30_000;
 
-/** Each version command's first line of output in the new image (`not found` when it fails), or null when none could run. */
-async function runtimeVersions(ctx: ToolContext): Promise<Record<string, string> | null> {
+/**
+ * What the version commands answered per image (its id is its content; the runtimes and the tools on
+ * its PATH are the image's, the Node recipe's dependencies too): a cached environment of a rerun replies
+ * at once, and its container starts with its first test run rather than for this. The most recent
+ * KNOWN_IMAGES are kept.
+ */
+const known = new Map<string, Record<string, string>>();
+const KNOWN_IMAGES = 64;
+
+/** Each version command's first line of output in the image (`not found` when it fails), or null when none could run. */
+async function runtimeVersions(ctx: ToolContext, imageId: string): Promise<Record<string, string> | null> {
   const commands = VERSION_COMMANDS[detectRunner(ctx.testCommands.default ?? [])];
   // One container for all: `printf` marks where each command's answer starts.
   const script = commands.map((c) => `printf '\\n@@%s\\n' '${c}'; ${c} 2>&1 | head -n 1 || true`).join('; ');
+  const key = `${imageId}\n${script}`;
+  const seen = known.get(key);
+  if (seen) return seen;
   const o = await ctx.sandbox!.run({
     argv: ['/bin/sh', '-c', script],
     worktree: ctx.worktree,
@@ -59,6 +71,9 @@ async function runtimeVersions(ctx: ToolContext): Promise<Record<string, string>
     const answer = rest.join(' ').trim();
     out[command!] = !answer || /not found|No such file|No module named/.test(answer) ? 'not found' : answer;
   }
+  known.delete(key);
+  known.set(key, out);
+  if (known.size > KNOWN_IMAGES) known.delete(known.keys().next().value!);
   return out;
 }
 
@@ -145,7 +160,7 @@ export function makeBuildEnvironmentTool(baseImages: readonly string[] = []): To
       ctx.sandbox = ctx.builder.runSandboxFor(result.image_id, ctx.runId);
       // Success needs no log: what was built, whether from cache, how long it took, and what the tests will
       // run on; first, what the build printed that still matters (a dependency refusing the runtime).
-      const runtime = await runtimeVersions(ctx);
+      const runtime = await runtimeVersions(ctx, result.image_id);
       const warnings = [...result.warnings, ...endOfLifeWarnings(runtime ?? {})];
       const data = {
         ...(warnings.length > 0 && { warnings }),

@@ -37,9 +37,13 @@ export const DEFAULT_TOOLS: ToolDefinition[] = [
 ];
 
 /** The repository tools plus, when the model may build its own environment, build_environment naming the local base images. */
-export async function toolsFor(builder: EnvironmentBuilder | null): Promise<ToolDefinition[]> {
+export async function toolsFor(
+  builder: EnvironmentBuilder | null,
+  /** The local base images as the model reads them, when the caller listed them already. */
+  baseImages?: readonly string[],
+): Promise<ToolDefinition[]> {
   return builder
-    ? [...DEFAULT_TOOLS, makeBuildEnvironmentTool(await builder.localBaseImages())]
+    ? [...DEFAULT_TOOLS, makeBuildEnvironmentTool(baseImages ?? (await builder.localBaseImages()))]
     : DEFAULT_TOOLS;
 }
 

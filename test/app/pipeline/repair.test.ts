@@ -1,4 +1,13 @@
-import { cpSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { jest } from '@jest/globals';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
@@ -436,6 +445,41 @@ describe('runRepair with the scripted model through the openai SDK', () => {
     expect(Object.keys(done.result.phases_ms)).toEqual(all);
     const bad = await repair([], { baseCommit: 'no-such-rev' });
     expect(steps(bad.events)).toEqual(['model_setup', 'workspace', 'patch_and_cleanup']);
+  });
+
+  it("docker: base images are listed once; the run's container is removed while the record is written, and waited for", async () => {
+    const parts = compose(config);
+    // No engine here: the builder's engine calls are answered by the test.
+    const listed = jest.spyOn(parts.images, 'baseImages').mockResolvedValue([]);
+    let releasing = (): void => undefined;
+    let recordDuringRelease: boolean | null = null;
+    let returned = false;
+    const release = jest.spyOn(parts.images, 'release').mockImplementation(
+      (runId) =>
+        new Promise<void>((resolve) => {
+          releasing = () => {
+            recordDuringRelease = existsSync(path.join(config.runsDir, runId, 'result.json'));
+            resolve();
+          };
+        }),
+    );
+    const running = repair([EDIT, FINISH], { ...parts, sandbox: 'docker' }).then(
+      (r) => ((returned = true), r),
+    );
+    // The record is written with the container still being removed (before, the removal came first).
+    for (let i = 0; i < 500 && release.mock.calls.length === 0; i++)
+      await new Promise((r) => setTimeout(r, 10));
+    const runId = release.mock.calls[0]![0];
+    const written = path.join(config.runsDir, runId, 'result.json');
+    for (let i = 0; i < 500 && !existsSync(written); i++) await new Promise((r) => setTimeout(r, 10));
+    expect(existsSync(written)).toBe(true);
+    expect(returned).toBe(false); // the repair waits for the removal
+    releasing();
+    const { result } = await running;
+    expect(recordDuringRelease).toBe(true);
+    expect(result.stop_reason).toBe('completed');
+    // One engine listing for the task's note and the build tool's description (before, two).
+    expect(listed).toHaveBeenCalledTimes(1);
   });
 
   it('an unknown base revision or a missing model setting is a fatal stop, still with result.json and final.patch', async () => {

@@ -11,6 +11,7 @@ import {
   editComment,
   githubSpacingWaitMs,
   NOTIFYING_BURST,
+  besideTheJob,
   pacer,
   postComment,
 } from '../../../src/publish/github.js';
@@ -261,6 +262,28 @@ describe('pacing of GitHub writes', () => {
     // A burst of one is plain spacing.
     const spaced = pacer(300, 1);
     expect([0, 100, 1000].map((t) => spaced(t))).toEqual([0, 200, 0]);
+  });
+});
+
+describe('status edits beside the job', () => {
+  it('take a free slot only: a status edit never holds the next write of the job back', () => {
+    const pace = pacer(1000, 1);
+    expect(pace(0)).toBe(0); // the job's write
+    expect(pace(0, true)).toBe(1000); // a status edit: asks again in 1000 ms, reserving nothing
+    expect(pace(10)).toBe(990); // the job's next write (before, 1990: behind the status edit)
+    expect(pace(1000, true)).toBe(1000); // still taken by the job's write
+    expect(pace(2000, true)).toBe(0); // free: the status edit takes it
+    expect(pace(2000)).toBe(1000);
+  });
+
+  it("are the app's comment edits, as sent and as route templates; nothing else yields", () => {
+    expect(besideTheJob('PATCH', '/repos/acme/calc/issues/comments/42')).toBe(true);
+    expect(besideTheJob('PATCH', '/repos/%7Bowner%7D/%7Brepo%7D/issues/comments/%7Bcomment_id%7D')).toBe(
+      true,
+    );
+    expect(besideTheJob('POST', '/repos/acme/calc/issues/7/comments')).toBe(false);
+    expect(besideTheJob('PATCH', '/repos/acme/calc/pulls/7')).toBe(false);
+    expect(besideTheJob('PATCH', '/repos/acme/calc/issues/7')).toBe(false);
   });
 });
 

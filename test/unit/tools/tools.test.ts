@@ -12,7 +12,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import path from 'node:path';
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { loadConfig } from '../../../src/config/config.js';
 import { LocalSandbox } from '../../../src/environment/local.js';
 import { readSameFile } from '../../../src/tools/files.js';
@@ -978,6 +978,50 @@ describe('run_tests, git_diff and test staleness', () => {
     await call('run_tests', {});
     expect(c.suiteMs).toEqual(expect.any(Number));
     expect(events).toEqual([true, 'build', false, true, 'build', false]);
+  });
+
+  it("an image whose runtime versions were read before (a rerun's cached environment) runs nothing for them", async () => {
+    const { ctx } = await setup(files);
+    const image = `sha256:${randomUUID()}`;
+    const local = new LocalSandbox();
+    let runs = 0;
+    const counting: ToolContext['sandbox'] = Object.assign(Object.create(local) as LocalSandbox, {
+      run: (req: Parameters<LocalSandbox['run']>[0]) => (runs++, local.run(req)),
+    });
+    const built = (cache_hit: boolean) => ({
+      success: true,
+      image_id: image,
+      image_tag: null,
+      cache_hit,
+      duration_ms: 1,
+      network: { proxy: false, ca: false },
+      log: {
+        exit_status: 'ok' as const,
+        head: [],
+        tail: [],
+        error_lines: [],
+        total_lines: 0,
+        truncated: false,
+      },
+      warnings: [],
+      cached_steps: [],
+      error: null,
+    });
+    let builds = 0;
+    const builder: EnvironmentBuilder = {
+      build: async () => built(builds++ > 0),
+      sandboxFor: () => counting,
+      runSandboxFor: () => counting,
+      localBaseImages: async () => [],
+    };
+    const reg = createRegistry({ ...ctx, builder }, [...DEFAULT_TOOLS, makeBuildEnvironmentTool()]);
+    const build = async () => envelope(await reg.call('build_environment', { dockerfile: 'FROM x\n' }));
+    const first = await build();
+    expect(first.data.runtime['node --version']).toBe(process.version);
+    expect(runs).toBe(1);
+    const again = await build();
+    expect(again.data).toMatchObject({ cache_hit: true, runtime: first.data.runtime });
+    expect(runs).toBe(1);
   });
 
   it('bounds the diff preview', async () => {

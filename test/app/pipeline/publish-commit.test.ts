@@ -1,0 +1,67 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { git } from '../../../src/workspace/git.js';
+import { fakeDeps, report, startEmulatedApp, startEmulator, testConfig } from '../../support/app.js';
+import { calcRepo, labelledIssue } from '../../support/app-world.js';
+
+const O = 'acme';
+const R = 'overlap';
+
+/** The commits in the mirror (referenced or not) whose message names an AgenticFix run. */
+async function runCommits(mirror: string): Promise<string[]> {
+  const all = await git(['cat-file', '--batch-all-objects', '--batch-check=%(objecttype) %(objectname)'], {
+    cwd: mirror,
+    env: { GIT_DIR: mirror },
+  });
+  const commits = all.stdout
+    .split('\n')
+    .filter((l) => l.startsWith('commit '))
+    .map((l) => l.slice('commit '.length));
+  const found: string[] = [];
+  for (const id of commits) {
+    const body = await git(['cat-file', 'commit', id], { cwd: mirror, env: { GIT_DIR: mirror } });
+    if (body.stdout.includes('\nAgenticFix run ')) found.push(id);
+  }
+  return found;
+}
+
+describe('publishing a verified patch', () => {
+  it('its commit is made in the mirror while the judge runs, and that commit is the one pushed', async () => {
+    const emu = await startEmulator();
+    const home = mkdtempSync(path.join(tmpdir(), 'publish-commit-'));
+    let duringJudge: string[] = [];
+    const app = await startEmulatedApp(emu, {
+      config: testConfig(home),
+      deps: {
+        ...fakeDeps({ edits: () => ({ 'calc.py': 'def add(a, b):\n    return a + b\n' }) }),
+        // The judge waits (up to 5 s) for the run's commit to appear in the mirror; before, it was made
+        // only after the verdict.
+        judge: async (o) => {
+          const mirror = o.workspaces.mirrorPath(o.remote);
+          for (let i = 0; i < 250 && duringJudge.length === 0; i++) {
+            duringJudge = await runCommits(mirror);
+            if (duringJudge.length === 0) await new Promise((r) => setTimeout(r, 20));
+          }
+          return report('verified', 'The stand-in judge accepts the patch.', o, []);
+        },
+      },
+      sandbox: 'local',
+    });
+    try {
+      calcRepo(emu, O, R);
+      emu.setWebhookUrl(app.url);
+      const n = await labelledIssue(app, emu, O, R);
+      await app.idle();
+      const [run] = await app.store.forIssue(O, R, n);
+      expect(run).toMatchObject({ state: 'done', verdict: 'verified' });
+      expect(duringJudge).toHaveLength(1);
+      expect(emu.branchHead(O, R, `agenticfix/issue-${n}`)).toBe(duringJudge[0]);
+      expect(run!.pushed_commit).toBe(duringJudge[0]);
+    } finally {
+      await app.close();
+      await emu.close();
+      rmSync(home, { recursive: true, force: true });
+    }
+  }, 60_000);
+});

@@ -130,17 +130,18 @@ export async function listenForWebhooks(o: WebhookServerOptions): Promise<Webhoo
     const claim = await recorder.record({ id, event, body: text, sha256 });
     answer(res, claim);
     count(claim);
-    // A group commit answers a whole burst in one turn: its lines are written after that turn's
-    // answers, not between them (a synchronous write each: 10-30 µs as JSON, 100-270 µs pretty, measured).
-    setImmediate(() => {
-      if (claim === 'new') log.info(delivery, 'delivery taken');
-      if (claim === 'replay') log.warn(delivery, 'ignored a replay: this signed body came before');
-    });
+    // A group commit answers a whole burst in one turn: a line is written after that turn's answers,
+    // not between them (a synchronous write each: 10-30 µs as JSON, 100-270 µs pretty, measured).
+    if (claim === 'replay')
+      setImmediate(() => log.warn(delivery, 'ignored a replay: this signed body came before'));
     if (claim !== 'new') return;
     backlog.add(() => route(id, event, text, delivery));
   }
 
   async function route(id: string, event: string, text: string, delivery: object): Promise<void> {
+    // Logged when routed, once the burst is answered: written between its batches, the lines of a
+    // 1,000 burst held its last answers 40-70 ms (p99 112-133 ms against 60-67 ms, measured).
+    log.info(delivery, 'delivery taken');
     let payload: unknown;
     try {
       payload = JSON.parse(text);

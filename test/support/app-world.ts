@@ -108,6 +108,16 @@ export function calcRepo(
   emu.setPermission(owner, repo, 'maint', o.permission ?? 'maintain');
 }
 
+/** A calcRepo whose deliveries go to `app`, its issue labelled, and its run once the app is idle. */
+export async function calcRunEnded(app: RunningApp, emu: GitHubEmulator, owner: string, repo: string) {
+  calcRepo(emu, owner, repo);
+  emu.setWebhookUrl(app.url);
+  const n = await labelledIssue(app, emu, owner, repo);
+  await app.idle();
+  const [run] = await app.store.forIssue(owner, repo, n);
+  return run;
+}
+
 /** alice's issue "add() subtracts", labelled `agenticfix` by `maint`; its number once its run is recorded. */
 export async function labelledIssue(app: RunningApp, emu: GitHubEmulator, owner: string, repo: string) {
   const n = emu.createIssue(owner, repo, { title: 'add() subtracts', user: 'alice' });

@@ -5,7 +5,7 @@ import { OpenAIChatModel } from '../../../src/agent/model.js';
 import { RETRY_AFTER_CAP_S, type RetryInfo } from '../../../src/agent/retry.js';
 import { startScriptedModelServer, type ScriptStep } from '../../../src/emulator/scripted-model.js';
 import { localJudge, startEmulatedApp, startEmulator, testConfig } from '../../support/app.js';
-import { calcRepo, labelledIssue, SCRIPTED_DEPS } from '../../support/app-world.js';
+import { calcRunEnded, SCRIPTED_DEPS } from '../../support/app-world.js';
 
 /**
  * Provider failures are said (issue 37): what the provider asks for is honoured, a reply cut mid-body is
@@ -93,19 +93,15 @@ describe('a provider that fails for good', () => {
       sandbox: 'local',
     });
     try {
-      calcRepo(emu, O, R);
-      emu.setWebhookUrl(app.url);
-      const n = await labelledIssue(app, emu, O, R);
-      await app.idle();
-      const [run] = await app.store.forIssue(O, R, n);
+      const run = await calcRunEnded(app, emu, O, R);
       expect(run).toMatchObject({ state: 'failed', stop_reason: 'model_error', verdict: null });
       expect(judged).toBe(0);
       expect(model.requests).toHaveLength(3);
-      const status = emu.comments(n).find((c) => c.id === run!.status_comment_id)!.body;
+      const status = emu.comments(run!.issue).find((c) => c.id === run!.status_comment_id)!.body;
       expect(status).toContain('### AgenticFix: ❌ Failed');
       expect(status).toContain('The model provider failed: 500 upstream overloaded');
       expect(status).not.toContain('✅ Done');
-      for (const c of emu.comments(n)) expect(c.body).not.toContain(key);
+      for (const c of emu.comments(run!.issue)) expect(c.body).not.toContain(key);
       expect(emu.pulls).toHaveLength(0);
     } finally {
       await app.close();

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { git } from '../../../src/workspace/git.js';
 import { fakeDeps, report, startEmulatedApp, startEmulator, testConfig } from '../../support/app.js';
-import { calcRepo, labelledIssue } from '../../support/app-world.js';
+import { calcRunEnded } from '../../support/app-world.js';
 
 const O = 'acme';
 const R = 'overlap';
@@ -49,14 +49,10 @@ describe('publishing a verified patch', () => {
       sandbox: 'local',
     });
     try {
-      calcRepo(emu, O, R);
-      emu.setWebhookUrl(app.url);
-      const n = await labelledIssue(app, emu, O, R);
-      await app.idle();
-      const [run] = await app.store.forIssue(O, R, n);
+      const run = await calcRunEnded(app, emu, O, R);
       expect(run).toMatchObject({ state: 'done', verdict: 'verified' });
       expect(duringJudge).toHaveLength(1);
-      expect(emu.branchHead(O, R, `agenticfix/issue-${n}`)).toBe(duringJudge[0]);
+      expect(emu.branchHead(O, R, `agenticfix/issue-${run!.issue}`)).toBe(duringJudge[0]);
       expect(run!.pushed_commit).toBe(duringJudge[0]);
     } finally {
       await app.close();

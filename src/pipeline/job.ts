@@ -29,11 +29,11 @@ import { modelFor, prepare } from './context.js';
 import type { JobDeps, RunContext, RepairInputs, Services } from './context.js';
 import { freeBytes } from './disk.js';
 import { commitPatch, openPr } from './open-pr.js';
-import { nextTry, pendingFields, pendingOf } from './pending.js';
+import { message, nextTry, pendingFields, pendingOf } from './pending.js';
 import { emptyPatchError, judgeRun, NEVER_PUSHED, stopCause } from './policy.js';
 import { pushRevision } from './push-revision.js';
-import { endingFor, Reporter, refOf } from './reporter.js';
-import { message, republish } from './resume.js';
+import { endingFor, leftBehind, Reporter, refOf } from './reporter.js';
+import { republish } from './resume.js';
 import type { ModelSpec, RepairProgress } from './types.js';
 
 /**
@@ -169,7 +169,7 @@ export class JobRunner implements QueueHooks {
     this.o.log?.warn({ run: run.id, state: run.state, reason, error: run.error }, 'run ended');
     const gh = await this.o.auth(run.installation_id);
     await this.reporter.interrupted(run, gh, `Interrupted: ${why}.`);
-    const said = `AgenticFix run \`${run.id}\` was interrupted because ${why} before it finished. Nothing was published. Comment \`/agenticfix rerun\` to start again.`;
+    const said = `AgenticFix run \`${run.id}\` was interrupted because ${why} before it finished. ${leftBehind(run)}`;
     await this.reporter.tell(run, gh, refOf(run), 'interrupted', said);
   }
 

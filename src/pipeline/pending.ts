@@ -30,8 +30,16 @@ export const PENDING_PUBLISH = z.strictObject({
   dockerfile: z.string().nullable(),
   attempts: z.number().int().min(0),
   next_at: z.string(),
+  /**
+   * A revision (push-revision.ts): its verified commit, the pull request's head it was made on, and
+   * the branch, stored before the push; publishing again finds the commit on the branch or pushes it.
+   */
+  revision: z.strictObject({ commit: z.string(), parent: z.string(), branch: z.string() }).optional(),
 });
+export type RevisionPush = NonNullable<PendingPublish['revision']>;
 export type PendingPublish = z.infer<typeof PENDING_PUBLISH>;
+
+export const message = (e: unknown): string => (e instanceof Error ? e.message : String(e));
 
 /** The run update that records the pending publication. */
 export const pendingFields = (p: PendingPublish): RunUpdate => ({ publish: JSON.stringify(p) });

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { capMiddle } from '../trace/cap.js';
 import type { RunRecord, RunUpdate } from '../store/store.js';
 import { VerificationReportSchema } from '../verify/types.js';
 import type { RepairResult } from '../agent/types.js';
@@ -54,6 +55,16 @@ export function readPending(
   } catch (err) {
     return { ok: false, error: `its publishing record is unreadable: ${(err as Error).message}` };
   }
+}
+
+/** A publication whose try failed: it waits (`publish_pending`) and is tried again after its back-off. */
+export function publishLater(p: PendingPublish, err: unknown, retryBaseMs: number): RunUpdate {
+  const attempts = p.attempts + 1;
+  return {
+    ...pendingFields({ ...p, attempts, next_at: nextTry(attempts, retryBaseMs) }),
+    state: 'publish_pending',
+    error: capMiddle(`publishing failed: ${message(err)}`),
+  };
 }
 
 /** When the try after `attempts` failed ones is due. */

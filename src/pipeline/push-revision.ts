@@ -16,9 +16,8 @@ import { addressedThreads } from '../revision/prompt.js';
 import type { VerificationReport } from '../verify/types.js';
 import { inert } from '../verify/untrusted.js';
 import { withMarker } from '../trace/marker.js';
-import { capMiddle } from '../trace/cap.js';
 import type { RunContext } from './context.js';
-import { message, nextTry, pendingFields, pendingOf, readPending, type RevisionPush } from './pending.js';
+import { pendingFields, pendingOf, publishLater, readPending, type RevisionPush } from './pending.js';
 import { endPhase, judgeRun, pushPolicy } from './policy.js';
 
 /**
@@ -57,12 +56,11 @@ export async function pushRevision(c: RunContext, result: RepairResult): Promise
     await store.update(run.id, { verdict: report.verdict });
     return { ...made, parent, report };
   };
-  /** The publishing record of a verified commit: due at once, or after `attempts` failed tries. */
-  const record = (made: { commit: string; parent: string; report: VerificationReport }, attempts = 0) => {
-    const next = attempts === 0 ? new Date() : new Date(nextTry(attempts, config.app.publishRetryBaseMs));
-    const revision = { commit: made.commit, parent: made.parent, branch };
-    return { ...pendingOf(c, result, made.report, attempts, next), revision };
-  };
+  /** The publishing record of a verified commit, due at once. */
+  const record = (made: { commit: string; parent: string; report: VerificationReport }) => ({
+    ...pendingOf(c, result, made.report, 0, new Date()),
+    revision: { commit: made.commit, parent: made.parent, branch },
+  });
   // Only while the branch is still at the commit's parent.
   const push = async (made: { commit: string; parent: string; report: VerificationReport }) => {
     await store.update(run.id, pendingFields(record(made)));
@@ -116,11 +114,7 @@ export async function pushRevision(c: RunContext, result: RepairResult): Promise
     return await landed(c, result, made.report, { commit: made.commit, parent: made.parent, branch });
   } catch (e) {
     // Pushed, not all said: as a first run's publishing, it waits and is tried again (resume.ts).
-    return {
-      ...pendingFields(record(made, 1)),
-      state: 'publish_pending',
-      error: capMiddle(`publishing failed: ${message(e)}`),
-    };
+    return publishLater(record(made), e, config.app.publishRetryBaseMs);
   }
 }
 
@@ -170,6 +164,19 @@ export async function resumeRevision(
   });
   if (!pushed.ok) throw new Error(pushed.error);
   return landed(c, result, report, again);
+}
+
+/**
+ * A revision an earlier attempt of this run verified and recorded before its push (its worker died and
+ * its job was put back): published as recorded, the model not run again; null when there is none.
+ */
+export function earlierRevision(c: RunContext): Promise<RunUpdate> | null {
+  const read = readPending(c.run);
+  if (c.run.revision === null || !read.ok || !read.pending.revision) return null;
+  const { pending, result } = read;
+  return resumeRevision({ ...c, resumed: true }, result, pending.report, pending.revision!).catch(
+    (e: unknown) => publishLater(pending, e, c.s.config.app.publishRetryBaseMs),
+  );
 }
 
 const REVISE_AGAIN = 'Comment `/agenticfix revise` again to revise the new head.';

@@ -57,9 +57,10 @@ describe('a revision run whose process died', () => {
   /**
    * An issue whose first run opened its pull request, then maint's review asking for changes with one
    * inline comment, its revision run "killed" at the first store write `dies` picks. Returns the
-   * revision as the killed process left it (`running`, its record due at once), and the pull request.
+   * revision as the killed process left it (`running`, or `queued` as a stalled job put back leaves
+   * it; its record due at once), and the pull request.
    */
-  async function killedRevision(dies: (fields: object) => boolean) {
+  async function killedRevision(dies: (fields: object) => boolean, state: 'running' | 'queued' = 'running') {
     const n = w.emu.createIssue(O, R, { title: 'add() subtracts', user: 'alice' });
     await w.emu.label(O, R, n, 'agenticfix', 'maint');
     await app.idle();
@@ -101,7 +102,7 @@ describe('a revision run whose process died', () => {
       ? JSON.stringify({ ...JSON.parse(revision.publish), attempts: 0, next_at: new Date().toISOString() })
       : null;
     await app.store.update(revision.id, {
-      state: 'running',
+      state,
       error: null,
       finished_at: null,
       publish: record,
@@ -171,6 +172,23 @@ describe('a revision run whose process died', () => {
     expect(w.emu.pullCommits(O, R, pr)).toEqual([first.pushed_commit, pushed]);
     expect(marked(w.emu.comments(pr), revision.id, 'revision')).toHaveLength(1);
     expect(marked(w.emu.comments(pr), revision.id, 'interrupted')).toEqual([]);
+  }, 120_000);
+
+  // Distributed, a stalled job is put back once (AGENTICFIX_REQUEUE_STALLED): the run starts again.
+  it('put back in the queue after its push: run again, it publishes the recorded commit, not a second one', async () => {
+    const { pr, first, revision } = await killedRevision((f) => 'comment' in f, 'queued');
+    const pushed = w.emu.branchHead(O, R, branchFor(first.issue))!;
+    const asked = deps.calls.length;
+    await restart();
+    const ended = await endOf(revision);
+    const comments = w.emu.comments(pr);
+    // Run again from the start, it was refused its push (the branch "moved" to its own commit) and said nothing was pushed.
+    expect(marked(comments, revision.id, 'unverified')).toEqual([]);
+    expect(ended).toMatchObject({ state: 'done', verdict: 'verified', pushed_commit: pushed, publish: null });
+    expect(deps.calls.length).toBe(asked); // the model is not run again
+    expect(w.emu.pullCommits(O, R, pr)).toEqual([first.pushed_commit, pushed]);
+    expect(marked(comments, revision.id, 'revision')).toHaveLength(1);
+    expect(comments.find((c) => c.id === ended.status_comment_id)!.body).toContain(`Commit ${pushed} pushed`);
   }, 120_000);
 
   it('before its verdict: interrupted, and the pull request is told nothing was pushed and how to ask again', async () => {

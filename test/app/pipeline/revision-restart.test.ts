@@ -3,15 +3,15 @@ import { branchFor } from '../../../src/publish/pr.js';
 import type { RunRecord } from '../../../src/store/store.js';
 import { readMarker } from '../../../src/trace/marker.js';
 import {
-  CALC_FILES,
+  CALC_CONFIG,
+  CALC_DOCSTRING,
   CALC_FIX,
-  CALC_TEST,
   fakeDeps,
   localJudge,
   startEmulatedApp,
   waitFor,
 } from '../../support/app.js';
-import { startAppWorld, type AppWorld } from '../../support/app-world.js';
+import { calcRepo, startAppWorld, type AppWorld } from '../../support/app-world.js';
 
 /**
  * A revision run whose process died (issue 37's leftover): at start-up it was never resumed, unlike a
@@ -23,31 +23,24 @@ import { startAppWorld, type AppWorld } from '../../support/app-world.js';
 
 const O = 'acme';
 const R = 'revdied';
-const DOCSTRING = { 'calc.py': 'def add(a, b):\n    """Return a + b."""\n    return a + b\n' };
 
 describe('a revision run whose process died', () => {
   let w: AppWorld;
   let app: RunningApp;
   const deps = {
-    ...fakeDeps({ edits: (o) => (o.issue.revision === undefined ? CALC_FIX : DOCSTRING) }),
+    ...fakeDeps({ edits: (o) => (o.issue.revision === undefined ? CALC_FIX : CALC_DOCSTRING) }),
     judge: localJudge,
   };
   beforeAll(async () => {
     w = await startAppWorld({ deps, env: { AGENTICFIX_PUBLISH_RETRY_BASE_S: '0' } });
     app = w.app;
-    w.emu.createRepo(O, R, {
-      files: {
-        ...CALC_FILES,
-        '.github/agenticfix.yml': `test: ${JSON.stringify(CALC_TEST)}\nrevise_on: [command, changes_requested]\n`,
-      },
-    });
-    w.emu.setPermission(O, R, 'maint', 'maintain');
+    calcRepo(w.emu, O, R, { config: `${CALC_CONFIG}revise_on: [command, changes_requested]\n` });
   });
   afterAll(async () => {
     await w.close(app);
   });
 
-  /** The app's comments (or review comments) on `n` with `kind`'s marker of `run`. */
+  /** The app's comments (or review comments) in `list` with `kind`'s marker of `run`. */
   const marked = (list: { user: string; body: string }[], run: string, kind: string) =>
     list.filter((c) => {
       const m = c.user === w.emu.botLogin ? readMarker(c.body) : null;
@@ -172,6 +165,26 @@ describe('a revision run whose process died', () => {
     expect(w.emu.pullCommits(O, R, pr)).toEqual([first.pushed_commit, pushed]);
     expect(marked(w.emu.comments(pr), revision.id, 'revision')).toHaveLength(1);
     expect(marked(w.emu.comments(pr), revision.id, 'interrupted')).toEqual([]);
+  }, 120_000);
+
+  it('after storing its verified commit, the branch moved before the restart: nothing overwritten, and it says so', async () => {
+    const { pr, first, revision } = await killedRevision((f) => 'publish' in f);
+    const human = w.emu.pushFiles(
+      O,
+      R,
+      branchFor(first.issue),
+      { 'NOTES.md': 'add adds\n' },
+      { message: 'Note', author: 'maint' },
+    );
+    await restart();
+    const ended = await endOf(revision);
+    expect(ended).toMatchObject({ state: 'done', verdict: 'verified', pushed_commit: null, publish: null });
+    expect(w.emu.pullCommits(O, R, pr)).toEqual([first.pushed_commit, human]);
+    const [said, ...more] = marked(w.emu.comments(pr), revision.id, 'unverified');
+    expect(more).toEqual([]);
+    expect(said!.body).toContain(`the branch moved to ${human} meanwhile`);
+    const status = w.emu.comments(pr).find((c) => c.id === ended.status_comment_id)!;
+    expect(status.body).toContain('Nothing was pushed.');
   }, 120_000);
 
   // Distributed, a stalled job is put back once (AGENTICFIX_REQUEUE_STALLED): the run starts again.

@@ -23,8 +23,6 @@ export interface QueueBackend {
    * a stopping worker hands it back for another.
    */
   stopped: 'interrupted' | 'queued';
-  /** Whether a run's parts run apart from it (jobs of their own) or one after another within its slot. */
-  parts: 'apart' | 'within';
 }
 
 let n = 0;
@@ -138,7 +136,7 @@ export function runQueueContract(backend: QueueBackend): void {
     expect(jobs.queued).toEqual(runs.map((r) => r.id));
   });
 
-  // Issue 41, item 2: a run's attempts are parts run through the queue (distributed: jobs of their own).
+  // Issue 41, item 2: a run's attempts are parts run through the queue, each in a slot of its own.
   it("runs a run's parts to their end; a cancel stops the running ones and drops those not started", async () => {
     const ran: number[] = [];
     const stopped: number[] = [];
@@ -169,16 +167,56 @@ export function runQueueContract(backend: QueueBackend): void {
     hold = true;
     const held = await recordedRun(store, newRun(2));
     await q.enqueue(held);
-    await until('a part to run', () => ran.length > 0);
+    await until('two parts running, one in each slot', () => ran.length === 2);
     await settle();
     await q.cancel('acme', 'calc', 2, 'bob');
     await q.idle();
     await settle();
     expect(await stateOf(held.id)).toBe('cancelled');
-    expect(ran).toContain(1);
-    expect([...stopped].sort()).toEqual([...ran].sort()); // every part that ran was stopped
-    expect(ran.length).toBeLessThan(3); // and one waiting for a slot never ran
+    expect([...ran].sort()).toEqual([1, 2]);
+    expect([...stopped].sort()).toEqual([1, 2]); // every part that ran was stopped
+    // and the one waiting for a slot never ran
   });
+
+  // A run's parts (its attempts) use the queue's free slots at once, and no more of them: embedded, they
+  // ran one after another, so a run of three attempts took three times as long on a queue with room.
+  it.each([1, 2])(
+    "a run's parts run at once in the queue's free slots, never more than its concurrency (%i)",
+    async (concurrency) => {
+      const ran: number[] = [];
+      const release: (() => void)[] = [];
+      let [now, most] = [0, 0];
+      const q = await make(
+        {
+          async execute(run, signal, parts) {
+            await parts.run(run, 3, signal);
+            return { state: 'done' };
+          },
+          async executePart(_run, n, signal) {
+            ran.push(n);
+            most = Math.max(most, ++now);
+            await new Promise<void>((resolve) => {
+              release.push(resolve);
+              signal.addEventListener('abort', () => resolve(), { once: true }); // the queue closing
+            });
+            now--;
+          },
+        },
+        concurrency,
+      );
+      const run = await recordedRun(store, newRun(1));
+      await q.enqueue(run);
+      await until(`${concurrency} part(s) running`, () => now === concurrency);
+      await settle(); // the third waits for a slot
+      expect(now).toBe(concurrency);
+      while ((await stateOf(run.id)) !== 'done') {
+        release.splice(0).forEach((f) => f());
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      expect([...ran].sort()).toEqual([1, 2, 3]);
+      expect(most).toBe(concurrency);
+    },
+  );
 
   it("holds an installation to its limit while other installations' runs go on", async () => {
     const jobs = new Jobs();
@@ -198,10 +236,10 @@ export function runQueueContract(backend: QueueBackend): void {
     expect(await stateOf(a2.id)).toBe('done');
   });
 
-  // A run's parts (its attempts) count against its installation's limit: distributed, each part's job
-  // waits for a slot of its installation like a run; a part no slot was free for, the run's own job
-  // runs itself (in one process every part runs within the run's slot). An installation asking for
-  // many attempts used to fill every worker slot while another installation's run waited.
+  // A run's parts (its attempts) count against its installation's limit: each part waits for a slot of
+  // its installation like a run; a part no slot was free for, the run's own job runs itself. An
+  // installation asking for many attempts used to fill every worker slot while another installation's
+  // run waited.
   it.each([1, 2])(
     "a run's parts take slots of its installation (limit %i): another installation's run goes on, and every part runs once",
     async (limit) => {
@@ -232,8 +270,8 @@ export function runQueueContract(backend: QueueBackend): void {
       );
       const a = await recordedRun(store, newRun(1));
       await q.enqueue(a);
-      // Apart, as many parts as the installation has slots run at once (the run's slot runs the first).
-      const most = backend.parts === 'apart' ? limit : 1;
+      // As many parts as the installation has slots run at once (the run's slot runs the first).
+      const most = limit;
       await until(`${most} part(s) running`, () => partsNow === most);
       await settle(); // a part's job with no slot free waits
       const b = await recordedRun(store, { ...newRun(2), installation_id: 2 });

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { interruptionCause } from '../../../src/pipeline/reporter.js';
-import { LocalRunQueue } from '../../../src/queue/queue.js';
+import { LocalRunQueue } from '../../../src/queue/local.js';
 import { SqliteRunStore } from '../../../src/store/sqlite-store.js';
 import type { RunRecord, RunUpdate } from '../../../src/store/store.js';
 import { needService, serviceUrl } from '../../support/services.js';
@@ -20,7 +20,6 @@ describe('LocalRunQueue', () => {
         return { queue, close: () => queue.close() };
       },
       stopped: 'interrupted',
-      parts: 'within',
     }));
 
   it('close ends queued runs interrupted too and refuses new ones', async () => {
@@ -135,7 +134,6 @@ describeIf(needService('AGENTICFIX_TEST_REDIS_URL'))('BullRunQueue with RunWorke
         return { queue: bull.queue, close: () => bull.close() };
       },
       stopped: 'queued',
-      parts: 'apart',
     }));
 
   // Issue 24, item 5: a worker ran any run record it found, minting a token for its installation.

@@ -96,6 +96,44 @@ export async function until(what: string, check: () => boolean | Promise<boolean
 
 const settle = () => new Promise((r) => setTimeout(r, 300));
 
+/**
+ * Hooks whose runs run three parts, each held until released (or stopped: the queue closing),
+ * counting how many run at once; `run` may hold a run of its own instead (another installation's).
+ */
+function heldParts(run?: (run: RunRecord, hold: () => Promise<void>) => Promise<boolean>) {
+  const release: (() => void)[] = [];
+  const hold = (signal: AbortSignal) =>
+    new Promise<void>((resolve) => {
+      release.push(resolve);
+      signal.addEventListener('abort', () => resolve(), { once: true });
+    });
+  const h = {
+    ran: [] as number[],
+    now: 0,
+    most: 0,
+    hooks: {
+      async execute(r, signal, parts) {
+        if (!(await run?.(r, () => hold(signal)))) await parts.run(r, 3, signal);
+        return { state: 'done' };
+      },
+      async executePart(_run, n, signal) {
+        h.ran.push(n);
+        h.most = Math.max(h.most, ++h.now);
+        await hold(signal);
+        h.now--;
+      },
+    } satisfies QueueHooks,
+    /** Releases what is held until `done` says the runs are over. */
+    async releaseUntil(done: () => Promise<boolean>) {
+      while (!(await done())) {
+        release.splice(0).forEach((f) => f());
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    },
+  };
+  return h;
+}
+
 export function runQueueContract(backend: QueueBackend): void {
   let store: RunStore;
   let closeQueue: (() => Promise<void>) | null;
@@ -183,38 +221,16 @@ export function runQueueContract(backend: QueueBackend): void {
   it.each([1, 2])(
     "a run's parts run at once in the queue's free slots, never more than its concurrency (%i)",
     async (concurrency) => {
-      const ran: number[] = [];
-      const release: (() => void)[] = [];
-      let [now, most] = [0, 0];
-      const q = await make(
-        {
-          async execute(run, signal, parts) {
-            await parts.run(run, 3, signal);
-            return { state: 'done' };
-          },
-          async executePart(_run, n, signal) {
-            ran.push(n);
-            most = Math.max(most, ++now);
-            await new Promise<void>((resolve) => {
-              release.push(resolve);
-              signal.addEventListener('abort', () => resolve(), { once: true }); // the queue closing
-            });
-            now--;
-          },
-        },
-        concurrency,
-      );
+      const parts = heldParts();
+      const q = await make(parts.hooks, concurrency);
       const run = await recordedRun(store, newRun(1));
       await q.enqueue(run);
-      await until(`${concurrency} part(s) running`, () => now === concurrency);
+      await until(`${concurrency} part(s) running`, () => parts.now === concurrency);
       await settle(); // the third waits for a slot
-      expect(now).toBe(concurrency);
-      while ((await stateOf(run.id)) !== 'done') {
-        release.splice(0).forEach((f) => f());
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      expect([...ran].sort()).toEqual([1, 2, 3]);
-      expect(most).toBe(concurrency);
+      expect(parts.now).toBe(concurrency);
+      await parts.releaseUntil(async () => (await stateOf(run.id)) === 'done');
+      expect([...parts.ran].sort()).toEqual([1, 2, 3]);
+      expect(parts.most).toBe(concurrency);
     },
   );
 
@@ -243,48 +259,28 @@ export function runQueueContract(backend: QueueBackend): void {
   it.each([1, 2])(
     "a run's parts take slots of its installation (limit %i): another installation's run goes on, and every part runs once",
     async (limit) => {
-      const ran: number[] = [];
-      const release: (() => void)[] = [];
-      let [partsNow, partsMost, otherStarted] = [0, 0, false];
-      const hold = (signal: AbortSignal) =>
-        new Promise<void>((resolve) => {
-          release.push(resolve);
-          signal.addEventListener('abort', () => resolve(), { once: true }); // the queue closing
-        });
-      const q = await make(
-        {
-          async execute(run, signal, parts) {
-            if (run.installation_id === 2) await ((otherStarted = true), hold(signal));
-            else await parts.run(run, 3, signal);
-            return { state: 'done' };
-          },
-          async executePart(_run, n, signal) {
-            ran.push(n);
-            partsMost = Math.max(partsMost, ++partsNow);
-            await hold(signal);
-            partsNow--;
-          },
-        },
-        3,
-        limit,
-      );
+      let otherStarted = false;
+      const parts = heldParts(async (run, hold) => {
+        if (run.installation_id !== 2) return false;
+        otherStarted = true;
+        await hold();
+        return true;
+      });
+      const q = await make(parts.hooks, 3, limit);
       const a = await recordedRun(store, newRun(1));
       await q.enqueue(a);
       // As many parts as the installation has slots run at once (the run's slot runs the first).
-      const most = limit;
-      await until(`${most} part(s) running`, () => partsNow === most);
-      await settle(); // a part's job with no slot free waits
+      await until(`${limit} part(s) running`, () => parts.now === limit);
+      await settle(); // a part with no slot free waits
       const b = await recordedRun(store, { ...newRun(2), installation_id: 2 });
       await q.enqueue(b);
       await until("the other installation's run started", () => otherStarted);
       await settle();
-      expect(partsMost).toBe(most);
-      while ((await stateOf(a.id)) !== 'done' || (await stateOf(b.id)) !== 'done') {
-        release.splice(0).forEach((f) => f());
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      expect([...ran].sort()).toEqual([1, 2, 3]);
-      expect(partsMost).toBe(most);
+      expect(parts.most).toBe(limit);
+      const over = async () => (await stateOf(a.id)) === 'done' && (await stateOf(b.id)) === 'done';
+      await parts.releaseUntil(over);
+      expect([...parts.ran].sort()).toEqual([1, 2, 3]);
+      expect(parts.most).toBe(limit);
     },
   );
 

@@ -39,6 +39,37 @@ describe('LocalRunQueue', () => {
     await store.close();
   });
 
+  // As a draining worker takes no more part jobs: a part still waiting when serve stops is its run's to
+  // run in its own slot, never started in a slot freed meanwhile.
+  it("close drains a run's parts: one still waiting runs in its run's slot, not in a freed one", async () => {
+    const store = new SqliteRunStore(':memory:');
+    const release = new Map<number, () => void>();
+    const ran: number[] = [];
+    const q = new LocalRunQueue(store, 2, {
+      async execute(run, signal, parts) {
+        await parts.run(run, 3, signal);
+        return { state: 'done' };
+      },
+      async executePart(_run, n) {
+        ran.push(n);
+        await new Promise<void>((resolve) => release.set(n, resolve));
+      },
+    });
+    const run = await recordedRun(store, newRun(1));
+    await q.enqueue(run);
+    await until('parts 1 and 2 running', () => ran.length === 2);
+    const closed = q.close(10_000);
+    release.get(2)!(); // a slot frees: part 3 stays in line
+    await new Promise((r) => setTimeout(r, 200));
+    expect([...ran].sort()).toEqual([1, 2]);
+    release.get(1)!(); // the run's own slot takes it
+    await until('part 3 running', () => ran.length === 3);
+    release.get(3)!();
+    await closed;
+    expect(await store.get(run.id)).toMatchObject({ state: 'done' });
+    await store.close();
+  });
+
   // Issue 38, item 3: SIGTERM to serve interrupted its run at once, with no drain.
   it('close drains: a running run finishing within the drain time is done; one that does not is interrupted', async () => {
     const store = new SqliteRunStore(':memory:');

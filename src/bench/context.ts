@@ -116,7 +116,7 @@ async function compare(
     billed_tokens_floor: billed(floor, CACHED_PRICE),
     // What both runs would have to stop paying (schemas, prompts: x off each side of the ratio) for
     // the floor to reach 0.50, with nothing carried at all: 2 × floor − full, or 0.
-    billed_floor_cut_for_half: Math.max(0, 2 * billed(floor, CACHED_PRICE) - billed(full, CACHED_PRICE)),
+    shared_cut_for_floor_half: Math.max(0, 2 * billed(floor, CACHED_PRICE) - billed(full, CACHED_PRICE)),
     raw_ratio: ratio(raw(policy), raw(full)),
     ...ratios(CACHED_PRICE, ''),
     ...Object.assign({}, ...OTHER_CACHED_PRICES.map((p) => ratios(p, `_at_cached_price_${p}`))),

@@ -73,6 +73,9 @@ function floorOf(full: Sent[]): Sent[] {
   });
 }
 
+const halfCut = (run: Sent[], full: Sent[]) =>
+  Math.max(0, 2 * billed(run, CACHED_PRICE) - billed(full, CACHED_PRICE));
+
 const ratio = (a: number, b: number) => Math.round((a / b) * 1000) / 1000;
 
 /**
@@ -114,9 +117,11 @@ async function compare(
     billed_tokens_context_policy: billed(policy, CACHED_PRICE),
     billed_tokens_full_history: billed(full, CACHED_PRICE),
     billed_tokens_floor: billed(floor, CACHED_PRICE),
-    // What both runs would have to stop paying (schemas, prompts: x off each side of the ratio) for
-    // the floor to reach 0.50, with nothing carried at all: 2 × floor − full, or 0.
-    shared_cut_for_floor_half: Math.max(0, 2 * billed(floor, CACHED_PRICE) - billed(full, CACHED_PRICE)),
+    // What both runs would have to stop paying (schemas, prompts: x off each side of the ratio) for the
+    // policy, and for the floor that carries nothing, to reach 0.50: 2 × it − full, or 0. Above the
+    // schemas', system prompt's and task's billed tokens together, no shortening of them reaches 0.50.
+    shared_cut_for_half: halfCut(policy, full),
+    shared_cut_for_floor_half: halfCut(floor, full),
     raw_ratio: ratio(raw(policy), raw(full)),
     ...ratios(CACHED_PRICE, ''),
     ...Object.assign({}, ...OTHER_CACHED_PRICES.map((p) => ratios(p, `_at_cached_price_${p}`))),

@@ -37,6 +37,7 @@ describe('context policy benchmark (ledger: 190 KB source, 606 tests, 25 and 58 
     expect(r.billed_floor_results_cached).toBeLessThan(r.billed_full_results_cached! / 20);
     expect(r.billed_ratio_floor).toBeCloseTo(totals.floor / totals.full, 2);
     expect(r.shared_cut_for_floor_half).toBe(Math.max(0, 2 * totals.floor - totals.full));
+    expect(r.shared_cut_for_half).toBe(Math.max(0, 2 * totals.policy - totals.full));
     // The longer trajectory: the full history grows about quadratically, the policy about linearly.
     expect(r.long_tool_calls).toBe(58);
     expect(r.long_billed_ratio).toBeLessThanOrEqual(0.5);

@@ -108,7 +108,10 @@ export async function runAppDemo(
     again?: { afterMs: number };
     /** Called as each issue is labelled (the benchmark reads its counters there). */
     onLabel?: () => void;
-    /** Attempts of the run (repository `attempts`); the scripted ones fail, fix verbosely, fix minimally, in turn. */
+    /**
+     * Attempts of the run (repository `attempts`), side by side as the queue's slots allow; the scripted
+     * ones fail, fix verbosely, fix minimally, in the order they start.
+     */
     attempts?: number;
     /**
      * The models the attempts take in turn (repository `models`). Scripted: allowed and priced as the
@@ -133,38 +136,39 @@ export async function runAppDemo(
     publicKeyPem: keys.publicKey.export({ type: 'spki', format: 'pem' }).toString(),
     dataDir: path.join(work, 'github'),
   });
+  const revision = opts.revise
+    ? [
+        calculatorScript(
+          config.sandbox.baseImage,
+          calculatorRevisionCalls(),
+          "divide's RangeError now names the divisor b; all five tests pass.",
+        ),
+      ]
+    : [];
+  // Attempts run side by side (as many as the queue has slots): each conversation replays a script of
+  // its own, handed out in the order they start; the revision's comes after them.
+  const attemptScripts = Array.from({ length: attempts }, (_, i) =>
+    calculatorScript(config.sandbox.baseImage, calculatorAttemptCalls(i + 1), `attempt ${i + 1} done.`),
+  );
+  const againScript = opts.again
+    ? [calculatorScript(config.sandbox.baseImage, calculatorFixCalls(), 'fixed.')]
+    : [];
+  const fix = calculatorScript(
+    config.sandbox.baseImage,
+    calculatorFixCalls(),
+    'subtract now computes a - b, and divide throws a RangeError when dividing by zero; all five tests pass.',
+  );
   const scripted =
-    opts.model === 'scripted'
-      ? await startScriptedModelServer(
-          (attempts > 1
-            ? Array.from({ length: attempts }, (_, i) =>
-                calculatorScript(
-                  config.sandbox.baseImage,
-                  calculatorAttemptCalls(i + 1),
-                  `attempt ${i + 1} done.`,
-                ),
-              ).flat()
-            : calculatorScript(
-                config.sandbox.baseImage,
-                calculatorFixCalls(),
-                'subtract now computes a - b, and divide throws a RangeError when dividing by zero; all five tests pass.',
-              )
-          )
-            .concat(
-              opts.revise
-                ? calculatorScript(
-                    config.sandbox.baseImage,
-                    calculatorRevisionCalls(),
-                    "divide's RangeError now names the divisor b; all five tests pass.",
-                  )
-                : [],
-            )
-            .concat(
-              opts.again ? calculatorScript(config.sandbox.baseImage, calculatorFixCalls(), 'fixed.') : [],
-            ),
-          { model: SCRIPTED_MODEL },
-        )
-      : null;
+    opts.model !== 'scripted'
+      ? null
+      : attempts > 1
+        ? await startScriptedModelServer([], {
+            model: SCRIPTED_MODEL,
+            instances: [...attemptScripts, ...revision, ...againScript],
+          })
+        : await startScriptedModelServer([fix, ...revision, ...againScript].flat(), {
+            model: SCRIPTED_MODEL,
+          });
   const model: ModelSpec = scripted
     ? { kind: 'url', baseUrl: scripted.url, name: SCRIPTED_MODEL }
     : { kind: 'openai' };

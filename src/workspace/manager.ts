@@ -5,7 +5,7 @@ import path from 'node:path';
 import lockfile from 'proper-lockfile';
 import { z } from 'zod';
 import { removeStage, wasLent } from './stage.js';
-import { git, stripUserinfo, type GitConfig } from './git.js';
+import { git, stripUserinfo, worktreeGit, type GitConfig } from './git.js';
 import { removeTree } from './tree.js';
 import type { Worktree, WorkspaceManager } from './types.js';
 
@@ -140,21 +140,36 @@ export class GitWorkspaceManager implements WorkspaceManager {
       if (!(await hasCommit(mirror, baseCommit))) {
         throw new WorkspaceError(`commit ${baseCommit} not found in ${stripUserinfo(remote)}`);
       }
-      const made: Worktree[] = [];
-      for (const runId of runIds) {
-        const wtPath = path.join(this.worktreeDir, runId);
-        if (existsSync(wtPath)) throw new WorkspaceError(`worktree path already exists: ${wtPath}`);
-        await git(['worktree', 'add', '--detach', wtPath, baseCommit], { cwd: mirror });
-        made.push({
-          runId,
-          path: wtPath,
-          gitDir: await adminDir(mirror, wtPath),
-          baseCommit,
-          remote,
-          mirror,
-        });
+      const paths = runIds.map((runId) => path.join(this.worktreeDir, runId));
+      for (const p of paths)
+        if (existsSync(p)) throw new WorkspaceError(`worktree path already exists: ${p}`);
+      try {
+        // Registered one by one: a `worktree add` reads every admin dir and fails on one another is still
+        // writing. Each checkout touches only its own index and files, so those run at once.
+        const made: Worktree[] = [];
+        for (const [i, runId] of runIds.entries()) {
+          await git(['worktree', 'add', '--no-checkout', '--detach', paths[i]!, baseCommit], { cwd: mirror });
+          made.push({
+            runId,
+            path: paths[i]!,
+            gitDir: await adminDir(mirror, paths[i]!),
+            baseCommit,
+            remote,
+            mirror,
+          });
+        }
+        const checkouts = await Promise.allSettled(
+          made.map((wt) => worktreeGit(wt, ['reset', '--quiet', '--hard', '--no-recurse-submodules'])),
+        );
+        const failed = checkouts.find((c) => c.status === 'rejected');
+        if (failed) throw failed.reason;
+        return made;
+      } catch (err) {
+        // None is handed out: those git made go again, so a failure leaves nothing behind.
+        const left = paths.filter((p) => existsSync(p));
+        await this.removeLocked(mirror, left).catch(() => undefined); // retention sweeps what resists
+        throw err;
       }
-      return made;
     });
   }
 
@@ -170,19 +185,25 @@ export class GitWorkspaceManager implements WorkspaceManager {
   async removeMany(wts: readonly Pick<Worktree, 'path' | 'mirror'>[]): Promise<void> {
     const mirrors = new Set(wts.map((wt) => wt.mirror));
     for (const mirror of mirrors)
-      await this.locked(mirror, async () => {
-        await Promise.all(
-          wts
-            .filter((wt) => wt.mirror === mirror)
-            .map(async (wt) => {
-              await (isInside(this.worktreeDir, wt.path) || wasLent(wt.path)
-                ? removeTree(wt.path)
-                : git(['worktree', 'remove', '--force', wt.path], { cwd: mirror }));
-              await removeStage(wt.path);
-            }),
-        );
-        await git(['worktree', 'prune'], { cwd: mirror });
-      });
+      await this.locked(mirror, () =>
+        this.removeLocked(
+          mirror,
+          wts.filter((wt) => wt.mirror === mirror).map((wt) => wt.path),
+        ),
+      );
+  }
+
+  /** The removal itself, with the mirror's lock held. */
+  private async removeLocked(mirror: string, paths: readonly string[]): Promise<void> {
+    await Promise.all(
+      paths.map(async (p) => {
+        await (isInside(this.worktreeDir, p) || wasLent(p)
+          ? removeTree(p)
+          : git(['worktree', 'remove', '--force', p], { cwd: mirror }));
+        await removeStage(p);
+      }),
+    );
+    await git(['worktree', 'prune'], { cwd: mirror });
   }
 
   /**

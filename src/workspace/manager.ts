@@ -193,17 +193,28 @@ export class GitWorkspaceManager implements WorkspaceManager {
       );
   }
 
-  /** The removal itself, with the mirror's lock held. */
+  /**
+   * The removal itself, with the mirror's lock held. A worktree of this manager is first renamed aside
+   * (one call), so git's prune, the deletion of its files and of its stage run at once; one whose files
+   * resist stays aside under the quarantine prefix, which the start-up sweep deletes. Nothing outlives
+   * the lock: a prune must never overlap a `worktree add`.
+   */
   private async removeLocked(mirror: string, paths: readonly string[]): Promise<void> {
-    await Promise.all(
+    const aside = await Promise.all(
       paths.map(async (p) => {
-        await (isInside(this.worktreeDir, p) || wasLent(p)
-          ? removeTree(p)
-          : git(['worktree', 'remove', '--force', p], { cwd: mirror }));
-        await removeStage(p);
+        if (isInside(this.worktreeDir, p)) return this.setAside(p).catch(gone);
+        if (wasLent(p)) await removeTree(p);
+        else await git(['worktree', 'remove', '--force', p], { cwd: mirror });
+        return null;
       }),
     );
-    await git(['worktree', 'prune'], { cwd: mirror });
+    const done = await Promise.allSettled([
+      ...aside.map((p) => p && removeTree(p)),
+      ...paths.map(removeStage),
+      git(['worktree', 'prune'], { cwd: mirror }),
+    ]);
+    const failed = done.find((d) => d.status === 'rejected');
+    if (failed) throw failed.reason;
   }
 
   /**
@@ -249,12 +260,17 @@ export class GitWorkspaceManager implements WorkspaceManager {
    * policy uses, with its stage gone; `removeQuarantined` deletes it. Returns its new path.
    */
   async quarantine(worktree: string): Promise<string> {
+    const aside = await this.setAside(worktree);
+    await removeStage(worktree);
+    return aside;
+  }
+
+  private async setAside(worktree: string): Promise<string> {
     const aside = path.join(
       this.worktreeDir,
       `${QUARANTINE}${path.basename(worktree)}.${randomBytes(4).toString('hex')}`,
     );
     await rename(worktree, aside);
-    await removeStage(worktree);
     return aside;
   }
 
@@ -337,6 +353,12 @@ async function adminDir(mirror: string, wtPath: string): Promise<string> {
   if (!link || path.dirname(await realpath(dir)) !== expected)
     throw new WorkspaceError(`unexpected admin dir for worktree ${wtPath}: ${dir || 'none'}`);
   return dir;
+}
+
+/** A worktree already gone needs no deletion; any other failure to set it aside stands. */
+function gone(err: unknown): null {
+  if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+  throw err;
 }
 
 function isInside(dir: string, p: string): boolean {

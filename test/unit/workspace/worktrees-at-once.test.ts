@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
@@ -6,6 +7,7 @@ import { GitWorkspaceManager } from '../../../src/workspace/manager.js';
 import { makeSourceRepo, tempDir } from '../../support/git-fixtures.js';
 
 /**
+ * Worktrees made and given back with the mirror's lock held, their slow parts at once (issue 40).
  * A judge's cells get their worktrees from one `createMany` (issue 40): the checkouts run at once, each
  * still a fresh, clean tree of exactly the commit. Seen, not timed: a smudge filter in the mirror holds
  * each checkout until every cell's checkout has started (or gives up), and writes how many it saw.
@@ -81,5 +83,65 @@ exec cat
     expect((await git(['worktree', 'list', '--porcelain'], { cwd: mirror })).stdout.trim()).toBe(
       `worktree ${mirror}\nbare`,
     );
+  });
+});
+
+/** Runs `fn` with `rm` on PATH replaced by `script` (removeTree runs `rm`), restored after. */
+async function withRm<T>(name: string, script: (realRm: string) => string, fn: () => Promise<T>) {
+  const bin = path.join(root, `${name}-bin`);
+  await mkdir(bin);
+  const realRm = execFileSync('sh', ['-c', 'command -v rm'], { encoding: 'utf8' }).trim();
+  writeFileSync(path.join(bin, 'rm'), script(realRm));
+  chmodSync(path.join(bin, 'rm'), 0o755);
+  const saved = process.env.PATH;
+  process.env.PATH = `${bin}:${saved}`;
+  try {
+    return await fn();
+  } finally {
+    process.env.PATH = saved;
+  }
+}
+
+describe('removeMany', () => {
+  it("prunes git's entry while the files are still being deleted", async () => {
+    const source = await makeSourceRepo(path.join(root, 'rm-source'), { 'a.txt': 'a\n' });
+    const worktreeDir = path.join(root, 'rm-worktrees');
+    const m = new GitWorkspaceManager({ cacheDir: path.join(root, 'rm-cache'), worktreeDir });
+    const [wt] = await m.createMany(source.path, source.head, ['agent-run']);
+    const seen = path.join(root, 'rm-seen');
+    // The deletion waits for git's entry to go (or gives up) and says which it saw.
+    await withRm(
+      'rm',
+      (realRm) => `#!/bin/sh
+i=0
+while [ -e "${wt!.gitDir}" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
+if [ -e "${wt!.gitDir}" ]; then echo present >> "${seen}"; else echo pruned >> "${seen}"; fi
+exec "${realRm}" "$@"
+`,
+      () => m.removeMany([wt!]),
+    );
+    expect(readFileSync(seen, 'utf8')).toBe('pruned\n');
+    expect(readdirSync(worktreeDir)).toEqual([]);
+    expect((await git(['worktree', 'list', '--porcelain'], { cwd: wt!.mirror })).stdout.trim()).toBe(
+      `worktree ${wt!.mirror}\nbare`,
+    );
+  });
+
+  it('files that resist fail the removal and stay set aside for the start-up sweep', async () => {
+    const source = await makeSourceRepo(path.join(root, 'stuck-source'), { 'a.txt': 'a\n' });
+    const worktreeDir = path.join(root, 'stuck-worktrees');
+    const m = new GitWorkspaceManager({ cacheDir: path.join(root, 'stuck-cache'), worktreeDir });
+    const [wt] = await m.createMany(source.path, source.head, ['agent-run']);
+    const failed = withRm(
+      'stuck',
+      () => '#!/bin/sh\necho "rm: cannot remove: Operation not permitted" >&2\nexit 1\n',
+      () => m.removeMany([wt!]),
+    );
+    await expect(failed).rejects.toThrow(/cannot remove/);
+    const [left, ...more] = readdirSync(worktreeDir);
+    expect(more).toEqual([]);
+    expect(left).toMatch(/^\.quarantine\.agent-run\./);
+    expect(await m.removeQuarantined()).toEqual([path.join(worktreeDir, left!)]);
+    expect(readdirSync(worktreeDir)).toEqual([]);
   });
 });

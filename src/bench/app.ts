@@ -19,7 +19,7 @@ import { githubSpacingWaitMs } from '../publish/github.js';
 import { VerificationReportSchema } from '../verify/types.js';
 import type { BenchOptions } from './options.js';
 import { wallBreakdown } from './breakdown.js';
-import { pct, round, share } from './stats.js';
+import { pct, round, share, burstFigures, threadTimes } from './stats.js';
 import { compose } from '../cli/compose.js';
 
 /** The real pipeline with its repair parked until the run is stopped: for what happens before and around runs. */
@@ -89,14 +89,39 @@ export async function benchWebhook({ smoke }: BenchOptions): Promise<Record<stri
     workerData: { secret, label: config.app.label, installationId: emu.installationId },
   });
   try {
-    /** Labels these issues all at once from the sender's thread; each delivery's latency in ms. */
-    const send = (issues: number[], url = app.url) =>
-      new Promise<number[]>((resolve, reject) => {
-        sender.once('message', (m: { ms?: number[]; error?: string }) =>
-          m.ms ? resolve(m.ms) : reject(new Error(m.error)),
-        );
+    /**
+     * Labels these issues all at once from the sender's thread: each delivery's latency in ms, how long
+     * the sender took to write them, and this thread's (the app's) time on and waiting for a CPU meanwhile.
+     */
+    const burstOf = (issues: number[], url = app.url) =>
+      new Promise<{
+        ms: number[];
+        writeMs: number;
+        senderWaitMs: number;
+        thread: ReturnType<typeof threadTimes>;
+      }>((resolve, reject) => {
+        let t0 = threadTimes();
+        const onMessage = (m: {
+          ready?: true;
+          ms?: number[];
+          writeMs?: number;
+          waitMs?: number;
+          error?: string;
+        }) => {
+          if (m.ready) {
+            t0 = threadTimes();
+            return sender.postMessage('go');
+          }
+          sender.off('message', onMessage);
+          const t1 = threadTimes();
+          const thread = { runUs: t1.runUs - t0.runUs, waitUs: t1.waitUs - t0.waitUs };
+          if (m.ms) resolve({ ms: m.ms, writeMs: m.writeMs!, senderWaitMs: m.waitMs!, thread });
+          else reject(new Error(m.error));
+        };
+        sender.on('message', onMessage);
         sender.postMessage({ url, issues });
       });
+    const send = async (issues: number[], url = app.url) => (await burstOf(issues, url)).ms;
     const deliver = async (issue: number) => (await send([issue]))[0]!;
     const runsRecorded = (count: number) =>
       until(`${count} runs recorded`, async () => (await app.store.list()).length >= count, 120_000);
@@ -141,18 +166,19 @@ export async function benchWebhook({ smoke }: BenchOptions): Promise<Record<stri
       await runsRecorded(recorded);
       await quiet();
       const t0 = performance.now();
-      const ms = await send(issues(size));
+      const { ms, ...parts } = await burstOf(issues(size));
       recorded += size;
       await runsRecorded(recorded);
-      return { ms, recordedMs: performance.now() - t0 };
+      return { ms, size, ...parts, recordedMs: performance.now() - t0 };
     };
     // Each size several times, pooled: one burst's p99 is its slowest two answers, which a moment of
     // the machine's own scheduling moves by tens of ms.
     const bursts = [];
     for (let i = 0; i < (smoke ? 1 : BURSTS); i++) bursts.push(await burst(n));
     const latencies = bursts.flatMap((b) => b.ms);
-    const large: number[] = [];
-    for (let i = 0; i < (smoke ? 1 : LARGE_BURSTS); i++) large.push(...(await burst(big)).ms);
+    const largeBursts = [];
+    for (let i = 0; i < (smoke ? 1 : LARGE_BURSTS); i++) largeBursts.push(await burst(big));
+    const large = largeBursts.flatMap((b) => b.ms);
     // The same burst again with GitHub's latency (each REST answer 100 ms): how long until every run
     // is recorded, which the intake's routing concurrency decides.
     worker.postMessage({ latencyMs: GITHUB_LATENCY_MS });
@@ -169,11 +195,13 @@ export async function benchWebhook({ smoke }: BenchOptions): Promise<Record<stri
       webhook_ack_p50_ms: round(pct(latencies, 50)),
       webhook_ack_p99_ms: round(pct(latencies, 99)),
       webhook_ack_max_ms: round(Math.max(...latencies)),
+      ...burstFigures('webhook', bursts),
       webhook_deliveries_large_burst: big,
       webhook_large_bursts: large.length / big,
       webhook_ack_large_burst_p50_ms: round(pct(large, 50)),
       webhook_ack_large_burst_p99_ms: round(pct(large, 99)),
       webhook_ack_large_burst_max_ms: round(Math.max(...large)),
+      ...burstFigures('webhook_large_burst', largeBursts),
       webhook_all_runs_recorded_ms: round(
         pct(
           bursts.map((b) => b.recordedMs),

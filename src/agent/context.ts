@@ -102,15 +102,20 @@ function describeCall(tool: string, args: unknown): string {
 /**
  * A compacted observation: valid JSON naming the call, its outcome, how much was cut and how to get it
  * back (a change's result is in git_diff; anything else by the same call). Kept short because every
- * later request carries it.
+ * later request carries it: an argument the kept fields give with its value is named once (a read's
+ * path and lines, which also say how to make the same call), and `stale` only when true.
  */
 function stubOf(o: Observation): string {
+  const args =
+    o.args && typeof o.args === 'object'
+      ? Object.fromEntries(Object.entries(o.args).filter(([k, v]) => o.kept[k] !== v))
+      : o.args;
   return JSON.stringify({
-    compacted: describeCall(o.tool, o.args),
+    compacted: describeCall(o.tool, args),
     outcome: o.outcome,
     cut_tokens: estimateTokens(o.text),
     ...o.kept,
-    stale: o.stale,
+    ...(o.stale ? { stale: true } : {}),
     // A failed change changed nothing: there is nothing to get back.
     restore: !o.mutating ? 'same call' : o.outcome === 'ok' ? 'git_diff shows the change' : undefined,
   });

@@ -73,13 +73,17 @@ function floorOf(full: Sent[]): Sent[] {
   });
 }
 
+const halfCut = (run: Sent[], full: Sent[]) =>
+  Math.max(0, 2 * billed(run, CACHED_PRICE) - billed(full, CACHED_PRICE));
+
 const ratio = (a: number, b: number) => Math.round((a / b) * 1000) / 1000;
 
 /**
  * The context policy against the full history on one trajectory: raw prompt tokens, billed-equivalent
  * tokens (uncached + CACHED_PRICE × cached; the ratio also at other published prices), the floor no
  * policy that shows each result once can go under, forced re-reads (src/bench/rereads.ts), and the
- * billed tokens of both runs by part (src/bench/context-parts.ts), which show where the ratio comes from.
+ * billed tokens of both runs and of the floor by part (src/bench/context-parts.ts), which show where the
+ * ratio comes from.
  */
 async function compare(
   env: Record<string, string>,
@@ -112,6 +116,12 @@ async function compare(
     prompt_tokens_full_history: raw(full),
     billed_tokens_context_policy: billed(policy, CACHED_PRICE),
     billed_tokens_full_history: billed(full, CACHED_PRICE),
+    billed_tokens_floor: billed(floor, CACHED_PRICE),
+    // What both runs would have to stop paying (schemas, prompts: x off each side of the ratio) for the
+    // policy, and for the floor that carries nothing, to reach 0.50: 2 × it − full, or 0. Above the
+    // schemas', system prompt's and task's billed tokens together, no shortening of them reaches 0.50.
+    shared_cut_for_half: halfCut(policy, full),
+    shared_cut_for_floor_half: halfCut(floor, full),
     raw_ratio: ratio(raw(policy), raw(full)),
     ...ratios(CACHED_PRICE, ''),
     ...Object.assign({}, ...OTHER_CACHED_PRICES.map((p) => ratios(p, `_at_cached_price_${p}`))),
@@ -120,6 +130,9 @@ async function compare(
     rereads_full_history: forcedRereads(full.map((r) => r.messages)).length,
     ...parts('policy', policy),
     ...parts('full', full),
+    // The floor by part: what both runs pay (schemas, prompts, assistant turns, each result's first
+    // showing) against the full history's bill; the ratio no such policy can go under.
+    ...parts('floor', floor),
   };
   return Object.fromEntries(Object.entries(out).map(([k, v]) => [prefix + k, v]));
 }

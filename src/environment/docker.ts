@@ -202,7 +202,10 @@ export class DockerSandbox implements Sandbox {
       const waited = await this.whileEngineAnswers(container.wait() as Promise<{ StatusCode: number }>);
       clearTimeout(timer);
       req.signal?.removeEventListener('abort', onAbort);
-      await Promise.race([ended, new Promise((r) => setTimeout(r, DRAIN_MS))]);
+      // The output may end a moment after the exit; a drain timer left armed would hold the process open.
+      let drain: NodeJS.Timeout | undefined;
+      await Promise.race([ended, new Promise((r) => (drain = setTimeout(r, DRAIN_MS)))]);
+      clearTimeout(drain);
       stream.destroy();
 
       const killedByUs = timedOut || cancelled;

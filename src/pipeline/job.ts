@@ -6,7 +6,6 @@ import type { Config } from '../config/config.js';
 import { isLent } from '../environment/lending.js';
 import type { GitHub } from '../publish/github.js';
 import type { Commit } from '../publish/pr.js';
-import type { StatusState } from '../publish/status.js';
 import type { QueueHooks } from '../queue/queue.js';
 import type { PartJobs } from '../queue/parts.js';
 import { isActive, type RunRecord, type RunStore, type RunUpdate } from '../store/store.js';
@@ -14,7 +13,6 @@ import { capMiddle } from '../trace/cap.js';
 import { metrics } from '../trace/metrics.js';
 import { stopwatch } from '../trace/phases.js';
 import { RunTrace } from '../trace/trace.js';
-import { code } from '../verify/untrusted.js';
 import {
   attemptCount,
   attemptFailed,
@@ -29,12 +27,13 @@ import { modelFor, prepare } from './context.js';
 import type { JobDeps, RunContext, RepairInputs, Services } from './context.js';
 import { freeBytes } from './disk.js';
 import { commitPatch, openPr } from './open-pr.js';
-import { nextTry, pendingFields, pendingOf } from './pending.js';
+import { message, pendingFields, pendingOf, publishLater } from './pending.js';
 import { emptyPatchError, judgeRun, NEVER_PUSHED, stopCause } from './policy.js';
-import { pushRevision } from './push-revision.js';
-import { endingFor, Reporter, refOf } from './reporter.js';
-import { message, republish } from './resume.js';
-import type { ModelSpec, RepairProgress } from './types.js';
+import { earlierRevision, pushRevision } from './push-revision.js';
+import { endingFor, leftBehind, Reporter, refOf } from './reporter.js';
+import { republish } from './resume.js';
+import { progressStatus } from './progress.js';
+import type { ModelSpec } from './types.js';
 
 /**
  * The app's run job, as a list of steps over one RunContext: prepare (context.ts) → repair → for a
@@ -42,29 +41,6 @@ import type { ModelSpec, RepairProgress } from './types.js';
  * or wait to publish again (resume.ts). The status comment and the run's comments go through the
  * Reporter (reporter.ts).
  */
-
-/** A build longer than this is named on the status comment (it would otherwise look like a stuck run). */
-const LONG_BUILD_MS = 60_000;
-
-/** What the status comment shows of a repair's progress. */
-export function progressStatus(p: RepairProgress): StatusState {
-  if (p.phase === 'done') return { phase: 'verifying' };
-  return {
-    phase: p.phase,
-    step: p.step,
-    tokensUsed: p.tokens_used,
-    tokenBudget: p.token_budget,
-    costUsd: p.cost_usd,
-    costBudget: p.cost_budget,
-    estimated: p.estimated,
-    lastTest: p.last_test,
-    ...(p.build && p.build.elapsed_ms >= LONG_BUILD_MS
-      ? {
-          detail: `Building the test environment for ${Math.round(p.build.elapsed_ms / 60_000)} min: ${code(p.build.step)}`,
-        }
-      : {}),
-  };
-}
 
 export type { JobDeps };
 
@@ -169,7 +145,7 @@ export class JobRunner implements QueueHooks {
     this.o.log?.warn({ run: run.id, state: run.state, reason, error: run.error }, 'run ended');
     const gh = await this.o.auth(run.installation_id);
     await this.reporter.interrupted(run, gh, `Interrupted: ${why}.`);
-    const said = `AgenticFix run \`${run.id}\` was interrupted because ${why} before it finished. Nothing was published. Comment \`/agenticfix rerun\` to start again.`;
+    const said = `AgenticFix run \`${run.id}\` was interrupted because ${why} before it finished. ${leftBehind(run)}`;
     await this.reporter.tell(run, gh, refOf(run), 'interrupted', said);
   }
 
@@ -218,6 +194,9 @@ export class JobRunner implements QueueHooks {
     const prepared = await prepare(this.s, run, { gh, signal, model: this.o.model });
     if ('refused' in prepared) return prepared.refused;
     const c = prepared.context;
+    // A revision an earlier attempt verified and recorded (its job put back): published as recorded.
+    const earlier = earlierRevision(c);
+    if (earlier) return earlier;
     const count = attemptCount(run, c.rc);
     if (count > 1)
       return runAttempts(c, count, parts, (result, report, extra) => this.publish(c, result, report, extra));
@@ -253,11 +232,10 @@ export class JobRunner implements QueueHooks {
     made?: Promise<Commit>,
   ): Promise<RunUpdate> {
     const { run, signal } = c;
-    const record = (attempts: number, next_at: string) =>
-      pendingFields(pendingOf(c, result, report, attempts, new Date(next_at)));
+    const record = pendingOf(c, result, report, 0, new Date());
     // What publishing needs is stored with the verdict, before anything is pushed: a process that dies
     // from here on leaves a run that is published again (publish_pending), never a lost verified patch.
-    await this.o.store.update(run.id, { verdict: report.verdict, ...record(0, new Date().toISOString()) });
+    await this.o.store.update(run.id, { verdict: report.verdict, ...pendingFields(record) });
     if (signal.aborted) return {};
     this.o.log?.info({ run: run.id, phase: 'publishing' }, 'run phase');
     const publishing = stopwatch();
@@ -269,8 +247,7 @@ export class JobRunner implements QueueHooks {
       return { ...opened, publish: null };
     } catch (e) {
       // Publishing waits and is tried again (resumePublishing); the model is not run again.
-      const pending = record(1, nextTry(1, this.o.config.app.publishRetryBaseMs));
-      return { ...pending, state: 'publish_pending', error: capMiddle(`publishing failed: ${message(e)}`) };
+      return publishLater(record, e, this.o.config.app.publishRetryBaseMs);
     }
   }
 

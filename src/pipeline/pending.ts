@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { capMiddle } from '../trace/cap.js';
 import type { RunRecord, RunUpdate } from '../store/store.js';
 import { VerificationReportSchema } from '../verify/types.js';
 import type { RepairResult } from '../agent/types.js';
@@ -30,8 +31,16 @@ export const PENDING_PUBLISH = z.strictObject({
   dockerfile: z.string().nullable(),
   attempts: z.number().int().min(0),
   next_at: z.string(),
+  /**
+   * A revision (push-revision.ts): its verified commit, the pull request's head it was made on, and
+   * the branch, stored before the push; publishing again finds the commit on the branch or pushes it.
+   */
+  revision: z.strictObject({ commit: z.string(), parent: z.string(), branch: z.string() }).optional(),
 });
+export type RevisionPush = NonNullable<PendingPublish['revision']>;
 export type PendingPublish = z.infer<typeof PENDING_PUBLISH>;
+
+export const message = (e: unknown): string => (e instanceof Error ? e.message : String(e));
 
 /** The run update that records the pending publication. */
 export const pendingFields = (p: PendingPublish): RunUpdate => ({ publish: JSON.stringify(p) });
@@ -46,6 +55,16 @@ export function readPending(
   } catch (err) {
     return { ok: false, error: `its publishing record is unreadable: ${(err as Error).message}` };
   }
+}
+
+/** A publication whose try failed: it waits (`publish_pending`) and is tried again after its back-off. */
+export function publishLater(p: PendingPublish, err: unknown, retryBaseMs: number): RunUpdate {
+  const attempts = p.attempts + 1;
+  return {
+    ...pendingFields({ ...p, attempts, next_at: nextTry(attempts, retryBaseMs) }),
+    state: 'publish_pending',
+    error: capMiddle(`publishing failed: ${message(err)}`),
+  };
 }
 
 /** When the try after `attempts` failed ones is due. */

@@ -184,6 +184,24 @@ export function interruptionCause(run: Pick<RunRecord, 'error'>): string {
   return `Interrupted: ${inert(capMiddle(run.error, 500))}.`;
 }
 
+/** How a run is started again: a revision is asked for again on its pull request, a run on its issue. */
+const startAgain = (run: Pick<RunRecord, 'revision'>): string =>
+  run.revision !== null
+    ? 'Comment `/agenticfix revise <what to change>` to ask for the revision again.'
+    : 'Comment `/agenticfix rerun` to start again.';
+
+/** What an interrupted run left on GitHub (its pushed commit, if any), and how to start it again. */
+export function leftBehind(run: Pick<RunRecord, 'revision' | 'pushed_commit'>): string {
+  const revision = run.revision !== null;
+  const left =
+    run.pushed_commit !== null
+      ? `Its commit ${run.pushed_commit} was pushed${revision ? " to the pull request's branch" : ''}; nothing after it was published.`
+      : revision
+        ? 'Nothing was pushed to the pull request.'
+        : 'Nothing was published.';
+  return `${left} ${startAgain(run)}`;
+}
+
 /** The status a run's end shows, or null for an end that needs none (done: publishing said it). */
 export function endingFor(run: RunRecord): StatusState | null {
   switch (run.state) {
@@ -194,7 +212,7 @@ export function endingFor(run: RunRecord): StatusState | null {
     case 'interrupted':
       return {
         phase: 'interrupted',
-        detail: `${interruptionCause(run)} Comment \`/agenticfix rerun\` to start again.`,
+        detail: `${interruptionCause(run)} ${startAgain(run)}`,
       };
     case 'failed':
       return {

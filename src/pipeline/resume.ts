@@ -7,14 +7,14 @@ import { capMiddle } from '../trace/cap.js';
 import { publishExtra, recordedAttempts } from './attempts.js';
 import type { Services } from './context.js';
 import { openPr } from './open-pr.js';
-import { nextTry, pendingFields, PUBLISH_ATTEMPTS, readPending } from './pending.js';
+import { resumeRevision } from './push-revision.js';
+import { message, nextTry, pendingFields, PUBLISH_ATTEMPTS, readPending } from './pending.js';
 import { refOf } from './reporter.js';
-
-export const message = (e: unknown): string => (e instanceof Error ? e.message : String(e));
 
 /**
  * Publishes a run that waits to (`publish_pending`) when its next try is due, from what its record
- * keeps (any process that serves the store can). After PUBLISH_ATTEMPTS the run fails and the issue
+ * keeps (any process that serves the store can): a first run's pull request, or a revision's push and
+ * comments (push-revision.ts). After PUBLISH_ATTEMPTS the run fails and the issue
  * gets the patch; `ended` is told of a run that ends that way.
  */
 export async function republish(
@@ -56,7 +56,9 @@ export async function republish(
     };
     const attempts = recordedAttempts(run);
     const extra = attempts.length > 0 ? publishExtra(c, attempts) : undefined;
-    const fields = await openPr(c, result, pending.report, extra);
+    const fields = pending.revision
+      ? await resumeRevision(c, result, pending.report, pending.revision)
+      : await openPr(c, result, pending.report, extra);
     await end({ error: null, ...fields });
     reporter.release(run);
   } catch (e) {

@@ -272,8 +272,27 @@ async function withBody<T>(body: string, send: (body: string) => Promise<T>): Pr
  * The app's comment on the issue that carries `mark` (the oldest), or null: a write an earlier try or an
  * earlier process made, whose id was never recorded. Anyone else's comment with the marker is ignored.
  */
-export async function landedComment(gh: GitHub, ref: IssueRef, mark: Marker): Promise<number | null> {
-  const place = placeOf(`/repos/${ref.owner}/${ref.repo}/issues/${ref.issue}/comments`) as Place;
+export function landedComment(gh: GitHub, ref: IssueRef, mark: Marker): Promise<number | null> {
+  return landedAt(gh, `/repos/${ref.owner}/${ref.repo}/issues/${ref.issue}/comments`, mark);
+}
+
+/** The same for the app's reply in the review thread of comment `inReplyTo` on pull request `ref.issue`. */
+export function landedReply(
+  gh: GitHub,
+  ref: IssueRef,
+  inReplyTo: number,
+  mark: Marker,
+): Promise<number | null> {
+  return landedAt(
+    gh,
+    `/repos/${ref.owner}/${ref.repo}/pulls/${ref.issue}/comments/${inReplyTo}/replies`,
+    mark,
+  );
+}
+
+/** The app's write carrying `mark` where a POST to `postPath` writes (landed.ts placeOf), or null. */
+async function landedAt(gh: GitHub, postPath: string, mark: Marker): Promise<number | null> {
+  const place = placeOf(postPath) as Place;
   const origin = new URL(gh.request.endpoint.DEFAULTS.baseUrl).origin;
   const [landed] = await marked(gh as unknown as Requester, origin, place, mark);
   return landed?.id ?? null;

@@ -98,6 +98,8 @@ export const CALC_FILES = {
 export const CALC_TEST = ['python3', '-c', 'import calc; assert calc.add(2, 3) == 5, calc.add(2, 3)'];
 export const CALC_CONFIG = `test: ${JSON.stringify(CALC_TEST)}\n`;
 export const CALC_FIX = { 'calc.py': 'def add(a, b):\n    return a + b\n' };
+/** CALC_FIX with a docstring: what a revision asked for "a docstring" changes. */
+export const CALC_DOCSTRING = { 'calc.py': 'def add(a, b):\n    """Return a + b."""\n    return a + b\n' };
 
 /** The scripted model's fix of CALC_FILES: read, edit `a - b` into `a + b`, optionally test, finish. */
 export function calcFixScript(

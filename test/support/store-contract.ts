@@ -295,6 +295,41 @@ export function runStoreContract(backend: StoreBackend): void {
     await store.close();
   });
 
+  // A revision's record is stored before its push (push-revision.ts): once it is, the revision is resumed.
+  it('after a crash a revision with its publishing record (its commit maybe pushed) becomes publish_pending; one without is interrupted', async () => {
+    const store = await open();
+    const revision = (issue: number) =>
+      store.createRun(
+        newRun({ issue, trigger: 'revise', revision: 1, pr_number: issue + 1, head_commit: 'b'.repeat(40) }),
+      );
+    const pushed = await revision(11);
+    await store.update(pushed.id, {
+      state: 'running',
+      verdict: 'verified',
+      publish: '{"attempts":0}',
+      pushed_commit: 'c'.repeat(40),
+    });
+    const working = await revision(13);
+    await store.update(working.id, { state: 'running' });
+
+    const restarted = await open();
+    const left = await restarted.markInterrupted();
+    expect(left.find((r) => r.id === pushed.id)).toMatchObject({
+      state: 'publish_pending',
+      revision: 1,
+      pr_number: 12,
+      pushed_commit: 'c'.repeat(40),
+      publish: '{"attempts":0}',
+    });
+    expect(left.find((r) => r.id === working.id)).toMatchObject({
+      state: 'interrupted',
+      revision: 1,
+      pushed_commit: null,
+    });
+    await restarted.close();
+    await store.close();
+  });
+
   it('records a batch in one go: a body twice in the batch is a replay the second time', async () => {
     const store = await open();
     const body = (n: number) => JSON.stringify({ n });

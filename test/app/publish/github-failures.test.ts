@@ -6,6 +6,7 @@ import type { FaultResponse, GitHubEmulator } from '../../../src/emulator/github
 import type { GitHub } from '../../../src/publish/github.js';
 import { branchFor } from '../../../src/publish/pr.js';
 import {
+  CALC_DOCSTRING,
   CALC_FILES,
   CALC_FIX,
   CALC_TEST,
@@ -30,7 +31,6 @@ const R = 'faulty';
 /** Where issues are transferred: a repository of the same installation, and one of another account. */
 const SIBLING = 'sibling';
 const STRANGER = 'stranger-org';
-const DOCSTRING = { 'calc.py': 'def add(a, b):\n    """Return a + b."""\n    return a + b\n' };
 
 describe('GitHub failing under a run', () => {
   let emu: GitHubEmulator;
@@ -39,7 +39,7 @@ describe('GitHub failing under a run', () => {
   let gate: Promise<void> | undefined;
   let release: () => void = () => undefined;
   const deps = fakeDeps({
-    edits: (o) => (o.issue.revision === undefined ? CALC_FIX : DOCSTRING),
+    edits: (o) => (o.issue.revision === undefined ? CALC_FIX : CALC_DOCSTRING),
     get gate() {
       return gate;
     },

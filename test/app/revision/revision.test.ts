@@ -7,6 +7,7 @@ import { mentions } from '../../../src/webhook/commands.js';
 import type { RunningApp } from '../../../src/app.js';
 import { git } from '../../../src/workspace/git.js';
 import {
+  CALC_DOCSTRING,
   CALC_FILES,
   CALC_FIX,
   CALC_TEST,
@@ -28,7 +29,6 @@ import { unmarked } from '../../../src/trace/marker.js';
 
 const O = 'acme';
 const R = 'calc';
-const DOCSTRING = { 'calc.py': 'def add(a, b):\n    """Return a + b."""\n    return a + b\n' };
 const NAMED = {
   'calc.py':
     'def add(a, b):\n    """Return a + b."""\n    if not isinstance(a, int):\n        raise TypeError(f"add: argument a must be an int, got {a!r}")\n    return a + b\n',
@@ -48,7 +48,7 @@ describe('revisions of the app’s draft pull request', () => {
         if (asked === undefined) return CALC_FIX;
         if (asked.includes('break it')) return WRONG;
         if (asked.includes('name the argument')) return NAMED;
-        return DOCSTRING;
+        return CALC_DOCSTRING;
       },
       get gate() {
         return gate;

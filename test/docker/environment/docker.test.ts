@@ -334,6 +334,16 @@ while n < 10000:
     expect(out.detail).toMatch(/no-such-binary/);
   });
 
+  // Found as "Jest did not exit one second after the test run": each run left its 2 s output-drain
+  // timer armed, which held a one-shot process (a CLI run, a start-up check) open after its work.
+  it('a finished run leaves no timer behind', async () => {
+    const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    const before = timers();
+    const out = await sandbox.run(req(repo, ['true']));
+    expect(out.status).toBe('passed');
+    expect(timers()).toBe(before);
+  });
+
   it('build_environment tool: structured failure, then success switches the run to the new sandbox', async () => {
     const runDir = mkdtempSync(path.join(tmpdir(), 'agenticfix-rundir-'));
     dirs.push(runDir);

@@ -184,7 +184,6 @@ describe('context policy', () => {
       compacted: 'read_file path=src/a.js',
       outcome: 'ok',
       cut_tokens: cut('a'),
-      stale: false,
       restore: 'same call',
     });
     expect(JSON.parse(tool(msgs, 'b'))).toEqual({
@@ -224,7 +223,7 @@ describe('context policy', () => {
     ctx.addObservation('e2', 'edit_file', { path: 'src/a.js' }, ok({ diff: '+y' }), true);
     const later = ctx.messages();
     expect(prefixOf(msgs, later)).toBe(true);
-    expect(JSON.parse(tool(later, 'a')).stale).toBe(false);
+    expect(JSON.parse(tool(later, 'a'))).not.toHaveProperty('stale');
   });
 
   it('never makes a stub that does not shrink its result: a smaller one before the stubs stays whole', () => {
@@ -275,7 +274,7 @@ describe('context policy', () => {
     expect(ctx.compact()).toMatchObject({ observations: 1 });
     // Found: the stub kept no version, so the model had to read the file again before editing it.
     expect(JSON.parse(tool(ctx.messages(), 'r'))).toEqual({
-      compacted: 'read_file path=src/a.js',
+      compacted: 'read_file',
       outcome: 'ok',
       cut_tokens: expect.any(Number),
       restore: 'same call',
@@ -284,8 +283,35 @@ describe('context policy', () => {
       end_line: 400,
       total_lines: 900,
       version,
-      stale: false,
     });
+  });
+
+  it('a stub names each argument once: the kept fields give the rest of the call', () => {
+    const ctx = new ContextManager({ ...params, observationMaxChars: 4000 }, 'S', 'T');
+    const data = {
+      path: 'src/a.js',
+      version: 'a'.repeat(16),
+      total_lines: 900,
+      start_line: 300,
+      end_line: 340,
+    };
+    call(ctx, 'r', 'read_file');
+    // end_line past what the file gave: the call asked for more than the window shows, so it is named.
+    const args = { path: 'src/a.js', start_line: 300, end_line: 2000 };
+    ctx.addObservation('r', 'read_file', args, ok({ ...data, content: 'x'.repeat(3000) }), false);
+    read(ctx, 'r2', 'src/b.js', 'y'.repeat(300));
+    expect(ctx.compact()).toMatchObject({ observations: 1 });
+    const stub = tool(ctx.messages(), 'r');
+    // Found: every read's stub said its path and first line twice (`read_file path=src/a.js
+    // start_line=300` beside `path` and `start_line`) and `stale: false`, in every later request.
+    expect(JSON.parse(stub)).toEqual({
+      compacted: 'read_file end_line=2000',
+      outcome: 'ok',
+      cut_tokens: expect.any(Number),
+      restore: 'same call',
+      ...data,
+    });
+    expect(stub.match(/src\/a\.js/g)).toHaveLength(1);
   });
 
   it('a settled failure in the state', () => {

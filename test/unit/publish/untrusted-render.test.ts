@@ -1,4 +1,4 @@
-import { progressStatus } from '../../../src/pipeline/job.js';
+import { progressStatus } from '../../../src/pipeline/progress.js';
 import { runBody } from '../../../src/web/run-page.js';
 import { runList } from '../../../src/web/list-page.js';
 import { attemptBody, attemptsSection, type AttemptEntry } from '../../../src/web/attempts-page.js';

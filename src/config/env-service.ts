@@ -7,9 +7,11 @@ import { bool, int } from './setting.js';
  */
 export const SERVICE_SETTINGS = {
   // App
-  AGENTICFIX_CONCURRENCY: int(2, 1).describe('concurrent runs of the app (or of one worker)'),
+  AGENTICFIX_CONCURRENCY: int(2, 1).describe(
+    "concurrent runs of the app (or of one worker); a run's attempts beyond its first take free slots too, so attempts run side by side where there is room",
+  ),
   AGENTICFIX_INSTALLATION_CONCURRENCY: int(0, 0).describe(
-    "runs of one installation at once (serve's, or across all workers), the others wait in the queue; distributed, a run's attempts running on other workers count too (0: no limit)",
+    "runs of one installation at once (serve's, or across all workers), the others wait in the queue; a run's attempts running beside it count too (0: no limit)",
   ),
   // On SIGTERM (serve running runs, a worker): no more runs; running ones get this long to finish,
   // then a worker hands them back to the queue and serve ends them `interrupted`, telling the issue.

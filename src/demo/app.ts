@@ -66,6 +66,14 @@ export interface AppDemoSummary {
   /** When the maintainer labelled the issue, and from then to the end of its run: the draft PR open, its comments posted. */
   labelled_at: string | null;
   label_to_pr_ms: number | null;
+  /** `again`: the second issue's run, on the same repository and app, timed as the first. */
+  again: {
+    run_id: string;
+    verdict: string | null;
+    trace_path: string | null;
+    labelled_at: string;
+    label_to_pr_ms: number;
+  } | null;
   error: string | null;
 }
 
@@ -93,7 +101,17 @@ export async function runAppDemo(
     model: 'scripted' | 'configured';
     /** Then the maintainer reviews the draft asking for a change, and the app revises it. */
     revise?: boolean;
-    /** Attempts of the run (repository `attempts`); the scripted ones fail, fix verbosely, fix minimally, in turn. */
+    /**
+     * Then, `afterMs` after the first run ended, a second issue on the same repository is labelled and run
+     * to its end: a user's second run (the mirror fetched, the images built), the benchmark's warm run.
+     */
+    again?: { afterMs: number };
+    /** Called as each issue is labelled (the benchmark reads its counters there). */
+    onLabel?: () => void;
+    /**
+     * Attempts of the run (repository `attempts`), side by side as the queue's slots allow; the scripted
+     * ones fail, fix verbosely, fix minimally, in the order they start.
+     */
     attempts?: number;
     /**
      * The models the attempts take in turn (repository `models`). Scripted: allowed and priced as the
@@ -118,34 +136,39 @@ export async function runAppDemo(
     publicKeyPem: keys.publicKey.export({ type: 'spki', format: 'pem' }).toString(),
     dataDir: path.join(work, 'github'),
   });
+  const revision = opts.revise
+    ? [
+        calculatorScript(
+          config.sandbox.baseImage,
+          calculatorRevisionCalls(),
+          "divide's RangeError now names the divisor b; all five tests pass.",
+        ),
+      ]
+    : [];
+  // Attempts run side by side (as many as the queue has slots): each conversation replays a script of
+  // its own, handed out in the order they start; the revision's comes after them.
+  const attemptScripts = Array.from({ length: attempts }, (_, i) =>
+    calculatorScript(config.sandbox.baseImage, calculatorAttemptCalls(i + 1), `attempt ${i + 1} done.`),
+  );
+  const againScript = opts.again
+    ? [calculatorScript(config.sandbox.baseImage, calculatorFixCalls(), 'fixed.')]
+    : [];
+  const fix = calculatorScript(
+    config.sandbox.baseImage,
+    calculatorFixCalls(),
+    'subtract now computes a - b, and divide throws a RangeError when dividing by zero; all five tests pass.',
+  );
   const scripted =
-    opts.model === 'scripted'
-      ? await startScriptedModelServer(
-          (attempts > 1
-            ? Array.from({ length: attempts }, (_, i) =>
-                calculatorScript(
-                  config.sandbox.baseImage,
-                  calculatorAttemptCalls(i + 1),
-                  `attempt ${i + 1} done.`,
-                ),
-              ).flat()
-            : calculatorScript(
-                config.sandbox.baseImage,
-                calculatorFixCalls(),
-                'subtract now computes a - b, and divide throws a RangeError when dividing by zero; all five tests pass.',
-              )
-          ).concat(
-            opts.revise
-              ? calculatorScript(
-                  config.sandbox.baseImage,
-                  calculatorRevisionCalls(),
-                  "divide's RangeError now names the divisor b; all five tests pass.",
-                )
-              : [],
-          ),
-          { model: SCRIPTED_MODEL },
-        )
-      : null;
+    opts.model !== 'scripted'
+      ? null
+      : attempts > 1
+        ? await startScriptedModelServer([], {
+            model: SCRIPTED_MODEL,
+            instances: [...attemptScripts, ...revision, ...againScript],
+          })
+        : await startScriptedModelServer([fix, ...revision, ...againScript].flat(), {
+            model: SCRIPTED_MODEL,
+          });
   const model: ModelSpec = scripted
     ? { kind: 'url', baseUrl: scripted.url, name: SCRIPTED_MODEL }
     : { kind: 'openai' };
@@ -215,6 +238,7 @@ export async function runAppDemo(
     attempts: [],
     labelled_at: null,
     label_to_pr_ms: null,
+    again: null,
     error: null,
   };
   try {
@@ -226,24 +250,30 @@ export async function runAppDemo(
     emu.createRepo(OWNER, REPO, { fromDir: repoSource(work, CALCULATOR_TEST_ARGV, { more }) });
     emu.setPermission(OWNER, REPO, MAINTAINER, 'write');
     const [title, ...body] = CALCULATOR_ISSUE.replace(/^# /, '').split('\n');
-    const issue = emu.createIssue(OWNER, REPO, {
-      title: title!,
-      body: body.join('\n').trim(),
-      user: 'reporter-ray',
-    });
-    log(`GitHub emulator ${emu.url}: ${OWNER}/${REPO} issue #${issue}`);
-    log(`${MAINTAINER} labels #${issue} '${config.app.label}' → signed webhook to ${app.url}`);
-    summary.labelled_at = new Date().toISOString();
-    const labelled = performance.now();
-    const delivery = await emu.label(OWNER, REPO, issue, config.app.label, MAINTAINER);
-    log(`webhook acknowledged: HTTP ${delivery.status}`);
-    const started = (await app.store.forIssue(OWNER, REPO, issue))[0];
-    if (opts.serve && started) log(`run page (live): ${pageOf(started.id).sign_in_url}`);
-    await app.idle();
-    summary.label_to_pr_ms = Math.round(performance.now() - labelled);
-
-    const run = (await app.store.forIssue(OWNER, REPO, issue)).find((r) => r.revision === null);
-    if (!run) throw new Error('the app started no run');
+    /** Files the calculator issue, labels it and waits for the app to end its run (its comments posted). */
+    const fileAndLabel = async () => {
+      const issue = emu.createIssue(OWNER, REPO, {
+        title: title!,
+        body: body.join('\n').trim(),
+        user: 'reporter-ray',
+      });
+      log(`GitHub emulator ${emu.url}: ${OWNER}/${REPO} issue #${issue}`);
+      log(`${MAINTAINER} labels #${issue} '${config.app.label}' → signed webhook to ${app.url}`);
+      opts.onLabel?.();
+      const labelled_at = new Date().toISOString();
+      const labelled = performance.now();
+      const delivery = await emu.label(OWNER, REPO, issue, config.app.label, MAINTAINER);
+      log(`webhook acknowledged: HTTP ${delivery.status}`);
+      const started = (await app.store.forIssue(OWNER, REPO, issue))[0];
+      if (opts.serve && started) log(`run page (live): ${pageOf(started.id).sign_in_url}`);
+      await app.idle();
+      const label_to_pr_ms = Math.round(performance.now() - labelled);
+      const run = (await app.store.forIssue(OWNER, REPO, issue)).find((r) => r.revision === null);
+      if (!run) throw new Error(`the app started no run for #${issue}`);
+      return { issue, run, labelled_at, label_to_pr_ms };
+    };
+    const { issue, run, ...timed } = await fileAndLabel();
+    Object.assign(summary, timed);
     const opened = emu.pulls.find((p) => p.pull);
     if (opts.revise && opened) {
       const [, line] = fixedCalculator();
@@ -266,6 +296,17 @@ export async function runAppDemo(
           cost_usd: r.cost_usd,
           replied_threads: replies.filter((c) => r.pushed_commit && c.body.includes(r.pushed_commit)).length,
         }));
+    }
+    if (opts.again) {
+      await new Promise((resolve) => setTimeout(resolve, opts.again!.afterMs));
+      const second = await fileAndLabel();
+      summary.again = {
+        run_id: second.run.id,
+        verdict: second.run.verdict,
+        trace_path: second.run.run_dir && path.join(second.run.run_dir, 'events.jsonl'),
+        labelled_at: second.labelled_at,
+        label_to_pr_ms: second.label_to_pr_ms,
+      };
     }
     summary.run_id = run.id;
     summary.verdict = run.verdict;
@@ -313,11 +354,15 @@ export async function runAppDemo(
         : []),
     ];
     const revised = !opts.revise || summary.revisions.some((r) => r.verdict === 'verified' && r.commit);
-    summary.result = summary.verdict === 'verified' && summary.pr?.draft && revised ? 'success' : 'failure';
+    const again = !opts.again || summary.again?.verdict === 'verified';
+    summary.result =
+      summary.verdict === 'verified' && summary.pr?.draft && revised && again ? 'success' : 'failure';
     if (summary.result === 'failure')
       summary.error = !revised
         ? `the revision was not published: ${JSON.stringify(summary.revisions)}`
-        : (run.error ?? `run ended ${run.state} with verdict ${run.verdict}`);
+        : !again && summary.verdict === 'verified'
+          ? `the second issue's run ended with verdict ${summary.again?.verdict}`
+          : (run.error ?? `run ended ${run.state} with verdict ${run.verdict}`);
     if (opts.serve) Object.assign(summary, pageOf(run.id));
   } catch (err) {
     summary.error = (err as Error).message;

@@ -19,6 +19,7 @@ import { DockerSandbox, engineGone, LABEL, RUN_LABEL } from '../environment/dock
 import { RunSandboxes, type WarmSandbox } from '../environment/warm.js';
 import { buildNetworkMode, ensureBuildNetwork, proxyBuildArgs } from './network.js';
 import { ImageLeases } from './leases.js';
+import { Turns } from './turns.js';
 import type { BuildLog, BuildOptions, BuildResult, EnvironmentBuilder } from '../environment/types.js';
 import { stopwatch } from '../trace/phases.js';
 
@@ -47,6 +48,8 @@ const DiskUsageSchema = z.looseObject({
 export class DockerEnvironmentBuilder implements EnvironmentBuilder {
   private readonly warm: RunSandboxes;
   private readonly leases: ImageLeases;
+  /** Builds of one environment at once take turns (buildOnce): the engine builds it once. */
+  private readonly turns = new Turns();
 
   constructor(
     private readonly docker: Docker,
@@ -57,12 +60,14 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
   }
 
   async build(opts: BuildOptions): Promise<BuildResult> {
-    const result = await this.buildOnce(opts);
+    const turn = { end: () => {} };
+    const result = await this.buildOnce(opts, turn).finally(() => turn.end());
     if (result.success || opts.signal?.aborted || !(await engineGone(this.docker))) return result;
     return { ...result, engine_gone: true };
   }
 
-  private async buildOnce(opts: BuildOptions): Promise<BuildResult> {
+  /** Builds or takes from the cache, holding the environment's turn (ended by `turn.end`) from its key on. */
+  private async buildOnce(opts: BuildOptions, turn: { end: () => void }): Promise<BuildResult> {
     const elapsed = stopwatch();
     const settings = this.cfg.buildNetwork;
     const network = { proxy: settings.proxy !== undefined, ca: settings.caFile !== undefined };
@@ -96,6 +101,9 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
     // A forced rebuild (the judge's) gets a tag of its own: taking over the shared tag would leave the
     // image another run is still testing in untagged, and GC removes untagged images.
     const tag = `${ENV_REPO}:${key.slice(0, 20)}${opts.noCache ? `-${opts.runId.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 80)}` : ''}`;
+    // The same environment being built here already (another attempt of the run, side by side): once
+    // that build is over, this one is a cache hit.
+    if (!opts.noCache) turn.end = await this.turns.take(tag, opts.signal);
 
     if (!opts.noCache) {
       const cached = await this.docker

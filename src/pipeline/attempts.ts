@@ -17,7 +17,7 @@ import type { PartJobs } from '../queue/parts.js';
 
 /**
  * Several attempts of one run (repository `attempts`, `/agenticfix rerun attempts=N`): each is a job of
- * its own (a part of the run: in one process one after another, distributed spread over the workers),
+ * its own (a part of the run, side by side in the queue's free slots: in one process or on the workers),
  * a repair of its own (its own run id `<run>-a<n>`, worktree, sandbox and trace; attempts with the same
  * Dockerfile share its image, the builder keys images by content) judged on its own and recorded in the
  * store (RunStore.putAttempt). Among the verified ones the smallest patch is published (changed lines,
@@ -117,7 +117,7 @@ export interface PublishExtra {
 type Publish = (result: RepairResult, report: VerificationReport, extra: PublishExtra) => Promise<RunUpdate>;
 
 /**
- * The run's side: its attempts run as parts (in this process one after another, distributed as jobs
+ * The run's side: its attempts run as parts (in the embedded queue's free slots, distributed as jobs
  * spread over the workers: queue/parts.ts), each recording its outcome in the store; then the chosen
  * one is published, once, from what it stored.
  */

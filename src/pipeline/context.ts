@@ -85,10 +85,19 @@ export async function prepare(
   const { config } = s;
   const { gh } = a;
   const ref = refOf(run);
+  // The reads go out together and are judged in this order, as if made one after another: the first
+  // refusal (or failure) in it is the one reported.
+  const [issueRead, diskRead, repoRead, configRead, tokenRead] = await Promise.allSettled([
+    issueGone(gh, ref),
+    freeBytes([config.worktreeDir, config.runsDir]),
+    gh.rest.repos.get({ owner: run.owner, repo: run.repo }),
+    loadRepoConfig(gh, run.owner, run.repo, run.base_commit, config),
+    gh.auth({ type: 'installation' }) as Promise<{ token: string }>,
+  ]);
   // An issue deleted or transferred while the run was queued has nobody left to read its result.
-  const gone = await issueGone(gh, ref);
+  const gone = settled(issueRead);
   if (gone) return { refused: { state: 'failed', error: `${gone}; the run stopped before it started` } };
-  const free = await freeBytes([config.worktreeDir, config.runsDir]);
+  const free = settled(diskRead);
   if (free < config.app.minFreeBytes)
     return refused(
       'Not enough disk space',
@@ -101,10 +110,8 @@ export async function prepare(
       'this run has no snapshot of the issue (recorded by an older version of the app).',
     );
   const issue: IssueText = { title: run.issue_title, body: run.issue_body, number: run.issue };
-  const [repo, loaded] = await Promise.all([
-    gh.rest.repos.get({ owner: run.owner, repo: run.repo }),
-    loadRepoConfig(gh, run.owner, run.repo, run.base_commit, config),
-  ]);
+  const repo = settled(repoRead);
+  const loaded = settled(configRead);
   if (!loaded.ok) return refused('Configuration error', loaded.error);
   const rc = loaded.config;
   let dockerfile: string | undefined;
@@ -134,7 +141,7 @@ export async function prepare(
     if (unpriced) return refused('Cannot run', unpriced);
   }
   const remote = repo.data.clone_url;
-  const { token } = (await gh.auth({ type: 'installation' })) as { token: string };
+  const { token } = settled(tokenRead);
   const start = run.head_commit ?? run.base_commit;
   await s.workspaces.mirror(remote, tokenAuth(token), start);
   if (run.revision !== null && run.pr_number !== null && run.feedback !== null) {
@@ -173,6 +180,12 @@ export async function prepare(
     },
     inputs: { issue, spec, runConfig: { ...modelConfig, limits: repoLimits(modelConfig.limits, rc) }, start },
   };
+}
+
+/** A read's value, or its failure thrown. */
+function settled<T>(r: PromiseSettledResult<T>): T {
+  if (r.status === 'rejected') throw r.reason;
+  return r.value;
 }
 
 /** The model a run (or an attempt) uses: the repository config's or a rerun command's name over the operator's. */

@@ -28,7 +28,7 @@ import type { JobDeps, RunContext, RepairInputs, Services } from './context.js';
 import { freeBytes } from './disk.js';
 import { commitPatch, openPr } from './open-pr.js';
 import { message, pendingFields, pendingOf, publishLater } from './pending.js';
-import { emptyPatchError, judgeRun, NEVER_PUSHED, stopCause } from './policy.js';
+import { emptyPatchError, judgedThen, NEVER_PUSHED, stopCause } from './policy.js';
 import { earlierRevision, pushRevision } from './push-revision.js';
 import { endingFor, leftBehind, Reporter, refOf } from './reporter.js';
 import { republish } from './resume.js';
@@ -218,9 +218,10 @@ export class JobRunner implements QueueHooks {
     this.o.log?.info({ run: run.id, phase: 'verifying' }, 'run phase');
     const judging = stopwatch();
     const made = commitPatch(c, result);
-    const report = await judgeRun(c, result);
-    metrics.phaseSeconds.observe({ phase: 'judge' }, judging() / 1000);
-    return this.publish(c, result, report, undefined, made);
+    return judgedThen(c, result, (report) => {
+      metrics.phaseSeconds.observe({ phase: 'judge' }, judging() / 1000);
+      return this.publish(c, result, report, undefined, made);
+    });
   }
 
   /** Stores what publishing needs with the verdict, then opens the pull request (or waits to try again). */

@@ -3,7 +3,7 @@ import { matchingPattern } from '../config/path-patterns.js';
 import { repoLimits, type RepoConfig } from '../config/repo-config.js';
 import { patchFiles } from '../patch/patch.js';
 import type { StatusState } from '../publish/status.js';
-import { partsOf, type VerificationReport } from '../verify/types.js';
+import { partsOf, type JudgeOptions, type VerificationReport } from '../verify/types.js';
 import type { RunContext } from './context.js';
 
 /** Paths the app never pushes: changing workflows needs a permission the app does not hold, by design. */
@@ -33,6 +33,7 @@ export async function judgeRun(
   cumulative?: string,
   /** Whose patch it is: the run's, or one of its attempts' (attempts.ts). */
   label = c.run.id,
+  afterward?: JudgeOptions['afterward'],
 ): Promise<VerificationReport> {
   const { config, deps } = c.s;
   const report = await deps.judge({
@@ -47,9 +48,31 @@ export async function judgeRun(
     rebuild: c.rc.verify.rebuild,
     runId: `${label}-verify`,
     signal: c.signal,
+    afterward,
   });
   c.s.reporter.pages.verified(label, report);
   return report;
+}
+
+/**
+ * The run's patch judged, then `next` (publishing) given its report while the judge's worktrees and
+ * image lease are given back beside it; resolves once both are done.
+ */
+export async function judgedThen<T>(
+  c: RunContext,
+  result: RepairResult,
+  next: (report: VerificationReport) => Promise<T>,
+): Promise<T> {
+  let cleanup: Promise<void> = Promise.resolve();
+  const report = await judgeRun(c, result, undefined, c.run.id, (p) => {
+    cleanup = p;
+    p.catch(() => undefined); // its failure is thrown where it is awaited, after `next`
+  });
+  try {
+    return await next(report);
+  } finally {
+    await cleanup;
+  }
 }
 
 /** The status a judged run ends on: an infrastructure error is no verdict on the patch. */

@@ -45,6 +45,9 @@ export function appOctokit(config: Config, scrub?: { text(s: string): string }):
  */
 export const WRITE_BURST = 10;
 export const NOTIFYING_BURST = 6;
+/** How long an installation's writes pause before both bursts are whole again. */
+export const pacingRefillMs = (intervalMs: number): number =>
+  Math.max(WRITE_BURST, 3 * NOTIFYING_BURST) * intervalMs;
 /** Statuses a retry cannot change (the retry plugin's list); 403 and 429 are retried only as rate limits. */
 const FINAL_STATUSES = [400, 401, 403, 404, 410, 422, 451];
 const RETRIES = { server: 3, secondary: 3, primary: 2 };

@@ -15,7 +15,8 @@ export const branchFor = (issue: number): string => `agenticfix/issue-${issue}`;
 /** The name a run's branch gets when `branch` is taken. */
 export const runBranch = (branch: string, runId: string): string => `${branch}-${runId}`;
 
-export type PushResult = { ok: true; commit: string } | { ok: false; error: string };
+/** `stale`: the lease refused the push (git's "stale info"): the branch exists (create) or is not at `from`. */
+export type PushResult = { ok: true; commit: string } | { ok: false; error: string; stale?: true };
 
 interface Where {
   workspaces: GitWorkspaceManager;
@@ -37,25 +38,21 @@ export interface PushOptions extends Where {
 /**
  * Commits the patch on the base commit and pushes it to a branch that does not exist yet: `branch`, or
  * `<branch>-<run id>` when an earlier run's branch (with a maintainer's commits, revisions) holds the
- * name. The push only creates, so a commit the app did not make in this run is never replaced.
+ * name. The push only creates, so a commit the app did not make in this run is never replaced; its own
+ * answer says when a name is taken, so no separate look at the branches goes before it.
  */
 export async function pushPatch(
   o: PushOptions,
 ): Promise<{ ok: true; commit: string; branch: string } | { ok: false; error: string }> {
   const made = await (o.made ?? commitOnto({ ...o, parent: o.baseCommit, diffFrom: o.baseCommit }));
   if (!made.ok) return made;
-  const { token } = (await o.gh.auth({ type: 'installation' })) as { token: string };
   const names = [o.branch, runBranch(o.branch, o.runId)];
-  const seen = await authGit(
-    ['ls-remote', '--refs', o.cloneUrl, ...names.map((b) => `refs/heads/${b}`)],
-    o.workspaces.mirrorPath(o.cloneUrl),
-    token,
-  );
-  if (!seen.ok) return seen;
-  const branch = names.find((b) => !seen.stdout.includes(`\trefs/heads/${b}\n`));
-  if (!branch) return { ok: false, error: `the branches ${names.join(' and ')} exist already` };
-  const pushed = await pushCommit({ ...o, commit: made.commit, branch, mode: 'create' });
-  return pushed.ok ? { ...pushed, branch } : pushed;
+  for (const branch of names) {
+    const pushed = await pushCommit({ ...o, commit: made.commit, branch, mode: 'create' });
+    if (pushed.ok) return { ...pushed, branch };
+    if (!pushed.stale) return { ok: false, error: pushed.error };
+  }
+  return { ok: false, error: `the branches ${names.join(' and ')} exist already` };
 }
 
 export type Commit = { ok: true; commit: string; diff: string } | { ok: false; error: string };
@@ -110,7 +107,10 @@ export async function pushCommit(
     mirror,
     token,
   );
-  return pushed.ok ? { ok: true, commit: o.commit } : pushed;
+  if (pushed.ok) return { ok: true, commit: o.commit };
+  // git checks the lease against the refs the remote advertised and refuses before sending anything.
+  const stale = pushed.stdout.includes(`:${ref}\t[rejected] (stale info)`);
+  return { ok: false, error: pushed.error, ...(stale ? { stale } : {}) };
 }
 
 /** Per-call git config that authenticates HTTPS git with an installation token. */
@@ -124,7 +124,7 @@ async function authGit(
   args: string[],
   mirror: string,
   token: string,
-): Promise<{ ok: true; stdout: string } | { ok: false; error: string }> {
+): Promise<{ ok: true; stdout: string } | { ok: false; error: string; stdout: string }> {
   const auth = tokenAuth(token);
   const redactor = new Redactor([token, ...auth.map(([, v]) => v.replace('Authorization: Basic ', ''))]);
   try {
@@ -133,9 +133,10 @@ async function authGit(
     return {
       ok: false,
       error: `git ${args[0]} failed (exit ${res.exitCode}): ${capStderr(redactor.text(res.stderr))}`,
+      stdout: res.stdout,
     };
   } catch (e) {
-    return { ok: false, error: redactor.text(e instanceof Error ? e.message : String(e)) };
+    return { ok: false, error: redactor.text(e instanceof Error ? e.message : String(e)), stdout: '' };
   }
 }
 

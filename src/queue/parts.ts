@@ -1,9 +1,10 @@
 import type { RunRecord } from '../store/store.js';
 
 /**
- * A run's parts (its attempts, pipeline/attempts.ts) as work of their own: in one process one after
- * another (inlineParts), across workers as jobs of the distributed queue (bull-parts.ts). The run's own
- * job starts them and waits for their end; what each part found is in the store, never in the queue.
+ * A run's parts (its attempts, pipeline/attempts.ts) as work of their own, spread over the slots the
+ * queue has free: in one process over the embedded queue's (slottedParts, local.ts), across workers as
+ * jobs of the distributed queue (bull-parts.ts). The run's own job starts them and waits for their end;
+ * what each part found is in the store, never in the queue.
  */
 export interface PartJobs {
   /**
@@ -22,10 +23,51 @@ export type ExecutePart = (
   worker: string | null,
 ) => Promise<void>;
 
-/** Parts one after another in this process (the embedded queue); a part that throws is the hook's to report. */
-export const inlineParts = (execute: ExecutePart, worker: string | null = null): PartJobs => ({
+/** A part waiting in the embedded queue's line for a slot, as a distributed part's job waits for a worker. */
+export interface QueuedPart {
+  /** Its run (whose installation's slots it takes). */
+  run: RunRecord;
+  /** Runs it in the slot the queue gave it; resolves at its end, never rejects. */
+  start(): Promise<void>;
+}
+
+/** The slots of the embedded queue (LocalRunQueue), as its runs' parts ask for them. */
+export interface PartSlots {
+  /** Puts a part in the queue's line: the queue starts it once a slot of its own and of its installation is free. */
+  offer(part: QueuedPart): void;
+  /** Takes a part out of the line; false when the queue has started it (or it is no longer there). */
+  withdraw(part: QueuedPart): boolean;
+}
+
+/**
+ * Parts in one process, with the semantics of the distributed ones (bull-parts.ts): each part but the
+ * first waits in the queue's line for a slot of its own; the run's own slot runs the first, then every
+ * part no slot was free for by then, so a run never waits for a slot it holds. A part failing is the
+ * hook's to record.
+ */
+export const slottedParts = (slots: PartSlots, execute: ExecutePart): PartJobs => ({
   async run(run, count, signal) {
-    for (let n = 1; n <= count && !signal.aborted; n++)
-      await execute(run, n, signal, worker).catch(() => undefined);
+    const started: Promise<void>[] = [];
+    const runPart = (n: number) => execute(run, n, signal, null).catch(() => undefined);
+    const waiting = new Map<number, QueuedPart>();
+    for (let n = 2; n <= count && !signal.aborted; n++) {
+      const start = () => {
+        const end = runPart(n);
+        started.push(end);
+        return end;
+      };
+      waiting.set(n, { run, start });
+    }
+    // A stop drops the parts not started: they are never run.
+    const drop = () => waiting.forEach((part) => slots.withdraw(part));
+    signal.addEventListener('abort', drop, { once: true });
+    try {
+      waiting.forEach((part) => slots.offer(part));
+      if (!signal.aborted) await runPart(1);
+      for (const [n, part] of waiting) if (!signal.aborted && slots.withdraw(part)) await runPart(n);
+      await Promise.all(started);
+    } finally {
+      signal.removeEventListener('abort', drop);
+    }
   },
 });

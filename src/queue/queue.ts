@@ -7,7 +7,7 @@ import {
   type RunUpdate,
 } from '../store/store.js';
 import { storeUnreachable } from '../store/patient.js';
-import { inlineParts, type ExecutePart, type PartJobs } from './parts.js';
+import type { ExecutePart, PartJobs } from './parts.js';
 import { stoppedFields, type StopRequest } from './stop.js';
 
 /** The active runs of `run`'s issue recorded after it and before it: the newest run of an issue wins. */
@@ -46,7 +46,7 @@ export interface QueueHooks {
  * Where recorded runs wait and run: at most one active run per issue, and a new run for an issue
  * supersedes the older one (a queued one is dropped, a running one is aborted: its signal reaches
  * runRepair, which stops the container) and starts once the old one has stopped. In one process
- * (LocalRunQueue, below) or across workers on many machines (BullRunQueue, bullmq.ts); one contract
+ * (LocalRunQueue, local.ts) or across workers on many machines (BullRunQueue, bullmq.ts); one contract
  * suite (test/support/queue-contract.ts) for both.
  */
 export interface RunQueue {
@@ -69,7 +69,8 @@ export interface RunQueue {
   close(drainMs?: number): Promise<void>;
 }
 
-const message = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+/** An error's message, or what was thrown. */
+export const message = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
 export const issueKey = (r: Pick<RunRecord, 'owner' | 'repo' | 'issue'>): string =>
   `${r.owner}/${r.repo}#${r.issue}`.toLowerCase();
@@ -115,8 +116,8 @@ export interface ExecuteOptions {
   retry?: boolean;
   /** Waits between tries of recording the end (RECORD_RETRY_MS). */
   recordRetryMs?: readonly number[];
-  /** Where the run's parts run; one after another here by default. */
-  parts?: PartJobs;
+  /** Where the run's parts run: over the queue's free slots (the run's own, and others as they free up). */
+  parts: PartJobs;
 }
 
 /**
@@ -130,7 +131,7 @@ export async function executeRun(
   hooks: QueueHooks,
   queued: RunRecord,
   signal: AbortSignal,
-  o: ExecuteOptions = {},
+  o: ExecuteOptions,
 ): Promise<void> {
   const run = await ownUpdate(store, queued, {
     state: 'running',
@@ -141,8 +142,7 @@ export async function executeRun(
   });
   let fields: RunUpdate;
   try {
-    const parts = o.parts ?? inlineParts(async (...a) => hooks.executePart?.(...a));
-    fields = await hooks.execute(run, signal, parts);
+    fields = await hooks.execute(run, signal, o.parts);
   } catch (e) {
     const error = message(e);
     if (o.retry && !signal.aborted) {
@@ -213,184 +213,3 @@ export const orphanEnd = (run: RunRecord, why: string): RunUpdate =>
   run.publish !== null
     ? { state: 'publish_pending', error: AFTER_VERDICT, finished_at: null }
     : { state: 'interrupted', stop_reason: 'interrupted', finished_at: new Date().toISOString(), error: why };
-
-interface Active {
-  run: RunRecord;
-  controller: AbortController;
-  done: Promise<void>;
-}
-
-export interface LocalQueueOptions {
-  /** Runs of one installation at a time (0: no limit); their parts run within each run's slot. */
-  installationLimit?: number;
-  /** Waits between tries of recording a run's end. */
-  recordRetryMs?: readonly number[];
-}
-
-/**
- * The queue of a single process: at most `concurrency` runs at a time, at most `installationLimit` of
- * one installation, so that one installation's burst leaves room for the others'.
- */
-export class LocalRunQueue implements RunQueue {
-  private readonly pending: RunRecord[] = [];
-  private readonly active = new Map<string, Active>(); // by issue key
-  private readonly idleWaiters: (() => void)[] = [];
-  /** Ends of dropped runs still being recorded, by run id. */
-  private readonly dropping = new Map<string, Promise<void>>();
-  /** Ends the store would not take, by run id: reconcile() records them. */
-  private readonly unrecorded = new Map<string, { run: RunRecord; fields: RunUpdate }>();
-  private closed = false;
-  private readonly installationLimit: number;
-  private readonly recordRetryMs: readonly number[];
-
-  constructor(
-    private readonly store: RunStore,
-    private readonly concurrency: number,
-    private readonly hooks: QueueHooks,
-    o: LocalQueueOptions = {},
-  ) {
-    this.installationLimit = o.installationLimit ?? 0;
-    this.recordRetryMs = o.recordRetryMs ?? RECORD_RETRY_MS;
-  }
-
-  async enqueue(run: RunRecord): Promise<void> {
-    if (this.closed) throw new Error('queue is closed');
-    if (
-      this.pending.some((r) => r.id === run.id) ||
-      [...this.active.values()].some((a) => a.run.id === run.id)
-    )
-      return;
-    const key = issueKey(run);
-    this.dropPending(key, { kind: 'superseded', by: run.id });
-    this.active.get(key)?.controller.abort({ kind: 'superseded', by: run.id } satisfies StopRequest);
-    this.pending.push(run);
-    this.hooks.onQueued?.(run);
-    this.pump();
-  }
-
-  async cancel(owner: string, repo: string, issue: number, by: string): Promise<RunRecord | null> {
-    const key = issueKey({ owner, repo, issue });
-    const stop: StopRequest = { kind: 'cancelled', by };
-    const dropped = this.dropPending(key, stop);
-    const running = this.active.get(key);
-    if (running && !running.controller.signal.aborted) {
-      running.controller.abort(stop);
-      return running.run;
-    }
-    return dropped;
-  }
-
-  /** Resolves when nothing is queued or running and every dropped run's end is recorded. */
-  async idle(): Promise<void> {
-    if (this.pending.length > 0 || this.active.size > 0)
-      await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
-    await Promise.all([...this.dropping.values()]);
-  }
-
-  /** Stops accepting runs, lets running ones finish for `drainMs`, then aborts them (they end `interrupted`). */
-  async close(drainMs = 0): Promise<void> {
-    this.closed = true;
-    const dropped = this.pending
-      .splice(0)
-      .map((r) => this.drop(r, { state: 'interrupted', stop_reason: 'shutdown' }));
-    const running = Promise.all([...this.active.values()].map((a) => a.done));
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([running, new Promise((resolve) => (timer = setTimeout(resolve, drainMs)))]);
-    clearTimeout(timer);
-    for (const a of this.active.values()) a.controller.abort({ kind: 'shutdown' } satisfies StopRequest);
-    await Promise.all([...dropped, ...[...this.active.values()].map((a) => a.done)]);
-  }
-
-  private dropPending(key: string, stop: StopRequest): RunRecord | null {
-    const i = this.pending.findIndex((r) => issueKey(r) === key);
-    if (i < 0) return null;
-    const [run] = this.pending.splice(i, 1);
-    void this.drop(run!, stoppedFields(stop));
-    return run!;
-  }
-
-  private pump(): void {
-    while (!this.closed && this.active.size < this.concurrency) {
-      const i = this.pending.findIndex((r) => !this.active.has(issueKey(r)) && this.installationFree(r));
-      if (i < 0) break;
-      const [run] = this.pending.splice(i, 1);
-      this.start(run!);
-    }
-    if (this.pending.length === 0 && this.active.size === 0) this.idleWaiters.splice(0).forEach((f) => f());
-  }
-
-  private installationFree(run: RunRecord): boolean {
-    if (this.installationLimit === 0) return true;
-    let held = 0;
-    for (const a of this.active.values()) if (a.run.installation_id === run.installation_id) held++;
-    return held < this.installationLimit;
-  }
-
-  /**
-   * Runs that are `running` in the store with no live job here: ends the store would not take are
-   * recorded now, and any other such run (its job lost) ends as orphanEnd says. Periodically.
-   */
-  async reconcile(): Promise<RunRecord[]> {
-    const live = new Set([...this.active.values()].map((a) => a.run.id));
-    const ended: RunRecord[] = [];
-    for (const [id, end] of [...this.unrecorded]) {
-      if (live.has(id)) continue;
-      await finishRun(this.store, this.hooks, end.run, end.fields, []).then(
-        () => (this.unrecorded.delete(id), ended.push(end.run)),
-        (err: unknown) => this.hooks.onError?.(end.run, err),
-      );
-    }
-    for (const run of await this.store.list('running')) {
-      if (live.has(run.id) || this.unrecorded.has(run.id)) continue;
-      const fields = orphanEnd(run, 'its job was lost: its end was never recorded');
-      await finishRun(this.store, this.hooks, run, fields, []).then(
-        () => ended.push(run),
-        (err: unknown) => this.hooks.onError?.(run, err),
-      );
-    }
-    // Recorded but never enqueued (its enqueue failed): run it, unless a newer run of its issue is active.
-    for (const run of await this.store.list('queued')) {
-      if (this.closed || this.dropping.has(run.id)) continue; // enqueue() skips one queued or running here
-      const { newer } = await issueRunsAround(this.store, run);
-      if (newer) await this.drop(run, stoppedFields({ kind: 'superseded', by: newer.id }));
-      else await this.enqueue(run);
-    }
-    return ended;
-  }
-
-  private start(run: RunRecord): void {
-    const controller = new AbortController();
-    const key = issueKey(run);
-    const done = executeRun(this.store, this.hooks, run, controller.signal, {
-      recordRetryMs: this.recordRetryMs,
-    })
-      // A failure here must not become an unhandled rejection that stops the server. An end the store
-      // would not take (nor the start: the run never ran) is kept for reconcile().
-      .catch((err: unknown) => {
-        if (err instanceof NotOwner) return; // ended meanwhile (by reconcile): nothing of it is this queue's
-        this.unrecorded.set(
-          run.id,
-          err instanceof UnrecordedEnd
-            ? { run: err.run, fields: err.fields } // as started: its owner
-            : { run, fields: { state: 'failed', error: `the run could not start: ${message(err)}` } },
-        );
-        this.hooks.onError?.(run, err);
-      })
-      .finally(() => {
-        this.active.delete(key);
-        this.pump();
-      });
-    this.active.set(key, { run, controller, done });
-  }
-
-  /** Records the end of a run that never started; a failure goes to onError like any other. */
-  private drop(run: RunRecord, fields: RunUpdate): Promise<void> {
-    const done = finishRun(this.store, this.hooks, run, fields).catch((err: unknown) => {
-      if (err instanceof NotOwner) return;
-      if (err instanceof UnrecordedEnd) this.unrecorded.set(run.id, { run, fields: err.fields });
-      this.hooks.onError?.(run, err);
-    });
-    this.dropping.set(run.id, done);
-    return done.finally(() => this.dropping.delete(run.id));
-  }
-}

@@ -357,6 +357,9 @@ async function decide(opts: JudgeOptions, runId: string): Promise<VerificationRe
   } catch (err) {
     return finish(report, 'infra_error', infraReason(err));
   } finally {
-    await Promise.all([dispose(), worktrees.removeAll()]);
+    // Nothing runs in the worktrees or containers any more: the verdict does not wait for them to go.
+    const cleanup = Promise.all([dispose(), worktrees.removeAll()]).then(() => undefined);
+    if (opts.afterward) opts.afterward(cleanup);
+    else await cleanup;
   }
 }

@@ -51,6 +51,11 @@ export interface JudgeOptions extends Parts {
   rebuild?: RebuildPolicy;
   /** The agent's measured full suite: the cells' limit derives from it (see testLimitMs); unknown: the ceiling. */
   suiteMs?: number | null;
+  /**
+   * Takes the giving back of the judge's worktrees and image lease, which then goes on after the judge
+   * returns (beside publishing); the caller awaits it before its run ends. Without it the judge awaits it.
+   */
+  afterward?: (cleanup: Promise<void>) => void;
 }
 
 /** The four cells of live mode: which source and which tests each one runs. */

@@ -6,6 +6,7 @@ import type { Permission } from '../../src/emulator/github-state.js';
 import {
   startScriptedModelServer,
   type ScriptedModelServer,
+  type ScriptedServerOptions,
   type ScriptStep,
 } from '../../src/emulator/scripted-model.js';
 import type { JobDeps } from '../../src/pipeline/context.js';
@@ -51,6 +52,8 @@ export type AppWorldOptions = Partial<AppOptions> & {
   script?: ScriptStep[];
   /** The name the app asks the scripted model for (`scripted` unless said). */
   modelName?: string;
+  /** The scripted model's options (e.g. a script per conversation). */
+  scripted?: ScriptedServerOptions;
 };
 
 export interface AppWorld {
@@ -65,9 +68,9 @@ export interface AppWorld {
 }
 
 export async function startAppWorld(o: AppWorldOptions = {}): Promise<AppWorld> {
-  const { home: given, env = {}, script, modelName = 'scripted', ...appOptions } = o;
+  const { home: given, env = {}, script, modelName = 'scripted', scripted, ...appOptions } = o;
   const emu = await startEmulator();
-  const model = script ? await startScriptedModelServer(script) : undefined;
+  const model = script ? await startScriptedModelServer(script, scripted) : undefined;
   const home = given ?? tempDir('app-world-');
   const config = testConfig(home, env);
   const app = await startEmulatedApp(emu, {

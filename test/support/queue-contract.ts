@@ -23,8 +23,6 @@ export interface QueueBackend {
    * a stopping worker hands it back for another.
    */
   stopped: 'interrupted' | 'queued';
-  /** Whether a run's parts run apart from it (jobs of their own) or one after another within its slot. */
-  parts: 'apart' | 'within';
 }
 
 let n = 0;
@@ -98,6 +96,44 @@ export async function until(what: string, check: () => boolean | Promise<boolean
 
 const settle = () => new Promise((r) => setTimeout(r, 300));
 
+/**
+ * Hooks whose runs run three parts, each held until released (or stopped: the queue closing),
+ * counting how many run at once; `run` may hold a run of its own instead (another installation's).
+ */
+function heldParts(run?: (run: RunRecord, hold: () => Promise<void>) => Promise<boolean>) {
+  const release: (() => void)[] = [];
+  const hold = (signal: AbortSignal) =>
+    new Promise<void>((resolve) => {
+      release.push(resolve);
+      signal.addEventListener('abort', () => resolve(), { once: true });
+    });
+  const h = {
+    ran: [] as number[],
+    now: 0,
+    most: 0,
+    hooks: {
+      async execute(r, signal, parts) {
+        if (!(await run?.(r, () => hold(signal)))) await parts.run(r, 3, signal);
+        return { state: 'done' };
+      },
+      async executePart(_run, n, signal) {
+        h.ran.push(n);
+        h.most = Math.max(h.most, ++h.now);
+        await hold(signal);
+        h.now--;
+      },
+    } satisfies QueueHooks,
+    /** Releases what is held until `done` says the runs are over. */
+    async releaseUntil(done: () => Promise<boolean>) {
+      while (!(await done())) {
+        release.splice(0).forEach((f) => f());
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    },
+  };
+  return h;
+}
+
 export function runQueueContract(backend: QueueBackend): void {
   let store: RunStore;
   let closeQueue: (() => Promise<void>) | null;
@@ -138,7 +174,7 @@ export function runQueueContract(backend: QueueBackend): void {
     expect(jobs.queued).toEqual(runs.map((r) => r.id));
   });
 
-  // Issue 41, item 2: a run's attempts are parts run through the queue (distributed: jobs of their own).
+  // Issue 41, item 2: a run's attempts are parts run through the queue, each in a slot of its own.
   it("runs a run's parts to their end; a cancel stops the running ones and drops those not started", async () => {
     const ran: number[] = [];
     const stopped: number[] = [];
@@ -169,16 +205,34 @@ export function runQueueContract(backend: QueueBackend): void {
     hold = true;
     const held = await recordedRun(store, newRun(2));
     await q.enqueue(held);
-    await until('a part to run', () => ran.length > 0);
+    await until('two parts running, one in each slot', () => ran.length === 2);
     await settle();
     await q.cancel('acme', 'calc', 2, 'bob');
     await q.idle();
     await settle();
     expect(await stateOf(held.id)).toBe('cancelled');
-    expect(ran).toContain(1);
-    expect([...stopped].sort()).toEqual([...ran].sort()); // every part that ran was stopped
-    expect(ran.length).toBeLessThan(3); // and one waiting for a slot never ran
+    expect([...ran].sort()).toEqual([1, 2]);
+    expect([...stopped].sort()).toEqual([1, 2]); // every part that ran was stopped
+    // and the one waiting for a slot never ran
   });
+
+  // A run's parts (its attempts) use the queue's free slots at once, and no more of them: embedded, they
+  // ran one after another, so a run of three attempts took three times as long on a queue with room.
+  it.each([1, 2])(
+    "a run's parts run at once in the queue's free slots, never more than its concurrency (%i)",
+    async (concurrency) => {
+      const parts = heldParts();
+      const q = await make(parts.hooks, concurrency);
+      const run = await recordedRun(store, newRun(1));
+      await q.enqueue(run);
+      await until(`${concurrency} part(s) running`, () => parts.now === concurrency);
+      await settle(); // the third waits for a slot
+      expect(parts.now).toBe(concurrency);
+      await parts.releaseUntil(async () => (await stateOf(run.id)) === 'done');
+      expect([...parts.ran].sort()).toEqual([1, 2, 3]);
+      expect(parts.most).toBe(concurrency);
+    },
+  );
 
   it("holds an installation to its limit while other installations' runs go on", async () => {
     const jobs = new Jobs();
@@ -198,55 +252,35 @@ export function runQueueContract(backend: QueueBackend): void {
     expect(await stateOf(a2.id)).toBe('done');
   });
 
-  // A run's parts (its attempts) count against its installation's limit: distributed, each part's job
-  // waits for a slot of its installation like a run; a part no slot was free for, the run's own job
-  // runs itself (in one process every part runs within the run's slot). An installation asking for
-  // many attempts used to fill every worker slot while another installation's run waited.
+  // A run's parts (its attempts) count against its installation's limit: each part waits for a slot of
+  // its installation like a run; a part no slot was free for, the run's own job runs itself. An
+  // installation asking for many attempts used to fill every worker slot while another installation's
+  // run waited.
   it.each([1, 2])(
     "a run's parts take slots of its installation (limit %i): another installation's run goes on, and every part runs once",
     async (limit) => {
-      const ran: number[] = [];
-      const release: (() => void)[] = [];
-      let [partsNow, partsMost, otherStarted] = [0, 0, false];
-      const hold = (signal: AbortSignal) =>
-        new Promise<void>((resolve) => {
-          release.push(resolve);
-          signal.addEventListener('abort', () => resolve(), { once: true }); // the queue closing
-        });
-      const q = await make(
-        {
-          async execute(run, signal, parts) {
-            if (run.installation_id === 2) await ((otherStarted = true), hold(signal));
-            else await parts.run(run, 3, signal);
-            return { state: 'done' };
-          },
-          async executePart(_run, n, signal) {
-            ran.push(n);
-            partsMost = Math.max(partsMost, ++partsNow);
-            await hold(signal);
-            partsNow--;
-          },
-        },
-        3,
-        limit,
-      );
+      let otherStarted = false;
+      const parts = heldParts(async (run, hold) => {
+        if (run.installation_id !== 2) return false;
+        otherStarted = true;
+        await hold();
+        return true;
+      });
+      const q = await make(parts.hooks, 3, limit);
       const a = await recordedRun(store, newRun(1));
       await q.enqueue(a);
-      // Apart, as many parts as the installation has slots run at once (the run's slot runs the first).
-      const most = backend.parts === 'apart' ? limit : 1;
-      await until(`${most} part(s) running`, () => partsNow === most);
-      await settle(); // a part's job with no slot free waits
+      // As many parts as the installation has slots run at once (the run's slot runs the first).
+      await until(`${limit} part(s) running`, () => parts.now === limit);
+      await settle(); // a part with no slot free waits
       const b = await recordedRun(store, { ...newRun(2), installation_id: 2 });
       await q.enqueue(b);
       await until("the other installation's run started", () => otherStarted);
       await settle();
-      expect(partsMost).toBe(most);
-      while ((await stateOf(a.id)) !== 'done' || (await stateOf(b.id)) !== 'done') {
-        release.splice(0).forEach((f) => f());
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      expect([...ran].sort()).toEqual([1, 2, 3]);
-      expect(partsMost).toBe(most);
+      expect(parts.most).toBe(limit);
+      const over = async () => (await stateOf(a.id)) === 'done' && (await stateOf(b.id)) === 'done';
+      await parts.releaseUntil(over);
+      expect([...parts.ran].sort()).toEqual([1, 2, 3]);
+      expect(parts.most).toBe(limit);
     },
   );
 

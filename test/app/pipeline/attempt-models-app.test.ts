@@ -9,6 +9,8 @@ import { startAppWorld, type AppWorld } from '../../support/app-world.js';
  * Issue 41, item 1: `models: [m-one, m-two]` in the repository config mixes models across attempts. The
  * real repair against the scripted model: each attempt's requests name its model, each is priced at
  * its model's price, and the attempt's model is recorded and shown in the status and the attempts table.
+ * The two attempts run at once in the app's two slots (AGENTICFIX_CONCURRENCY's default), through the
+ * real pipeline: each prepares, repairs and is judged beside the other.
  */
 const PRICES: Record<string, ModelPrice> = {
   'm-one': { input: 1, cached_input: 0.1, output: 1 },
@@ -18,11 +20,26 @@ const PRICES: Record<string, ModelPrice> = {
 describe('models per attempt through the app', () => {
   const O = 'acme';
   let world: AppWorld;
+  /** Whether an attempt's first request came while the other's was held (both attempts asking at once). */
+  let together = false;
+  let held: (() => void) | null = null;
+  const holdFirst = (body: unknown): Promise<void> | undefined => {
+    const messages = (body as { messages: { role: string }[] }).messages;
+    if (messages.some((m) => m.role === 'assistant')) return; // not a conversation's first request
+    if (held) return void ((together = true), held());
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(() => release(), 5000); // attempts one after another: waited in vain
+      const release = () => ((held = null), clearTimeout(timer), resolve());
+      held = release;
+    });
+  };
 
   beforeAll(async () => {
+    const fix = calcFixScript('Changed `add` to add.');
     world = await startAppWorld({
-      // Two attempts, each the same fix: read, edit, finish.
-      script: [...calcFixScript('Changed `add` to add.'), ...calcFixScript('Changed `add` to add.')],
+      // Two attempts, each the same fix (read, edit, finish), at once in the app's two slots.
+      script: [],
+      scripted: { instances: [fix, fix], onRequest: (_i, body) => holdFirst(body) },
       modelName: 'operator-model',
       env: {
         AGENTICFIX_MODEL_ALLOWLIST: 'm-one,m-two',
@@ -48,11 +65,12 @@ describe('models per attempt through the app', () => {
     await emu.label(O, 'mixed', n, 'agenticfix', 'maint');
     await app.idle();
     const [run] = await app.store.forIssue(O, 'mixed', n);
+    expect(together).toBe(true);
     // Each attempt's requests named its own model (3 each: read, edit, finish), never the operator's.
     const asked = model.requests
       .filter((r) => r.path === '/v1/chat/completions')
       .map((r) => (r.body as { model: string }).model);
-    expect(asked).toEqual(['m-one', 'm-one', 'm-one', 'm-two', 'm-two', 'm-two']);
+    expect(asked.sort()).toEqual(['m-one', 'm-one', 'm-one', 'm-two', 'm-two', 'm-two']);
     const attempts = recordedAttempts(run!);
     expect(attempts.map((a) => [a.model, a.verdict])).toEqual([
       ['m-one', 'verified'],

@@ -2,8 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { git } from '../../../src/workspace/git.js';
-import { fakeDeps, report, startEmulatedApp, startEmulator, testConfig } from '../../support/app.js';
-import { calcRunEnded } from '../../support/app-world.js';
+import { fakeDeps, report, startEmulatedApp, startEmulator, testConfig, waitFor } from '../../support/app.js';
+import { calcRepo, calcRunEnded, labelledIssue } from '../../support/app-world.js';
 
 const O = 'acme';
 const R = 'overlap';
@@ -55,6 +55,45 @@ describe('publishing a verified patch', () => {
       expect(emu.branchHead(O, R, `agenticfix/issue-${run!.issue}`)).toBe(duringJudge[0]);
       expect(run!.pushed_commit).toBe(duringJudge[0]);
     } finally {
+      await app.close();
+      await emu.close();
+      rmSync(home, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it("publishes while the judge's worktrees are given back, and the run ends only once they are", async () => {
+    const emu = await startEmulator();
+    const home = mkdtempSync(path.join(tmpdir(), 'publish-cleanup-'));
+    let open = () => {};
+    const cleanup = new Promise<void>((r) => (open = r));
+    let handed = false;
+    const app = await startEmulatedApp(emu, {
+      config: testConfig(home),
+      deps: {
+        ...fakeDeps({ edits: () => ({ 'calc.py': 'def add(a, b):\n    return a + b\n' }) }),
+        // The stand-in judge's cleanup ends when the test says so.
+        judge: async (o) => {
+          o.afterward?.(cleanup);
+          handed = o.afterward !== undefined;
+          return report('verified', 'The stand-in judge accepts the patch.', o, []);
+        },
+      },
+      sandbox: 'local',
+    });
+    try {
+      calcRepo(emu, O, R);
+      emu.setWebhookUrl(app.url);
+      const n = await labelledIssue(app, emu, O, R);
+      // The draft and its comments are out while the cleanup still runs; the run is not over.
+      await waitFor(() => emu.pulls.some((p) => p.pull?.head === `agenticfix/issue-${n}`));
+      await waitFor(() => emu.comments(emu.pulls.find((p) => p.pull)!.number).length >= 3);
+      expect(handed).toBe(true);
+      expect((await app.store.forIssue(O, R, n))[0]!.state).toBe('running');
+      open();
+      await app.idle();
+      expect((await app.store.forIssue(O, R, n))[0]).toMatchObject({ state: 'done', verdict: 'verified' });
+    } finally {
+      open();
       await app.close();
       await emu.close();
       rmSync(home, { recursive: true, force: true });

@@ -138,6 +138,22 @@ describe('GitHub failing under a run', () => {
     expect(await statusOf(n)).toContain('❌ Failed');
   });
 
+  it("a run's reads before it starts go out together: the repository is read while the look at the issue is unanswered", async () => {
+    const from = emu.requests.length;
+    const n = await labelled('add() subtracts, read at once', {
+      before: (issue) =>
+        emu.holdNext({ method: 'GET', path: new RegExp(`/repos/${O}/${R}/issues/${issue}$`) }, 1500),
+    });
+    expect((await latest(n)).state).toBe('done');
+    // The order they were answered in (the emulator records a request as it answers it; publishing
+    // looks at the issue again).
+    const answered = emu.requests
+      .slice(from)
+      .map((r) => `${r.method} ${r.path}`)
+      .filter((r) => [`GET /repos/${O}/${R}`, `GET /repos/${O}/${R}/issues/${n}`].includes(r));
+    expect(answered.slice(0, 2)).toEqual([`GET /repos/${O}/${R}`, `GET /repos/${O}/${R}/issues/${n}`]);
+  });
+
   /** The app's requests about issue `n` (its comments included) from request `from` on. */
   const about = (n: number, from = 0) =>
     emu.requests

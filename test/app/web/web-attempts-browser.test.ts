@@ -45,7 +45,8 @@ describeIf(chromium)('attempt pages in a browser', () => {
     ).toBe('true');
     expect(await page.$$('.calls > li > details')).toHaveLength(1);
 
-    // Attempt 1 ends (attempt 2 waits at the gate): its page takes its outcome in without a reload.
+    // The attempts end (both wait at the gate, side by side): attempt 1's page takes its outcome in
+    // without a reload.
     f.release();
     await page.waitForFunction("document.getElementById('run').dataset.active === 'false'", {
       timeout: 20_000,
@@ -54,7 +55,6 @@ describeIf(chromium)('attempt pages in a browser', () => {
     expect(String(await page.$eval('.facts', (e) => e.textContent))).toMatch(/verified/);
 
     await Promise.all([page.waitForNavigation(), page.click(`nav a[href="/runs/${run}"]`)]);
-    f.release();
     await page.waitForFunction("document.getElementById('run').dataset.active === 'false'", {
       timeout: 20_000,
     });

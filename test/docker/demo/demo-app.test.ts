@@ -36,21 +36,26 @@ describeIf(await needDocker())(
       );
     });
 
-    it('a rerun with an unchanged environment builds no image, neither for the agent nor for the judge', async () => {
+    it("a second issue on the same repository (the benchmark's warm run) builds no image, neither for the agent nor for the judge", async () => {
       const setup = demoSetup('demo-rerun-');
-      const figures = async () => {
-        const s = await runAppDemo({ ...setup, model: 'scripted', log: () => {} });
-        expect(s.error).toBeNull();
-        return runFigures(
-          s.trace_path!,
-          path.join(setup.config.runsDir, `${s.run_id}-verify`, 'report.json'),
-        );
-      };
-      await figures();
-      const rerun = await figures();
-      expect(rerun.builds).toBe(0);
-      expect(rerun.reused).toBeGreaterThanOrEqual(2); // the agent's build_environment and the judge's
-      expect(rerun.testMs).toBeGreaterThan(0);
+      // Unpaced: back to back, the second run's writes would wait for GitHub's pacing.
+      const config = { ...setup.config, app: { ...setup.config.app, githubWriteIntervalMs: 0 } };
+      const s = await runAppDemo({
+        ...setup,
+        config,
+        model: 'scripted',
+        again: { afterMs: 0 },
+        log: () => {},
+      });
+      expect(s.error).toBeNull();
+      expect(s.again).toMatchObject({ verdict: 'verified', label_to_pr_ms: expect.any(Number) });
+      const again = runFigures(
+        s.again!.trace_path!,
+        path.join(setup.config.runsDir, `${s.again!.run_id}-verify`, 'report.json'),
+      );
+      expect(again.builds).toBe(0);
+      expect(again.reused).toBeGreaterThanOrEqual(2); // the agent's build_environment and the judge's
+      expect(again.testMs).toBeGreaterThan(0);
     });
   },
 );

@@ -151,6 +151,19 @@ d('Docker environment builder and sandbox (real engine)', () => {
     expect(img.Config.Labels).toMatchObject({ agenticfix: '1', 'agenticfix.run': runId });
   });
 
+  // Attempts of one run side by side ask for one environment at once: each used to build it.
+  it('one environment asked for twice at once is built once, the other build a cache hit of it', async () => {
+    const fresh = `FROM ${BASE_IMAGE}\nRUN echo ${runId} > /at-once\n`;
+    const both = await Promise.all(
+      [1, 2].map(() => builder.build({ dockerfile: fresh, worktree: repo, runId })),
+    );
+    expect(both.map((b) => [b.success, b.cache_hit]).sort()).toEqual([
+      [true, false],
+      [true, true],
+    ]);
+    expect(both[0]!.image_id).toBe(both[1]!.image_id);
+  });
+
   it('a broken Dockerfile fails with error lines naming the package; the corrected one builds', async () => {
     const broken = `${FIXTURE_DOCKERFILE}RUN apt-get install -y --no-install-recommends no-such-package-xyz\n`;
     const bad = await builder.build({ dockerfile: broken, worktree: repo, runId });

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { interruptionCause } from '../../../src/pipeline/reporter.js';
-import { LocalRunQueue } from '../../../src/queue/queue.js';
+import { LocalRunQueue } from '../../../src/queue/local.js';
 import { SqliteRunStore } from '../../../src/store/sqlite-store.js';
 import type { RunRecord, RunUpdate } from '../../../src/store/store.js';
 import { needService, serviceUrl } from '../../support/services.js';
@@ -20,7 +20,6 @@ describe('LocalRunQueue', () => {
         return { queue, close: () => queue.close() };
       },
       stopped: 'interrupted',
-      parts: 'within',
     }));
 
   it('close ends queued runs interrupted too and refuses new ones', async () => {
@@ -37,6 +36,37 @@ describe('LocalRunQueue', () => {
     expect((await store.get(b.id))!.state).toBe('interrupted');
     const late = await recordedRun(store, newRun(3));
     await expect(q.enqueue(late)).rejects.toThrow(/closed/);
+    await store.close();
+  });
+
+  // As a draining worker takes no more part jobs: a part still waiting when serve stops is its run's to
+  // run in its own slot, never started in a slot freed meanwhile.
+  it("close drains a run's parts: one still waiting runs in its run's slot, not in a freed one", async () => {
+    const store = new SqliteRunStore(':memory:');
+    const release = new Map<number, () => void>();
+    const ran: number[] = [];
+    const q = new LocalRunQueue(store, 2, {
+      async execute(run, signal, parts) {
+        await parts.run(run, 3, signal);
+        return { state: 'done' };
+      },
+      async executePart(_run, n) {
+        ran.push(n);
+        await new Promise<void>((resolve) => release.set(n, resolve));
+      },
+    });
+    const run = await recordedRun(store, newRun(1));
+    await q.enqueue(run);
+    await until('parts 1 and 2 running', () => ran.length === 2);
+    const closed = q.close(10_000);
+    release.get(2)!(); // a slot frees: part 3 stays in line
+    await new Promise((r) => setTimeout(r, 200));
+    expect([...ran].sort()).toEqual([1, 2]);
+    release.get(1)!(); // the run's own slot takes it
+    await until('part 3 running', () => ran.length === 3);
+    release.get(3)!();
+    await closed;
+    expect(await store.get(run.id)).toMatchObject({ state: 'done' });
     await store.close();
   });
 
@@ -135,7 +165,6 @@ describeIf(needService('AGENTICFIX_TEST_REDIS_URL'))('BullRunQueue with RunWorke
         return { queue: bull.queue, close: () => bull.close() };
       },
       stopped: 'queued',
-      parts: 'apart',
     }));
 
   // Issue 24, item 5: a worker ran any run record it found, minting a token for its installation.

@@ -1,0 +1,60 @@
+import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { compose } from '../../../src/cli/compose.js';
+import { judge } from '../../../src/verify/judge.js';
+import { git } from '../../../src/workspace/git.js';
+import { tempDir, testConfig } from '../../support/app.js';
+
+/**
+ * The judge's worktrees are given back beside publishing when its caller takes their cleanup
+ * (`afterward`, issue 40): the verdict is not held up by them, and they are all gone once it resolves.
+ * A patch that does not apply ends the judge after its four worktrees were made, with no Docker.
+ */
+describe('the judge hands its cleanup to its caller', () => {
+  let home: string;
+  beforeAll(() => {
+    home = tempDir('judge-cleanup-');
+  });
+  afterAll(() => rmSync(home, { recursive: true, force: true }));
+
+  it('returns its verdict before its worktrees go; the handed promise removes them all', async () => {
+    const repo = path.join(home, 'repo');
+    await git(['init', '-q', '-b', 'main', repo], { cwd: home });
+    writeFileSync(path.join(repo, 'calc.py'), 'def add(a, b):\n    return a - b\n');
+    await git(['add', '-A'], { cwd: repo });
+    await git(['-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-q', '-m', 'base'], { cwd: repo });
+    const base = (await git(['rev-parse', 'HEAD'], { cwd: repo })).stdout.trim();
+    const config = testConfig(home);
+    const worktrees = () => readdirSync(config.worktreeDir).filter((n) => n.startsWith('run-j-verify'));
+    // The worktrees' removal waits for `open()`: the judge must return before it.
+    const parts = compose(config);
+    let open = () => {};
+    const gate = new Promise<void>((r) => (open = r));
+    const workspaces = Object.create(parts.workspaces) as typeof parts.workspaces;
+    workspaces.removeMany = async (wts) => {
+      await gate;
+      return parts.workspaces.removeMany(wts);
+    };
+    let cleanup: Promise<void> | null = null;
+    const report = await judge({
+      ...parts,
+      workspaces,
+      config,
+      remote: repo,
+      baseCommit: base,
+      patch:
+        'diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a * b\n+    return a + b\n',
+      dockerfile: 'FROM scratch\n',
+      testArgv: ['true'],
+      runId: 'run-j-verify',
+      afterward: (p) => (cleanup = p),
+    });
+    expect(report.verdict).toBe('patch_does_not_apply');
+    expect(cleanup).not.toBeNull();
+    expect(worktrees().length).toBe(4);
+    open();
+    await cleanup;
+    expect(worktrees()).toEqual([]);
+    expect(existsSync(path.join(config.worktreeDir, 'run-j-verify-patched'))).toBe(false);
+  }, 20_000);
+});

@@ -15,7 +15,7 @@ const BENCHES: Record<string, () => Promise<Bench>> = {
   // The webhook part of `app` alone (no Docker demo).
   webhook: async () => (await import('./app.js')).benchWebhook,
   // The demo part of `app` alone: label-to-PR wall time cold and warm, and where the warm run's time goes.
-  demo: async () => (await import('./app.js')).demoWallTime,
+  demo: async () => (await import('./demo-wall.js')).demoWallTime,
   // The distributed queue (Redis, PostgreSQL) without Docker.
   scale: async () => (await import('./scale.js')).benchScale,
   // Real jest, vitest and mocha suites: measured limits and the judge's cells under them.

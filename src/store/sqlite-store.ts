@@ -40,6 +40,9 @@ function filterSql(f: RunFilter): { sql: string; args: unknown[] } {
   };
 }
 
+/** SQLite's default: a commit checkpoints the WAL once it holds this many pages. */
+const WAL_CHECKPOINT_PAGES = 1000;
+
 /**
  * The run store of a single process: embedded SQLite. Its calls are synchronous underneath, so each
  * method's work is done (and on disk) before its promise is returned.
@@ -87,13 +90,22 @@ export class SqliteRunStore implements RunStore {
       `INSERT OR IGNORE INTO deliveries (id, received_at, event, payload, body_sha256) VALUES (?, ?, ?, ?, ?)`,
     );
     const seen = this.statement('SELECT 1 FROM deliveries WHERE id = ?');
-    return this.db.transaction((): Claim[] => {
-      const at = now();
-      return batch.map((d) => {
-        if (insert.run(d.id, at, d.event, d.body, d.sha256).changes === 1) return 'new';
-        return seen.get(d.id) ? 'seen' : 'replay';
-      });
-    })();
+    // A commit that finds the WAL past its checkpoint size copies it into the database file and syncs
+    // it: 5-18 ms every few batches of a burst against 1-2 ms for the batch itself (measured), while the
+    // burst waits for its answers. Claims leave that to the next other write: routing the burst's
+    // deliveries writes right after it.
+    this.db.pragma('wal_autocheckpoint = 0');
+    try {
+      return this.db.transaction((): Claim[] => {
+        const at = now();
+        return batch.map((d) => {
+          if (insert.run(d.id, at, d.event, d.body, d.sha256).changes === 1) return 'new';
+          return seen.get(d.id) ? 'seen' : 'replay';
+        });
+      })();
+    } finally {
+      this.db.pragma(`wal_autocheckpoint = ${WAL_CHECKPOINT_PAGES}`);
+    }
   }
 
   async finishDelivery(deliveryId: string): Promise<void> {

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { runFigures } from '../../../src/bench/app.js';
+import { runFigures } from '../../../src/bench/demo-wall.js';
 import { runAppDemo } from '../../../src/demo/app.js';
 import { needDocker } from '../../support/docker.js';
 import { describeIf } from '../../support/skip.js';

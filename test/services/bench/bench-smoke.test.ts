@@ -45,6 +45,11 @@ itIf(await needDocker())(
       expect.objectContaining({
         webhook_ack_p99_ms: expect.any(Number),
         webhook_ack_large_burst_p99_ms: expect.any(Number),
+        // What the p99 is made of: the sender's part and the app thread's CPU and wait (Linux).
+        webhook_sender_write_ms: expect.any(Number),
+        webhook_app_cpu_us_per_delivery: expect.any(Number),
+        webhook_app_cpu_wait_ms: expect.any(Number),
+        webhook_sender_cpu_wait_ms: expect.any(Number),
         demo_warm_share_outside_tests: expect.any(Number),
         demo_cold_share_outside_tests: expect.any(Number),
         demo_warm_image_builds: 0,

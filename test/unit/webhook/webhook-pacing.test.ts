@@ -6,7 +6,6 @@ import { SqliteRunStore } from '../../../src/store/sqlite-store.js';
 import { RoutingBacklog } from '../../../src/webhook/backlog.js';
 import { DeliveryRecorder } from '../../../src/webhook/recorder.js';
 
-const tick = () => new Promise((r) => setTimeout(r, 1));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('the webhook endpoint paces its work behind its answers', () => {
@@ -29,65 +28,107 @@ describe('the webhook endpoint paces its work behind its answers', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  test('routing holds back while requests keep arriving, then runs at most `concurrency` at once', async () => {
-    const backlog = new RoutingBacklog(20, 10_000, 2);
-    let active = 0;
-    let most = 0;
-    const routed: number[] = [];
-    const route = (i: number) => async () => {
-      most = Math.max(most, ++active);
-      await sleep(5);
-      active--;
-      routed.push(i);
-    };
-    for (let i = 0; i < 6; i++) {
-      backlog.arrived();
-      backlog.add(route(i));
-      await tick();
-    }
-    expect(routed).toEqual([]); // a request arrived within the last 20 ms each time
-    await backlog.idle();
-    expect(routed).toEqual([0, 1, 2, 3, 4, 5]);
-    expect(most).toBe(2);
-  });
+  describe("on jest's clock: how loaded the machine is must not decide what counts as quiet", () => {
+    beforeEach(() => jest.useFakeTimers());
+    afterEach(() => jest.useRealTimers());
 
-  test('by default, a burst arriving in batches 10 ms apart is routed only after its last batch', async () => {
-    // A burst reaches the event loop one batch per turn; routing started between batches competes with
-    // answering the rest of the same burst.
-    // The batches' spacing must not depend on how loaded the machine is: the clock is jest's.
-    jest.useFakeTimers();
-    try {
+    /** A backlog and what it routed, in order; `deliver` is one request arriving and then added. */
+    const watched = (backlog = new RoutingBacklog()) => {
+      const routed: (string | number)[] = [];
+      const deliver = (name: string | number) => {
+        backlog.arrived();
+        backlog.add(async () => void routed.push(name));
+      };
+      return { backlog, routed, deliver };
+    };
+
+    test('routing holds back while requests keep arriving, then runs at most `concurrency` at once', async () => {
+      const backlog = new RoutingBacklog(20, 10_000, 2);
+      let active = 0;
+      let most = 0;
+      const routed: number[] = [];
+      const route = (i: number) => async () => {
+        most = Math.max(most, ++active);
+        await sleep(5);
+        active--;
+        routed.push(i);
+      };
+      backlog.arrived(); // a burst under way: its first delivery is not alone
+      for (let i = 0; i < 6; i++) {
+        backlog.arrived();
+        backlog.add(route(i));
+        await jest.advanceTimersByTimeAsync(5);
+      }
+      expect(routed).toEqual([]); // a request arrived within the last 20 ms each time
+      await jest.advanceTimersByTimeAsync(1000);
+      await backlog.idle();
+      expect(routed).toEqual([0, 1, 2, 3, 4, 5]);
+      expect(most).toBe(2);
+    });
+
+    test('by default, a burst arriving in batches 10 ms apart is routed only after its last batch', async () => {
+      // A burst reaches the event loop one batch per turn; routing started between batches competes
+      // with answering the rest of the same burst.
       const backlog = new RoutingBacklog();
       const routedAt: number[] = [];
       const t0 = performance.now();
       for (let batch = 0; batch < 10; batch++) {
-        for (let i = 0; i < 20; i++) {
-          backlog.arrived();
-          backlog.add(async () => void routedAt.push(performance.now() - t0));
-        }
+        // As the endpoint sees a batch: its requests arrive, then are recorded together and added.
+        for (let i = 0; i < 20; i++) backlog.arrived();
+        for (let i = 0; i < 20; i++) backlog.add(async () => void routedAt.push(performance.now() - t0));
         await jest.advanceTimersByTimeAsync(10);
       }
       expect(routedAt).toEqual([]);
       await jest.advanceTimersByTimeAsync(1000);
       expect(routedAt).toHaveLength(200);
       expect(Math.min(...routedAt)).toBeGreaterThan(90);
-    } finally {
-      jest.useRealTimers();
-    }
-  });
+    });
 
-  test('a steady stream of requests does not hold the oldest delivery past maxHold', async () => {
-    const backlog = new RoutingBacklog(20, 60, 2);
-    let routedAt = 0;
-    const t0 = performance.now();
-    backlog.arrived();
-    backlog.add(async () => void (routedAt = performance.now() - t0));
-    while (performance.now() - t0 < 300 && routedAt === 0) {
+    test('a delivery alone since the last quiet gap is routed at once; one in a burst waits for quiet', async () => {
+      // The quiet window protects a burst's answers; a lone label would only wait 50 ms for nothing.
+      const { backlog, routed, deliver } = watched();
+      deliver('first');
+      await jest.advanceTimersByTimeAsync(0);
+      expect(routed).toEqual(['first']);
+      // 50 ms without a request is a quiet gap: the next one is alone again.
+      await jest.advanceTimersByTimeAsync(50);
+      deliver('second');
+      await jest.advanceTimersByTimeAsync(0);
+      expect(routed).toEqual(['first', 'second']);
+      // A request 10 ms before it: part of a burst, routed 50 ms after the last request.
+      await jest.advanceTimersByTimeAsync(60);
       backlog.arrived();
-      await sleep(5);
-    }
-    expect(routedAt).toBeGreaterThanOrEqual(55);
-    expect(routedAt).toBeLessThan(250);
-    await backlog.idle();
+      await jest.advanceTimersByTimeAsync(10);
+      deliver('in a burst');
+      await jest.advanceTimersByTimeAsync(49);
+      expect(routed).toEqual(['first', 'second']);
+      await jest.advanceTimersByTimeAsync(1);
+      expect(routed).toEqual(['first', 'second', 'in a burst']);
+    });
+
+    test("a burst whose first delivery was added alone routes only that one before the burst's quiet", async () => {
+      const { routed, deliver } = watched();
+      deliver(0);
+      await jest.advanceTimersByTimeAsync(2);
+      for (let i = 1; i < 100; i++) deliver(i);
+      await jest.advanceTimersByTimeAsync(49);
+      expect(routed).toEqual([0]);
+      await jest.advanceTimersByTimeAsync(1);
+      expect(routed).toHaveLength(100);
+    });
+
+    test('a steady stream of requests does not hold the oldest delivery past maxHold', async () => {
+      const { backlog, routed, deliver } = watched(new RoutingBacklog(20, 60, 2));
+      backlog.arrived(); // the stream was under way
+      deliver('oldest');
+      for (let ms = 0; ms < 55; ms += 5) {
+        backlog.arrived();
+        await jest.advanceTimersByTimeAsync(5);
+      }
+      expect(routed).toEqual([]);
+      backlog.arrived();
+      await jest.advanceTimersByTimeAsync(5);
+      expect(routed).toEqual(['oldest']);
+    });
   });
 });

@@ -10,7 +10,8 @@ import { makeSourceRepo, tempDir } from '../../support/git-fixtures.js';
  * Worktrees made and given back with the mirror's lock held, their slow parts at once (issue 40).
  * A judge's cells get their worktrees from one `createMany` (issue 40): the checkouts run at once, each
  * still a fresh, clean tree of exactly the commit. Seen, not timed: a smudge filter in the mirror holds
- * each checkout until every cell's checkout has started (or gives up), and writes how many it saw.
+ * each checkout until every cell's checkout has started (or gives up after 20 s, a bound for a loaded
+ * machine, never reached once the checkouts overlap), and writes how many it saw.
  */
 const CELLS = ['c-base', 'c-source', 'c-tests', 'c-patched'];
 
@@ -49,7 +50,7 @@ describe('createMany', () => {
       (b) => `#!/bin/sh
 mktemp "${b}/started.XXXXXX" >/dev/null
 i=0
-while [ "$(ls "${b}" | grep -c started)" -lt ${CELLS.length} ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
+while [ "$(ls "${b}" | grep -c started)" -lt ${CELLS.length} ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done
 ls "${b}" | grep -c started > "$(mktemp "${b}/seen.XXXXXX")"
 exec cat
 `,
@@ -114,7 +115,7 @@ describe('removeMany', () => {
       'rm',
       (realRm) => `#!/bin/sh
 i=0
-while [ -e "${wt!.gitDir}" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
+while [ -e "${wt!.gitDir}" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done
 if [ -e "${wt!.gitDir}" ]; then echo present >> "${seen}"; else echo pruned >> "${seen}"; fi
 exec "${realRm}" "$@"
 `,

@@ -32,9 +32,20 @@ export function appOctokit(config: Config, scrub?: { text(s: string): string }):
   });
   return ProbotOctokit.plugin(paced).defaults((options: Record<string, unknown>) => ({
     ...options,
+    auth: authAt(options.auth, options.baseUrl),
     retry: { enabled: false },
     throttle: { ...(options.throttle as object), enabled: false },
   }));
+}
+
+/**
+ * Probot gives the app's auth a request without the base URL: a token asked for with `auth()` before
+ * any request had cached one went to api.github.com, not the configured GitHub (Enterprise Server).
+ */
+function authAt(auth: unknown, baseUrl: unknown): unknown {
+  const request = (auth as { request?: { defaults(o: { baseUrl: string }): unknown } } | undefined)?.request;
+  if (typeof baseUrl !== 'string' || !request) return auth;
+  return { ...(auth as object), request: request.defaults({ baseUrl }) };
 }
 
 /**

@@ -403,6 +403,34 @@ describe('GitHub calls against the emulator', () => {
       );
   });
 
+  // Found when a run's first reads went out together: its token, asked for first with a cold cache, went
+  // to api.github.com (Probot gives the app's auth a request without the base URL), so the run failed;
+  // on GitHub Enterprise Server every token asked for that way would go to github.com with the app's JWT.
+  it('an installation token asked for before any other request comes from the configured GitHub', async () => {
+    const outside: string[] = [];
+    const fetch = globalThis.fetch;
+    // Nothing leaves this machine: a request anywhere but the emulator is refused and named.
+    globalThis.fetch = (input, init) => {
+      const url = input instanceof Request ? input.url : String(input);
+      if (url.startsWith(emu.url)) return fetch(input, init);
+      outside.push(url);
+      return Promise.reject(new Error(`refused by the test: ${url}`));
+    };
+    try {
+      const gh = await installationClient(emu, testConfig(home), 'acme');
+      const { token } = (await gh.auth({ type: 'installation' })) as { token: string };
+      expect(outside).toEqual([]);
+      expect(emu.requests.at(-1)).toMatchObject({
+        method: 'POST',
+        path: `/app/installations/${emu.installationId('acme')}/access_tokens`,
+        status: 201,
+      });
+      expect(token).toMatch(/\S{8,}/);
+    } finally {
+      globalThis.fetch = fetch;
+    }
+  });
+
   // Issue 31: a GitHub answer that took 60 s was waited for (no client timeout).
   it('cuts off a request GitHub does not answer in AGENTICFIX_GITHUB_TIMEOUT_MS, retrying it like a 5xx', async () => {
     const gh = await installationClient(

@@ -64,15 +64,7 @@ export async function pushRevision(c: RunContext, result: RepairResult): Promise
   // Only while the branch is still at the commit's parent.
   const push = async (made: { commit: string; parent: string; report: VerificationReport }) => {
     await store.update(run.id, pendingFields(record(made)));
-    return pushCommit({
-      gh,
-      workspaces,
-      cloneUrl: c.remote,
-      runId: run.id,
-      commit: made.commit,
-      branch,
-      mode: { from: made.parent },
-    });
+    return fastForward(c, made.commit, { branch, parent: made.parent });
   };
   /** After a refused push, what the branch says: deleted or not moved (a reason to stop), or its new head. */
   const refused = async (error: string, parent: string): Promise<{ why: string } | { moved: string }> => {
@@ -153,15 +145,7 @@ export async function resumeRevision(
   // Recorded first: a process that dies after this push finds this commit on the branch.
   const pending = readPending(run);
   if (pending.ok) await store.update(run.id, pendingFields({ ...pending.pending, revision: again }));
-  const pushed = await pushCommit({
-    gh,
-    workspaces,
-    cloneUrl: c.remote,
-    runId: run.id,
-    commit: made.commit,
-    branch: to.branch,
-    mode: { from: to.parent },
-  });
+  const pushed = await fastForward(c, made.commit, to);
   if (!pushed.ok) throw new Error(pushed.error);
   return landed(c, result, report, again);
 }
@@ -194,6 +178,18 @@ const commitRevision = (c: RunContext, patch: string, parent: string) =>
     patch,
     diffFrom: c.run.base_commit,
     message: `Revision ${c.run.revision} for #${c.run.issue}\n\nAsked for by ${revisionAsker(c.run)} on #${c.run.pr_number}\nAgenticFix run ${c.run.id}`,
+  });
+
+/** Pushes `commit` to `to.branch` only while the branch is still at `to.parent`. */
+const fastForward = (c: RunContext, commit: string, to: Pick<RevisionPush, 'branch' | 'parent'>) =>
+  pushCommit({
+    gh: c.gh,
+    workspaces: c.s.workspaces,
+    cloneUrl: c.remote,
+    runId: c.run.id,
+    commit,
+    branch: to.branch,
+    mode: { from: to.parent },
   });
 
 /** Whether `commit` is one of the pull request's commits (GitHub lists at most 250; the first 100 are read). */

@@ -210,10 +210,12 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
     return (await this.baseImages()).map(describeBaseImage);
   }
 
-  /** Removes the run's warm container and ends the run's leases on its images (also those another builder of the run took). */
+  /**
+   * Removes the run's warm container and ends the run's leases on its images (also those another builder
+   * of the run took), at once: the engine keeps an image while a container of it is there either way.
+   */
   async release(runId: string): Promise<void> {
-    await this.warm.close(runId);
-    return this.leases.release(runId);
+    await Promise.all([this.warm.close(runId), this.leases.release(runId)]);
   }
 
   /**

@@ -8,7 +8,9 @@ import { tokenAuth } from '../publish/pr.js';
 import type { StatusComment } from '../publish/status.js';
 import type { RunRecord, RunStore, RunUpdate } from '../store/store.js';
 import { previousSummary, revisionContext } from '../revision/prompt.js';
+import type { prepareWorktrees } from '../verify/judge.js';
 import type { JudgeOptions, Parts, VerificationReport } from '../verify/types.js';
+import type { Worktree } from '../workspace/types.js';
 import { freeBytes, mebibytes } from './disk.js';
 import { attemptModel, runModels } from './attempt-model.js';
 import { costRefusal } from './pricing.js';
@@ -21,6 +23,8 @@ export interface JobDeps {
   repair(opts: RepairOptions): Promise<RepairResult>;
   judge(opts: JudgeOptions): Promise<VerificationReport>;
   renderEvidence(report: VerificationReport): Promise<string> | string;
+  /** Checks out the judge's cell worktrees ahead (verify's prepareWorktrees); without it the judge makes them. */
+  prepareJudge?(o: Parameters<typeof prepareWorktrees>[0]): Promise<Worktree[]>;
 }
 
 /** What every run's steps share: settings, the store, the process's parts, the stages and the reporter. */

@@ -29,6 +29,7 @@ import { freeBytes } from './disk.js';
 import { commitPatch, openPr } from './open-pr.js';
 import { message, pendingFields, pendingOf, publishLater } from './pending.js';
 import { emptyPatchError, judgedThen, NEVER_PUSHED, stopCause } from './policy.js';
+import { judgeAhead, type JudgeAhead } from './judge-ahead.js';
 import { earlierRevision, pushRevision } from './push-revision.js';
 import { endingFor, leftBehind, Reporter, refOf } from './reporter.js';
 import { republish } from './resume.js';
@@ -49,6 +50,7 @@ export const REAL_JOB_DEPS: JobDeps = {
   repair: async (o) => (await import('./repair.js')).runRepair(o),
   judge: async (o) => (await import('../verify/judge.js')).judge(o),
   renderEvidence: async (r) => (await import('../verify/markdown.js')).renderMarkdown(r),
+  prepareJudge: async (o) => (await import('../verify/judge.js')).prepareWorktrees(o),
 };
 
 export interface JobRunnerOptions extends Parts {
@@ -200,7 +202,17 @@ export class JobRunner implements QueueHooks {
     const count = attemptCount(run, c.rc);
     if (count > 1)
       return runAttempts(c, count, parts, (result, report, extra) => this.publish(c, result, report, extra));
-    const result = await this.repair(c, prepared.inputs);
+    const ahead = judgeAhead(c);
+    try {
+      return await this.judged(c, await this.repair(c, prepared.inputs, undefined, ahead), ahead);
+    } finally {
+      await ahead?.drop();
+    }
+  }
+
+  /** A single repair's end: a revision pushed, else the patch judged and published. */
+  private async judged(c: RunContext, result: RepairResult, ahead: JudgeAhead | null): Promise<RunUpdate> {
+    const { run, signal } = c;
     if (signal.aborted) return {};
     // The engine went away under the agent: nothing it did stands, and the judge cannot run either.
     if (result.stop_reason === 'infra_error')
@@ -218,10 +230,15 @@ export class JobRunner implements QueueHooks {
     this.o.log?.info({ run: run.id, phase: 'verifying' }, 'run phase');
     const judging = stopwatch();
     const made = commitPatch(c, result);
-    return judgedThen(c, result, (report) => {
-      metrics.phaseSeconds.observe({ phase: 'judge' }, judging() / 1000);
-      return this.publish(c, result, report, undefined, made);
-    });
+    return judgedThen(
+      c,
+      result,
+      (report) => {
+        metrics.phaseSeconds.observe({ phase: 'judge' }, judging() / 1000);
+        return this.publish(c, result, report, undefined, made);
+      },
+      ahead?.take,
+    );
   }
 
   /** Stores what publishing needs with the verdict, then opens the pull request (or waits to try again). */
@@ -257,6 +274,8 @@ export class JobRunner implements QueueHooks {
     c: RunContext,
     inputs: RepairInputs,
     as?: Parameters<AttemptSteps['repair']>[1],
+    /** Begun once the agent works. */
+    ahead?: JudgeAhead | null,
   ): Promise<RepairResult> {
     const { run, rc } = c;
     let phase = '';
@@ -282,6 +301,7 @@ export class JobRunner implements QueueHooks {
       // An attempt's events are its own, under its id, as its run directory is (its run page, src/web).
       onEvent: this.reporter.pages.trace(id),
       onProgress: (p) => {
+        if (p.phase === 'working') ahead?.begin();
         // The repair's `done` is not the run's: the judge and publishing follow (logged by work()).
         if (p.phase !== phase && p.phase !== 'done')
           this.o.log?.info({ run: run.id, phase: (phase = p.phase) }, 'run phase');

@@ -23,6 +23,9 @@ export function pushPolicy(
   return { blocked, ci, ciBlocked: rc.ci_entry_points.policy === 'block' && ci.length > 0 };
 }
 
+/** The judge's own id for the patch of `label` (a run or one of its attempts). */
+export const judgeRunId = (label: string): string => `${label}-verify`;
+
 /**
  * The judge on a run's patch (or, for a revision, the pull request's whole change against the base).
  * The judge itself answers empty_patch, and build_failed when there is no usable Dockerfile.
@@ -34,6 +37,7 @@ export async function judgeRun(
   /** Whose patch it is: the run's, or one of its attempts' (attempts.ts). */
   label = c.run.id,
   afterward?: JudgeOptions['afterward'],
+  worktrees?: JudgeOptions['worktrees'],
 ): Promise<VerificationReport> {
   const { config, deps } = c.s;
   const report = await deps.judge({
@@ -46,9 +50,10 @@ export async function judgeRun(
     dockerfile: result.dockerfile ?? c.dockerfile ?? '',
     testArgv: c.rc.test,
     rebuild: c.rc.verify.rebuild,
-    runId: `${label}-verify`,
+    runId: judgeRunId(label),
     signal: c.signal,
     afterward,
+    worktrees,
   });
   c.s.reporter.pages.verified(label, report);
   return report;
@@ -62,12 +67,21 @@ export async function judgedThen<T>(
   c: RunContext,
   result: RepairResult,
   next: (report: VerificationReport) => Promise<T>,
+  /** The cells' worktrees made while the agent worked (judge-ahead.ts). */
+  worktrees?: JudgeOptions['worktrees'],
 ): Promise<T> {
   let cleanup: Promise<void> = Promise.resolve();
-  const report = await judgeRun(c, result, undefined, c.run.id, (p) => {
-    cleanup = p;
-    p.catch(() => undefined); // its failure is thrown where it is awaited, after `next`
-  });
+  const report = await judgeRun(
+    c,
+    result,
+    undefined,
+    c.run.id,
+    (p) => {
+      cleanup = p;
+      p.catch(() => undefined); // its failure is thrown where it is awaited, after `next`
+    },
+    worktrees,
+  );
   try {
     return await next(report);
   } finally {

@@ -105,6 +105,20 @@ export class Worktrees {
     this.created.push(...wts);
     return wts;
   }
+  /**
+   * The worktrees made ahead (`ready`), taken over when they are these very ones (same remote, commit and
+   * names, in order); else they go and fresh ones are made.
+   */
+  async adopt(ready: Worktree[] | null, remote: string, sha: string, runIds: string[]): Promise<Worktree[]> {
+    if (!ready) return this.createMany(remote, sha, runIds);
+    this.created.push(...ready);
+    const fit =
+      ready.length === runIds.length &&
+      ready.every((wt, i) => wt.runId === runIds[i] && wt.baseCommit === sha && wt.remote === remote);
+    if (fit) return ready;
+    await this.removeAll();
+    return this.createMany(remote, sha, runIds);
+  }
   async removeAll(): Promise<void> {
     await this.manager.removeMany(this.created.splice(0)).catch(() => undefined);
   }
@@ -161,6 +175,20 @@ export async function buildEnvironment(
   };
   return { build, sandbox: a.sandboxes.container(build.image_id, a.runId), dispose };
 }
+
+/**
+ * The judge's cell worktrees at the base commit, made before the judge runs (while the agent works:
+ * they need no patch) and handed to it as JudgeOptions.worktrees. Whoever holds them removes them.
+ */
+export async function prepareWorktrees(
+  o: Pick<JudgeOptions, 'workspaces' | 'remote' | 'baseCommit'> & { runId: string },
+): Promise<Worktree[]> {
+  const base = await o.workspaces.resolve(o.remote, o.baseCommit);
+  return o.workspaces.createMany(o.remote, base, cellRunIds(o.runId));
+}
+
+/** The cells' worktree names, in the order they are made (see CELLS). */
+const cellRunIds = (runId: string) => [...CELLS].reverse().map((cell) => `${runId}-${cell.name}`);
 
 /** In the order of the evidence table; worktrees are prepared in reverse, so the full patch is tried first. */
 const CELLS: ReadonlyArray<{
@@ -262,11 +290,8 @@ async function decide(opts: JudgeOptions, runId: string): Promise<VerificationRe
     const paths = {} as Record<CellName, string>;
     let lap = stopwatch();
     const order = [...CELLS].reverse(); // the full patch's failure to apply is the one reported
-    const wts = await worktrees.createMany(
-      opts.remote,
-      base,
-      order.map((cell) => `${runId}-${cell.name}`),
-    );
+    const ready = opts.worktrees ? await opts.worktrees().catch(() => null) : null;
+    const wts = await worktrees.adopt(ready, opts.remote, base, cellRunIds(runId));
     const applied = await Promise.all(
       order.map((cell, i) => {
         const wt = wts[i]!;

@@ -4,6 +4,7 @@ import type { RebuildPolicy } from '../config/repo-config.js';
 import type { SandboxFactory } from '../environment/types.js';
 import type { DockerEnvironmentBuilder } from '../images/builder.js';
 import type { GitWorkspaceManager } from '../workspace/manager.js';
+import type { Worktree } from '../workspace/types.js';
 import { RunnerSchema, TestResultSchema } from '../testrunners/reports/types.js';
 
 export const VerdictSchema = z.enum([
@@ -56,6 +57,11 @@ export interface JudgeOptions extends Parts {
    * returns (beside publishing); the caller awaits it before its run ends. Without it the judge awaits it.
    */
   afterward?: (cleanup: Promise<void>) => void;
+  /**
+   * Takes over the cells' worktrees made ahead (prepareWorktrees; null: none were made): the judge uses
+   * them when they are its own (same remote, base commit and names) and removes them either way.
+   */
+  worktrees?: () => Promise<Worktree[] | null>;
 }
 
 /** The four cells of live mode: which source and which tests each one runs. */

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import Docker from 'dockerode';
 import { loadConfig } from '../config/config.js';
@@ -49,6 +49,7 @@ export async function demoWallTime(
   const out: Record<string, number | string> = {};
   try {
     const spacing: number[] = [];
+    const loads: number[] = []; // the one-minute load average as each issue is labelled
     const s = await runAppDemo({
       config,
       ...compose(config),
@@ -56,7 +57,7 @@ export async function demoWallTime(
       // A second issue comes later than GitHub's write pacing takes to refill (the smoke run does not wait):
       // back to back, the second run's writes would be spaced for the first run's.
       again: { afterMs: smoke ? 0 : pacingRefillMs(config.app.githubWriteIntervalMs) },
-      onLabel: () => spacing.push(githubSpacingWaitMs()),
+      onLabel: () => (spacing.push(githubSpacingWaitMs()), loads.push(loadavg()[0]!)),
       log: () => {},
     });
     const spaced = [...spacing, githubSpacingWaitMs()];
@@ -97,6 +98,12 @@ export async function demoWallTime(
           // Three places: most parts are a few hundredths.
           if (part !== 'tests')
             out[`demo_warm_outside_${part}_share`] = Math.round((ms / wall) * 1000) / 1000;
+        // The same parts in ms, and the machine's load then: shares on a loaded machine are distorted.
+        out.demo_warm_outside_ms = Object.entries(parts)
+          .filter(([part]) => part !== 'tests')
+          .map(([part, ms]) => `${part} ${Math.round(ms)}`)
+          .join(', ');
+        out.demo_warm_load_average = round(loads[1] ?? NaN);
       }
     }
   } finally {

@@ -134,12 +134,13 @@ export class GitWorkspaceManager implements WorkspaceManager {
     const mirror = this.mirrorPath(remote);
     await mkdir(this.worktreeDir, { recursive: true });
     return this.locked(mirror, async () => {
-      // Fetch only when the pinned commit is not there yet: an existing mirror stays as is.
-      if (!existsSync(mirror) || !(await hasCommit(mirror, baseCommit)))
+      // Fetch only when the pinned commit is not there yet: an existing mirror stays as is (and is asked once).
+      let present = existsSync(mirror) && (await hasCommit(mirror, baseCommit));
+      if (!present) {
         await this.cloneOrFetch(remote, mirror);
-      if (!(await hasCommit(mirror, baseCommit))) {
-        throw new WorkspaceError(`commit ${baseCommit} not found in ${stripUserinfo(remote)}`);
+        present = await hasCommit(mirror, baseCommit);
       }
+      if (!present) throw new WorkspaceError(`commit ${baseCommit} not found in ${stripUserinfo(remote)}`);
       const paths = runIds.map((runId) => path.join(this.worktreeDir, runId));
       for (const p of paths)
         if (existsSync(p)) throw new WorkspaceError(`worktree path already exists: ${p}`);

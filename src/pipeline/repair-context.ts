@@ -4,6 +4,7 @@ import type { LoopOutcome } from '../agent/loop.js';
 import { loadPrompts, type Guidance, type Prompts } from '../agent/prompts.js';
 import { loadEnv, type Config } from '../config/config.js';
 import { SECRET_ENV_NAMES } from '../config/env.js';
+import type { BaseImage } from '../images/base-images.js';
 import type { SkippedFile } from '../patch/types.js';
 import type { HostToolRegistry } from '../tools/registry.js';
 import type { ToolContext } from '../tools/types.js';
@@ -40,6 +41,8 @@ export interface RepairContext {
   baseCommit: string;
   worktree: Worktree | null;
   guidance: Guidance | null;
+  /** The base images the model is told of (listBaseImages), listed while the worktree is made. */
+  baseImages: Promise<BaseImage[]> | null;
   /** environment: what the tools run against, and the note the task prompt gets about it */
   tools: ToolContext | null;
   registry: HostToolRegistry | null;
@@ -91,6 +94,7 @@ export function openRepair(opts: RepairOptions): RepairContext {
     baseCommit: '',
     worktree: null,
     guidance: null,
+    baseImages: null,
     tools: null,
     registry: null,
     environmentNote: '',

@@ -6,6 +6,15 @@ import type { ToolContext, ToolDefinition } from '../tools/types.js';
 import { newRunId } from '../trace/ids.js';
 import { onBuildStep, progress, type RepairContext } from './repair-context.js';
 
+/**
+ * Starts listing the base images the model is told of when it is to write its own Dockerfile: an engine
+ * round trip that needs no worktree, so it runs while the worktree is made (the `workspace` step).
+ */
+export function listBaseImages(c: RepairContext): void {
+  if (c.opts.sandbox === 'docker' && !c.opts.dockerfile)
+    c.baseImages = c.opts.images.baseImages().catch(() => []);
+}
+
 /** The `environment` step: where the tests run, and the tools the model gets for it. */
 export async function environmentStep(c: RepairContext): Promise<void> {
   const { opts, config, runId, trace, signal, baseCommit } = c;
@@ -69,7 +78,7 @@ async function prepareEnvironment(c: RepairContext, worktree: string): Promise<P
   const where = `Tests run in a container with the repository mounted at ${CONTAINER_WORKTREE} (the working directory), without network.`;
   if (!opts.dockerfile) {
     // Listed once, for the task and for the tool's description: each listing is an engine round trip.
-    const images = await builder.baseImages().catch(() => []);
+    const images = await (c.baseImages ?? builder.baseImages().catch(() => []));
     const described = images.map(describeBaseImage);
     const nodeImage = runtimeImage(images, NODE_REPO);
     const node = nodeSetupNote(worktree, { nodeImage, baseImage: opts.config.sandbox.baseImage });

@@ -18,7 +18,7 @@ import {
   type RepairContext,
   type RepairStep,
 } from './repair-context.js';
-import { environmentStep } from './repair-environment.js';
+import { environmentStep, listBaseImages } from './repair-environment.js';
 import { removeOldWorktrees } from './startup.js';
 import type { RepairOptions } from './types.js';
 
@@ -100,6 +100,7 @@ async function createWorkspace(c: RepairContext): Promise<void> {
   const { workspaces } = opts;
   progress(c, 'preparing_workspace');
   writeState(c, 'preparing_workspace');
+  listBaseImages(c);
   c.baseCommit = await workspaces.resolve(opts.remote, opts.baseCommit);
   c.worktree = await workspaces.create(opts.remote, c.baseCommit, c.runId);
   c.worktreePath = c.worktree.path;

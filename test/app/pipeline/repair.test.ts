@@ -482,6 +482,22 @@ describe('runRepair with the scripted model through the openai SDK', () => {
     expect(listed).toHaveBeenCalledTimes(1);
   });
 
+  it('docker: the base images are listed while the worktree is made, not after it (issue 40)', async () => {
+    const parts = compose(config);
+    const runId = 'list-while-checking-out';
+    // No engine here: the listing says whether the run's worktree was ready when it began.
+    let worktreeReady: boolean | null = null;
+    jest.spyOn(parts.images, 'baseImages').mockImplementation(async () => {
+      const events = path.join(config.runsDir, runId, 'events.jsonl');
+      worktreeReady = existsSync(events) && readFileSync(events, 'utf8').includes('"workspace_ready"');
+      return [];
+    });
+    jest.spyOn(parts.images, 'release').mockResolvedValue();
+    const { result } = await repair([EDIT, FINISH], { ...parts, sandbox: 'docker', runId });
+    expect(result.stop_reason).toBe('completed');
+    expect(worktreeReady).toBe(false);
+  });
+
   it('an unknown base revision or a missing model setting is a fatal stop, still with result.json and final.patch', async () => {
     const bad = await repair([], { baseCommit: 'no-such-rev' });
     expect(bad.result).toMatchObject({ stop_reason: 'fatal', patch: '', worktree_path: null });

@@ -20,6 +20,14 @@ const page = (from: number, to: number, version = V1) =>
 const found = (...lines: number[]) =>
   ok({ query: 'q', results: lines.map((line) => ({ file: 'src/a.js', line, snippet: FILE[line - 1] })) });
 
+/** An observation as the model sees it (whole or a stub), the fields these tests look at. */
+interface Shown {
+  success?: boolean;
+  data: Record<string, unknown> & {
+    around_matches: { from: string; lines: { start_line: number; end_line: number }[] };
+  };
+}
+
 const params = {
   observationMaxChars: 12_000,
   keepFullObservations: 1,
@@ -48,12 +56,12 @@ function run(p = params) {
     });
     const text = ctx.addObservation(id, tool, args, result, mutating);
     ctx.compact();
-    return { id, text: JSON.parse(text) as Record<string, any> };
+    return { id, text: JSON.parse(text) as Shown };
   };
   const shown = (id: string) =>
     JSON.parse(
       ctx.messages().find((m) => m.role === 'tool' && m.tool_call_id === id)!.content as string,
-    ) as Record<string, any>;
+    ) as Shown;
   return { add, shown };
 }
 

@@ -130,6 +130,7 @@ function stubOf(o: Observation, headLines: number): string {
     ...o.kept,
     ...(o.stale ? { stale: true } : {}),
     // A file's first lines (imports, module header): what code written next to it copies, read again most.
+    // Frozen with the stub like the rest: the kept version tells the model when the file changed since.
     ...(o.shown?.start === 1 && headLines > 0 && !o.stale
       ? { head: excerpt(o.shown, 1, headLines)!.content }
       : {}),
@@ -172,7 +173,10 @@ export function outcomeOf(result: ToolResult): string {
  * tail is short when compactions come early and often (the default threshold is low). Small results
  * stay whole (`stubMinSavingTokens`), and so do windows of a file read since its last change
  * (`readWindowMaxTokens`), so that the model need not fetch them again, until they add up to
- * `smallWholeMaxTokens`. The context benchmark (src/bench/context.ts) measures what this bills
+ * `smallWholeMaxTokens`. Stubs that would hide what a later call needs carry it: a compacted page that
+ * began at line 1 keeps the file's head (`stubHeadLines`), and a search whose matches lie in a compacted
+ * read shows the lines around them again (`searchAroundLines`), kept whole like a window, so that the
+ * model need not spend a turn reading them. The context benchmark (src/bench/context.ts) measures what this bills
  * against the full history, the floor under any such policy, and the re-reads it forces.
  * With the policy disabled the full history is sent (observations still capped): the benchmark baseline.
  */
@@ -310,8 +314,9 @@ export class ContextManager {
 
   /**
    * For a search, the lines around its matches that the model saw in a read it now sees only as a stub
-   * (the file unchanged since), and sees nowhere else whole: the code it searched for is what it works
-   * on next, and without them it would spend a turn reading them again.
+   * (the file unchanged since), and in no whole read or earlier window (a stub's head shows too few
+   * lines past a match): the code it searched for is what it works on next, and without them it would
+   * spend a turn reading them again.
    */
   private linesAgain(tool: string, result: ToolResult): Excerpt[] {
     const around = this.params.searchAroundLines;

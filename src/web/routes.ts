@@ -349,13 +349,16 @@ interface Found {
 /** How long a sign-in may take between /login and GitHub's redirect back (its state cookie lives so long). */
 const SIGN_IN_MAX_AGE_S = 600;
 
+/** Longest `next` kept for a sign-in (it is held until GitHub sends the browser back); run addresses are short. */
+const MAX_NEXT = 1024;
+
 /**
- * A path on this site to go to after signing in; anything else is the run list. Browsers drop tabs and
+ * A path on this site to go to after signing in; anything else (or anything longer than MAX_NEXT) is the run list. Browsers drop tabs and
  * newlines from a Location and read `\` as `/`, so `/\t/evil.example` would leave the site: a path
  * with any control character, whitespace or backslash, or starting `//`, is refused.
  */
 export function safeNext(next: string | null): string {
-  if (!next || !next.startsWith('/') || next.startsWith('//')) return '/runs';
+  if (!next || !next.startsWith('/') || next.startsWith('//') || next.length > MAX_NEXT) return '/runs';
   // eslint-disable-next-line no-control-regex
   if (/[\u0000-\u0020\u007f-\u00a0\\]/.test(next)) return '/runs';
   return new URL(next, 'http://site.invalid').origin === 'http://site.invalid' ? next : '/runs';

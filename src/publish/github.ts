@@ -209,14 +209,24 @@ function githubLimits(o: {
       };
       for (let attempt = 0; ; attempt++) {
         const sentAt = Date.now();
+        // Cleared once the try ends: AbortSignal.timeout fires at its deadline whatever became of the
+        // request, so each request left a timer, an abort and a DOMException for 30 s later, which
+        // the webhook endpoint met in the middle of a later burst's answers.
+        const timeout = new AbortController();
+        const timer = setTimeout(
+          () => timeout.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')),
+          o.timeoutMs,
+        );
         try {
           // Hooks pass options on by reference (before-after-hook binds them): set in place, per try.
-          const timeout = AbortSignal.timeout(o.timeoutMs);
-          req.request = { ...req.request, signal: own ? AbortSignal.any([own, timeout]) : timeout };
+          const signal = own ? AbortSignal.any([own, timeout.signal]) : timeout.signal;
+          req.request = { ...req.request, signal };
           const res = (await request(req)) as { data: { id: number } };
+          clearTimeout(timer);
           await settle(res.data.id);
           return res;
         } catch (e) {
+          clearTimeout(timer);
           const err = e as FailedRequest;
           // A nested request (the installation token) was retried by its own hook: one retry layer.
           if (err.name === 'AbortError' || (err.request?.url && err.request.url !== url)) throw e;

@@ -338,6 +338,41 @@ export function commitFiles(
   }
 }
 
+/**
+ * `count` commits on top of the existing `branch` as `author`, in one `git fast-import` (a long pull
+ * request made fast): each appends a line to `file`. Returns the last commit.
+ */
+export function commitMany(
+  gitDir: string,
+  branch: string,
+  file: string,
+  count: number,
+  author: string,
+): string {
+  const parent = resolveCommit(gitDir, branch);
+  if (!parent) throw new Error(`no branch ${branch}`);
+  const who = `${author} <${author}@users.noreply.example.invalid> ${Math.floor(Date.now() / 1000)} +0000`;
+  const data = (text: string) => `data ${Buffer.byteLength(text)}\n${text}\n`;
+  let lines = '';
+  let stream = '';
+  for (let i = 1; i <= count; i++) {
+    lines += `line ${i}\n`;
+    stream += `commit refs/heads/${branch}\nauthor ${who}\ncommitter ${who}\n${data(`Note ${i}`)}`;
+    stream += `${i === 1 ? `from ${parent}\n` : ''}M 100644 inline ${file}\n${data(lines)}\n`;
+  }
+  execFileSync('git', ['--git-dir', gitDir, 'fast-import', '--quiet'], {
+    env: { ...process.env, ...GIT_ENV },
+    input: stream,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  return resolveCommit(gitDir, branch) as string;
+}
+
+/** The best common ancestor of two commits; null when they share none. */
+export function mergeBase(gitDir: string, a: string, b: string): string | null {
+  return gitText(gitDir, ['merge-base', a, b]);
+}
+
 /** Commits on `head` that `base` lacks, oldest first (a pull request's commits). */
 export function commitsBetween(gitDir: string, base: string, head: string): string[] {
   return (gitText(gitDir, ['rev-list', '--reverse', `${base}..${head}`]) ?? '').split('\n').filter(Boolean);

@@ -15,6 +15,7 @@ import { AppAuth, parseAuthorization } from './github-auth.js';
 import {
   branchExists,
   commitFiles,
+  commitMany,
   commitsBetween,
   createBareRepo,
   diffHunk,
@@ -207,6 +208,14 @@ export interface GitHubEmulator {
     branch: string,
     files: Record<string, string>,
     opts: { message: string; author: string },
+  ): string;
+  /** A person pushes `count` small commits at once to the existing `branch` (each appends a line to `file`); no webhook. Returns the last. */
+  pushCommits(
+    owner: string,
+    repo: string,
+    branch: string,
+    count: number,
+    opts: { file: string; author: string },
   ): string;
   /** A pull request's commits, oldest first. */
   pullCommits(owner: string, repo: string, pull: number): string[];
@@ -759,6 +768,10 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
       state.user(author);
       const repo = repoOf(owner, repoName);
       return commitFiles(repo.bareDir, branch, repo.defaultBranch, files, message, author);
+    },
+    pushCommits(owner, repoName, branch, count, { file, author }) {
+      state.user(author);
+      return commitMany(repoOf(owner, repoName).bareDir, branch, file, count, author);
     },
     pullCommits(owner, repoName, number) {
       const repo = repoOf(owner, repoName);

@@ -4,7 +4,7 @@
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
@@ -196,13 +196,34 @@ export function hasCommitsBetween(gitDir: string, base: string, head: string): b
   return Number(gitText(gitDir, ['rev-list', '--count', `${base}..${head}`]) ?? '0') > 0;
 }
 
+/** Where an answer is written: the client's ServerResponse, or nowhere (an answer lost on its way). */
+export interface AnswerSink {
+  readonly headersSent: boolean;
+  writeHead(status: number, headers?: Record<string, string>): unknown;
+  write(chunk: Buffer | string): unknown;
+  end(): unknown;
+}
+
+/** An answer nobody receives. */
+export function discard(): AnswerSink {
+  let sent = false;
+  return {
+    get headersSent() {
+      return sent;
+    },
+    writeHead: () => (sent = true),
+    write: () => true,
+    end: () => undefined,
+  };
+}
+
 /**
  * Serves one smart-HTTP request with `git http-backend` (CGI): request headers become CGI
  * variables, the body is piped to its stdin, and its stdout is split into CGI headers and body.
  */
 export function serveGitHttp(
   req: IncomingMessage,
-  res: ServerResponse,
+  res: AnswerSink,
   cgi: { projectRoot: string; pathInfo: string; query: string; remoteUser?: string },
 ): Promise<number> {
   const header = (name: string) => {
@@ -257,7 +278,8 @@ export function serveGitHttp(
     child.on('close', (code) => {
       if (pending !== null && !res.headersSent) {
         status = 500;
-        res.writeHead(500, { 'content-type': 'text/plain' }).write(`git http-backend exited with ${code}\n`);
+        res.writeHead(500, { 'content-type': 'text/plain' });
+        res.write(`git http-backend exited with ${code}\n`);
       }
       res.end();
       resolve(status);

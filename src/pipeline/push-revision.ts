@@ -76,7 +76,8 @@ export async function pushRevision(c: RunContext, result: RepairResult): Promise
     if (pushed.ok) return { landed: true };
     const now = await branchHead(gh, { owner: run.owner, repo: run.repo, branch });
     if (now === null) return { why: deletedNote(branch) };
-    if (await holds(c, now, made.commit)) return { landed: true };
+    // A lease git found stale sent nothing; any other failure may have lost only its answer.
+    if (!pushed.stale && (await holds(c, now, made.commit))) return { landed: true };
     if (now === made.parent) return { why: `The push to \`${branch}\` failed: ${pushed.error}` };
     return { moved: now, error: pushed.error };
   };

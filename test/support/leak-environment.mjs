@@ -73,6 +73,9 @@ export default class LeakCheckEnvironment extends NodeEnvironment.default {
   }
 
   async setup() {
+    // Jest's node:process module reads every property of process in the first ESM suite of a process,
+    // which opens stdin, stdout and stderr for the rest of its life: opened here, they are in every count.
+    void [process.stdin, process.stdout, process.stderr];
     this.before = lasting();
     this.handles = new Set(process._getActiveHandles());
     await super.setup();

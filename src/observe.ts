@@ -45,14 +45,19 @@ export function observeRoutes(checks: Checks, store: RunStore | null) {
       );
       return { queued: queued!.length, running: running!.length, publish_pending: pending!.length };
     });
+  // Anyone who reaches the port may ask, and each round pings the engine: requests that come while a
+  // round is under way share its answer, so a flood costs one round at a time.
+  let round: Promise<(readonly [string, Awaited<ReturnType<typeof timed>>])[]> | null = null;
+  const health = () =>
+    (round ??= Promise.all(
+      Object.entries(checks).map(async ([name, check]) => [name, await timed(check)] as const),
+    ).finally(() => (round = null)));
   return async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
     const path = (req.url ?? '').split('?')[0];
     if (req.method !== 'GET' && req.method !== 'HEAD') return false;
     if (path === '/ping') res.writeHead(200, { 'content-type': 'text/plain' }).end('PONG');
     else if (path === '/healthz') {
-      const results = await Promise.all(
-        Object.entries(checks).map(async ([name, check]) => [name, await timed(check)] as const),
-      );
+      const results = await health();
       const ok = results.every(([, r]) => r.ok);
       res
         .writeHead(ok ? 200 : 503, { 'content-type': 'application/json' })

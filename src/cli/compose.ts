@@ -22,7 +22,11 @@ export function compose(config: Config): Parts {
   const images = new DockerEnvironmentBuilder(new Docker(), config.sandbox);
   const local = new LocalSandbox();
   return {
-    workspaces: new GitWorkspaceManager({ cacheDir: config.cacheDir, worktreeDir: config.worktreeDir }),
+    workspaces: new GitWorkspaceManager({
+      cacheDir: config.cacheDir,
+      worktreeDir: config.worktreeDir,
+      limits: config.limits,
+    }),
     images,
     sandboxes: { local: () => local, container: (imageId, runId) => images.sandboxFor(imageId, runId) },
   };

@@ -272,6 +272,14 @@ export const ENV_SCHEMA = z.object({
   AGENTICFIX_CONTEXT_READ_WINDOW_MAX_TOKENS: int(1000, 0).describe(
     'a `read_file` result up to this many tokens stays whole until its file changes (0: off)',
   ),
+  // Stubs that carry the lines a later call needs, so the model need not spend a turn reading them
+  // again (the context benchmark counts those turns: src/bench/rereads.ts).
+  AGENTICFIX_CONTEXT_STUB_HEAD_LINES: int(10, 0).describe(
+    "a compacted `read_file` page that began at line 1 keeps the file's first this many lines (0: off)",
+  ),
+  AGENTICFIX_CONTEXT_SEARCH_AROUND_LINES: int(8, 0).describe(
+    '`search_code` shows again this many lines either side of a match that lies in a compacted read of an unchanged file (0: off)',
+  ),
   AGENTICFIX_CONTEXT_POLICY: bool(true).describe('`false` sends the full history (benchmark baseline)'),
   // Agent loop
   AGENTICFIX_MAX_FORMAT_ERRORS: int(3, 1).describe('malformed replies in a row before the run stops'),

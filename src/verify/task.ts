@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import type { Config } from '../config/config.js';
@@ -127,12 +127,18 @@ export interface GradeOptions extends Parts {
   signal?: AbortSignal;
 }
 
-/** Puts the test files the test patch touches back to the base, as SWE-bench does before applying it. */
+/**
+ * Puts the test files the test patch touches back to the base, as SWE-bench does before applying it.
+ * Git does the removing too: the candidate may have made a directory on the way a link out of the tree,
+ * and git never goes through one (fs.rm did). Paths are literal, never globs.
+ */
 async function resetTestFiles(wt: WorktreeGit, base: string, testPatch: string): Promise<void> {
+  const env = { GIT_LITERAL_PATHSPECS: '1' };
   for (const f of patchFiles(testPatch)) {
     const exists = await worktreeGit(wt, ['cat-file', '-e', `${base}:${f}`], { allowFail: true });
-    if (exists.exitCode === 0) await worktreeGit(wt, ['checkout', base, '--', f]);
-    else await rm(path.join(wt.path, f), { force: true });
+    if (exists.exitCode === 0) await worktreeGit(wt, ['checkout', base, '--', f], { env });
+    // Refused beyond a link: the test patch then does not apply, and the grade says so.
+    else await worktreeGit(wt, ['clean', '-f', '-x', '-q', '--', f], { env, allowFail: true });
   }
 }
 

@@ -6,6 +6,7 @@ import { GitHubUsers, SignedOut, siteOf, type Access } from './github-user.js';
 import type { Html } from './html.js';
 import { notice, page } from './layout.js';
 import { isActive, RUN_STATES } from '../store/store.js';
+import { EVENTS_LIMIT, LiveStreams } from './live.js';
 import { runList } from './list-page.js';
 import { runBody } from './run-page.js';
 import { attemptBody, attemptEntries, attemptsSection, type AttemptEntry } from './attempts-page.js';
@@ -42,8 +43,6 @@ export interface WebRoutes {
 
 /** Runs a page of the list reads from the store (fewer show when some are not the reader's). */
 const LIST_PAGE = 50;
-const EVENTS_LIMIT = 100_000;
-const KEEPALIVE_MS = 15_000;
 const SECURITY_HEADERS = {
   'content-security-policy':
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
@@ -56,8 +55,12 @@ export function webRoutes(o: WebOptions): WebRoutes {
   const site = siteOf(o.githubApi);
   const users = o.client ? new GitHubUsers(site, o.client) : null;
   const sessions = new Sessions();
-  const streams = new Set<ServerResponse>();
-  const pollMs = o.pollMs ?? 1000;
+  const streams = new LiveStreams({
+    store: o.store,
+    pollMs: o.pollMs ?? 1000,
+    headers: SECURITY_HEADERS,
+    log: o.log,
+  });
 
   const send = (
     res: ServerResponse,
@@ -165,51 +168,6 @@ export function webRoutes(o: WebOptions): WebRoutes {
         body: runList(visible, { repo, state }, repos, { page: pageNo, older: runs.length > LIST_PAGE }),
       }),
     );
-  }
-
-  /**
-   * Server-sent events: `change` when the run (or attempt `of`) has new events, or the run another state
-   * or another attempt recorded; `end` once it is over.
-   */
-  async function live(req: IncomingMessage, res: ServerResponse, run: RunRecord, after: number, of = run.id) {
-    res.writeHead(200, {
-      ...SECURITY_HEADERS,
-      'content-type': 'text/event-stream',
-      connection: 'keep-alive',
-    });
-    res.write(': live\n\n');
-    streams.add(res);
-    let seq = after;
-    let state = run.state;
-    let outcomes = run.attempts; // an attempt recorded: its page and its run's table change
-    let quiet = 0;
-    const timer = setInterval(() => {
-      void (async () => {
-        const [now, fresh] = await Promise.all([o.store.get(run.id), o.store.events(of, seq, EVENTS_LIMIT)]);
-        if (fresh.length > 0 || now?.state !== state || now.attempts !== outcomes) {
-          seq = fresh.at(-1)?.seq ?? seq;
-          state = now?.state ?? state;
-          outcomes = now?.attempts ?? outcomes;
-          res.write(`event: change\ndata: ${JSON.stringify({ seq, state })}\n\n`);
-          quiet = 0;
-        } else if ((quiet += pollMs) >= KEEPALIVE_MS) {
-          res.write(': keep-alive\n\n');
-          quiet = 0;
-        }
-        // Over, and the last events written (the process running it flushes them before it records the end).
-        if (!isActive(state) && fresh.length === 0) {
-          res.write(`event: end\ndata: ${JSON.stringify({ seq, state })}\n\n`);
-          res.end();
-        }
-      })().catch((err: unknown) => {
-        o.log?.warn({ err, run: run.id }, 'live run stream failed');
-        res.end();
-      });
-    }, pollMs);
-    res.once('close', () => {
-      clearInterval(timer);
-      streams.delete(res);
-    });
   }
 
   async function cancel(
@@ -326,17 +284,17 @@ export function webRoutes(o: WebOptions): WebRoutes {
     // An attempt is cancelled with its run, on the run's page.
     if (sub === 'cancel' && req.method === 'POST' && !attempt) await cancel(req, res, run, access, s);
     else if (req.method !== 'GET') return false;
-    else if (sub === 'live') await live(req, res, run, Number(url.searchParams.get('after')) || 0, id);
-    else if (sub === 'body') send(res, 200, await body(found, access, s));
+    else if (sub === 'live') {
+      if (!streams.start(res, s.login, run, Number(url.searchParams.get('after')) || 0, id))
+        send(res, 429, 'too many live run pages open; close one', 'text/plain; charset=utf-8');
+    } else if (sub === 'body') send(res, 200, await body(found, access, s));
     else {
       const title = attempt ? `Attempt ${attempt.entry.n} of run ${run.id}` : `Run ${run.id}`;
       send(res, 200, page({ title, user: s.login, csrf: s.csrf, body: await body(found, access, s) }));
     }
     return true;
   }) as WebRoutes;
-  routes.close = () => {
-    for (const res of streams) res.end();
-  };
+  routes.close = () => streams.close();
   return routes;
 }
 
@@ -349,13 +307,16 @@ interface Found {
 /** How long a sign-in may take between /login and GitHub's redirect back (its state cookie lives so long). */
 const SIGN_IN_MAX_AGE_S = 600;
 
+/** Longest `next` kept for a sign-in (it is held until GitHub sends the browser back); run addresses are short. */
+const MAX_NEXT = 1024;
+
 /**
- * A path on this site to go to after signing in; anything else is the run list. Browsers drop tabs and
+ * A path on this site to go to after signing in; anything else (or anything longer than MAX_NEXT) is the run list. Browsers drop tabs and
  * newlines from a Location and read `\` as `/`, so `/\t/evil.example` would leave the site: a path
  * with any control character, whitespace or backslash, or starting `//`, is refused.
  */
 export function safeNext(next: string | null): string {
-  if (!next || !next.startsWith('/') || next.startsWith('//')) return '/runs';
+  if (!next || !next.startsWith('/') || next.startsWith('//') || next.length > MAX_NEXT) return '/runs';
   // eslint-disable-next-line no-control-regex
   if (/[\u0000-\u0020\u007f-\u00a0\\]/.test(next)) return '/runs';
   return new URL(next, 'http://site.invalid').origin === 'http://site.invalid' ? next : '/runs';

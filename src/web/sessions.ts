@@ -11,6 +11,11 @@ import type { Access } from './github-user.js';
 const SESSION_TTL_MS = 8 * 3600_000;
 const ACCESS_TTL_MS = 60_000;
 const PENDING_TTL_MS = 10 * 60_000;
+/**
+ * Sign-ins under way kept at most (anyone may start one, without a session): past it the oldest is
+ * forgotten, and its person signs in again. With `next` capped (safeNext) they hold a few MB at most.
+ */
+export const MAX_PENDING_SIGN_INS = 10_000;
 export const COOKIE = 'agenticfix_session';
 /** Holds a sign-in's OAuth `state` in the browser that started it, until GitHub sends it back. */
 export const SIGN_IN_COOKIE = 'agenticfix_signin';
@@ -33,6 +38,8 @@ export class Sessions {
 
   start(next: string): string {
     this.sweep();
+    // Maps keep insertion order: the first key is the oldest sign-in.
+    while (this.pending.size >= MAX_PENDING_SIGN_INS) this.pending.delete(this.pending.keys().next().value!);
     const state = random();
     this.pending.set(state, { next, at: Date.now() });
     return state;
@@ -80,10 +87,17 @@ export class Sessions {
     return access;
   }
 
+  /** Drops what expired. Both maps are in the order of their fixed lifetimes: the walk stops at the first alive. */
   private sweep(): void {
     const now = Date.now();
-    for (const [k, p] of this.pending) if (now - p.at >= PENDING_TTL_MS) this.pending.delete(k);
-    for (const [k, s] of this.sessions) if (s.expires < now) this.sessions.delete(k);
+    for (const [k, p] of this.pending) {
+      if (now - p.at < PENDING_TTL_MS) break;
+      this.pending.delete(k);
+    }
+    for (const [k, s] of this.sessions) {
+      if (s.expires >= now) break;
+      this.sessions.delete(k);
+    }
   }
 }
 

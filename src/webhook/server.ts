@@ -90,13 +90,13 @@ export async function listenForWebhooks(o: WebhookServerOptions): Promise<Webhoo
       log.warn(delivery, 'webhook without a signature: refused unread');
       return refuseUnread(req, res, 401, 'X-Hub-Signature-256 missing or malformed');
     }
-    const body = await readBounded(req, maxBytes, inflight, o.bodyTimeoutMs);
-    if (typeof body !== 'string') {
-      try {
-        return await signed(res, body, delivery, count, signature);
-      } finally {
-        inflight.release(body.length);
-      }
+    const reader = inflight.open();
+    let body: Awaited<ReturnType<typeof readBounded>>;
+    try {
+      body = await readBounded(req, maxBytes, inflight, reader, o.bodyTimeoutMs);
+      if (typeof body !== 'string') return await signed(res, body, delivery, count, signature);
+    } finally {
+      inflight.close(reader);
     }
     if (body === 'aborted') return;
     count('refused');
@@ -185,32 +185,86 @@ const REFUSALS = {
 /** `sha256=` and 64 hex digits. */
 const SIGNATURE = /^sha256=[0-9a-f]{64}$/i;
 
-/** Bytes of webhook bodies held at once across connections, with a ceiling; the gauge shows them. */
+/** A body being read: the bytes it holds, since when, and how it is stopped to make room. */
+export interface Reader {
+  bytes: number;
+  readonly since: number;
+  /** Stops reading it (its sender gets 503); set by whoever reads it. */
+  evict: () => void;
+}
+
+/** A body read for less than this is never stopped for another: GitHub's deliveries arrive well within it. */
+const EVICT_GRACE_MS = 1000;
+
+/**
+ * Bytes of webhook bodies held at once across connections, with a ceiling; the gauge shows them. Anyone
+ * can send a signature header of the right shape, so the ceiling alone let slow bodies keep every other
+ * delivery out (503) for as long as they were kept coming. A body that needs room takes it from the
+ * slowest body (fewest bytes a second) read for over EVICT_GRACE_MS: holding the cap then takes sending
+ * at a rate near the link's, no longer a trickle.
+ */
 export class InflightBytes {
   private held = 0;
+  /** Bodies still being read (those read whole hold their bytes until closed, and are not stopped). */
+  private readonly reading = new Set<Reader>();
   constructor(private readonly max: number) {}
-  /** Takes `n` more bytes if the ceiling allows. */
-  take(n: number): boolean {
-    if (this.held + n > this.max) return false;
+
+  open(): Reader {
+    const r: Reader = { bytes: 0, since: Date.now(), evict: () => {} };
+    this.reading.add(r);
+    return r;
+  }
+
+  /** Takes `n` more bytes for `r`, stopping slower bodies to make room; false when none can give it. */
+  take(r: Reader, n: number): boolean {
+    while (this.held + n > this.max) {
+      const victim = this.slowest(r);
+      if (!victim) return false;
+      victim.evict();
+      this.close(victim);
+    }
+    r.bytes += n;
     this.held += n;
     metrics.webhookBodyBytes.set(this.held);
     return true;
   }
-  release(n: number): void {
-    this.held -= n;
+
+  /** `r` was read whole: its bytes stay held, but it is no longer stopped for another. */
+  read(r: Reader): void {
+    this.reading.delete(r);
+  }
+
+  /** Gives back what `r` holds (again: nothing). */
+  close(r: Reader): void {
+    this.reading.delete(r);
+    this.held -= r.bytes;
+    r.bytes = 0;
     metrics.webhookBodyBytes.set(this.held);
+  }
+
+  private slowest(except: Reader): Reader | null {
+    const now = Date.now();
+    let slowest: Reader | null = null;
+    let rate = Infinity;
+    for (const r of this.reading) {
+      const age = now - r.since;
+      if (r === except || r.bytes === 0 || age < EVICT_GRACE_MS) continue;
+      if (r.bytes / age < rate) [slowest, rate] = [r, r.bytes / age];
+    }
+    return slowest;
   }
 }
 
 /**
- * The body, or why there is none: over `max` bytes (declared or streamed), over the bytes all bodies
- * may hold together, not there after `timeoutMs`, or the client went away. The bytes of a Buffer stay
- * taken from `inflight` until the caller releases them.
+ * The body, or why there is none: over `max` bytes (declared or streamed), no room under the bytes all
+ * bodies may hold together (or its room given to another), not there after `timeoutMs`, or the client went
+ * away. The bytes of a Buffer stay taken by `reader` until the caller closes it.
  */
 function readBounded(
   req: IncomingMessage,
   max: number,
   inflight: InflightBytes,
+  reader: Reader,
   timeoutMs: number,
 ): Promise<Buffer | keyof typeof REFUSALS | 'aborted'> {
   if (Number(req.headers['content-length']) > max) return Promise.resolve('too_large');
@@ -223,20 +277,23 @@ function readBounded(
       settled = true;
       req.off('data', onData);
       clearTimeout(timer);
-      if (typeof outcome === 'string') inflight.release(size);
       chunks.length = 0;
       resolve(outcome);
     };
     const stop = (why: keyof typeof REFUSALS | 'aborted') => settle(why);
     const onData = (chunk: Buffer) => {
       if (size + chunk.length > max) return stop('too_large');
-      if (!inflight.take(chunk.length)) return stop('busy');
+      if (!inflight.take(reader, chunk.length)) return stop('busy');
       size += chunk.length;
       chunks.push(chunk);
     };
+    reader.evict = () => stop('busy');
     const timer = setTimeout(() => stop('timeout'), timeoutMs);
     req.on('data', onData);
-    req.once('end', () => settle(Buffer.concat(chunks, size)));
+    req.once('end', () => {
+      inflight.read(reader);
+      settle(Buffer.concat(chunks, size));
+    });
     req.once('close', () => stop('aborted')); // no-op after the end or a refusal
     req.once('error', () => stop('aborted'));
   });

@@ -117,6 +117,42 @@ export async function git(args: string[], opts: GitOptions): Promise<GitResult> 
 }
 
 /**
+ * Runs `git args` in `cwd` and hands each NUL-terminated record of its output (`-z`) to `take` as it
+ * streams, never holding the whole output; `take` returning false stops git. Resolves once git ended or
+ * was stopped; throws GitError when git failed on its own.
+ */
+export async function gitRecords(
+  args: string[],
+  cwd: string,
+  take: (record: string) => boolean,
+): Promise<void> {
+  const child = execa('git', args, {
+    cwd,
+    env: baseEnv(),
+    extendEnv: false,
+    stdin: 'ignore',
+    buffer: { stdout: false },
+    reject: false,
+  });
+  let rest = Buffer.alloc(0);
+  let stopped = false;
+  for await (const chunk of child.stdout as AsyncIterable<Buffer>) {
+    rest = Buffer.concat([rest, chunk]);
+    let end: number;
+    while (!stopped && (end = rest.indexOf(0)) !== -1) {
+      stopped = !take(rest.subarray(0, end).toString('utf8'));
+      rest = rest.subarray(end + 1);
+    }
+    if (stopped) {
+      child.kill();
+      break;
+    }
+  }
+  const res = await child;
+  if (!stopped && res.exitCode !== 0) throw new GitError(args, res.exitCode ?? -1, String(res.stderr));
+}
+
+/**
  * Runs git on a worktree with the repository given explicitly (GIT_DIR = its admin dir in the mirror,
  * GIT_WORK_TREE = the worktree), so git never discovers one from the worktree. Refused on a worktree that
  * was lent to a container: after untrusted code ran, host git works only on its host-owned copy (the

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { removeStage, wasLent } from './stage.js';
 import { git, stripUserinfo, worktreeGit, type GitConfig } from './git.js';
 import { removeTree } from './tree.js';
+import { commitOverLimits } from './commit-size.js';
 import type { Worktree, WorkspaceManager } from './types.js';
 
 const FullSha = z.string().regex(/^[0-9a-f]{40}$/, 'base commit must be a full 40-hex SHA');
@@ -53,9 +54,17 @@ export class GitWorkspaceManager implements WorkspaceManager {
   /** In-process queue per mirror, so callers in one process wait without polling the file lock. */
   private readonly queues = new Map<string, Promise<unknown>>();
 
-  constructor(opts: { cacheDir: string; worktreeDir: string }) {
+  /** Checkouts over these are refused before a file is written (none: no check, for tests of other things). */
+  private readonly limits: { maxWorktreeBytes: number; maxWorktreeEntries: number } | null;
+
+  constructor(opts: {
+    cacheDir: string;
+    worktreeDir: string;
+    limits?: { maxWorktreeBytes: number; maxWorktreeEntries: number };
+  }) {
     this.cacheDir = path.resolve(opts.cacheDir);
     this.worktreeDir = path.resolve(opts.worktreeDir);
+    this.limits = opts.limits ?? null;
   }
 
   /** Path of the bare mirror for `remote` (whether or not it exists yet). */
@@ -140,6 +149,9 @@ export class GitWorkspaceManager implements WorkspaceManager {
       if (!(await hasCommit(mirror, baseCommit))) {
         throw new WorkspaceError(`commit ${baseCommit} not found in ${stripUserinfo(remote)}`);
       }
+      const over = this.limits && (await commitOverLimits(mirror, baseCommit, this.limits));
+      if (over)
+        throw new WorkspaceError(`the base commit ${baseCommit.slice(0, 12)} is not checked out: ${over}`);
       const paths = runIds.map((runId) => path.join(this.worktreeDir, runId));
       for (const p of paths)
         if (existsSync(p)) throw new WorkspaceError(`worktree path already exists: ${p}`);

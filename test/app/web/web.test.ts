@@ -1,4 +1,4 @@
-import { createServer } from 'node:http';
+import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
   HOSTILE,
@@ -11,6 +11,7 @@ import {
 } from '../../support/web.js';
 import { renderMarkdown } from '../../../src/web/render.js';
 import { safeNext, webRoutes } from '../../../src/web/routes.js';
+import { MAX_LIVE_PER_PERSON } from '../../../src/web/live.js';
 import { GitHubUsers, siteOf } from '../../../src/web/github-user.js';
 import type { RunStore } from '../../../src/store/store.js';
 import { waitFor } from '../../support/app.js';
@@ -89,6 +90,52 @@ describe('run pages: access as GitHub decides it', () => {
     });
     expect(refused.status).toBe(403);
     expect((await f.app.store.get(run))?.state).toBe('running');
+  });
+
+  // Red team (after issue 35): each open live stream looks at the store every poll, and one reader (any
+  // GitHub account, for a public repository) could open as many as they liked: thousands keep serve's event
+  // loop and store busy with nothing else. Past MAX_LIVE_PER_PERSON a person gets 429 until they close one.
+  it('40 live streams from one reader: the first MAX_LIVE_PER_PERSON are served, the rest get 429; a closed one frees a place', async () => {
+    const open = (cookie: string) => {
+      const url = new URL(`${f.site}/runs/${run}/live?after=0`);
+      const req = request({
+        agent: false,
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname + url.search,
+        headers: { cookie },
+      });
+      req.on('error', () => {});
+      const status = new Promise<number>((resolve) =>
+        req.once('response', (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        }),
+      );
+      req.end();
+      return { req, status };
+    };
+    const cookie = await signIn(f.site, 'reader-ray');
+    const streams = [];
+    for (let i = 0; i < 40; i++) {
+      streams.push(open(cookie));
+      await streams.at(-1)!.status; // one after another: which are served is then certain
+    }
+    const statuses = await Promise.all(streams.map((s) => s.status));
+    expect(statuses.filter((s) => s === 200)).toHaveLength(MAX_LIVE_PER_PERSON); // was 40
+    expect(statuses.filter((s) => s === 429)).toHaveLength(40 - MAX_LIVE_PER_PERSON);
+    // Another person is not held back by this one.
+    const other = open(await signIn(f.site, 'writer-wu'));
+    expect(await other.status).toBe(200);
+    other.req.destroy();
+    streams[0]!.req.destroy();
+    await waitFor(async () => {
+      const again = open(cookie);
+      const ok = (await again.status) === 200;
+      again.req.destroy();
+      return ok;
+    });
+    for (const s of streams) s.req.destroy();
   });
 
   it('a writer sees the cancel button; a POST without its CSRF token is refused, with it the run is cancelled', async () => {

@@ -144,6 +144,8 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
         ...(e.AGENTICFIX_BUILD_CA_FILE && { caFile: e.AGENTICFIX_BUILD_CA_FILE }),
       },
       imageMaxBytes: Math.round(e.AGENTICFIX_IMAGE_MAX_GB * 1024 * MiB),
+      /** Builds of one image take turns across processes through lock files here (images/turns.ts). */
+      buildLockDir: path.resolve(cwd, e.AGENTICFIX_BUILD_LOCK_DIR ?? path.join(home, 'build-locks')),
       /**
        * A run's warm test container ends on its own this long after it started (when the app is gone):
        * the longest run (the time ceiling) plus one test run at the ceiling. A live run replaces it sooner.

@@ -151,6 +151,13 @@ export const ENV_SCHEMA = z.object({
     .describe(
       'GC removes the oldest environment images while they hold more than this (bytes of their own layers)',
     ),
+  AGENTICFIX_BUILD_LOCK_DIR: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      'lock files by which processes sharing the Docker engine build one environment image once (default: `<home>/build-locks`); workers of one host with homes of their own name one shared directory',
+    ),
   AGENTICFIX_IMAGE_LEASE_TTL_S: int(600, 30).describe(
     'an image lease not renewed for this long belongs to a dead process and GC reclaims it',
   ),

@@ -59,6 +59,13 @@ export const ENV_SCHEMA = z.object({
   AGENTICFIX_MAX_WORKTREE_FILES: int(200_000, 1).describe(
     'a worktree with more entries (files, directories, links) than this after a test run ends the run',
   ),
+  // A repository's remote is untrusted: a huge or trickling one must not hold a worker or fill the disk.
+  AGENTICFIX_FETCH_TIMEOUT_S: int(600, 1).describe(
+    "wall clock of one clone or fetch of a repository's mirror: past it git and its helpers are killed, what they wrote is removed and the run fails",
+  ),
+  AGENTICFIX_FETCH_MAX_MB: int(4096, 1).describe(
+    'growth of a mirror during one clone or fetch past which it is stopped the same way (a clone over it is removed)',
+  ),
   AGENTICFIX_MAX_PATCH_FILE_BYTES: int(10 * MiB, 1).describe(
     'new or changed files over this are left out of the patch (listed in `patch_skipped`)',
   ),

@@ -15,6 +15,11 @@ export interface GitOptions {
    * rather than `-c`, so it is in no config file and not in the process list.
    */
   config?: GitConfig;
+  /**
+   * Aborting it kills git and everything git started (a remote helper, index-pack, ssh: its process
+   * group) at once; git then counts as failed.
+   */
+  signal?: AbortSignal;
 }
 
 export type GitConfig = ReadonlyArray<readonly [string, string]>;
@@ -99,14 +104,27 @@ function baseEnv(extra: GitConfig = []): Record<string, string> {
 
 /** Runs `git args` in `cwd`; throws GitError on a non-zero exit unless `allowFail`. Output is not trimmed. */
 export async function git(args: string[], opts: GitOptions): Promise<GitResult> {
-  const res = await execa('git', args, {
+  const { signal } = opts;
+  const child = execa('git', args, {
     cwd: opts.cwd,
     env: { ...baseEnv(opts.config), ...opts.env },
     extendEnv: false,
     input: opts.input ?? '',
     reject: false,
     stripFinalNewline: false,
+    // A group of its own, so a stop reaches the helpers git spawned and not this process.
+    detached: signal !== undefined,
   });
+  const stop = () => {
+    try {
+      if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+    } catch {
+      // the group has already ended
+    }
+  };
+  if (signal?.aborted) stop();
+  signal?.addEventListener('abort', stop, { once: true });
+  const res = await child.finally(() => signal?.removeEventListener('abort', stop));
   // No exit code means git never ran (missing binary, bad cwd) or was killed: report execa's reason.
   const out =
     res.exitCode === undefined

@@ -8,7 +8,8 @@ import { removeStage, wasLent } from './stage.js';
 import { git, stripUserinfo, worktreeGit, type GitConfig } from './git.js';
 import { removeTree } from './tree.js';
 import { commitOverLimits } from './commit-size.js';
-import type { Worktree, WorkspaceManager } from './types.js';
+import { removeTempPacks, withinFetchLimits } from './fetch-bounds.js';
+import type { Worktree, WorkspaceLimits, WorkspaceManager } from './types.js';
 
 const FullSha = z.string().regex(/^[0-9a-f]{40}$/, 'base commit must be a full 40-hex SHA');
 const RunId = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, 'run id must be a safe directory name');
@@ -55,13 +56,9 @@ export class GitWorkspaceManager implements WorkspaceManager {
   private readonly queues = new Map<string, Promise<unknown>>();
 
   /** Checkouts over these are refused before a file is written (none: no check, for tests of other things). */
-  private readonly limits: { maxWorktreeBytes: number; maxWorktreeEntries: number } | null;
+  private readonly limits: WorkspaceLimits | null;
 
-  constructor(opts: {
-    cacheDir: string;
-    worktreeDir: string;
-    limits?: { maxWorktreeBytes: number; maxWorktreeEntries: number };
-  }) {
+  constructor(opts: { cacheDir: string; worktreeDir: string; limits?: WorkspaceLimits }) {
     this.cacheDir = path.resolve(opts.cacheDir);
     this.worktreeDir = path.resolve(opts.worktreeDir);
     this.limits = opts.limits ?? null;
@@ -301,25 +298,48 @@ export class GitWorkspaceManager implements WorkspaceManager {
     return removed;
   }
 
+  /**
+   * A clone or fetch is bounded (when the manager has fetch limits): past the deadline or the size cap
+   * git and its helpers are killed, what they wrote goes and the caller gets a WorkspaceError.
+   */
   private async cloneOrFetch(remote: string, mirror: string, auth: GitConfig = []): Promise<void> {
     if (existsSync(mirror)) {
       // The remote is passed explicitly each time so credentials in a URL are never stored in the mirror.
-      await git(['fetch', '--prune', '--quiet', '--', remote, '+refs/*:refs/*'], {
-        cwd: mirror,
-        config: auth,
-      });
+      const fetch = (signal?: AbortSignal) =>
+        git(['fetch', '--prune', '--quiet', '--', remote, '+refs/*:refs/*'], {
+          cwd: mirror,
+          config: auth,
+          signal,
+        });
+      const why = await this.bounded(mirror, fetch);
+      if (why !== null) {
+        await removeTempPacks(mirror);
+        throw new WorkspaceError(`the fetch of ${stripUserinfo(remote)} was stopped: ${why}`);
+      }
       return;
     }
     // Clone next to the final path and rename, so a half-cloned mirror is never visible.
     const tmp = `${mirror}.tmp-${randomBytes(4).toString('hex')}`;
     try {
-      await git(['clone', '--mirror', '--quiet', '--', remote, tmp], { cwd: this.cacheDir, config: auth });
+      const clone = (signal?: AbortSignal) =>
+        git(['clone', '--mirror', '--quiet', '--', remote, tmp], {
+          cwd: this.cacheDir,
+          config: auth,
+          signal,
+        });
+      const why = await this.bounded(tmp, clone);
+      if (why !== null) throw new WorkspaceError(`the clone of ${stripUserinfo(remote)} was stopped: ${why}`);
       await git(['remote', 'set-url', 'origin', stripUserinfo(remote)], { cwd: tmp });
       await rename(tmp, mirror);
     } catch (err) {
       await rm(tmp, { recursive: true, force: true });
       throw err;
     }
+  }
+
+  private bounded(dir: string, work: (signal?: AbortSignal) => Promise<unknown>): Promise<string | null> {
+    const fetch = this.limits?.fetch;
+    return fetch ? withinFetchLimits(dir, fetch, work) : work().then(() => null);
   }
 
   /** Serializes work on one mirror: in-process queue first, then the cross-process file lock. */

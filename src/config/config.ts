@@ -217,6 +217,8 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
         'WEBHOOK_MAX_BYTES',
         'WEBHOOK_INFLIGHT_MB',
         'WEBHOOK_BODY_TIMEOUT_S',
+        'WEBHOOK_MAX_CONNECTIONS',
+        'WEBHOOK_HEADERS_TIMEOUT_S',
         'OUTSIDER_REPLY_INTERVAL_S',
       ]),
       retention: copied(e, 'AGENTICFIX_', [

@@ -113,6 +113,7 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
         'MAX_WORKTREE_MB',
         'MAX_PATCH_FILE_BYTES',
         'RUN_COMMAND_LOCAL',
+        'REVISION_MAX_DIFF_MB',
       ]),
       /** The floor of a limit derived from the measured suite: at most the ceiling. */
       minTestTimeoutMs: Math.min(e.AGENTICFIX_MIN_TEST_TIMEOUT_S, e.AGENTICFIX_MAX_TEST_TIMEOUT_S) * 1000,

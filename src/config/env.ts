@@ -243,6 +243,9 @@ export const ENV_SCHEMA = z.object({
   AGENTICFIX_MAX_REVISIONS: int(5, 0).describe(
     "revisions per pull request: a repository's default and ceiling (`max_revisions` may be lower; higher is refused by name)",
   ),
+  AGENTICFIX_REVISION_MAX_DIFF_MB: int(16, 1).describe(
+    "a revision's diff of the pull request against its base (of which the model sees head and tail) larger than this fails the revision run, unread",
+  ),
   AGENTICFIX_MAX_ATTEMPTS: int(3, 1).describe(
     "ceiling of a repository's `attempts` and of `/agenticfix rerun attempts=N`: independent tries of one run, each repaired and judged on its own",
   ),

@@ -19,13 +19,14 @@ const UNBOUNDED = Number.MAX_SAFE_INTEGER;
  * Runs `work` (a clone into `dir` or a fetch into it) with a signal that stops git once it has run
  * longer than the deadline or `dir` grew past the cap, measured while git writes and once more when
  * it is done (a fast local copy can end between two polls). Returns null within both, else why it
- * was stopped, naming the setting; a failure of git's own is thrown as it is.
+ * was stopped, naming the setting; a failure of git's own is thrown as it is. No limits: no bounds.
  */
 export async function withinFetchLimits(
   dir: string,
-  limits: FetchLimits,
-  work: (signal: AbortSignal) => Promise<unknown>,
+  limits: FetchLimits | undefined,
+  work: (signal?: AbortSignal) => Promise<unknown>,
 ): Promise<string | null> {
+  if (!limits) return work().then(() => null);
   const start = (await measureTree(dir, { maxBytes: UNBOUNDED, maxEntries: UNBOUNDED })).bytes;
   const cap = { maxBytes: start + limits.maxBytes, maxEntries: UNBOUNDED };
   const overCap = `it grew past ${Math.round(limits.maxBytes / 2 ** 20)} MB (AGENTICFIX_FETCH_MAX_MB)`;

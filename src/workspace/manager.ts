@@ -5,7 +5,7 @@ import path from 'node:path';
 import lockfile from 'proper-lockfile';
 import { z } from 'zod';
 import { removeStage, wasLent } from './stage.js';
-import { git, stripUserinfo, worktreeGit, type GitConfig } from './git.js';
+import { git, GitError, stripUserinfo, worktreeGit, type GitConfig } from './git.js';
 import { removeTree } from './tree.js';
 import { commitOverLimits } from './commit-size.js';
 import { removeTempPacks, withinFetchLimits } from './fetch-bounds.js';
@@ -108,11 +108,16 @@ export class GitWorkspaceManager implements WorkspaceManager {
     return res.stdout.trim();
   }
 
-  /** `git diff --binary from to` between two commits already in the mirror. */
-  async diff(remote: string, from: string, to: string): Promise<string> {
+  /** `git diff --binary from to` of two commits in the mirror; over `maxBytes`: git stopped, an error. */
+  async diff(remote: string, from: string, to: string, maxBytes?: number): Promise<string> {
     FullSha.parse(from);
     FullSha.parse(to);
-    return (await git(['diff', '--binary', from, to], { cwd: this.mirrorPath(remote) })).stdout;
+    const args = ['diff', '--binary', from, to];
+    const res = await git(args, { cwd: this.mirrorPath(remote), maxBuffer: maxBytes, allowFail: true });
+    if (res.exitCode === 0) return res.stdout;
+    if (!res.overflow) throw new GitError(args, res.exitCode, res.stderr);
+    const over = `over ${Math.round(maxBytes! / 2 ** 20)} MB (AGENTICFIX_REVISION_MAX_DIFF_MB)`;
+    throw new WorkspaceError(`the diff of ${from.slice(0, 12)}..${to.slice(0, 12)} is ${over}`);
   }
 
   /**
@@ -311,7 +316,7 @@ export class GitWorkspaceManager implements WorkspaceManager {
           config: auth,
           signal,
         });
-      const why = await this.bounded(mirror, fetch);
+      const why = await withinFetchLimits(mirror, this.limits?.fetch, fetch);
       if (why !== null) {
         await removeTempPacks(mirror);
         throw new WorkspaceError(`the fetch of ${stripUserinfo(remote)} was stopped: ${why}`);
@@ -327,7 +332,7 @@ export class GitWorkspaceManager implements WorkspaceManager {
           config: auth,
           signal,
         });
-      const why = await this.bounded(tmp, clone);
+      const why = await withinFetchLimits(tmp, this.limits?.fetch, clone);
       if (why !== null) throw new WorkspaceError(`the clone of ${stripUserinfo(remote)} was stopped: ${why}`);
       await git(['remote', 'set-url', 'origin', stripUserinfo(remote)], { cwd: tmp });
       await rename(tmp, mirror);
@@ -335,11 +340,6 @@ export class GitWorkspaceManager implements WorkspaceManager {
       await rm(tmp, { recursive: true, force: true });
       throw err;
     }
-  }
-
-  private bounded(dir: string, work: (signal?: AbortSignal) => Promise<unknown>): Promise<string | null> {
-    const fetch = this.limits?.fetch;
-    return fetch ? withinFetchLimits(dir, fetch, work) : work().then(() => null);
   }
 
   /** Serializes work on one mirror: in-process queue first, then the cross-process file lock. */

@@ -5,6 +5,15 @@ import type { lastTestState } from '../tools/registry.js';
 import type { ToolResult } from '../tools/types.js';
 import type { ChatMessage, RawToolCall } from './model.js';
 import { estimateTokens } from './tokens.js';
+import {
+  asShown,
+  excerpt,
+  linesAround,
+  searchHits,
+  shownLines,
+  type Excerpt,
+  type ShownLines,
+} from './context-lines.js';
 
 export type ContextParams = Config['context'] & Pick<Config['limits'], 'observationMaxChars'>;
 
@@ -19,6 +28,10 @@ interface Observation {
   stale: boolean;
   /** What the stub keeps of the result (KEPT). */
   kept: Record<string, unknown>;
+  /** A read's lines, as shown. */
+  shown: ShownLines | null;
+  /** Lines of compacted reads a search showed again around its matches. */
+  again: Excerpt[];
   /** Set once, when compaction replaced the observation; never rewritten afterwards. */
   stub: string | null;
 }
@@ -105,7 +118,7 @@ function describeCall(tool: string, args: unknown): string {
  * later request carries it: an argument the kept fields give with its value is named once (a read's
  * path and lines, which also say how to make the same call), and `stale` only when true.
  */
-function stubOf(o: Observation): string {
+function stubOf(o: Observation, headLines: number): string {
   const args =
     o.args && typeof o.args === 'object'
       ? Object.fromEntries(Object.entries(o.args).filter(([k, v]) => o.kept[k] !== v))
@@ -116,13 +129,22 @@ function stubOf(o: Observation): string {
     cut_tokens: estimateTokens(o.text),
     ...o.kept,
     ...(o.stale ? { stale: true } : {}),
+    // A file's first lines (imports, module header): what code written next to it copies, read again most.
+    // Frozen with the stub like the rest: the kept version tells the model when the file changed since.
+    ...(o.shown?.start === 1 && headLines > 0 && !o.stale
+      ? { head: excerpt(o.shown, 1, headLines)!.content }
+      : {}),
     // A failed change changed nothing: there is nothing to get back.
     restore: !o.mutating ? 'same call' : o.outcome === 'ok' ? 'git_diff shows the change' : undefined,
   });
 }
 
 /** What stubbing saves each later request. */
-const saving = (o: Observation): number => estimateTokens(o.text) - estimateTokens(stubOf(o));
+const saving = (o: Observation, headLines: number): number =>
+  estimateTokens(o.text) - estimateTokens(stubOf(o, headLines));
+
+/** Windows around a search's matches shown again, at most this many per search. */
+const AGAIN_WINDOWS = 3;
 
 /** What a call came to, in a few words: `ok`, the error code, or a test run's counts (`2 failed, 727 passed`). */
 export function outcomeOf(result: ToolResult): string {
@@ -151,7 +173,10 @@ export function outcomeOf(result: ToolResult): string {
  * tail is short when compactions come early and often (the default threshold is low). Small results
  * stay whole (`stubMinSavingTokens`), and so do windows of a file read since its last change
  * (`readWindowMaxTokens`), so that the model need not fetch them again, until they add up to
- * `smallWholeMaxTokens`. The context benchmark (src/bench/context.ts) measures what this bills
+ * `smallWholeMaxTokens`. Stubs that would hide what a later call needs carry it: a compacted page that
+ * began at line 1 keeps the file's head (`stubHeadLines`), and a search whose matches lie in a compacted
+ * read shows the lines around them again (`searchAroundLines`), kept whole like a window, so that the
+ * model need not spend a turn reading them. The context benchmark (src/bench/context.ts) measures what this bills
  * against the full history, the floor under any such policy, and the re-reads it forces.
  * With the policy disabled the full history is sent (observations still capped): the benchmark baseline.
  */
@@ -198,7 +223,21 @@ export class ContextManager {
 
   /** Records a tool's result as the answer to one call; returns the observation text the model will see. */
   addObservation(callId: string, tool: string, args: unknown, result: ToolResult, mutating: boolean): string {
-    const text = renderObservation(result, this.params.observationMaxChars);
+    const again = this.linesAgain(tool, result);
+    const shown = again.length
+      ? {
+          ...result,
+          data: {
+            ...(result.data as object),
+            // After the matches: what the model asked for comes first.
+            around_matches: {
+              from: 'your earlier read_file results, compacted since; the file is unchanged',
+              lines: again,
+            },
+          },
+        }
+      : result;
+    const text = renderObservation(shown, this.params.observationMaxChars);
     const paths = argPaths(args);
     if (mutating && result.success) this.markStale(paths);
     this.entries.push({
@@ -209,10 +248,13 @@ export class ContextManager {
         args,
         text,
         outcome: outcomeOf(result),
-        paths,
+        // A search that showed lines again goes stale with their file.
+        paths: [...paths, ...again.map((e) => e.path)],
         mutating,
         stale: false,
         kept: keptOf(tool, result),
+        shown: this.params.enabled ? shownLines(tool, result) : null,
+        again,
         stub: null,
       },
     });
@@ -231,14 +273,17 @@ export class ContextManager {
     // A result whose stub saves little stays whole: carrying it costs a tenth of its size a request,
     // fetching it again a whole turn. So does a current window of a file. Once such results add up past
     // their cap they go in one batch (one rewrite of what follows the first of them, not one per request).
-    const shrinks = candidates.filter((o) => saving(o) > 0);
-    const small = shrinks.filter((o) => saving(o) < this.params.stubMinSavingTokens || this.isWindow(o));
+    const head = this.params.stubHeadLines;
+    const shrinks = candidates.filter((o) => saving(o, head) > 0);
+    const small = shrinks.filter(
+      (o) => saving(o, head) < this.params.stubMinSavingTokens || this.isWindow(o),
+    );
     const smallTokens = small.reduce((n, o) => n + estimateTokens(o.text), 0);
     const older =
       smallTokens > this.params.smallWholeMaxTokens ? shrinks : shrinks.filter((o) => !small.includes(o));
     const before = older.reduce((n, o) => n + estimateTokens(o.text), 0);
     if (older.length === 0 || before < this.params.compactTokens) return null;
-    for (const o of older) o.stub = stubOf(o);
+    for (const o of older) o.stub = stubOf(o, head);
     if (this.state.steps - this.stateAt >= STATE_EVERY_STEPS) {
       this.stateAt = this.state.steps;
       // Before the turn of the observations kept whole: the next compaction rewrites from those, and a
@@ -260,11 +305,29 @@ export class ContextManager {
    */
   private isWindow(o: Observation): boolean {
     return (
-      o.tool === 'read_file' &&
+      (o.tool === 'read_file' || o.again.length > 0) &&
       o.outcome === 'ok' &&
       !o.stale &&
       estimateTokens(o.text) <= this.params.readWindowMaxTokens
     );
+  }
+
+  /**
+   * For a search, the lines around its matches that the model saw in a read it now sees only as a stub
+   * (the file unchanged since), and in no whole read or earlier window (a stub's head shows too few
+   * lines past a match): the code it searched for is what it works on next, and without them it would
+   * spend a turn reading them again.
+   */
+  private linesAgain(tool: string, result: ToolResult): Excerpt[] {
+    const around = this.params.searchAroundLines;
+    const hits = searchHits(tool, result);
+    if (!this.params.enabled || around === 0 || hits.length === 0) return [];
+    const current = this.entries.flatMap((e) => (e.kind === 'observation' && !e.obs.stale ? [e.obs] : []));
+    const lost = current.flatMap((o) => (o.stub && o.shown ? [o.shown] : []));
+    const seen = current.flatMap((o) =>
+      o.stub ? [] : [...(o.shown ? [o.shown] : []), ...o.again.map(asShown)],
+    );
+    return linesAround(hits, lost, seen, around, AGAIN_WINDOWS * (2 * around + 1));
   }
 
   messages(): ChatMessage[] {

@@ -28,16 +28,26 @@ const PARTS = new Set(['webhook', 'demo']);
 
 async function main(args: string[]): Promise<void> {
   const options: BenchOptions = { smoke: args.includes('--smoke') };
-  const names = args.filter((a) => a !== '--smoke');
+  // `--skip=a,b`: all but these (CI's smoke leaves out what a test already runs whole).
+  const skipped = new Set(args.flatMap((a) => (a.startsWith('--skip=') ? a.slice(7).split(',') : [])));
+  for (const name of skipped)
+    if (!(name in BENCHES))
+      throw new Error(`unknown benchmark ${name}; known: ${Object.keys(BENCHES).join(', ')}`);
+  const names = args.filter((a) => !a.startsWith('--'));
   // Parts of another benchmark run only when named: all of them at once would run them twice.
-  const selected = names.length ? names : Object.keys(BENCHES).filter((n) => !PARTS.has(n));
+  const selected = (names.length ? names : Object.keys(BENCHES).filter((n) => !PARTS.has(n))).filter(
+    (n) => !skipped.has(n),
+  );
   const results: Record<string, Record<string, number | string>> = {};
   for (const name of selected) {
     const load = BENCHES[name];
     if (!load) throw new Error(`unknown benchmark ${name}; known: ${Object.keys(BENCHES).join(', ')}`);
     process.stderr.write(`bench ${name} ...\n`);
+    const started = performance.now();
     results[name] = await (await load())(options);
     for (const [k, v] of Object.entries(results[name]!)) process.stderr.write(`  ${k.padEnd(40)} ${v}\n`);
+    // What each benchmark costs (the smoke run is part of CI's time).
+    process.stderr.write(`bench ${name} took ${((performance.now() - started) / 1000).toFixed(1)} s\n`);
   }
   process.stdout.write(JSON.stringify(results, null, 2) + '\n');
 }

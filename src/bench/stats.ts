@@ -42,8 +42,9 @@ export function threadTimes(): { runUs: number; waitUs: number } {
  * What a burst's p99 is made of (medians over bursts): how long the sender took to write it (it reads
  * no answer meanwhile: its share of the early answers' latency); the app thread's CPU per delivery,
  * which the machine's other load moves much less than latencies (for comparing code; all the thread
- * did meanwhile: a sender held up 50 ms starts routing mid-burst); and how long the app's and the
- * sender's threads waited for a CPU (the other load, in the latencies). Where Linux tells them.
+ * did until the burst's last answer: routing that starts mid-burst counts, routing after it does not);
+ * and how long the app's and the sender's threads waited for a CPU (the other load, in the latencies).
+ * Where Linux tells them.
  */
 export function burstFigures(
   prefix: string,

@@ -146,6 +146,8 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
         ...(e.AGENTICFIX_BUILD_CA_FILE && { caFile: e.AGENTICFIX_BUILD_CA_FILE }),
       },
       imageMaxBytes: Math.round(e.AGENTICFIX_IMAGE_MAX_GB * 1024 * MiB),
+      /** Builds of one image take turns across processes through lock files here (images/turns.ts). */
+      buildLockDir: path.resolve(cwd, e.AGENTICFIX_BUILD_LOCK_DIR ?? path.join(home, 'build-locks')),
       /**
        * A run's warm test container ends on its own this long after it started (when the app is gone):
        * the longest run (the time ceiling) plus one test run at the ceiling. A live run replaces it sooner.
@@ -195,6 +197,8 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       stubMinSavingTokens: e.AGENTICFIX_CONTEXT_STUB_MIN_SAVING_TOKENS,
       smallWholeMaxTokens: e.AGENTICFIX_CONTEXT_SMALL_WHOLE_MAX_TOKENS,
       readWindowMaxTokens: e.AGENTICFIX_CONTEXT_READ_WINDOW_MAX_TOKENS,
+      stubHeadLines: e.AGENTICFIX_CONTEXT_STUB_HEAD_LINES,
+      searchAroundLines: e.AGENTICFIX_CONTEXT_SEARCH_AROUND_LINES,
       enabled: e.AGENTICFIX_CONTEXT_POLICY,
     },
     agent: copied(e, 'AGENTICFIX_', ['MAX_FORMAT_ERRORS', 'NO_EDIT_NUDGES', 'LOOP_REPEAT']),

@@ -158,6 +158,13 @@ export const ENV_SCHEMA = z.object({
     .describe(
       'GC removes the oldest environment images while they hold more than this (bytes of their own layers)',
     ),
+  AGENTICFIX_BUILD_LOCK_DIR: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      'lock files by which processes sharing the Docker engine build one environment image once (default: `<home>/build-locks`); workers of one host with homes of their own name one shared directory',
+    ),
   AGENTICFIX_IMAGE_LEASE_TTL_S: int(600, 30).describe(
     'an image lease not renewed for this long belongs to a dead process and GC reclaims it',
   ),
@@ -281,6 +288,14 @@ export const ENV_SCHEMA = z.object({
   // A window of code the model is working on is what it reads again once stubbed (a turn each).
   AGENTICFIX_CONTEXT_READ_WINDOW_MAX_TOKENS: int(1000, 0).describe(
     'a `read_file` result up to this many tokens stays whole until its file changes (0: off)',
+  ),
+  // Stubs that carry the lines a later call needs, so the model need not spend a turn reading them
+  // again (the context benchmark counts those turns: src/bench/rereads.ts).
+  AGENTICFIX_CONTEXT_STUB_HEAD_LINES: int(10, 0).describe(
+    "a compacted `read_file` page that began at line 1 keeps the file's first this many lines (0: off)",
+  ),
+  AGENTICFIX_CONTEXT_SEARCH_AROUND_LINES: int(8, 0).describe(
+    '`search_code` shows again this many lines either side of a match that lies in a compacted read of an unchanged file (0: off)',
   ),
   AGENTICFIX_CONTEXT_POLICY: bool(true).describe('`false` sends the full history (benchmark baseline)'),
   // Agent loop

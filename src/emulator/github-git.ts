@@ -4,7 +4,7 @@
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
@@ -196,13 +196,34 @@ export function hasCommitsBetween(gitDir: string, base: string, head: string): b
   return Number(gitText(gitDir, ['rev-list', '--count', `${base}..${head}`]) ?? '0') > 0;
 }
 
+/** Where an answer is written: the client's ServerResponse, or nowhere (an answer lost on its way). */
+export interface AnswerSink {
+  readonly headersSent: boolean;
+  writeHead(status: number, headers?: Record<string, string>): unknown;
+  write(chunk: Buffer | string): unknown;
+  end(): unknown;
+}
+
+/** An answer nobody receives. */
+export function discard(): AnswerSink {
+  let sent = false;
+  return {
+    get headersSent() {
+      return sent;
+    },
+    writeHead: () => (sent = true),
+    write: () => true,
+    end: () => undefined,
+  };
+}
+
 /**
  * Serves one smart-HTTP request with `git http-backend` (CGI): request headers become CGI
  * variables, the body is piped to its stdin, and its stdout is split into CGI headers and body.
  */
 export function serveGitHttp(
   req: IncomingMessage,
-  res: ServerResponse,
+  res: AnswerSink,
   cgi: { projectRoot: string; pathInfo: string; query: string; remoteUser?: string },
 ): Promise<number> {
   const header = (name: string) => {
@@ -257,7 +278,8 @@ export function serveGitHttp(
     child.on('close', (code) => {
       if (pending !== null && !res.headersSent) {
         status = 500;
-        res.writeHead(500, { 'content-type': 'text/plain' }).write(`git http-backend exited with ${code}\n`);
+        res.writeHead(500, { 'content-type': 'text/plain' });
+        res.write(`git http-backend exited with ${code}\n`);
       }
       res.end();
       resolve(status);
@@ -336,6 +358,41 @@ export function commitFiles(
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }
+}
+
+/**
+ * `count` commits on top of the existing `branch` as `author`, in one `git fast-import` (a long pull
+ * request made fast): each appends a line to `file`. Returns the last commit.
+ */
+export function commitMany(
+  gitDir: string,
+  branch: string,
+  file: string,
+  count: number,
+  author: string,
+): string {
+  const parent = resolveCommit(gitDir, branch);
+  if (!parent) throw new Error(`no branch ${branch}`);
+  const who = `${author} <${author}@users.noreply.example.invalid> ${Math.floor(Date.now() / 1000)} +0000`;
+  const data = (text: string) => `data ${Buffer.byteLength(text)}\n${text}\n`;
+  let lines = '';
+  let stream = '';
+  for (let i = 1; i <= count; i++) {
+    lines += `line ${i}\n`;
+    stream += `commit refs/heads/${branch}\nauthor ${who}\ncommitter ${who}\n${data(`Note ${i}`)}`;
+    stream += `${i === 1 ? `from ${parent}\n` : ''}M 100644 inline ${file}\n${data(lines)}\n`;
+  }
+  execFileSync('git', ['--git-dir', gitDir, 'fast-import', '--quiet'], {
+    env: { ...process.env, ...GIT_ENV },
+    input: stream,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  return resolveCommit(gitDir, branch) as string;
+}
+
+/** The best common ancestor of two commits; null when they share none. */
+export function mergeBase(gitDir: string, a: string, b: string): string | null {
+  return gitText(gitDir, ['merge-base', a, b]);
 }
 
 /** Commits on `head` that `base` lacks, oldest first (a pull request's commits). */

@@ -11,6 +11,7 @@ import {
   commitsBetween,
   diffFiles,
   hasCommitsBetween,
+  mergeBase,
   readBlob,
   readTreePath,
   resolveCommit,
@@ -19,6 +20,8 @@ import type { Json, Shapes } from './github-shapes.js';
 import { timestamp, type EmulatorState, type InstallationRecord, type RepoRecord } from './github-state.js';
 
 export const BODY_LIMIT = 65536;
+/** The most commits GitHub lists for a pull request, and for a comparison asked without paging. */
+export const PULL_COMMITS_LIMIT = 250;
 const DOCS = 'https://docs.github.com/rest';
 
 export interface Reply {
@@ -114,8 +117,11 @@ const intParam = (value: string | undefined): number => {
   return n;
 };
 
-/** GitHub's page/per_page pagination with a Link header, as Octokit's paginate() follows it. */
-function paginate(items: unknown[], ctx: Ctx, baseUrl: string): Reply {
+/**
+ * GitHub's page/per_page pagination with a Link header, as Octokit's paginate() follows it; `shape`
+ * renders only the page's items (a commit's JSON costs a git call).
+ */
+function paginate<T>(items: T[], ctx: Ctx, baseUrl: string, shape: (item: T) => unknown = (i) => i): Reply {
   const perPage = Math.min(100, Math.max(1, Number(ctx.query.get('per_page')) || 30));
   const page = Math.max(1, Number(ctx.query.get('page')) || 1);
   const last = Math.max(1, Math.ceil(items.length / perPage));
@@ -131,7 +137,7 @@ function paginate(items: unknown[], ctx: Ctx, baseUrl: string): Reply {
   ];
   return {
     status: 200,
-    body: items.slice((page - 1) * perPage, page * perPage),
+    body: items.slice((page - 1) * perPage, page * perPage).map(shape),
     ...(links.length ? { headers: { link: links.join(', ') } } : {}),
   };
 }
@@ -305,6 +311,19 @@ export function createRouter({
     };
   };
 
+  /** The files `base...head` changes, as GitHub lists them (a pull request's, a comparison's). */
+  const filesJson = (repo: RepoRecord, base: string, headRef: string): Json[] => {
+    const head = resolveCommit(repo.bareDir, headRef) as string;
+    const at = (kind: string, file: string) =>
+      `${baseUrl()}/${repo.fullName}/${kind}/${head}/${file.split('/').map(encodeURIComponent).join('/')}`;
+    return diffFiles(repo.bareDir, base, head).map((f) => ({
+      ...f,
+      blob_url: at('blob', f.filename),
+      raw_url: at('raw', f.filename),
+      contents_url: `${baseUrl()}/repos/${repo.fullName}/contents/${f.filename}?ref=${head}`,
+    }));
+  };
+
   // --- GitHub App (JWT) ---
   on('GET', '/app', () =>
     ok({
@@ -428,6 +447,45 @@ export function createRouter({
       ctx,
       baseUrl(),
     );
+  });
+  // `base...head`: the status comes from the whole history; only the listed commits are capped or paged.
+  onRepo('GET', '/repos/:owner/:repo/compare/:basehead*', (ctx) => {
+    const { bareDir } = ctx.repo;
+    const [baseRef = '', headRef = ''] = (ctx.params.basehead as string).split('...');
+    const base = resolveCommit(bareDir, baseRef) ?? throwIt(notFound());
+    const head = resolveCommit(bareDir, headRef) ?? throwIt(notFound());
+    const merge = mergeBase(bareDir, base, head) ?? throwIt(notFound());
+    const ahead = commitsBetween(bareDir, merge, head);
+    const behind = commitsBetween(bareDir, merge, base).length;
+    const status =
+      ahead.length === 0 ? (behind === 0 ? 'identical' : 'behind') : behind === 0 ? 'ahead' : 'diverged';
+    const paged = ctx.query.has('per_page') || ctx.query.has('page');
+    const shape = (sha: string) => commitJson(ctx.repo, sha);
+    const listed = paged
+      ? paginate(ahead, ctx, baseUrl(), shape)
+      : { body: ahead.slice(-PULL_COMMITS_LIMIT).map(shape), headers: undefined };
+    const page = Math.max(1, Number(ctx.query.get('page')) || 1);
+    const api = `${baseUrl()}/repos/${ctx.repo.fullName}`;
+    const html = `${baseUrl()}/${ctx.repo.fullName}/compare/${ctx.params.basehead}`;
+    return {
+      status: 200,
+      ...(listed.headers ? { headers: listed.headers } : {}),
+      body: {
+        url: `${api}/compare/${ctx.params.basehead}`,
+        html_url: html,
+        permalink_url: `${baseUrl()}/${ctx.repo.fullName}/compare/${base}...${head}`,
+        diff_url: `${html}.diff`,
+        patch_url: `${html}.patch`,
+        base_commit: commitJson(ctx.repo, base),
+        merge_base_commit: commitJson(ctx.repo, merge),
+        status,
+        ahead_by: ahead.length,
+        behind_by: behind,
+        total_commits: ahead.length,
+        commits: listed.body,
+        ...(page === 1 ? { files: filesJson(ctx.repo, base, head) } : {}), // on the first page only
+      },
+    };
   });
   onRepo('GET', '/repos/:owner/:repo/commits/:ref*', (ctx) => {
     const sha = resolveCommit(ctx.repo.bareDir, ctx.params.ref as string);
@@ -737,16 +795,7 @@ export function createRouter({
     const { pull } = pullOf(ctx);
     const { bareDir } = ctx.repo;
     if (!pull || !branchExists(bareDir, pull.head)) return paginate([], ctx, baseUrl());
-    const at = (kind: string, sha: string, file: string) =>
-      `${baseUrl()}/${ctx.repo.fullName}/${kind}/${sha}/${file.split('/').map(encodeURIComponent).join('/')}`;
-    const head = resolveCommit(bareDir, pull.head) as string;
-    const files = diffFiles(bareDir, pull.base, pull.head).map((f) => ({
-      ...f,
-      blob_url: at('blob', head, f.filename),
-      raw_url: at('raw', head, f.filename),
-      contents_url: `${baseUrl()}/repos/${ctx.repo.fullName}/contents/${f.filename}?ref=${head}`,
-    }));
-    return paginate(files, ctx, baseUrl());
+    return paginate(filesJson(ctx.repo, pull.base, pull.head), ctx, baseUrl());
   });
 
   // --- Reviews, review comments, review requests ---
@@ -836,14 +885,16 @@ export function createRouter({
   onRepo('GET', '/repos/:owner/:repo/pulls/:number/requested_reviewers', (ctx) =>
     ok({ users: [...requestsOf(ctx.repo, pullOf(ctx).number)].map((l) => shapes.user(l)), teams: [] }),
   );
+  // GitHub lists at most 250 commits of a pull request (the oldest), paged as usual.
   onRepo('GET', '/repos/:owner/:repo/pulls/:number/commits', (ctx) => {
     const { pull } = pullOf(ctx);
     const { bareDir } = ctx.repo;
     if (!pull || !branchExists(bareDir, pull.head)) return paginate([], ctx, baseUrl());
     return paginate(
-      commitsBetween(bareDir, pull.base, pull.head).map((sha) => commitJson(ctx.repo, sha)),
+      commitsBetween(bareDir, pull.base, pull.head).slice(0, PULL_COMMITS_LIMIT),
       ctx,
       baseUrl(),
+      (sha) => commitJson(ctx.repo, sha),
     );
   });
 

@@ -15,9 +15,11 @@ import { AppAuth, parseAuthorization } from './github-auth.js';
 import {
   branchExists,
   commitFiles,
+  commitMany,
   commitsBetween,
   createBareRepo,
   diffHunk,
+  discard,
   git,
   resolveCommit,
   serveGitHttp,
@@ -94,6 +96,11 @@ export interface FaultMatch {
 
 export interface FaultResponse {
   status: number;
+  /**
+   * The request is made as sent first (a push lands, a comment is posted), and only its answer is this
+   * one: an answer lost after GitHub acted, as when the connection drops on the way back.
+   */
+  landed?: true;
   headers?: Record<string, string>;
   body?: unknown;
 }
@@ -207,6 +214,14 @@ export interface GitHubEmulator {
     branch: string,
     files: Record<string, string>,
     opts: { message: string; author: string },
+  ): string;
+  /** A person pushes `count` small commits at once to the existing `branch` (each appends a line to `file`); no webhook. Returns the last. */
+  pushCommits(
+    owner: string,
+    repo: string,
+    branch: string,
+    count: number,
+    opts: { file: string; author: string },
   ): string;
   /** A pull request's commits, oldest first. */
   pullCommits(owner: string, repo: string, pull: number): string[];
@@ -331,11 +346,12 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
     }
     const rest = m[3] as string;
     const fault = takeFault(req.method ?? 'GET', safeDecode(url.pathname));
-    if (fault) {
-      res.writeHead(fault.status, { 'content-type': 'text/plain', ...fault.headers });
-      res.end(`${STATUS_CODES[fault.status] ?? 'Error'}\n`);
-      return fault.status;
-    }
+    const answer = (f: FaultResponse) => {
+      res.writeHead(f.status, { 'content-type': 'text/plain', ...f.headers });
+      res.end(`${STATUS_CODES[f.status] ?? 'Error'}\n`);
+      return f.status;
+    };
+    if (fault && !fault.landed) return answer(fault);
     const isPush = url.searchParams.get('service') === 'git-receive-pack' || rest === '/git-receive-pack';
     let remoteUser: string | undefined;
     if (isPush || repo.private) {
@@ -354,12 +370,15 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
       }
       remoteUser = state.botLogin;
     }
-    return serveGitHttp(req, res, {
+    const cgi = {
       projectRoot,
       pathInfo: `/${repo.owner}/${repo.name}.git${rest}`,
       query: url.search.slice(1),
       remoteUser,
-    });
+    };
+    if (!fault) return serveGitHttp(req, res, cgi);
+    await serveGitHttp(req, discard(), cgi);
+    return answer(fault);
   }
 
   async function handleRest(
@@ -379,13 +398,6 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
       }
     }
     const method = req.method ?? 'GET';
-    const fault = takeFault(method, safeDecode(url.pathname));
-    if (fault) {
-      const faultBody = fault.body ?? { message: STATUS_CODES[fault.status] ?? 'Error' };
-      return { reply: { status: fault.status, body: faultBody, headers: fault.headers }, body, fault: true };
-    }
-    const held = takeHold(method, safeDecode(url.pathname));
-    if (held > 0) await new Promise((resolve) => setTimeout(resolve, held));
     const request = {
       method,
       pathname: url.pathname,
@@ -394,8 +406,16 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
       creds: parseAuthorization(req.headers.authorization),
       accept: req.headers.accept ?? '',
     };
-    const reply = manifests.convert(method, url.pathname) ?? oauth.handle(request) ?? route(request);
-    return { reply, body };
+    const made = () => manifests.convert(method, url.pathname) ?? oauth.handle(request) ?? route(request);
+    const fault = takeFault(method, safeDecode(url.pathname));
+    if (fault) {
+      if (fault.landed) made();
+      const faultBody = fault.body ?? { message: STATUS_CODES[fault.status] ?? 'Error' };
+      return { reply: { status: fault.status, body: faultBody, headers: fault.headers }, body, fault: true };
+    }
+    const held = takeHold(method, safeDecode(url.pathname));
+    if (held > 0) await new Promise((resolve) => setTimeout(resolve, held));
+    return { reply: made(), body };
   }
 
   const server = createServer((req, res) => {
@@ -446,6 +466,9 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
       record(500, undefined);
     });
   });
+  // Idle connections outlive the clients' own idle timeout (undici: 4 s), as real APIs' do: with Node's
+  // 5 s a loaded machine let the server close a connection just as a client reused it (ECONNRESET).
+  server.keepAliveTimeout = 65_000;
   const host = opts.host ?? '127.0.0.1';
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -759,6 +782,10 @@ export async function startGitHubEmulator(opts: GitHubEmulatorOptions): Promise<
       state.user(author);
       const repo = repoOf(owner, repoName);
       return commitFiles(repo.bareDir, branch, repo.defaultBranch, files, message, author);
+    },
+    pushCommits(owner, repoName, branch, count, { file, author }) {
+      state.user(author);
+      return commitMany(repoOf(owner, repoName).bareDir, branch, file, count, author);
     },
     pullCommits(owner, repoName, number) {
       const repo = repoOf(owner, repoName);

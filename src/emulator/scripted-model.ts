@@ -257,6 +257,9 @@ export async function startScriptedModelServer(
   const server = createServer((req, res) => {
     handle(req, res).catch((err: Error) => send(res, 500, { error: { message: err.message } }));
   });
+  // Idle connections outlive the clients' own idle timeout (undici: 4 s), as real APIs' do: with Node's
+  // 5 s a loaded machine let the server close a connection just as a client reused it (ECONNRESET).
+  server.keepAliveTimeout = 65_000;
   const host = opts.host ?? '127.0.0.1';
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

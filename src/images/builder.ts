@@ -48,14 +48,15 @@ const DiskUsageSchema = z.looseObject({
 export class DockerEnvironmentBuilder implements EnvironmentBuilder {
   private readonly warm: RunSandboxes;
   private readonly leases: ImageLeases;
-  /** Builds of one environment at once take turns (buildOnce): the engine builds it once. */
-  private readonly turns = new Turns();
+  /** Builds of one environment at once, here or in another process, take turns (buildOnce): the engine builds it once. */
+  private readonly turns: Turns;
 
   constructor(
     private readonly docker: Docker,
     private readonly cfg: Config['sandbox'],
   ) {
     this.leases = new ImageLeases(docker, cfg.imageLeaseTtlMs);
+    this.turns = new Turns({ dir: cfg.buildLockDir });
     this.warm = new RunSandboxes(docker, cfg);
   }
 
@@ -101,8 +102,8 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
     // A forced rebuild (the judge's) gets a tag of its own: taking over the shared tag would leave the
     // image another run is still testing in untagged, and GC removes untagged images.
     const tag = `${ENV_REPO}:${key.slice(0, 20)}${opts.noCache ? `-${opts.runId.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 80)}` : ''}`;
-    // The same environment being built here already (another attempt of the run, side by side): once
-    // that build is over, this one is a cache hit.
+    // The same environment being built already (another attempt of the run side by side, or another
+    // process on this engine): once that build is over, this one is a cache hit.
     if (!opts.noCache) turn.end = await this.turns.take(tag, opts.signal);
 
     if (!opts.noCache) {

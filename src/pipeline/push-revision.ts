@@ -1,5 +1,5 @@
 import type { RepairResult } from '../agent/types.js';
-import { landedReply } from '../publish/github.js';
+import { isGone, landedReply } from '../publish/github.js';
 import { branchHead, commitOnto, pushCommit, tokenAuth, updatePrSection } from '../publish/pr.js';
 import {
   blockedPathsNote,
@@ -61,29 +61,36 @@ export async function pushRevision(c: RunContext, result: RepairResult): Promise
     ...pendingOf(c, result, made.report, 0, new Date()),
     revision: { commit: made.commit, parent: made.parent, branch },
   });
-  // Only while the branch is still at the commit's parent.
-  const push = async (made: { commit: string; parent: string; report: VerificationReport }) => {
+  /**
+   * Pushes only while the branch is still at the commit's parent. After a failed push, what the branch
+   * says: deleted or not moved (a reason to stop), its new head, or that it holds the commit: a push
+   * whose answer was lost after GitHub moved the branch landed all the same.
+   */
+  const push = async (made: {
+    commit: string;
+    parent: string;
+    report: VerificationReport;
+  }): Promise<{ landed: true } | { why: string } | { moved: string; error: string }> => {
     await store.update(run.id, pendingFields(record(made)));
-    return fastForward(c, made.commit, { branch, parent: made.parent });
-  };
-  /** After a refused push, what the branch says: deleted or not moved (a reason to stop), or its new head. */
-  const refused = async (error: string, parent: string): Promise<{ why: string } | { moved: string }> => {
+    const pushed = await fastForward(c, made.commit, { branch, parent: made.parent });
+    if (pushed.ok) return { landed: true };
     const now = await branchHead(gh, { owner: run.owner, repo: run.repo, branch });
     if (now === null) return { why: deletedNote(branch) };
-    if (now === parent) return { why: `The push to \`${branch}\` failed: ${error}` };
-    return { moved: now };
+    // A lease git found stale sent nothing; any other failure may have lost only its answer.
+    if (!pushed.stale && (await holds(c, now, made.commit))) return { landed: true };
+    if (now === made.parent) return { why: `The push to \`${branch}\` failed: ${pushed.error}` };
+    return { moved: now, error: pushed.error };
   };
 
   let made = await judged(run.head_commit!);
   if (!made.ok) return notPushed(null, `The revision could not be committed: ${made.error}`);
   if (c.signal.aborted) return {};
   if (made.report.verdict !== 'verified') return notPushed(made.report);
-  let pushed = await push(made);
-  if (!pushed.ok) {
+  const found = await push(made);
+  if ('why' in found) return notPushed(made.report, found.why);
+  if ('moved' in found) {
     // The branch moved while the revision ran: the change is replayed on its new head and judged
     // again, once; a change that no longer applies stops there. Nobody's commit is overwritten.
-    const found = await refused(pushed.error, made.parent);
-    if ('why' in found) return notPushed(made.report, found.why);
     const { moved } = found;
     const why = (detail: string) =>
       `The branch moved to ${moved} while the revision ran, and the app never overwrites a commit: ${detail} ${REVISE_AGAIN}`;
@@ -96,11 +103,9 @@ export async function pushRevision(c: RunContext, result: RepairResult): Promise
     made = rebased;
     if (made.report.verdict !== 'verified')
       return notPushed(made.report, why('on it, the judge did not verify the change.'));
-    pushed = await push(made);
-    if (!pushed.ok) {
-      const again = await refused(pushed.error, made.parent);
-      return notPushed(made.report, 'why' in again ? again.why : why(pushed.error));
-    }
+    const again = await push(made);
+    if ('why' in again) return notPushed(made.report, again.why);
+    if ('moved' in again) return notPushed(made.report, why(again.error));
   }
   try {
     return await landed(c, result, made.report, { commit: made.commit, parent: made.parent, branch });
@@ -126,8 +131,7 @@ export async function resumeRevision(
   const { run, gh } = c;
   const { store, workspaces } = c.s;
   const head = await branchHead(gh, { owner: run.owner, repo: run.repo, branch: to.branch });
-  if (head === to.commit || (head !== null && (await onPull(c, to.commit))))
-    return landed(c, result, report, to);
+  if (head !== null && (await holds(c, head, to.commit))) return landed(c, result, report, to);
   if (head !== to.parent)
     return stopped(
       c,
@@ -192,16 +196,26 @@ const fastForward = (c: RunContext, commit: string, to: Pick<RevisionPush, 'bran
     mode: { from: to.parent },
   });
 
-/** Whether `commit` is one of the pull request's commits (GitHub lists at most 250; the first 100 are read). */
-async function onPull(c: RunContext, commit: string): Promise<boolean> {
-  const { run, gh } = c;
-  const { data } = await gh.rest.pulls.listCommits({
-    owner: run.owner,
-    repo: run.repo,
-    pull_number: run.pr_number!,
-    per_page: 100,
-  });
-  return data.some((k) => k.sha === commit);
+/**
+ * Whether the branch at `head` holds `commit`: at it, or with it among its ancestors (a maintainer's
+ * commits on top). One comparison answers it exactly whatever the pull request's length (its list of
+ * commits stops at 250, and a commit past what was read would look absent: the revision said to be lost
+ * while on the branch). A commit GitHub does not have (404) is not held; any other failure throws.
+ */
+async function holds(c: RunContext, head: string, commit: string): Promise<boolean> {
+  if (head === commit) return true;
+  try {
+    const { data } = await c.gh.rest.repos.compareCommitsWithBasehead({
+      owner: c.run.owner,
+      repo: c.run.repo,
+      basehead: `${commit}...${head}`,
+      per_page: 1, // the status is all that is read
+    });
+    return data.status === 'ahead';
+  } catch (e) {
+    if (isGone(e)) return false;
+    throw e;
+  }
 }
 
 /** A revision that pushes nothing: the pull request is told why, with the candidate patch. */

@@ -4,6 +4,7 @@ import type { Config } from '../config/config.js';
 import { markerText, readMarker, unmarked, withMarker, type Marker } from '../trace/marker.js';
 import { dropCopies, LATE_LANDING_TIMEOUTS, marked, placeOf, type Place, type Requester } from './landed.js';
 import { fitBody, GITHUB_BODY_LIMIT } from './render.js';
+import { besideTheJob, NOTIFYING_BURST, pacer, WRITE_BURST } from './pacing.js';
 
 /** The installation-authenticated client every handler and job uses. */
 export type GitHub = InstanceType<typeof ProbotOctokit>;
@@ -48,17 +49,6 @@ function authAt(auth: unknown, baseUrl: unknown): unknown {
   return { ...(auth as object), request: request.defaults({ baseUrl }) };
 }
 
-/**
- * GitHub's spacing advice is for integrations making many writes; its hard limit is 80 content-creating
- * requests a minute. A run publishes a handful (status comment, PR, review request, evidence, trace,
- * configuration), so that many pass at once and only a longer stream is spaced: at most
- * NOTIFYING_BURST + 20 notifying writes in any minute per installation.
- */
-export const WRITE_BURST = 10;
-export const NOTIFYING_BURST = 6;
-/** How long an installation's writes pause before both bursts are whole again. */
-export const pacingRefillMs = (intervalMs: number): number =>
-  Math.max(WRITE_BURST, 3 * NOTIFYING_BURST) * intervalMs;
 /** Statuses a retry cannot change (the retry plugin's list); 403 and 429 are retried only as rate limits. */
 const FINAL_STATUSES = [400, 401, 403, 404, 410, 422, 451];
 const RETRIES = { server: 3, secondary: 3, primary: 2 };
@@ -66,31 +56,6 @@ const RETRIES = { server: 3, secondary: 3, primary: 2 };
 /** Time this process spent holding writes back for GitHub's pacing (the benchmark reports it). */
 let spacingWaitMs = 0;
 export const githubSpacingWaitMs = (): number => spacingWaitMs;
-
-/**
- * The generic cell rate algorithm (a token bucket kept as one timestamp): up to `burst` calls pass at
- * once, then one per `everyMs`. Returns how long the call made at `now` must wait; calls are served in
- * the order they ask. A `yielding` call takes a slot only when one is free now: otherwise it is told
- * how long until one is and asks again then, having reserved nothing that would hold a later call back.
- */
-export function pacer(everyMs: number, burst: number): (now: number, yielding?: boolean) => number {
-  let due = 0; // when the bucket would be full again, had nothing more been asked
-  const slack = (burst - 1) * everyMs;
-  return (now, yielding = false) => {
-    const wait = Math.max(0, due - slack - now);
-    if (wait > 0 && yielding) return wait;
-    due = Math.max(due, now) + everyMs;
-    return wait;
-  };
-}
-
-/**
- * An edit of a comment (`path` as sent or as its route template): the app edits only its status
- * comments, which show progress beside the job.
- * They yield to the job's writes for GitHub's pacing (an edit is coalesced with later states meanwhile).
- */
-export const besideTheJob = (method: string, path: string): boolean =>
-  method === 'PATCH' && /^\/repos\/[^/]+\/[^/]+\/issues\/comments\/[^/]+$/.test(path);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -209,14 +174,24 @@ function githubLimits(o: {
       };
       for (let attempt = 0; ; attempt++) {
         const sentAt = Date.now();
+        // Cleared once the try ends: AbortSignal.timeout fires at its deadline whatever became of the
+        // request, so each request left a timer, an abort and a DOMException for 30 s later, which
+        // the webhook endpoint met in the middle of a later burst's answers.
+        const timeout = new AbortController();
+        const timer = setTimeout(
+          () => timeout.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')),
+          o.timeoutMs,
+        );
         try {
           // Hooks pass options on by reference (before-after-hook binds them): set in place, per try.
-          const timeout = AbortSignal.timeout(o.timeoutMs);
-          req.request = { ...req.request, signal: own ? AbortSignal.any([own, timeout]) : timeout };
+          const signal = own ? AbortSignal.any([own, timeout.signal]) : timeout.signal;
+          req.request = { ...req.request, signal };
           const res = (await request(req)) as { data: { id: number } };
+          clearTimeout(timer);
           await settle(res.data.id);
           return res;
         } catch (e) {
+          clearTimeout(timer);
           const err = e as FailedRequest;
           // A nested request (the installation token) was retried by its own hook: one retry layer.
           if (err.name === 'AbortError' || (err.request?.url && err.request.url !== url)) throw e;

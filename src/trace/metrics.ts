@@ -10,17 +10,43 @@ collectDefaultMetrics({ register: registry, prefix: 'agenticfix_' });
 const registers = [registry];
 const SECONDS = [1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600];
 
+/**
+ * The webhook endpoint's figures, kept here as plain numbers and handed to their metrics at scrape:
+ * prom-client's `inc` and `set` hash their labels on every call, a few µs of each delivery's answer.
+ * `held`: bytes of webhook bodies held now, all endpoints together; `counted`: deliveries answered
+ * since the last scrape, by event and outcome (both bounded sets).
+ */
+export const webhookFigures = {
+  held: 0,
+  counted: new Map<string, { event: string; outcome: string; n: number }>(),
+  count(event: string, outcome: string): void {
+    const key = `${event} ${outcome}`;
+    const c = this.counted.get(key);
+    if (c) c.n++;
+    else this.counted.set(key, { event, outcome, n: 1 });
+  },
+};
+
 export const metrics = {
   deliveries: new Counter({
     name: 'agenticfix_webhook_deliveries_total',
     help: 'Webhook deliveries answered, by event and outcome (new, seen, replay, ignored, refused)',
     labelNames: ['event', 'outcome'],
     registers,
+    collect() {
+      for (const c of webhookFigures.counted.values()) {
+        if (c.n > 0) this.inc({ event: c.event, outcome: c.outcome }, c.n);
+        c.n = 0;
+      }
+    },
   }),
   webhookBodyBytes: new Gauge({
     name: 'agenticfix_webhook_body_bytes',
     help: 'Bytes of webhook bodies being received or checked now, all connections together',
     registers,
+    collect() {
+      this.set(webhookFigures.held);
+    },
   }),
   runsEnded: new Counter({
     name: 'agenticfix_runs_ended_total',

@@ -9,7 +9,7 @@ import {
 import type { AddressInfo } from 'node:net';
 import type { Logger, Probot } from 'probot';
 import type { RunStore } from '../store/store.js';
-import { metrics } from '../trace/metrics.js';
+import { webhookFigures } from '../trace/metrics.js';
 import { isHandled, wanted } from './events.js';
 import { RoutingBacklog } from './backlog.js';
 import { DeliveryRecorder } from './recorder.js';
@@ -90,7 +90,7 @@ export async function listenForWebhooks(o: WebhookServerOptions): Promise<Webhoo
     };
     // The label only of an event the app handles: made-up names must not grow /metrics.
     const label = delivery.event && isHandled(delivery.event) ? delivery.event : 'other';
-    const count = (outcome: string) => metrics.deliveries.inc({ event: label, outcome });
+    const count = (outcome: string) => webhookFigures.count(label, outcome);
     const signature = header(req, 'x-hub-signature-256');
     // Unsigned: refused before a byte of its body is read (GitHub signs every delivery of an app with a secret).
     if (!signature || !SIGNATURE.test(signature)) {
@@ -216,9 +216,9 @@ export interface Reader {
 const EVICT_GRACE_MS = 1000;
 
 /**
- * Bytes of webhook bodies held at once across connections, with a ceiling; the gauge shows them. Anyone
- * can send a signature header of the right shape, so the ceiling alone let slow bodies keep every other
- * delivery out (503) for as long as they were kept coming. A body that needs room takes it from the
+ * Bytes of webhook bodies held at once across connections, with a ceiling; the gauge reads them at
+ * scrape (webhookFigures). Anyone can send a signature header of the right shape, so the ceiling alone
+ * let slow bodies keep every other delivery out (503) for as long as they were kept coming. A body that needs room takes it from the
  * slowest body (fewest bytes a second) read for over EVICT_GRACE_MS: holding the cap then takes sending
  * at a rate near the link's, no longer a trickle.
  */
@@ -244,7 +244,7 @@ export class InflightBytes {
     }
     r.bytes += n;
     this.held += n;
-    metrics.webhookBodyBytes.set(this.held);
+    webhookFigures.held += n;
     return true;
   }
 
@@ -257,8 +257,8 @@ export class InflightBytes {
   close(r: Reader): void {
     this.reading.delete(r);
     this.held -= r.bytes;
+    webhookFigures.held -= r.bytes;
     r.bytes = 0;
-    metrics.webhookBodyBytes.set(this.held);
   }
 
   private slowest(except: Reader): Reader | null {
@@ -339,11 +339,26 @@ function refuseUnread(req: IncomingMessage, res: ServerResponse, status: number,
 const DELIVERY_ID = /^[A-Za-z0-9-]{1,100}$/;
 
 function answer(res: ServerResponse, outcome: string): void {
-  res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: true, outcome }));
+  json(res, 200, JSON.stringify({ ok: true, outcome }));
 }
 
 function refuse(res: ServerResponse, status: number, error: string): void {
-  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ error }));
+  json(res, status, JSON.stringify({ error }));
+}
+
+/**
+ * With its length: without one Node answers in chunked encoding, five chunks (the head, the size line,
+ * the body, its end, the last chunk) where this is one.
+ */
+function json(res: ServerResponse, status: number, body: string): void {
+  res
+    .writeHead(status, [
+      'content-type',
+      'application/json',
+      'content-length',
+      String(Buffer.byteLength(body)),
+    ])
+    .end(body);
 }
 
 /**

@@ -53,13 +53,18 @@ describe('a revision run whose process died', () => {
    * revision as the killed process left it (`running`, or `queued` as a stalled job put back leaves
    * it; its record due at once), and the pull request.
    */
-  async function killedRevision(dies: (fields: object) => boolean, state: 'running' | 'queued' = 'running') {
+  async function killedRevision(
+    dies: (fields: object) => boolean,
+    state: 'running' | 'queued' = 'running',
+    beforeReview?: (branch: string) => void,
+  ) {
     const n = w.emu.createIssue(O, R, { title: 'add() subtracts', user: 'alice' });
     await w.emu.label(O, R, n, 'agenticfix', 'maint');
     await app.idle();
     const [first] = await app.store.forIssue(O, R, n);
     expect(first).toMatchObject({ state: 'done', verdict: 'verified' });
     const pr = first!.pr_number!;
+    beforeReview?.(branchFor(n));
     const { store } = app;
     const update = store.update.bind(store);
     const addComment = store.addComment.bind(store);
@@ -151,6 +156,32 @@ describe('a revision run whose process died', () => {
     expect(status.body).toContain('✅ Done');
     expect(status.body).toContain(`Commit ${pushed} pushed`);
     expect(w.emu.pulls.find((p) => p.number === pr)!.body).toContain(pushed.slice(0, 12));
+  }, 120_000);
+
+  // GitHub lists a pull request's commits 100 a page and 250 at most: the revision's commit, 302nd, was
+  // past what was read, and the revision was said to be lost ("the branch moved") while on the branch.
+  it('after its push, on a pull request of 300 maintainer commits and one on top: resumed as pushed', async () => {
+    const long = (branch: string) =>
+      w.emu.pushCommits(O, R, branch, 300, { file: 'NOTES.md', author: 'maint' });
+    const { pr, first, revision } = await killedRevision((f) => 'comment' in f, 'running', long);
+    const pushed = w.emu.branchHead(O, R, branchFor(first.issue))!;
+    const human = w.emu.pushFiles(
+      O,
+      R,
+      branchFor(first.issue),
+      { 'TODO.md': 'x\n' },
+      { message: 'Todo', author: 'maint' },
+    );
+    await restart();
+    const ended = await endOf(revision);
+    expect(ended).toMatchObject({ state: 'done', verdict: 'verified', pushed_commit: pushed, publish: null });
+    const commits = w.emu.pullCommits(O, R, pr);
+    expect(commits).toHaveLength(303);
+    expect(commits.slice(-2)).toEqual([pushed, human]);
+    const comments = w.emu.comments(pr);
+    expect(marked(comments, revision.id, 'unverified')).toEqual([]);
+    expect(marked(comments, revision.id, 'revision')).toHaveLength(1);
+    expect(comments.find((c) => c.id === ended.status_comment_id)!.body).toContain(`Commit ${pushed} pushed`);
   }, 120_000);
 
   it('after storing its verified commit, before the push: resumed at start-up, the commit pushed once', async () => {

@@ -6,15 +6,8 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import type { GitHubEmulator } from '../../../src/emulator/github.js';
 import type { RepairResult } from '../../../src/agent/types.js';
-import {
-  appOctokit,
-  editComment,
-  githubSpacingWaitMs,
-  NOTIFYING_BURST,
-  besideTheJob,
-  pacer,
-  postComment,
-} from '../../../src/publish/github.js';
+import { appOctokit, editComment, githubSpacingWaitMs, postComment } from '../../../src/publish/github.js';
+import { besideTheJob, NOTIFYING_BURST, pacer } from '../../../src/publish/pacing.js';
 import { branchFor, pushPatch, upsertDraftPr, withSection } from '../../../src/publish/pr.js';
 import {
   collapsed,

@@ -164,6 +164,27 @@ d('Docker environment builder and sandbox (real engine)', () => {
     expect(both[0]!.image_id).toBe(both[1]!.image_id);
   });
 
+  // Two worker processes on one engine each had their own turns: both built the image.
+  it('one environment asked for at once by two builders that share only the lock directory is built once', async () => {
+    const locks = mkdtempSync(path.join(tmpdir(), 'agenticfix-build-locks-'));
+    dirs.push(locks);
+    const fresh = `FROM ${BASE_IMAGE}\nRUN echo ${runId} > /two-builders\n`;
+    const both = await Promise.all(
+      [1, 2].map(() =>
+        new DockerEnvironmentBuilder(docker, { ...cfg, buildLockDir: locks }).build({
+          dockerfile: fresh,
+          worktree: repo,
+          runId,
+        }),
+      ),
+    );
+    expect(both.map((b) => [b.success, b.cache_hit]).sort()).toEqual([
+      [true, false],
+      [true, true],
+    ]);
+    expect(both[0]!.image_id).toBe(both[1]!.image_id);
+  });
+
   it('a broken Dockerfile fails with error lines naming the package; the corrected one builds', async () => {
     const broken = `${FIXTURE_DOCKERFILE}RUN apt-get install -y --no-install-recommends no-such-package-xyz\n`;
     const bad = await builder.build({ dockerfile: broken, worktree: repo, runId });

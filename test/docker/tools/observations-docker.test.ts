@@ -3,7 +3,7 @@ import { call, observation, repairFixture, type RepairFixture } from '../../supp
 import { describeIf } from '../../support/skip.js';
 import { fileVersion } from '../../../src/tools/files.js';
 
-// The same text as the verify-py fixture's Dockerfile, so a warm engine reuses its layers.
+// Python and pytest from a RUN step of its own: the build observation lists both steps.
 const DOCKERFILE = `FROM ${BASE_IMAGE}
 RUN apt-get update && apt-get install -y --no-install-recommends python3 python3-pytest && rm -rf /var/lib/apt/lists/*
 `;

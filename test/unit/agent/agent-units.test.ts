@@ -92,6 +92,8 @@ describe('context policy', () => {
     stubMinSavingTokens: 0,
     smallWholeMaxTokens: 10_000,
     readWindowMaxTokens: 0,
+    stubHeadLines: 0,
+    searchAroundLines: 0,
     enabled: true,
   };
   const call = (ctx: ContextManager, id: string, name: string) =>

@@ -4,7 +4,7 @@ import { ledgerLongTrajectory, ledgerTrajectory } from '../../../src/bench/ledge
 // Token counts are deterministic for the fixed trajectories, so the policy's targets are asserted here
 // (they are properties of the policy, not timings).
 describe('context policy benchmark (ledger: 190 KB source, 606 tests, 25 and 58 calls)', () => {
-  it('sends at most 40 % of the full history, bills near the floor with prompt caching, forces at most one re-read', async () => {
+  it('sends at most 40 % of the full history, bills near the floor with prompt caching, forces no re-read', async () => {
     expect(ledgerTrajectory()).toHaveLength(25);
     expect(ledgerLongTrajectory()).toHaveLength(58);
     const r = (await benchContext()) as Record<string, number>;
@@ -13,13 +13,15 @@ describe('context policy benchmark (ledger: 190 KB source, 606 tests, 25 and 58 
     expect(r.raw_ratio).toBeLessThanOrEqual(0.4);
     expect(r.billed_tokens_context_policy).toBeLessThan(r.prompt_tokens_context_policy!);
     expect(r.billed_ratio).toBeCloseTo(r.billed_tokens_context_policy! / r.billed_tokens_full_history!, 2);
-    // No policy that shows each result once bills under the floor; this one stays within 0.06 of it
-    // (0.066 before stubs named each argument once and a listing's stub paid at 80 tokens saved).
+    // No policy that shows each result once bills under the floor; this one stays within 0.07 of it
+    // (0.055 when it forced a re-read: the file heads and lines shown again around matches cost 0.014,
+    // about what the one re-read's turn costs a real model).
     expect(r.billed_ratio_floor).toBeLessThan(r.billed_ratio!);
-    expect(r.billed_ratio! - r.billed_ratio_floor!).toBeLessThanOrEqual(0.06);
+    expect(r.billed_ratio! - r.billed_ratio_floor!).toBeLessThanOrEqual(0.07);
     expect(r['billed_ratio_at_cached_price_0.25']).toBeLessThanOrEqual(0.5);
-    // Found: every older result was a stub, so the issue file had to be read again (2 forced re-reads).
-    expect(r.rereads).toBeLessThanOrEqual(1);
+    // Found: every older result was a stub, so the issue file had to be read again (2 forced re-reads);
+    // then the function to fix, a window of a page compacted since (1): a search into it shows it again.
+    expect(r.rereads).toBe(0);
     expect(r.rereads_full_history).toBe(0);
     // The parts add up to the billed total (give or take a token a request: prompts count whole tokens).
     const totals = {
@@ -43,9 +45,10 @@ describe('context policy benchmark (ledger: 190 KB source, 606 tests, 25 and 58 
     expect(r.long_billed_ratio).toBeLessThanOrEqual(0.5);
     expect(r.long_billed_ratio).toBeLessThan(r.billed_ratio!);
     expect(r.long_billed_ratio! - r.long_billed_ratio_floor!).toBeLessThanOrEqual(0.1);
-    // Found: 5, three of them windows the model had read a few turns before. The two left are windows
-    // inside a whole page read long before (keeping pages whole would cost more than the turns).
-    expect(r.long_rereads).toBeLessThanOrEqual(2);
+    // Found: 5, three of them windows the model had read a few turns before; then 2, windows inside a
+    // page read long before (keeping pages whole cost 0.726): the function it had just searched for, and
+    // a test file's imports, which the page's stub now keeps as the file's head.
+    expect(r.long_rereads).toBe(0);
     expect(r.long_rereads_full_history).toBe(0);
   }, 240_000);
 });

@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Command, CommanderError, type OptionValues } from 'commander';
 import type { z } from 'zod';
-import { isUrl } from '../workspace/manager.js';
+import { isUrl } from '../workspace/remote.js';
 
 /** A mistake of the person at the terminal: printed as one line, without a stack, exit 2. */
 export class UsageError extends Error {}

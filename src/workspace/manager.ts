@@ -9,6 +9,7 @@ import { git, GitError, stripUserinfo, worktreeGit, type GitConfig } from './git
 import { removeTree } from './tree.js';
 import { commitOverLimits } from './commit-size.js';
 import { removeTempPacks, withinFetchLimits } from './fetch-bounds.js';
+import { normalizeRemote } from './remote.js';
 import type { Worktree, WorkspaceLimits, WorkspaceManager } from './types.js';
 
 const FullSha = z.string().regex(/^[0-9a-f]{40}$/, 'base commit must be a full 40-hex SHA');
@@ -22,25 +23,6 @@ const Remote = z.string().min(1).regex(/^[^-]/, 'remote must not start with "-"'
 
 export class WorkspaceError extends Error {
   override name = 'WorkspaceError';
-}
-
-/** A URL or scp-like `user@host:path`; anything else is a local path. */
-export const isUrl = (remote: string) =>
-  /^[a-z][a-z0-9+.-]*:\/\//i.test(remote) || /^[^/\\]+@[^/\\:]+:/.test(remote);
-
-/** One mirror per repository, whatever spelling of the remote (credentials, trailing slash or `.git`). */
-export function normalizeRemote(remote: string): string {
-  if (!isUrl(remote))
-    return path
-      .resolve(remote)
-      .replace(/\/+$/, '')
-      .replace(/\.git$/, '');
-  const stripped = stripUserinfo(remote)
-    .replace(/\/+$/, '')
-    .replace(/\.git$/, '');
-  return stripped.replace(/^([a-z][a-z0-9+.-]*:\/\/)([^/]+)/i, (_, scheme: string, host: string) => {
-    return scheme.toLowerCase() + host.toLowerCase();
-  });
 }
 
 /** Prefix of worktrees set aside for removal (names of runs never start with a dot). */

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { git, GitError } from '../../../src/workspace/git.js';
-import { GitWorkspaceManager, normalizeRemote } from '../../../src/workspace/manager.js';
+import { GitWorkspaceManager } from '../../../src/workspace/manager.js';
+import { normalizeRemote } from '../../../src/workspace/remote.js';
 import { commitAll, makeSourceRepo, tempDir, writeFiles } from '../../support/git-fixtures.js';
 
 let root: string;

@@ -253,6 +253,8 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
       maxBytes: o.config.app.webhookMaxBytes,
       inflightBytes: o.config.app.webhookInflightBytes,
       bodyTimeoutMs: o.config.app.webhookBodyTimeoutMs,
+      maxConnections: o.config.app.webhookMaxConnections,
+      headersTimeoutMs: o.config.app.webhookHeadersTimeoutMs,
       port: o.port,
       host: o.host,
       log,

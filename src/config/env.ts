@@ -59,6 +59,13 @@ export const ENV_SCHEMA = z.object({
   AGENTICFIX_MAX_WORKTREE_FILES: int(200_000, 1).describe(
     'a worktree with more entries (files, directories, links) than this after a test run ends the run',
   ),
+  // A repository's remote is untrusted: a huge or trickling one must not hold a worker or fill the disk.
+  AGENTICFIX_FETCH_TIMEOUT_S: int(600, 1).describe(
+    "wall clock of one clone or fetch of a repository's mirror: past it git and its helpers are killed, what they wrote is removed and the run fails",
+  ),
+  AGENTICFIX_FETCH_MAX_MB: int(4096, 1).describe(
+    'growth of a mirror during one clone or fetch past which it is stopped the same way (a clone over it is removed)',
+  ),
   AGENTICFIX_MAX_PATCH_FILE_BYTES: int(10 * MiB, 1).describe(
     'new or changed files over this are left out of the patch (listed in `patch_skipped`)',
   ),
@@ -242,6 +249,9 @@ export const ENV_SCHEMA = z.object({
   // Revisions per pull request and CI feedback rounds: the repository's default and ceiling.
   AGENTICFIX_MAX_REVISIONS: int(5, 0).describe(
     "revisions per pull request: a repository's default and ceiling (`max_revisions` may be lower; higher is refused by name)",
+  ),
+  AGENTICFIX_REVISION_MAX_DIFF_MB: int(16, 1).describe(
+    "a revision's diff of the pull request against its base (of which the model sees head and tail) larger than this fails the revision run, unread",
   ),
   AGENTICFIX_MAX_ATTEMPTS: int(3, 1).describe(
     "ceiling of a repository's `attempts` and of `/agenticfix rerun attempts=N`: independent tries of one run, each repaired and judged on its own",

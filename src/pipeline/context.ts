@@ -156,7 +156,7 @@ export async function prepare(
       revision: run.revision,
       pr: run.pr_number,
       summary: await previousSummary(s.store, earlier),
-      diff: await s.workspaces.diff(remote, run.base_commit, start),
+      diff: await s.workspaces.diff(remote, run.base_commit, start, config.limits.revisionMaxDiffBytes),
       feedback: run.feedback,
     });
   }

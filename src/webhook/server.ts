@@ -3,6 +3,7 @@ import {
   createServer,
   type IncomingMessage,
   type Server as HttpServer,
+  type ServerOptions,
   type ServerResponse,
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -29,6 +30,13 @@ export interface WebhookServerOptions {
   inflightBytes: number;
   /** A body must have arrived within this, or it gets 408 and its connection is closed. */
   bodyTimeoutMs: number;
+  /**
+   * Open connections at once: past it a new one is closed unanswered (each holds a file descriptor).
+   * Unset (tests of other things): no cap.
+   */
+  maxConnections?: number;
+  /** A request's headers must have arrived within this, or it gets 408 and its connection is closed (unset: Node's 60 s). */
+  headersTimeoutMs?: number;
   port?: number; // 0 = any free port
   host?: string;
   log: Logger;
@@ -51,7 +59,7 @@ export async function listenForWebhooks(o: WebhookServerOptions): Promise<Webhoo
   await probot.load(o.register);
   const recorder = new DeliveryRecorder(o.store);
   const backlog = new RoutingBacklog();
-  const server: HttpServer = createServer((req, res) => {
+  const server: HttpServer = createServer(connectionLimits(o), (req, res) => {
     takeIn(req, res).catch((err: unknown) => {
       log.error({ err }, 'webhook failed');
       if (!res.headersSent) res.writeHead(500).end();
@@ -154,6 +162,7 @@ export async function listenForWebhooks(o: WebhookServerOptions): Promise<Webhoo
       .catch((err: unknown) => log.error({ err, ...delivery }, 'webhook handler failed'));
   }
 
+  if (o.maxConnections !== undefined) server.maxConnections = o.maxConnections;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(o.port ?? 3000, o.host ?? '127.0.0.1', () => resolve());
@@ -169,6 +178,16 @@ export async function listenForWebhooks(o: WebhookServerOptions): Promise<Webhoo
     },
   };
 }
+
+/**
+ * Node checks the headers' deadline only every `connectionsCheckingInterval` (30 s by default), so a
+ * short deadline is checked at a matching pace. Kept-alive connections idle for Node's 5 s.
+ */
+const connectionLimits = ({ headersTimeoutMs = 60_000 }): ServerOptions => ({
+  headersTimeout: headersTimeoutMs,
+  connectionsCheckingInterval: Math.min(1000, headersTimeoutMs),
+  keepAliveTimeout: 5000,
+});
 
 const header = (req: IncomingMessage, name: string): string | undefined => {
   const v = req.headers[name];

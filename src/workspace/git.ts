@@ -15,6 +15,13 @@ export interface GitOptions {
    * rather than `-c`, so it is in no config file and not in the process list.
    */
   config?: GitConfig;
+  /**
+   * Aborting it kills git and everything git started (a remote helper, index-pack, ssh: its process
+   * group) at once; git then counts as failed.
+   */
+  signal?: AbortSignal;
+  /** Output past this (characters of stdout or stderr) stops git: never held whole (unset: execa's 100 MB). */
+  maxBuffer?: number;
 }
 
 export type GitConfig = ReadonlyArray<readonly [string, string]>;
@@ -23,6 +30,8 @@ export interface GitResult {
   stdout: string;
   stderr: string;
   exitCode: number;
+  /** Git was stopped for output past `maxBuffer`; what it printed is dropped. */
+  overflow?: true;
 }
 
 /** A git stderr as it may be stored (in an error, a result, a report): head and tail, trimmed. */
@@ -99,17 +108,37 @@ function baseEnv(extra: GitConfig = []): Record<string, string> {
 
 /** Runs `git args` in `cwd`; throws GitError on a non-zero exit unless `allowFail`. Output is not trimmed. */
 export async function git(args: string[], opts: GitOptions): Promise<GitResult> {
-  const res = await execa('git', args, {
+  const { signal } = opts;
+  const child = execa('git', args, {
     cwd: opts.cwd,
     env: { ...baseEnv(opts.config), ...opts.env },
     extendEnv: false,
     input: opts.input ?? '',
     reject: false,
     stripFinalNewline: false,
+    // A group of its own, so a stop reaches the helpers git spawned and not this process.
+    detached: signal !== undefined,
+    ...(opts.maxBuffer !== undefined && { maxBuffer: opts.maxBuffer }),
   });
+  const stop = () => {
+    try {
+      if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+    } catch {
+      // the group has already ended
+    }
+  };
+  if (signal?.aborted) stop();
+  signal?.addEventListener('abort', stop, { once: true });
+  const res = await child.finally(() => signal?.removeEventListener('abort', stop));
   // No exit code means git never ran (missing binary, bad cwd) or was killed: report execa's reason.
-  const out =
-    res.exitCode === undefined
+  const out: GitResult = res.isMaxBuffer
+    ? {
+        stdout: '',
+        stderr: `output over ${opts.maxBuffer} characters: stopped`,
+        exitCode: -1,
+        overflow: true,
+      }
+    : res.exitCode === undefined
       ? { stdout: res.stdout, stderr: res.stderr || (res.message ?? 'git did not run'), exitCode: -1 }
       : { stdout: res.stdout, stderr: res.stderr, exitCode: res.exitCode };
   if (out.exitCode !== 0 && !opts.allowFail) throw new GitError(args, out.exitCode, out.stderr);

@@ -5,10 +5,11 @@ import path from 'node:path';
 import lockfile from 'proper-lockfile';
 import { z } from 'zod';
 import { removeStage, wasLent } from './stage.js';
-import { git, stripUserinfo, worktreeGit, type GitConfig } from './git.js';
+import { git, GitError, stripUserinfo, worktreeGit, type GitConfig } from './git.js';
 import { removeTree } from './tree.js';
 import { commitOverLimits } from './commit-size.js';
-import type { Worktree, WorkspaceManager } from './types.js';
+import { removeTempPacks, withinFetchLimits } from './fetch-bounds.js';
+import type { Worktree, WorkspaceLimits, WorkspaceManager } from './types.js';
 
 const FullSha = z.string().regex(/^[0-9a-f]{40}$/, 'base commit must be a full 40-hex SHA');
 const RunId = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, 'run id must be a safe directory name');
@@ -55,13 +56,9 @@ export class GitWorkspaceManager implements WorkspaceManager {
   private readonly queues = new Map<string, Promise<unknown>>();
 
   /** Checkouts over these are refused before a file is written (none: no check, for tests of other things). */
-  private readonly limits: { maxWorktreeBytes: number; maxWorktreeEntries: number } | null;
+  private readonly limits: WorkspaceLimits | null;
 
-  constructor(opts: {
-    cacheDir: string;
-    worktreeDir: string;
-    limits?: { maxWorktreeBytes: number; maxWorktreeEntries: number };
-  }) {
+  constructor(opts: { cacheDir: string; worktreeDir: string; limits?: WorkspaceLimits }) {
     this.cacheDir = path.resolve(opts.cacheDir);
     this.worktreeDir = path.resolve(opts.worktreeDir);
     this.limits = opts.limits ?? null;
@@ -111,11 +108,16 @@ export class GitWorkspaceManager implements WorkspaceManager {
     return res.stdout.trim();
   }
 
-  /** `git diff --binary from to` between two commits already in the mirror. */
-  async diff(remote: string, from: string, to: string): Promise<string> {
+  /** `git diff --binary from to` of two commits in the mirror; over `maxBytes`: git stopped, an error. */
+  async diff(remote: string, from: string, to: string, maxBytes?: number): Promise<string> {
     FullSha.parse(from);
     FullSha.parse(to);
-    return (await git(['diff', '--binary', from, to], { cwd: this.mirrorPath(remote) })).stdout;
+    const args = ['diff', '--binary', from, to];
+    const res = await git(args, { cwd: this.mirrorPath(remote), maxBuffer: maxBytes, allowFail: true });
+    if (res.exitCode === 0) return res.stdout;
+    if (!res.overflow) throw new GitError(args, res.exitCode, res.stderr);
+    const over = `over ${Math.round(maxBytes! / 2 ** 20)} MB (AGENTICFIX_REVISION_MAX_DIFF_MB)`;
+    throw new WorkspaceError(`the diff of ${from.slice(0, 12)}..${to.slice(0, 12)} is ${over}`);
   }
 
   /**
@@ -302,19 +304,37 @@ export class GitWorkspaceManager implements WorkspaceManager {
     return removed;
   }
 
+  /**
+   * A clone or fetch is bounded (when the manager has fetch limits): past the deadline or the size cap
+   * git and its helpers are killed, what they wrote goes and the caller gets a WorkspaceError.
+   */
   private async cloneOrFetch(remote: string, mirror: string, auth: GitConfig = []): Promise<void> {
     if (existsSync(mirror)) {
       // The remote is passed explicitly each time so credentials in a URL are never stored in the mirror.
-      await git(['fetch', '--prune', '--quiet', '--', remote, '+refs/*:refs/*'], {
-        cwd: mirror,
-        config: auth,
-      });
+      const fetch = (signal?: AbortSignal) =>
+        git(['fetch', '--prune', '--quiet', '--', remote, '+refs/*:refs/*'], {
+          cwd: mirror,
+          config: auth,
+          signal,
+        });
+      const why = await withinFetchLimits(mirror, this.limits?.fetch, fetch);
+      if (why !== null) {
+        await removeTempPacks(mirror);
+        throw new WorkspaceError(`the fetch of ${stripUserinfo(remote)} was stopped: ${why}`);
+      }
       return;
     }
     // Clone next to the final path and rename, so a half-cloned mirror is never visible.
     const tmp = `${mirror}.tmp-${randomBytes(4).toString('hex')}`;
     try {
-      await git(['clone', '--mirror', '--quiet', '--', remote, tmp], { cwd: this.cacheDir, config: auth });
+      const clone = (signal?: AbortSignal) =>
+        git(['clone', '--mirror', '--quiet', '--', remote, tmp], {
+          cwd: this.cacheDir,
+          config: auth,
+          signal,
+        });
+      const why = await withinFetchLimits(tmp, this.limits?.fetch, clone);
+      if (why !== null) throw new WorkspaceError(`the clone of ${stripUserinfo(remote)} was stopped: ${why}`);
       await git(['remote', 'set-url', 'origin', stripUserinfo(remote)], { cwd: tmp });
       await rename(tmp, mirror);
     } catch (err) {

@@ -1,3 +1,5 @@
+import type { FetchLimits } from './fetch-bounds.js';
+
 /** A detached worktree pinned at a full base commit SHA, sharing objects with a bare mirror. */
 export interface Worktree {
   readonly runId: string;
@@ -24,4 +26,11 @@ export interface WorkspaceManager {
   create(remote: string, baseCommit: string, runId: string): Promise<Worktree>;
   /** Removes the worktree through git (no stray admin entries). */
   remove(wt: Worktree): Promise<void>;
+}
+
+/** The operator's limits on checkouts and (when given) on what one clone or fetch may take. */
+export interface WorkspaceLimits {
+  maxWorktreeBytes: number;
+  maxWorktreeEntries: number;
+  fetch?: FetchLimits;
 }

@@ -80,11 +80,17 @@ describe('webhook intake before the signature', () => {
     return { req, answer };
   }
 
-  const within = <T>(p: Promise<T>, ms: number, what: string) =>
-    Promise.race([
-      p,
-      new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no answer: ${what}`)), ms)),
-    ]);
+  const within = async <T>(p: Promise<T>, ms: number, what: string): Promise<T> => {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer: ${what}`)), ms);
+    });
+    try {
+      return await Promise.race([p, late]);
+    } finally {
+      clearTimeout(timer); // a deadline left armed keeps the worker alive (the leak check fails the suite)
+    }
+  };
 
   it('40 unsigned, unfinished 24 MB bodies are refused (401) before their bodies are read: nothing is held', async () => {
     const held: number[] = [];

@@ -19,6 +19,8 @@ describe('config', () => {
       maxWorktreeEntries: 200_000,
       maxPatchFileBytes: 10 * 1024 * 1024,
       runCommandLocal: false,
+      revisionMaxDiffBytes: 16 * 1024 * 1024,
+      fetch: { timeoutMs: 600_000, maxBytes: 4096 * 1024 * 1024 },
     });
     expect(loadConfig({ AGENTICFIX_RUN_COMMAND_LOCAL: 'true' }).limits.runCommandLocal).toBe(true);
     expect(c.cacheDir).toBe('/srv/.agenticfix/cache');

@@ -78,6 +78,36 @@ export async function loadRepoConfig(
   ref: string,
   limits: OperatorLimits,
 ): Promise<RepoConfigResult> {
-  const file = await fetchFile(gh, owner, repo, REPO_CONFIG_PATH, ref, REPO_CONFIG_MAX_BYTES);
+  const file = await configAt(gh, owner, repo, ref);
   return file.ok ? parseRepoConfig(file.text, limits) : { ok: false, error: file.error };
 }
+
+/**
+ * The config file's text at a commit, read from GitHub once for a labelled run: intake reads it at the
+ * commit the run is pinned to, and prepare reads it again there (issue 40). A full SHA names one tree,
+ * so its text is the same whoever asks; kept a short while only, and a branch or tag name (whose
+ * commit moves) or a read that failed is always asked again.
+ */
+async function configAt(gh: ContentsReader, owner: string, repo: string, ref: string): Promise<FileResult> {
+  if (!/^[0-9a-f]{40}$/.test(ref))
+    return fetchFile(gh, owner, repo, REPO_CONFIG_PATH, ref, REPO_CONFIG_MAX_BYTES);
+  const key = `${owner.toLowerCase()}/${repo.toLowerCase()}@${ref}`;
+  const now = Date.now();
+  for (const [k, v] of recent) {
+    if (v.until > now) break; // kept in the order they expire
+    recent.delete(k);
+  }
+  const hit = recent.get(key);
+  if (hit) return hit.file;
+  const file = await fetchFile(gh, owner, repo, REPO_CONFIG_PATH, ref, REPO_CONFIG_MAX_BYTES);
+  if (file.ok) {
+    if (recent.size >= RECENT_MAX) recent.delete(recent.keys().next().value!);
+    recent.set(key, { file, until: now + RECENT_MS });
+  }
+  return file;
+}
+
+/** Long enough for a queued run to reach prepare; a file is at most 64 KB, so 256 of them stay small. */
+const RECENT_MS = 10 * 60_000;
+const RECENT_MAX = 256;
+const recent = new Map<string, { file: FileResult; until: number }>();

@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
@@ -56,17 +56,23 @@ async function withTempIndex<T>(
   fn: (staged: Staged) => Promise<T>,
 ): Promise<T> {
   Rev.parse(baseCommit);
-  const common = (await mirrorGit(wt, ['rev-parse', '--path-format=absolute', '--git-common-dir'])).stdout;
-  const scratchDir = await mkdtemp(path.join(os.tmpdir(), 'agenticfix-index-'));
+  const [common, scratchDir] = await Promise.all([
+    commonDir(wt.gitDir),
+    mkdtemp(path.join(os.tmpdir(), 'agenticfix-index-')),
+  ]);
   const env = {
     GIT_INDEX_FILE: path.join(scratchDir, 'index'),
     GIT_OBJECT_DIRECTORY: path.join(scratchDir, 'objects'),
-    GIT_ALTERNATE_OBJECT_DIRECTORIES: path.join(common.trim(), 'objects'),
+    GIT_ALTERNATE_OBJECT_DIRECTORIES: path.join(common, 'objects'),
   };
   try {
     await mkdir(env.GIT_OBJECT_DIRECTORY);
-    await mirrorGit(wt, ['read-tree', baseCommit], { env });
-    const gitlinks = await baseGitlinks(wt, env);
+    // Each git call is a process on the path from the model's last step to the pull request: the
+    // index and the base's gitlinks are read at once.
+    const [gitlinks] = await Promise.all([
+      baseGitlinks(wt, baseCommit),
+      mirrorGit(wt, ['read-tree', baseCommit], { env }),
+    ]);
     const copy = await syncStage(wt.path, {
       maxFileBytes: opts.maxFileBytes,
       gitlinks,
@@ -95,9 +101,22 @@ const EXCLUDED_NAMES: ReadonlySet<string> = new Set(ALWAYS_EXCLUDED);
 const mirrorGit = (wt: WorktreeGit, args: string[], opts: Omit<GitOptions, 'cwd'> = {}) =>
   git(args, { ...opts, cwd: wt.gitDir, env: { ...opts.env, GIT_DIR: wt.gitDir } });
 
-/** Submodule paths of the base (gitlinks, mode 160000), read from the temporary index. */
-async function baseGitlinks(wt: WorktreeGit, env: Record<string, string>): Promise<Set<string>> {
-  const out = (await mirrorGit(wt, ['ls-files', '-s', '-z'], { env })).stdout;
+/**
+ * The repository's common dir (the mirror) as git finds it: a worktree's admin dir names it in its
+ * `commondir` file (relative to the admin dir); a repository's own git dir has none and is its own.
+ * Read here rather than asked of `git rev-parse`: one process fewer on every export.
+ */
+async function commonDir(gitDir: string): Promise<string> {
+  const named = await readFile(path.join(gitDir, 'commondir'), 'utf8').catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') return null;
+    throw err;
+  });
+  return named === null ? path.resolve(gitDir) : path.resolve(gitDir, named.trim());
+}
+
+/** Submodule paths of the base (gitlinks, mode 160000), read from its tree. */
+async function baseGitlinks(wt: WorktreeGit, baseCommit: string): Promise<Set<string>> {
+  const out = (await mirrorGit(wt, ['ls-tree', '-r', '-z', '--full-tree', baseCommit])).stdout;
   const links = new Set<string>();
   for (const line of out.split('\0'))
     if (line.startsWith('160000 ')) links.add(line.slice(line.indexOf('\t') + 1));
@@ -141,8 +160,11 @@ export async function exportPatch(
   opts: ExportOptions,
 ): Promise<ExportedPatch> {
   return withTempIndex(wt, baseCommit, opts, async (staged) => {
-    const patch = await stagedDiff(wt, baseCommit, staged);
-    const tree = (await mirrorGit(wt, ['write-tree'], { env: staged.env })).stdout.trim();
+    // Both only read the staged index (write-tree swaps in its cache by rename): at once.
+    const [patch, tree] = await Promise.all([
+      stagedDiff(wt, baseCommit, staged),
+      mirrorGit(wt, ['write-tree'], { env: staged.env }).then((r) => r.stdout.trim()),
+    ]);
     return { patch, files: patchFiles(patch), tree, skipped: staged.skipped };
   });
 }

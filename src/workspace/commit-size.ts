@@ -11,6 +11,26 @@ export async function commitOverLimits(
   commit: string,
   limits: { maxWorktreeBytes: number; maxWorktreeEntries: number },
 ): Promise<string | null> {
+  // A commit's tree never changes: measured once per mirror, commit and limits in this process, so the
+  // judge's worktrees and a rerun at the same base skip the walk of the whole tree.
+  const key = `${repo}\0${commit}\0${limits.maxWorktreeBytes}\0${limits.maxWorktreeEntries}`;
+  const known = verdicts.get(key);
+  if (known !== undefined) return known;
+  const over = await measure(repo, commit, limits);
+  if (verdicts.size >= MAX_VERDICTS) verdicts.delete(verdicts.keys().next().value!); // the oldest
+  verdicts.set(key, over);
+  return over;
+}
+
+/** Verdicts remembered; a key is a few hundred bytes, so this bounds the map at about a MB. */
+const MAX_VERDICTS = 4096;
+const verdicts = new Map<string, string | null>();
+
+async function measure(
+  repo: string,
+  commit: string,
+  limits: { maxWorktreeBytes: number; maxWorktreeEntries: number },
+): Promise<string | null> {
   let bytes = 0;
   let entries = 0;
   let over: string | null = null;

@@ -1,9 +1,10 @@
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Docker from 'dockerode';
 import pino, { type Logger } from 'pino';
 import pretty from 'pino-pretty';
 import type { Config } from './config/config.js';
+import { limitedServer, type ConnectionLimits } from './config/listener.js';
 import { buildInfo } from './config/version.js';
 import type { RunStore } from './store/store.js';
 import { exportBuildInfo, exportRunCounts, registry } from './trace/metrics.js';
@@ -93,13 +94,14 @@ async function timed(check: () => Promise<unknown>): Promise<{ ok: boolean; ms: 
   }
 }
 
-/** A worker's listener for the same routes (it has no webhook server). */
+/** A worker's listener for the same routes (it has no webhook server), with the app's connection limits. */
 export async function listenObserve(
   routes: ReturnType<typeof observeRoutes>,
   port: number,
   host: string,
+  limits: ConnectionLimits,
 ): Promise<{ url: string; close(): Promise<void> }> {
-  const server = createServer((req, res) => {
+  const server = limitedServer(limits, (req, res) => {
     routes(req, res).then(
       (handled) => handled || res.writeHead(404).end(),
       () => res.headersSent || res.writeHead(500).end(),

@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { Octokit } from '@octokit/rest';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { limitedServer, type ConnectionLimits } from '../config/listener.js';
 import { html } from '../web/html.js';
 import { forwardedProto } from '../web/routes.js';
 import { sameToken } from '../web/sessions.js';
@@ -29,6 +30,8 @@ export interface SetupOptions {
   trustProxy: boolean;
   /** Called with the app's credentials once GitHub created it; what it throws is shown to the operator. */
   save: (vars: Record<string, string>) => void;
+  /** AGENTICFIX_HTTP_*: the page may listen on a reachable address (HOST) for as long as setup waits. */
+  limits: ConnectionLimits;
 }
 
 export interface SetupServer {
@@ -146,7 +149,7 @@ export async function startSetupServer(o: SetupOptions): Promise<SetupServer> {
     saved();
   }
 
-  const server = createServer((req, res) => {
+  const server = limitedServer(o.limits, (req, res) => {
     handle(req, res).catch((err: unknown) => {
       if (!res.headersSent) send(res, 500, `setup failed: ${(err as Error).message}\n`);
     });

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { parse as parseDotenv } from 'dotenv';
 import SmeeClient from 'smee-client';
 import { z } from 'zod';
-import { loadEnv } from '../config/config.js';
+import { loadConfig, loadEnv } from '../config/config.js';
 import { ENV_SCHEMA } from '../config/env.js';
 import { command, parseCli } from './program.js';
 import { startSetupServer } from './setup-server.js';
@@ -81,6 +81,7 @@ export async function runSetup(name: string): Promise<string> {
     env,
     trustProxy: ENV_SCHEMA.shape.AGENTICFIX_TRUST_PROXY.safeParse(env.AGENTICFIX_TRUST_PROXY).data ?? false,
     save: (vars) => void writeEnvFile(cwd, vars),
+    limits: loadConfig(env).http,
   });
   process.stdout.write(
     `agenticfix ${name}: open ${server.url} to register the app on ${env.GHE_HOST ?? 'github.com'} from app.yml; its credentials go to ${file}\n` +

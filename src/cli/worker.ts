@@ -81,7 +81,12 @@ export async function workerCommand(argv: string[]): Promise<number> {
   });
   // The store-wide run counts are serve's to export (observeRoutes).
   const routes = observeRoutes(healthChecks({ store, queue: () => worker.ping(), docker: true }), null);
-  const listener = await listenObserve(routes, config.workerListen.port, config.workerListen.host);
+  const listener = await listenObserve(
+    routes,
+    config.workerListen.port,
+    config.workerListen.host,
+    config.http,
+  );
   await worker.start();
   // This machine's upkeep: the engine swept, retention (run directories, mirrors) applied hourly.
   const host = {

@@ -222,8 +222,6 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
         'WEBHOOK_MAX_BYTES',
         'WEBHOOK_INFLIGHT_MB',
         'WEBHOOK_BODY_TIMEOUT_S',
-        'WEBHOOK_MAX_CONNECTIONS',
-        'WEBHOOK_HEADERS_TIMEOUT_S',
         'OUTSIDER_REPLY_INTERVAL_S',
       ]),
       retention: copied(e, 'AGENTICFIX_', [
@@ -236,6 +234,8 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       checkApps: e.AGENTICFIX_CHECK_APPS ? splitList(e.AGENTICFIX_CHECK_APPS) : null,
     },
     log: { level: e.LOG_LEVEL, format: e.LOG_FORMAT },
+    /** Each listener's connection limits (listener.ts). */
+    http: copied(e, 'AGENTICFIX_HTTP_', ['MAX_CONNECTIONS', 'HEADERS_TIMEOUT_S']),
     workerListen: { port: e.AGENTICFIX_WORKER_PORT, host: e.AGENTICFIX_WORKER_HOST },
     /** Run pages: the public base URL (links in comments) and the OAuth client; null: not set. */
     web: {

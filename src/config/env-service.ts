@@ -115,12 +115,12 @@ export const SERVICE_SETTINGS = {
   AGENTICFIX_WEBHOOK_BODY_TIMEOUT_S: int(30, 1).describe(
     'a webhook body not received within this is refused (408)',
   ),
-  // Connections of serve's port: each holds a file descriptor, and idle ones cost a visitor nothing.
-  AGENTICFIX_WEBHOOK_MAX_CONNECTIONS: int(512, 1).describe(
-    "open connections of serve's port (webhooks, run pages, /healthz) at once; past it a new one is closed unanswered (keep it well under the process's file limit)",
+  // Each port the app listens on: every connection holds a file descriptor, and idle ones cost a visitor nothing.
+  AGENTICFIX_HTTP_MAX_CONNECTIONS: int(512, 1).describe(
+    "open connections at once of each port the app listens on (serve's: webhooks, run pages, /healthz; a worker's /healthz and /metrics; setup's page); past it a new one is closed unanswered (keep it well under the process's file limit)",
   ),
-  AGENTICFIX_WEBHOOK_HEADERS_TIMEOUT_S: int(10, 1).describe(
-    "a connection of serve's port that has not sent a request's headers within this is answered 408 and closed (GitHub sends them at once)",
+  AGENTICFIX_HTTP_HEADERS_TIMEOUT_S: int(10, 1).describe(
+    "a connection to any port the app listens on that has not sent a request's headers within this is answered 408 and closed (GitHub, browsers and Prometheus send them at once)",
   ),
   AGENTICFIX_OUTSIDER_REPLY_INTERVAL_S: int(3600, 0).describe(
     'people without write access get at most one reply per issue in this interval',

@@ -1,13 +1,8 @@
 import { createHmac, hash, timingSafeEqual } from 'node:crypto';
-import {
-  createServer,
-  type IncomingMessage,
-  type Server as HttpServer,
-  type ServerOptions,
-  type ServerResponse,
-} from 'node:http';
+import type { IncomingMessage, Server as HttpServer, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger, Probot } from 'probot';
+import { limitedServer, type ConnectionLimits } from '../config/listener.js';
 import type { RunStore } from '../store/store.js';
 import { webhookFigures } from '../trace/metrics.js';
 import { isHandled, wanted } from './events.js';
@@ -18,7 +13,8 @@ import { DeliveryRecorder } from './recorder.js';
 
 export const WEBHOOK_PATH = '/api/github/webhooks';
 
-export interface WebhookServerOptions {
+/** `maxConnections`, `headersTimeoutMs`: AGENTICFIX_HTTP_* (limitedServer). */
+export interface WebhookServerOptions extends ConnectionLimits {
   probot: Probot;
   /** The Probot app function (the handlers). */
   register: (app: Probot) => void;
@@ -30,13 +26,6 @@ export interface WebhookServerOptions {
   inflightBytes: number;
   /** A body must have arrived within this, or it gets 408 and its connection is closed. */
   bodyTimeoutMs: number;
-  /**
-   * Open connections at once: past it a new one is closed unanswered (each holds a file descriptor).
-   * Unset (tests of other things): no cap.
-   */
-  maxConnections?: number;
-  /** A request's headers must have arrived within this, or it gets 408 and its connection is closed (unset: Node's 60 s). */
-  headersTimeoutMs?: number;
   port?: number; // 0 = any free port
   host?: string;
   log: Logger;
@@ -59,7 +48,7 @@ export async function listenForWebhooks(o: WebhookServerOptions): Promise<Webhoo
   await probot.load(o.register);
   const recorder = new DeliveryRecorder(o.store);
   const backlog = new RoutingBacklog();
-  const server: HttpServer = createServer(connectionLimits(o), (req, res) => {
+  const server: HttpServer = limitedServer(o, (req, res) => {
     takeIn(req, res).catch((err: unknown) => {
       log.error({ err }, 'webhook failed');
       if (!res.headersSent) res.writeHead(500).end();
@@ -162,7 +151,6 @@ export async function listenForWebhooks(o: WebhookServerOptions): Promise<Webhoo
       .catch((err: unknown) => log.error({ err, ...delivery }, 'webhook handler failed'));
   }
 
-  if (o.maxConnections !== undefined) server.maxConnections = o.maxConnections;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(o.port ?? 3000, o.host ?? '127.0.0.1', () => resolve());
@@ -178,16 +166,6 @@ export async function listenForWebhooks(o: WebhookServerOptions): Promise<Webhoo
     },
   };
 }
-
-/**
- * Node checks the headers' deadline only every `connectionsCheckingInterval` (30 s by default), so a
- * short deadline is checked at a matching pace. Kept-alive connections idle for Node's 5 s.
- */
-const connectionLimits = ({ headersTimeoutMs = 60_000 }): ServerOptions => ({
-  headersTimeout: headersTimeoutMs,
-  connectionsCheckingInterval: Math.min(1000, headersTimeoutMs),
-  keepAliveTimeout: 5000,
-});
 
 const header = (req: IncomingMessage, name: string): string | undefined => {
   const v = req.headers[name];

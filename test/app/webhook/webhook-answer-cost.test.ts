@@ -1,13 +1,10 @@
 import { jest } from '@jest/globals';
 import { createHmac, randomUUID } from 'node:crypto';
-import { rmSync } from 'node:fs';
 import { connect } from 'node:net';
-import path from 'node:path';
-import { Probot } from 'probot';
-import { SqliteRunStore } from '../../../src/store/sqlite-store.js';
 import { metrics, registry } from '../../../src/trace/metrics.js';
-import { listenForWebhooks, type WebhookServer } from '../../../src/webhook/server.js';
-import { APP_ID, PRIVATE_KEY, quietLog, SECRET, tempDir } from '../../support/app.js';
+import type { WebhookServer } from '../../../src/webhook/server.js';
+import { SECRET } from '../../support/app.js';
+import { startEndpoint, type Endpoint } from '../../support/webhook-endpoint.js';
 
 /**
  * Issue 40 (acknowledgement p99 at 200 concurrent): what answering a delivery costs the event loop.
@@ -15,29 +12,17 @@ import { APP_ID, PRIVATE_KEY, quietLog, SECRET, tempDir } from '../../support/ap
  * to prom-client at scrape, not a labelled `inc`/`set` for each delivery and body chunk.
  */
 describe('what an acknowledgement costs', () => {
+  let endpoint: Endpoint;
   let server: WebhookServer;
-  let store: SqliteRunStore;
-  let dir: string;
   beforeAll(async () => {
-    dir = tempDir('answer-cost-');
-    store = new SqliteRunStore(path.join(dir, 'runs.db'));
-    server = await listenForWebhooks({
-      probot: new Probot({ appId: APP_ID, privateKey: PRIVATE_KEY, secret: SECRET, log: quietLog }),
-      register: () => {},
-      store,
-      webhookSecret: SECRET,
+    endpoint = await startEndpoint('answer-cost-', {
       maxBytes: 1_000_000,
       inflightBytes: 8_000_000,
       bodyTimeoutMs: 5000,
-      port: 0,
-      log: quietLog,
     });
+    server = endpoint.server;
   });
-  afterAll(async () => {
-    await server.close();
-    await store.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  afterAll(async () => endpoint?.close());
 
   const signed = (i: number) => {
     const body = JSON.stringify({ action: 'labeled', issue: { number: i } });

@@ -1,12 +1,9 @@
 import { createHmac } from 'node:crypto';
-import { rmSync } from 'node:fs';
 import { request, type ClientRequest, type IncomingMessage } from 'node:http';
-import path from 'node:path';
-import { Probot } from 'probot';
-import { SqliteRunStore } from '../../../src/store/sqlite-store.js';
 import { registry } from '../../../src/trace/metrics.js';
-import { listenForWebhooks, type WebhookServer } from '../../../src/webhook/server.js';
-import { APP_ID, PRIVATE_KEY, quietLog, SECRET, tempDir } from '../../support/app.js';
+import type { WebhookServer } from '../../../src/webhook/server.js';
+import { SECRET } from '../../support/app.js';
+import { startEndpoint, type Endpoint } from '../../support/webhook-endpoint.js';
 
 /**
  * Red team (after issue 35): the cap on webhook bytes in flight is shared by every connection, and a
@@ -23,31 +20,18 @@ const bodyBytes = async () =>
   (await registry.getSingleMetric('agenticfix_webhook_body_bytes')?.get())?.values[0]?.value ?? 0;
 
 describe('webhook bytes in flight: slow bodies do not keep deliveries out', () => {
+  let endpoint: Endpoint;
   let server: WebhookServer;
-  let store: SqliteRunStore;
-  let dir: string;
   let port: number;
   beforeAll(async () => {
-    dir = tempDir('fair-');
-    store = new SqliteRunStore(path.join(dir, 'runs.db'));
-    server = await listenForWebhooks({
-      probot: new Probot({ appId: APP_ID, privateKey: PRIVATE_KEY, secret: SECRET, log: quietLog }),
-      register: () => {},
-      store,
-      webhookSecret: SECRET,
+    endpoint = await startEndpoint('fair-', {
       maxBytes: 25_000_000,
       inflightBytes: INFLIGHT,
       bodyTimeoutMs: 30_000, // the default: the visitor need not hurry
-      port: 0,
-      log: quietLog,
     });
-    port = Number(new URL(server.url).port);
+    ({ server, port } = endpoint);
   });
-  afterAll(async () => {
-    await server?.close();
-    await store?.close();
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  });
+  afterAll(async () => endpoint?.close());
 
   /** A body that declares 24 MB, sends `sent` bytes and then nothing more. */
   function slow(sent: number): { req: ClientRequest; answer: Promise<IncomingMessage> } {

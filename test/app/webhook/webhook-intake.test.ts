@@ -1,13 +1,10 @@
 import { createHmac } from 'node:crypto';
-import { rmSync } from 'node:fs';
 import { Agent, request, type ClientRequest, type IncomingMessage } from 'node:http';
-import path from 'node:path';
-import { Probot } from 'probot';
 import { loadConfig } from '../../../src/config/config.js';
-import { SqliteRunStore } from '../../../src/store/sqlite-store.js';
 import { registry } from '../../../src/trace/metrics.js';
-import { listenForWebhooks, type WebhookServer } from '../../../src/webhook/server.js';
-import { APP_ID, PRIVATE_KEY, quietLog, SECRET, tempDir } from '../../support/app.js';
+import type { WebhookServer } from '../../../src/webhook/server.js';
+import { SECRET } from '../../support/app.js';
+import { startEndpoint, type Endpoint } from '../../support/webhook-endpoint.js';
 
 /**
  * Issue 35, items 4 and 6: what reaches the webhook endpoint before its signature is checked holds no
@@ -24,36 +21,23 @@ const bodyBytes = async () => {
 };
 
 describe('webhook intake before the signature', () => {
+  let endpoint: Endpoint;
   let server: WebhookServer;
-  let store: SqliteRunStore;
-  let dir: string;
   let port: number;
   beforeAll(async () => {
-    dir = tempDir('intake-');
-    store = new SqliteRunStore(path.join(dir, 'runs.db'));
-    server = await listenForWebhooks({
-      probot: new Probot({ appId: APP_ID, privateKey: PRIVATE_KEY, secret: SECRET, log: quietLog }),
-      register: () => {},
-      store,
-      webhookSecret: SECRET,
+    endpoint = await startEndpoint('intake-', {
       maxBytes: 25_000_000,
       inflightBytes: INFLIGHT,
       bodyTimeoutMs: 1500,
-      port: 0,
-      log: quietLog,
       routes: async (req, res) => {
         if (req.url !== '/metrics') return false;
         res.end(await registry.metrics());
         return true;
       },
     });
-    port = Number(new URL(server.url).port);
+    ({ server, port } = endpoint);
   });
-  afterAll(async () => {
-    await server?.close();
-    await store?.close();
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  });
+  afterAll(async () => endpoint?.close());
 
   /** A delivery that declares `declared` bytes and sends only `sent`: its answer, if one comes before `wait` ms. */
   function unfinished(

@@ -1,11 +1,7 @@
 import { createHmac } from 'node:crypto';
-import { rmSync } from 'node:fs';
-import path from 'node:path';
-import { Probot } from 'probot';
-import { SqliteRunStore } from '../../../src/store/sqlite-store.js';
-import { listenForWebhooks, type WebhookServer } from '../../../src/webhook/server.js';
-import { APP_ID, PRIVATE_KEY, quietLog, SECRET, tempDir } from '../../support/app.js';
+import { SECRET } from '../../support/app.js';
 import { itHasConnectionLimits, LIMITS } from '../../support/connections.js';
+import { startEndpoint, type Endpoint } from '../../support/webhook-endpoint.js';
 
 /**
  * Red team: serve's port set no connection cap and kept Node's 60 s header deadline (checked every 30 s).
@@ -15,38 +11,22 @@ import { itHasConnectionLimits, LIMITS } from '../../support/connections.js';
  * its headers within AGENTICFIX_HTTP_HEADERS_TIMEOUT_S is answered 408 and closed.
  */
 
-let dir: string;
-let store: SqliteRunStore;
-let server: WebhookServer;
-let port: number;
+let endpoint: Endpoint;
 
 beforeAll(async () => {
-  dir = tempDir('conns-');
-  store = new SqliteRunStore(path.join(dir, 'runs.db'));
-  server = await listenForWebhooks({
-    probot: new Probot({ appId: APP_ID, privateKey: PRIVATE_KEY, secret: SECRET, log: quietLog }),
-    register: () => {},
-    store,
-    webhookSecret: SECRET,
+  endpoint = await startEndpoint('conns-', {
     maxBytes: 25_000_000,
     inflightBytes: 64 * 1024 * 1024,
     bodyTimeoutMs: 30_000,
     ...LIMITS,
-    port: 0,
-    log: quietLog,
   });
-  port = Number(new URL(server.url).port);
 });
-afterAll(async () => {
-  await server?.close();
-  await store?.close();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+afterAll(() => endpoint?.close());
 
 /** A signed delivery of an event the app ignores, as GitHub sends it; its status. */
 async function deliver(): Promise<number> {
   const body = '{"zen":"Keep it logically awesome."}';
-  const res = await fetch(server.url, {
+  const res = await fetch(endpoint.server.url, {
     method: 'POST',
     headers: {
       'content-type': 'application/json',
@@ -61,7 +41,7 @@ async function deliver(): Promise<number> {
 }
 
 itHasConnectionLimits({
-  port: () => port,
+  port: () => endpoint.port,
   path: '/api/github/webhooks',
   what: 'a signed delivery',
   served: async () => expect(await deliver()).toBe(200),

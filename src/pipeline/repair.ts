@@ -7,6 +7,7 @@ import { lastTestState } from '../tools/registry.js';
 import { capMiddle } from '../trace/cap.js';
 import { stripUserinfo } from '../workspace/git.js';
 import { worktreeOverLimits } from '../workspace/tree.js';
+import { freeBytes } from './disk.js';
 import { createModelClient } from './model-client.js';
 import { costRefusal } from './pricing.js';
 import {
@@ -253,9 +254,13 @@ async function recordResult(c: RepairContext): Promise<RepairResult> {
   return result;
 }
 
-/** `--keep-worktree` keeps it; a failed run's is kept when configured, unless it is over a limit. */
+/**
+ * `--keep-worktree` keeps it; a failed run's is kept when configured, unless it is over a limit or the
+ * disk has less than AGENTICFIX_MIN_FREE_MB free (as after a run that threw: job.ts `salvage`).
+ */
 async function keepWorktree(opts: RepairOptions, stop: StopReason, worktree: string): Promise<boolean> {
   if (opts.keepWorktree) return true;
   if (stop === 'completed' || !opts.config.app.keepFailedWorktrees) return false;
-  return (await worktreeOverLimits(worktree, opts.config.limits)) === null;
+  if ((await worktreeOverLimits(worktree, opts.config.limits)) !== null) return false;
+  return (await freeBytes([worktree]).catch(() => 0)) >= opts.config.app.minFreeBytes;
 }

@@ -4,7 +4,7 @@ import { SUITE_FACTOR, testLimitMs } from '../environment/time-limits.js';
 import { WRITABLE_ENV } from '../environment/docker.js';
 import { stripAnsi } from '../testrunners/output.js';
 import type { RunOutcome } from '../environment/types.js';
-import { worktreeOverLimits } from '../workspace/tree.js';
+import { filesystemFull, worktreeOverLimits } from '../workspace/tree.js';
 import { fail, ok, type ToolContext, type ToolDefinition, type ToolResult } from './types.js';
 
 const MAX_SCRIPT_CHARS = 8000;
@@ -64,8 +64,8 @@ const RunCommandArgs = (limits: Config['limits']) =>
 
 /**
  * The result of one sandbox run (run_tests, run_command) as a tool result: expected outcomes are
- * results; an isolation breach (`isolation_lost`) and a worktree grown past a limit (`disk_limit`) are
- * fatal, checked here so that no tool that runs code in the worktree can skip them.
+ * results; an isolation breach (`isolation_lost`), a worktree grown past a limit (`disk_limit`) and a
+ * full disk (`infra_error`) are fatal, checked here so that no tool that runs code in the worktree can skip them.
  */
 export async function sandboxResult<T>(
   ctx: ToolContext,
@@ -75,6 +75,9 @@ export async function sandboxResult<T>(
   // Code that fills the disk ends the run here, before anything copies the worktree (export, judge).
   const over = await worktreeOverLimits(ctx.worktree, ctx.limits);
   if (over) return fail('disk_limit', `${over} during the ${r.what}: the run stops`, r.data, true);
+  // The host's disk, not the model's work: an infrastructure error.
+  const full = await filesystemFull(ctx.worktree);
+  if (full) return fail('infra_error', `${full} after the ${r.what}: the run stops`, r.data, true);
   switch (o.status) {
     case 'timeout':
       return fail('timeout', `the ${r.what} ran out of time: killed after ${r.timeoutS} s`, r.data);

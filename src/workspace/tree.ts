@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { lstat } from 'node:fs/promises';
+import { lstat, statfs } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { execa } from 'execa';
 import { capMiddle } from '../trace/cap.js';
@@ -99,6 +99,23 @@ export async function worktreeOverLimits(
     case 'unmeasurable':
       return `the worktree could not be measured, which counts as over its limits (${m.detail})`;
   }
+}
+
+/**
+ * Less free space than this where the worktree lives is a full disk: the trace, the result and git need
+ * room to write, and code under test that filled it may have had some given back since (a worktree
+ * removed beside it), so ENOSPC alone would show only by chance.
+ */
+const FULL_BELOW_BYTES = 2 ** 20;
+
+/** Why the filesystem holding `worktree` counts as full, or null while it has room. */
+export async function filesystemFull(worktree: string): Promise<string | null> {
+  const s = await statfs(worktree).catch(() => null); // no worktree to look at: measureTree says so
+  if (!s) return null;
+  const free = s.bavail * s.bsize;
+  return free < FULL_BELOW_BYTES
+    ? `no space left on device: ${Math.floor(free / 1024)} KB free where the worktree is`
+    : null;
 }
 
 export class TreeError extends Error {

@@ -83,8 +83,14 @@ describeIf(mounted)('a full disk (AGENTICFIX_HOME on a 30 MB tmpfs)', () => {
     });
     ({ emu, app, config } = world);
     model = world.model!;
-    // The test command fills the disk from inside the run's worktree, as a runaway test would.
-    const fill = ['sh', '-c', 'head -c 64000000 /dev/zero > fill.bin; exit 1'];
+    // The test command fills the disk from inside the run's worktree, as a runaway test would, then
+    // gives a little back: the run's next writes then succeed, as they did when the judge's worktrees,
+    // made beside the agent, failed on the full disk and were removed (the run went on to its model).
+    const fill = [
+      'sh',
+      '-c',
+      'head -c 200000 /dev/zero > spare.bin; head -c 64000000 /dev/zero > fill.bin; rm spare.bin; exit 1',
+    ];
     calcRepo(emu, O, R, { config: `test: ${JSON.stringify(fill)}\n` });
   });
   afterAll(() => world?.close());

@@ -116,8 +116,8 @@ export const SERVICE_SETTINGS = {
     'a webhook body not received within this is refused (408)',
   ),
   // Each port the app listens on: every connection holds a file descriptor, and idle ones cost a visitor nothing.
-  AGENTICFIX_HTTP_MAX_CONNECTIONS: int(512, 1).describe(
-    "open connections at once of each port the app listens on (serve's: webhooks, run pages, /healthz; a worker's /healthz and /metrics; setup's page); past it a new one is closed unanswered (keep it well under the process's file limit)",
+  AGENTICFIX_HTTP_MAX_CONNECTIONS: int(4096, 1).describe(
+    "open connections at once of each port the app listens on (serve's: webhooks, run pages, /healthz; a worker's /healthz and /metrics; setup's page); past it a new one is closed unanswered. Room for a burst of 1,000 deliveries at once; keep it under the process's hard file limit (Node raises its soft limit to that; systemd: LimitNOFILE)",
   ),
   AGENTICFIX_HTTP_HEADERS_TIMEOUT_S: int(10, 1).describe(
     "a connection to any port the app listens on that has not sent a request's headers within this is answered 408 and closed (GitHub, browsers and Prometheus send them at once)",

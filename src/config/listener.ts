@@ -6,8 +6,8 @@ export type ConnectionLimits = Partial<Config['http']>;
 
 /**
  * An HTTP server for every port the app listens on (serve's, a worker's /healthz, setup's): anyone who
- * reaches one can hold idle connections, each a file descriptor (~1,000 exhausted a 1,024 soft limit),
- * or trickle a request's headers. Past `maxConnections` a new connection is closed unanswered; headers
+ * reaches one can hold idle connections, each a file descriptor (up to the process's hard limit, to which
+ * Node raises its soft one), or trickle a request's headers. Past `maxConnections` a new connection is closed unanswered; headers
  * not in within `headersTimeoutMs` get 408 and the connection closed. Node checks that deadline only
  * every `connectionsCheckingInterval` (30 s by default), so a short one is checked at a matching pace.
  * Kept-alive connections idle for Node's 5 s.

@@ -6,8 +6,8 @@ import { startEndpoint, type Endpoint } from '../../support/webhook-endpoint.js'
 
 /**
  * Red team: serve's port set no connection cap and kept Node's 60 s header deadline (checked every 30 s).
- * Idle connections cost a visitor nothing and each holds a file descriptor: ~1,000 of them exhausted a
- * 1,024 soft limit, and then nothing (a delivery, the store, git) could open a file. Now past
+ * Idle connections cost a visitor nothing and each holds a file descriptor: once they reach the
+ * process's file limit, nothing (a delivery, the store, git) can open a file. Now past
  * AGENTICFIX_HTTP_MAX_CONNECTIONS a new connection is closed unanswered, and one that has not sent
  * its headers within AGENTICFIX_HTTP_HEADERS_TIMEOUT_S is answered 408 and closed.
  */

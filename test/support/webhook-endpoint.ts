@@ -1,7 +1,9 @@
 import { rmSync } from 'node:fs';
+import { request, type ClientRequest, type IncomingMessage } from 'node:http';
 import path from 'node:path';
 import { Probot } from 'probot';
 import { SqliteRunStore } from '../../src/store/sqlite-store.js';
+import { registry } from '../../src/trace/metrics.js';
 import {
   listenForWebhooks,
   type WebhookServer,
@@ -48,4 +50,37 @@ export async function startEndpoint(
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** Bytes of webhook bodies the endpoint holds now (its gauge on /metrics). */
+export const heldBodyBytes = async (): Promise<number> =>
+  (await registry.getSingleMetric('agenticfix_webhook_body_bytes')?.get())?.values[0]?.value ?? 0;
+
+/**
+ * A delivery to `port` that declares `declared` bytes, sends `sent` of them and then nothing more;
+ * `headers` adds to (or replaces) an issues event's.
+ */
+export function unfinished(
+  port: number,
+  declared: number,
+  sent: number,
+  headers: Record<string, string> = {},
+): { req: ClientRequest; answer: Promise<IncomingMessage> } {
+  const req = request({
+    host: '127.0.0.1',
+    port,
+    method: 'POST',
+    path: '/api/github/webhooks',
+    headers: {
+      'content-type': 'application/json',
+      'content-length': String(declared),
+      'x-github-event': 'issues',
+      'x-github-delivery': 'd-1',
+      ...headers,
+    },
+  });
+  req.on('error', () => {}); // the server closes what it refused
+  const answer = new Promise<IncomingMessage>((resolve) => req.once('response', resolve));
+  req.write(Buffer.alloc(sent, 0x20));
+  return { req, answer };
 }

@@ -1,9 +1,7 @@
 import { createHmac } from 'node:crypto';
-import { request, type ClientRequest, type IncomingMessage } from 'node:http';
-import { registry } from '../../../src/trace/metrics.js';
 import type { WebhookServer } from '../../../src/webhook/server.js';
 import { SECRET } from '../../support/app.js';
-import { startEndpoint, type Endpoint } from '../../support/webhook-endpoint.js';
+import { heldBodyBytes, startEndpoint, unfinished, type Endpoint } from '../../support/webhook-endpoint.js';
 
 /**
  * Red team (after issue 35): the cap on webhook bytes in flight is shared by every connection, and a
@@ -15,9 +13,6 @@ import { startEndpoint, type Endpoint } from '../../support/webhook-endpoint.js'
 
 const MiB = 1024 * 1024;
 const INFLIGHT = 4 * MiB;
-
-const bodyBytes = async () =>
-  (await registry.getSingleMetric('agenticfix_webhook_body_bytes')?.get())?.values[0]?.value ?? 0;
 
 describe('webhook bytes in flight: slow bodies do not keep deliveries out', () => {
   let endpoint: Endpoint;
@@ -33,35 +28,19 @@ describe('webhook bytes in flight: slow bodies do not keep deliveries out', () =
   });
   afterAll(async () => endpoint?.close());
 
-  /** A body that declares 24 MB, sends `sent` bytes and then nothing more. */
-  function slow(sent: number): { req: ClientRequest; answer: Promise<IncomingMessage> } {
-    const req = request({
-      host: '127.0.0.1',
-      port,
-      method: 'POST',
-      path: '/api/github/webhooks',
-      headers: {
-        'content-type': 'application/json',
-        'content-length': '24000000',
-        'x-github-event': 'issues',
+  it("five slow bodies fill the cap and stay: GitHub's signed delivery after them is still taken, and the cap holds", async () => {
+    const conns = Array.from({ length: 5 }, () =>
+      unfinished(port, 24_000_000, MiB, {
         'x-github-delivery': 'slow',
         'x-hub-signature-256': `sha256=${'0'.repeat(64)}`,
-      },
-    });
-    req.on('error', () => {}); // the server closes what it refused
-    const answer = new Promise<IncomingMessage>((resolve) => req.once('response', resolve));
-    req.write(Buffer.alloc(sent, 0x20));
-    return { req, answer };
-  }
-
-  it("five slow bodies fill the cap and stay: GitHub's signed delivery after them is still taken, and the cap holds", async () => {
-    const conns = Array.from({ length: 5 }, () => slow(MiB));
+      }),
+    );
     const refused: number[] = [];
     for (const c of conns) void c.answer.then((a) => refused.push(a.statusCode ?? 0));
     const deadline = Date.now() + 10_000;
-    while ((await bodyBytes()) < INFLIGHT - 64 * 1024 && Date.now() < deadline)
+    while ((await heldBodyBytes()) < INFLIGHT - 64 * 1024 && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 20));
-    expect(await bodyBytes()).toBeGreaterThanOrEqual(INFLIGHT - 64 * 1024); // the cap is full
+    expect(await heldBodyBytes()).toBeGreaterThanOrEqual(INFLIGHT - 64 * 1024); // the cap is full
     await new Promise((r) => setTimeout(r, 1300)); // they keep it, well within the body deadline
     expect(refused).toEqual([503]); // the fifth found the cap full
 
@@ -78,14 +57,14 @@ describe('webhook bytes in flight: slow bodies do not keep deliveries out', () =
     });
     expect(res.status).toBe(200); // was 503: "too many webhook bodies being received at once"
     expect(await res.json()).toEqual({ ok: true, outcome: 'ignored' });
-    expect(await bodyBytes()).toBeLessThanOrEqual(INFLIGHT);
+    expect(await heldBodyBytes()).toBeLessThanOrEqual(INFLIGHT);
     // The one that gave up its room was told so; the other three are still being read.
     const until503 = Date.now() + 3000;
     while (refused.length < 2 && Date.now() < until503) await new Promise((r) => setTimeout(r, 20));
     expect(refused).toEqual([503, 503]);
     for (const c of conns) c.req.destroy();
     const until = Date.now() + 5000;
-    while ((await bodyBytes()) > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
-    expect(await bodyBytes()).toBe(0);
+    while ((await heldBodyBytes()) > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    expect(await heldBodyBytes()).toBe(0);
   });
 });

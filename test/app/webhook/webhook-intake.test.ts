@@ -1,10 +1,10 @@
 import { createHmac } from 'node:crypto';
-import { Agent, request, type ClientRequest, type IncomingMessage } from 'node:http';
+import { Agent, request } from 'node:http';
 import { loadConfig } from '../../../src/config/config.js';
 import { registry } from '../../../src/trace/metrics.js';
 import type { WebhookServer } from '../../../src/webhook/server.js';
 import { SECRET } from '../../support/app.js';
-import { startEndpoint, type Endpoint } from '../../support/webhook-endpoint.js';
+import { heldBodyBytes, startEndpoint, unfinished, type Endpoint } from '../../support/webhook-endpoint.js';
 
 /**
  * Issue 35, items 4 and 6: what reaches the webhook endpoint before its signature is checked holds no
@@ -14,11 +14,6 @@ import { startEndpoint, type Endpoint } from '../../support/webhook-endpoint.js'
 
 const MiB = 1024 * 1024;
 const INFLIGHT = 8 * MiB;
-
-const bodyBytes = async () => {
-  const m = (await registry.getSingleMetric('agenticfix_webhook_body_bytes')?.get())?.values[0]?.value;
-  return m ?? 0;
-};
 
 describe('webhook intake before the signature', () => {
   let endpoint: Endpoint;
@@ -39,31 +34,6 @@ describe('webhook intake before the signature', () => {
   });
   afterAll(async () => endpoint?.close());
 
-  /** A delivery that declares `declared` bytes and sends only `sent`: its answer, if one comes before `wait` ms. */
-  function unfinished(
-    declared: number,
-    sent: number,
-    headers: Record<string, string>,
-  ): { req: ClientRequest; answer: Promise<IncomingMessage> } {
-    const req = request({
-      host: '127.0.0.1',
-      port,
-      method: 'POST',
-      path: '/api/github/webhooks',
-      headers: {
-        'content-type': 'application/json',
-        'content-length': String(declared),
-        'x-github-event': 'issues',
-        'x-github-delivery': 'd-1',
-        ...headers,
-      },
-    });
-    req.on('error', () => {}); // the server closes what it refused
-    const answer = new Promise<IncomingMessage>((resolve) => req.once('response', resolve));
-    req.write(Buffer.alloc(sent, 0x20));
-    return { req, answer };
-  }
-
   const within = async <T>(p: Promise<T>, ms: number, what: string): Promise<T> => {
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<never>((_, reject) => {
@@ -78,14 +48,14 @@ describe('webhook intake before the signature', () => {
 
   it('40 unsigned, unfinished 24 MB bodies are refused (401) before their bodies are read: nothing is held', async () => {
     const held: number[] = [];
-    const conns = Array.from({ length: 40 }, () => unfinished(24_000_000, 64 * 1024, {}));
-    held.push(await bodyBytes());
+    const conns = Array.from({ length: 40 }, () => unfinished(port, 24_000_000, 64 * 1024, {}));
+    held.push(await heldBodyBytes());
     const answers = await within(
       Promise.all(conns.map((c) => c.answer)),
       10_000,
       'unsigned bodies are still being read',
     );
-    held.push(await bodyBytes());
+    held.push(await heldBodyBytes());
     expect(answers.map((a) => a.statusCode)).toEqual(Array(40).fill(401));
     expect(held).toEqual([0, 0]);
     for (const c of conns) c.req.destroy();
@@ -94,14 +64,14 @@ describe('webhook intake before the signature', () => {
   it('40 slow bodies with a signature header: together they never hold more than the cap; the rest get 503, the slow ones 408', async () => {
     const signature = `sha256=${'0'.repeat(64)}`;
     const conns = Array.from({ length: 40 }, () =>
-      unfinished(24_000_000, 0, { 'x-hub-signature-256': signature }),
+      unfinished(port, 24_000_000, 0, { 'x-hub-signature-256': signature }),
     );
     let most = 0;
     // Each sends 1 MiB: 40 MiB in all against a cap of 8 MiB.
     for (let round = 0; round < 4; round++) {
       for (const c of conns) if (!c.req.destroyed) c.req.write(Buffer.alloc(256 * 1024, 0x20));
       await new Promise((r) => setTimeout(r, 50));
-      most = Math.max(most, await bodyBytes());
+      most = Math.max(most, await heldBodyBytes());
     }
     const statuses = (
       await within(Promise.all(conns.map((c) => c.answer)), 15_000, 'slow bodies never refused')
@@ -112,7 +82,7 @@ describe('webhook intake before the signature', () => {
     expect(statuses.filter((s) => s === 408).length).toBeGreaterThan(0);
     expect(statuses.every((s) => s === 503 || s === 408)).toBe(true);
     for (const c of conns) c.req.destroy();
-    expect(await bodyBytes()).toBe(0);
+    expect(await heldBodyBytes()).toBe(0);
   });
 
   it('a signed delivery still goes through, and its bytes are released', async () => {
@@ -129,7 +99,7 @@ describe('webhook intake before the signature', () => {
     });
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ ok: true, outcome: 'ignored' });
-    expect(await bodyBytes()).toBe(0);
+    expect(await heldBodyBytes()).toBe(0);
   });
 
   it('20,000 posts with made-up X-GitHub-Event headers do not grow /metrics', async () => {

@@ -103,16 +103,25 @@ export class GitWorkspaceManager implements WorkspaceManager {
   }
 
   /**
-   * A regular file's text at a commit already in the mirror, read from git's objects (never from a
-   * worktree): null when the path is absent or not a regular file (a link, a submodule, a directory).
+   * The first of `files` (in their order) that is a regular file at a commit already in the mirror,
+   * with its text, read from git's objects (never from a worktree): a link, a submodule or a directory
+   * does not count; null when none is there. One listing for all of them.
    */
-  async fileAt(remote: string, commit: string, file: string): Promise<string | null> {
+  async firstFileAt(
+    remote: string,
+    commit: string,
+    files: readonly string[],
+  ): Promise<{ path: string; text: string } | null> {
     FullSha.parse(commit);
+    if (files.length === 0) return null;
     const mirror = this.mirrorPath(remote);
-    const ls = await git(['ls-tree', '-z', commit, '--', file], { cwd: mirror, allowFail: true });
-    const entry = /^100(?:644|755) blob ([0-9a-f]{40,64})\t([^\0]*)\0/.exec(ls.stdout);
-    if (!entry || entry[2] !== file) return null;
-    return (await git(['cat-file', 'blob', entry[1]!], { cwd: mirror })).stdout;
+    const ls = await git(['ls-tree', '-z', commit, '--', ...files], { cwd: mirror, allowFail: true });
+    const blobs = new Map<string, string>();
+    for (const m of ls.stdout.matchAll(/(?:^|\0)100(?:644|755) blob ([0-9a-f]{40,64})\t([^\0]*)/g))
+      blobs.set(m[2]!, m[1]!);
+    const file = files.find((f) => blobs.has(f));
+    if (file === undefined) return null;
+    return { path: file, text: (await git(['cat-file', 'blob', blobs.get(file)!], { cwd: mirror })).stdout };
   }
 
   async create(remote: string, baseCommit: string, runId: string): Promise<Worktree> {

@@ -4,7 +4,7 @@ import { lstat, mkdir, readdir, readFile, realpath, rename, rm } from 'node:fs/p
 import path from 'node:path';
 import lockfile from 'proper-lockfile';
 import { z } from 'zod';
-import { removeStage, wasLent } from './stage.js';
+import { removeStage, removeStages, wasLent } from './stage.js';
 import { git, GitError, stripUserinfo, worktreeGit, type GitConfig } from './git.js';
 import { removeTree } from './tree.js';
 import { commitOverLimits } from './commit-size.js';
@@ -215,8 +215,10 @@ export class GitWorkspaceManager implements WorkspaceManager {
       }),
     );
     const done = await Promise.allSettled([
-      ...aside.map((p) => p && removeTree(p)),
-      ...paths.map(removeStage),
+      removeStages(
+        paths,
+        aside.filter((p): p is string => p !== null),
+      ),
       git(['worktree', 'prune'], { cwd: mirror }),
     ]);
     const failed = done.find((d) => d.status === 'rejected');

@@ -1,0 +1,116 @@
+import { randomBytes } from 'node:crypto';
+import { copyFile, cp, mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { withinFetchLimits, type FetchLimits } from './fetch-bounds.js';
+import { git, type GitConfig } from './git.js';
+
+/**
+ * A fetch into a shared mirror lands in a quarantine first: a bare repository beside the mirror that
+ * borrows the mirror's objects (objects/info/alternates) and starts with a copy of its refs, so git
+ * negotiates as from the mirror and writes only what is new. Once the fetch ended within the limits,
+ * its objects move into the mirror (renames on one filesystem) and the mirror's refs follow the
+ * quarantine's; refused or failed, the quarantine goes whole and the mirror is as it was. Before, a
+ * fetch refused at its end (one that finished between two checks of the watcher) left its objects in
+ * the mirror: a hostile remote could grow the disk by up to a check's worth each time.
+ *
+ * The caller holds the mirror's lock throughout: nothing else writes the mirror or its quarantines.
+ */
+
+/** What a clone or fetch of `<mirror>` leaves beside it when its process dies mid-way. */
+const LEFTOVER = /^(.+\.git)\.(?:tmp|fetch)-[0-9a-f]{8}$/;
+
+/** A new scratch path beside `mirror` (`tmp` for a clone, `fetch` for a quarantine) that LEFTOVER names. */
+export const besideMirror = (mirror: string, kind: 'tmp' | 'fetch') =>
+  `${mirror}.${kind}-${randomBytes(4).toString('hex')}`;
+
+/**
+ * Fetches `remote` into `mirror` through a quarantine; returns null once it landed, else why it was
+ * refused (a setting named). A failure of git's own is thrown, the mirror unchanged.
+ */
+export async function fetchQuarantined(
+  mirror: string,
+  remote: string,
+  auth: GitConfig,
+  limits: FetchLimits | undefined,
+): Promise<string | null> {
+  await removeLeftovers(mirror); // a dead fetch's, under the same lock
+  const q = besideMirror(mirror, 'fetch');
+  try {
+    await seed(mirror, q);
+    let updates = '';
+    const fetch = async (signal?: AbortSignal) => {
+      // Not --quiet: git names each ref it changed on stderr, and says nothing when nothing changed.
+      const res = await git(['fetch', '--prune', '--no-write-fetch-head', '--', remote, '+refs/*:refs/*'], {
+        cwd: q,
+        // No maintenance in the quarantine: the mirror's own runs after its refs moved.
+        config: [...auth, ['maintenance.auto', 'false'], ['gc.auto', '0']],
+        signal,
+      });
+      updates = res.stderr;
+    };
+    const why = await withinFetchLimits(q, limits, fetch);
+    if (why !== null || updates.trim() === '') return why;
+    await moveObjects(path.join(q, 'objects'), path.join(mirror, 'objects'));
+    // Every object is in the mirror now: git takes the refs (pruned ones too) without a transfer.
+    await git(['fetch', '--prune', '--quiet', '--no-write-fetch-head', '--', q, '+refs/*:refs/*'], {
+      cwd: mirror,
+    });
+    return null;
+  } finally {
+    await rm(q, { recursive: true, force: true });
+  }
+}
+
+/** The quarantine: the mirror's config (object format), HEAD and refs, its objects borrowed. */
+async function seed(mirror: string, q: string): Promise<void> {
+  await mkdir(path.join(q, 'objects', 'info'), { recursive: true });
+  await mkdir(path.join(q, 'objects', 'pack'));
+  await writeFile(path.join(q, 'objects', 'info', 'alternates'), `${path.join(mirror, 'objects')}\n`);
+  await Promise.all([
+    copyFile(path.join(mirror, 'config'), path.join(q, 'config')),
+    copyFile(path.join(mirror, 'HEAD'), path.join(q, 'HEAD')),
+    copyFile(path.join(mirror, 'packed-refs'), path.join(q, 'packed-refs')).catch(absent),
+    cp(path.join(mirror, 'refs'), path.join(q, 'refs'), { recursive: true, verbatimSymlinks: true }),
+  ]);
+}
+
+/**
+ * Moves the quarantine's packs and loose objects into the mirror's object store. A pack's index goes
+ * last: git sees a pack through its index, so a crash mid-way leaves no half pack visible.
+ */
+async function moveObjects(from: string, to: string): Promise<void> {
+  const packs = await readdir(path.join(from, 'pack'));
+  const order = (n: string) => (n.endsWith('.idx') ? 1 : 0);
+  for (const name of packs
+    .filter((n) => /^pack-[0-9a-f]+\.(?:pack|rev|idx)$/.test(n))
+    .sort((a, b) => order(a) - order(b)))
+    await rename(path.join(from, 'pack', name), path.join(to, 'pack', name));
+  for (const dir of (await readdir(from)).filter((n) => /^[0-9a-f]{2}$/.test(n))) {
+    await mkdir(path.join(to, dir), { recursive: true });
+    for (const name of await readdir(path.join(from, dir)))
+      if (/^[0-9a-f]{38,62}$/.test(name)) await rename(path.join(from, dir, name), path.join(to, dir, name));
+  }
+}
+
+/** This mirror's leftovers (half clones, quarantines of dead fetches). The caller holds its lock. */
+export async function removeLeftovers(mirror: string): Promise<string[]> {
+  const gone = (await fetchLeftovers(path.dirname(mirror))).get(mirror) ?? [];
+  await Promise.all(gone.map((p) => rm(p, { recursive: true, force: true })));
+  return gone;
+}
+
+/** Leftovers in a cache dir, by the mirror they belong to. */
+export async function fetchLeftovers(cacheDir: string): Promise<Map<string, string[]>> {
+  const byMirror = new Map<string, string[]>();
+  for (const name of await readdir(cacheDir).catch(() => [] as string[])) {
+    const m = LEFTOVER.exec(name);
+    if (!m) continue;
+    const mirror = path.join(cacheDir, m[1]!);
+    byMirror.set(mirror, [...(byMirror.get(mirror) ?? []), path.join(cacheDir, name)]);
+  }
+  return byMirror;
+}
+
+function absent(err: unknown): void {
+  if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+}

@@ -50,11 +50,10 @@ export async function fetchQuarantined(
     };
     const why = await withinFetchLimits(q, limits, fetch);
     if (why !== null || updates.trim() === '') return why;
-    await moveObjects(path.join(q, 'objects'), path.join(mirror, 'objects'));
-    // Every object is in the mirror now: git takes the refs (pruned ones too) without a transfer.
-    await git(['fetch', '--prune', '--quiet', '--no-write-fetch-head', '--', q, '+refs/*:refs/*'], {
-      cwd: mirror,
-    });
+    const moved = await moveObjects(path.join(q, 'objects'), path.join(mirror, 'objects'));
+    await followRefs(mirror, q);
+    // The upkeep git's own fetch would have run in the mirror (repacking once objects pile up).
+    if (moved) await git(['maintenance', 'run', '--auto', '--quiet'], { cwd: mirror });
     return null;
   } finally {
     await rm(q, { recursive: true, force: true });
@@ -75,21 +74,48 @@ async function seed(mirror: string, q: string): Promise<void> {
 }
 
 /**
+ * Sets the mirror's refs to the quarantine's (new, moved and pruned ones) in one transaction of git's,
+ * each update checked against the value read: every object they name is in the mirror already.
+ */
+async function followRefs(mirror: string, q: string): Promise<void> {
+  const [now, next] = await Promise.all([refsIn(mirror), refsIn(q)]);
+  let updates = '';
+  for (const [ref, oid] of next) {
+    const was = now.get(ref);
+    if (was === undefined) updates += `create ${ref} ${oid}\n`;
+    else if (was !== oid) updates += `update ${ref} ${oid} ${was}\n`;
+  }
+  for (const [ref, oid] of now) if (!next.has(ref)) updates += `delete ${ref} ${oid}\n`;
+  if (updates !== '') await git(['update-ref', '--no-deref', '--stdin'], { cwd: mirror, input: updates });
+}
+
+async function refsIn(repo: string): Promise<Map<string, string>> {
+  const out = (await git(['for-each-ref', '--format=%(objectname) %(refname)'], { cwd: repo })).stdout;
+  const refs = new Map<string, string>();
+  for (const line of out.split('\n')) {
+    const space = line.indexOf(' ');
+    if (space > 0) refs.set(line.slice(space + 1), line.slice(0, space));
+  }
+  return refs;
+}
+
+/**
  * Moves the quarantine's packs and loose objects into the mirror's object store. A pack's index goes
  * last: git sees a pack through its index, so a crash mid-way leaves no half pack visible.
  */
-async function moveObjects(from: string, to: string): Promise<void> {
-  const packs = await readdir(path.join(from, 'pack'));
-  const order = (n: string) => (n.endsWith('.idx') ? 1 : 0);
-  for (const name of packs
+async function moveObjects(from: string, to: string): Promise<boolean> {
+  const index = (n: string) => (n.endsWith('.idx') ? 1 : 0);
+  const moves = (await readdir(path.join(from, 'pack')))
     .filter((n) => /^pack-[0-9a-f]+\.(?:pack|rev|idx)$/.test(n))
-    .sort((a, b) => order(a) - order(b)))
-    await rename(path.join(from, 'pack', name), path.join(to, 'pack', name));
+    .sort((a, b) => index(a) - index(b))
+    .map((n) => path.join('pack', n));
   for (const dir of (await readdir(from)).filter((n) => /^[0-9a-f]{2}$/.test(n))) {
     await mkdir(path.join(to, dir), { recursive: true });
-    for (const name of await readdir(path.join(from, dir)))
-      if (/^[0-9a-f]{38,62}$/.test(name)) await rename(path.join(from, dir, name), path.join(to, dir, name));
+    for (const n of await readdir(path.join(from, dir)))
+      if (/^[0-9a-f]{38,62}$/.test(n)) moves.push(path.join(dir, n));
   }
+  for (const rel of moves) await rename(path.join(from, rel), path.join(to, rel));
+  return moves.length > 0;
 }
 
 /** This mirror's leftovers (half clones, quarantines of dead fetches). The caller holds its lock. */

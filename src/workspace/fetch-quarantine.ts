@@ -37,6 +37,9 @@ export async function fetchQuarantined(
   const q = besideMirror(mirror, 'fetch');
   try {
     await seed(mirror, q);
+    // The mirror's refs as they stand (nothing else writes them under the lock), read while git fetches.
+    const current = refsIn(mirror);
+    current.catch(() => undefined); // awaited below, or the fetch failed first
     let updates = '';
     const fetch = async (signal?: AbortSignal) => {
       // Not --quiet: git names each ref it changed on stderr, and says nothing when nothing changed.
@@ -51,7 +54,7 @@ export async function fetchQuarantined(
     const why = await withinFetchLimits(q, limits, fetch);
     if (why !== null || updates.trim() === '') return why;
     const moved = await moveObjects(path.join(q, 'objects'), path.join(mirror, 'objects'));
-    await followRefs(mirror, q);
+    await followRefs(mirror, await current, q);
     // The upkeep git's own fetch would have run in the mirror (repacking once objects pile up).
     if (moved) await git(['maintenance', 'run', '--auto', '--quiet'], { cwd: mirror });
     return null;
@@ -77,8 +80,8 @@ async function seed(mirror: string, q: string): Promise<void> {
  * Sets the mirror's refs to the quarantine's (new, moved and pruned ones) in one transaction of git's,
  * each update checked against the value read: every object they name is in the mirror already.
  */
-async function followRefs(mirror: string, q: string): Promise<void> {
-  const [now, next] = await Promise.all([refsIn(mirror), refsIn(q)]);
+async function followRefs(mirror: string, now: Map<string, string>, q: string): Promise<void> {
+  const next = await refsIn(q);
   let updates = '';
   for (const [ref, oid] of next) {
     const was = now.get(ref);

@@ -1,6 +1,9 @@
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, rename, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import lockfile from 'proper-lockfile';
 import { git } from '../../../src/workspace/git.js';
@@ -12,7 +15,8 @@ import { commitAll, makeSourceRepo, tempDir, writeFiles } from '../../support/gi
  * two checks of the watcher was refused, yet its objects stayed in the mirror: each such run grew the
  * host's disk by up to a check's worth, with objects nobody asked for. Now a fetch lands in a
  * quarantine beside the mirror (borrowing its objects) and reaches the mirror only within the caps; a
- * refused one goes whole. A flood of refs is stopped at AGENTICFIX_FETCH_MAX_FILES.
+ * refused one goes whole. A flood of refs is stopped at AGENTICFIX_FETCH_MAX_FILES; refs with hostile
+ * names are skipped by git itself (that test passed on the old code too: it guards the new path).
  */
 
 const MiB = 1024 * 1024;
@@ -161,4 +165,40 @@ it("a dead fetch's quarantine goes at start-up (not while its mirror's lock is h
   await m.create(source.path, next, 'r-2');
   expect(existsSync(again)).toBe(false);
   expect(await strays(path.join(root, 'dead-cache'))).toEqual([]);
+}, 30_000);
+
+it('refs with hostile names from a remote never land: git skips them, the good ones land', async () => {
+  // A loopback "git server" that only advertises refs: the commit they name is in the mirror already,
+  // so git asks for no pack. Their names try to leave refs/ or to collide with git's own files.
+  const source = await makeSourceRepo(path.join(root, 'names-source'), { 'README.md': '# demo\n' });
+  const pkt = (s: string) => `${(s.length + 4).toString(16).padStart(4, '0')}${s}`;
+  const hostile = ['refs/../config', 'refs/heads/x/../../../HEAD', 'refs/heads/a..b', 'refs/heads/x.lock'];
+  const server = http.createServer((req, res) => {
+    if (!req.url?.startsWith('/evil.git/info/refs')) return void res.writeHead(404).end();
+    const caps = 'multi_ack_detailed side-band-64k thin-pack ofs-delta agent=evil';
+    const refs = [
+      `${source.head} refs/heads/main\0${caps}\n`,
+      `${source.head} refs/heads/side\n`, // a good one, to show the advertisement was read
+      ...hostile.map((n) => `${source.head} ${n}\n`),
+    ];
+    res.writeHead(200, { 'Content-Type': 'application/x-git-upload-pack-advertisement' });
+    res.end(`${pkt('# service=git-upload-pack\n')}0000${refs.map(pkt).join('')}0000`);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const remote = `http://127.0.0.1:${(server.address() as AddressInfo).port}/evil.git`;
+  try {
+    const m = manager('names');
+    const mirror = m.mirrorPath(remote);
+    await mkdir(path.dirname(mirror), { recursive: true });
+    await git(['clone', '--mirror', '--quiet', source.path, mirror], { cwd: root });
+    const config = await readFile(path.join(mirror, 'config'), 'utf8');
+    await m.mirror(remote); // git skips each funny ref ("Ignoring funny ref") and takes the rest
+    expect(await refsOf(mirror)).toEqual(['refs/heads/main', 'refs/heads/side']);
+    expect(await readFile(path.join(mirror, 'config'), 'utf8')).toBe(config);
+    expect(await readFile(path.join(mirror, 'HEAD'), 'utf8')).toBe('ref: refs/heads/main\n');
+    expect(await strays(path.dirname(mirror))).toEqual([]);
+  } finally {
+    server.close();
+  }
 }, 30_000);

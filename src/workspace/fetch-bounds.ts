@@ -1,5 +1,3 @@
-import { readdir, rm } from 'node:fs/promises';
-import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { measureTree } from './tree.js';
 
@@ -58,13 +56,4 @@ export async function withinFetchLimits(
     await watch;
   }
   return why;
-}
-
-/** The temporary packs a stopped fetch leaves in a mirror (git writes a pack under a tmp_ name first). */
-export async function removeTempPacks(mirror: string): Promise<void> {
-  const packs = path.join(mirror, 'objects', 'pack');
-  const names = await readdir(packs).catch(() => [] as string[]);
-  await Promise.all(
-    names.filter((n) => n.startsWith('tmp_')).map((n) => rm(path.join(packs, n), { force: true })),
-  );
 }

@@ -8,7 +8,8 @@ import { removeStage, wasLent } from './stage.js';
 import { git, GitError, stripUserinfo, worktreeGit, type GitConfig } from './git.js';
 import { removeTree } from './tree.js';
 import { commitOverLimits } from './commit-size.js';
-import { removeTempPacks, withinFetchLimits } from './fetch-bounds.js';
+import { withinFetchLimits } from './fetch-bounds.js';
+import { clearLeftovers, removeTempPacks, unlockHalfAdded } from './leftovers.js';
 import { normalizeRemote } from './remote.js';
 import type { Worktree, WorkspaceLimits, WorkspaceManager } from './types.js';
 
@@ -205,6 +206,7 @@ export class GitWorkspaceManager implements WorkspaceManager {
         return null;
       }),
     );
+    await unlockHalfAdded(mirror);
     const done = await Promise.allSettled([
       ...aside.map((p) => p && removeTree(p)),
       ...paths.map(removeStage),
@@ -291,6 +293,7 @@ export class GitWorkspaceManager implements WorkspaceManager {
    * git and its helpers are killed, what they wrote goes and the caller gets a WorkspaceError.
    */
   private async cloneOrFetch(remote: string, mirror: string, auth: GitConfig = []): Promise<void> {
+    await clearLeftovers(mirror);
     if (existsSync(mirror)) {
       // The remote is passed explicitly each time so credentials in a URL are never stored in the mirror.
       const fetch = (signal?: AbortSignal) =>

@@ -58,7 +58,8 @@ export async function answered<T>(
   ms = ENGINE_CALL_MS,
 ): Promise<T> {
   const stop = new AbortController();
-  const timer = setTimeout(() => stop.abort(), ms);
+  // Unref'd: a removal given up on is not waited for, and must not keep a one-shot command alive.
+  const timer = setTimeout(() => stop.abort(), ms).unref();
   try {
     return await request({ abortSignal: stop.signal });
   } catch (err) {

@@ -16,6 +16,7 @@ import {
 import { gitDependencyHint } from './git-deps.js';
 import { baseImages, describeBaseImage, type BaseImage } from './base-images.js';
 import { DockerSandbox, engineGone, LABEL, RUN_LABEL } from '../environment/docker.js';
+import { ownerState } from '../environment/lending.js';
 import { RunSandboxes, type WarmSandbox } from '../environment/warm.js';
 import { buildNetworkMode, ensureBuildNetwork, proxyBuildArgs } from './network.js';
 import { ImageLeases } from './leases.js';
@@ -288,11 +289,14 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
     return removed;
   }
 
-  /** Images under a live lease; expired leases on images in scope are removed (their holder is gone). */
+  /**
+   * Images under a live lease; expired leases on images in scope are removed (their holder is gone). A
+   * holder alive on this host keeps its leases whatever the wall clock says (it may have jumped forward).
+   */
   private async liveLeases(scope: Set<string>, now: number): Promise<Set<string>> {
     const live = new Set<string>();
     for (const lease of await ImageLeases.list(this.docker)) {
-      if (lease.expires > now) live.add(lease.image);
+      if (lease.expires > now || ownerState(lease.owner) === 'alive') live.add(lease.image);
       else if (scope.has(lease.image))
         await this.docker
           .getContainer(lease.container)

@@ -12,6 +12,8 @@ export interface Lease {
   image: string;
   run: string;
   expires: number;
+  /** Its holder process (processOwner()). */
+  owner: string;
 }
 
 /**
@@ -44,6 +46,7 @@ export class ImageLeases {
       image: c.ImageID,
       run: c.Labels[LEASE_LABEL] ?? '',
       expires: Number(c.Labels[LEASE_EXPIRES_LABEL]) || 0,
+      owner: c.Labels[OWNER_LABEL] ?? '',
     }));
   }
 

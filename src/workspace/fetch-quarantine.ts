@@ -1,8 +1,8 @@
-import { randomBytes } from 'node:crypto';
 import { copyFile, cp, mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { withinFetchLimits, type FetchLimits } from './fetch-bounds.js';
 import { git, type GitConfig } from './git.js';
+import { besideMirror } from './leftovers.js';
 
 /**
  * A fetch into a shared mirror lands in a quarantine first: a bare repository beside the mirror that
@@ -13,15 +13,9 @@ import { git, type GitConfig } from './git.js';
  * fetch refused at its end (one that finished between two checks of the watcher) left its objects in
  * the mirror: a hostile remote could grow the disk by up to a check's worth each time.
  *
- * The caller holds the mirror's lock throughout: nothing else writes the mirror or its quarantines.
+ * The caller holds the mirror's lock throughout (nothing else writes the mirror or its quarantines)
+ * and has cleared what a dead fetch left (./leftovers.ts).
  */
-
-/** What a clone or fetch of `<mirror>` leaves beside it when its process dies mid-way. */
-const LEFTOVER = /^(.+\.git)\.(?:tmp|fetch)-[0-9a-f]{8}$/;
-
-/** A new scratch path beside `mirror` (`tmp` for a clone, `fetch` for a quarantine) that LEFTOVER names. */
-export const besideMirror = (mirror: string, kind: 'tmp' | 'fetch') =>
-  `${mirror}.${kind}-${randomBytes(4).toString('hex')}`;
 
 /**
  * Fetches `remote` into `mirror` through a quarantine; returns null once it landed, else why it was
@@ -33,7 +27,6 @@ export async function fetchQuarantined(
   auth: GitConfig,
   limits: FetchLimits | undefined,
 ): Promise<string | null> {
-  await removeLeftovers(mirror); // a dead fetch's, under the same lock
   const q = besideMirror(mirror, 'fetch');
   try {
     await seed(mirror, q);
@@ -119,25 +112,6 @@ async function moveObjects(from: string, to: string): Promise<boolean> {
   }
   for (const rel of moves) await rename(path.join(from, rel), path.join(to, rel));
   return moves.length > 0;
-}
-
-/** This mirror's leftovers (half clones, quarantines of dead fetches). The caller holds its lock. */
-export async function removeLeftovers(mirror: string): Promise<string[]> {
-  const gone = (await fetchLeftovers(path.dirname(mirror))).get(mirror) ?? [];
-  await Promise.all(gone.map((p) => rm(p, { recursive: true, force: true })));
-  return gone;
-}
-
-/** Leftovers in a cache dir, by the mirror they belong to. */
-export async function fetchLeftovers(cacheDir: string): Promise<Map<string, string[]>> {
-  const byMirror = new Map<string, string[]>();
-  for (const name of await readdir(cacheDir).catch(() => [] as string[])) {
-    const m = LEFTOVER.exec(name);
-    if (!m) continue;
-    const mirror = path.join(cacheDir, m[1]!);
-    byMirror.set(mirror, [...(byMirror.get(mirror) ?? []), path.join(cacheDir, name)]);
-  }
-  return byMirror;
 }
 
 function absent(err: unknown): void {

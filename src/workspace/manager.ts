@@ -9,7 +9,8 @@ import { git, GitError, stripUserinfo, worktreeGit, type GitConfig } from './git
 import { removeTree } from './tree.js';
 import { commitOverLimits } from './commit-size.js';
 import { withinFetchLimits } from './fetch-bounds.js';
-import { besideMirror, fetchLeftovers, fetchQuarantined } from './fetch-quarantine.js';
+import { fetchQuarantined } from './fetch-quarantine.js';
+import { besideMirror, clearLeftovers, fetchLeftovers, unlockHalfAdded } from './leftovers.js';
 import { normalizeRemote } from './remote.js';
 import type { Worktree, WorkspaceLimits, WorkspaceManager } from './types.js';
 
@@ -206,6 +207,7 @@ export class GitWorkspaceManager implements WorkspaceManager {
         return null;
       }),
     );
+    await unlockHalfAdded(mirror);
     const done = await Promise.allSettled([
       ...aside.map((p) => p && removeTree(p)),
       ...paths.map(removeStage),
@@ -294,12 +296,14 @@ export class GitWorkspaceManager implements WorkspaceManager {
    * accepted.
    */
   private async cloneOrFetch(remote: string, mirror: string, auth: GitConfig = []): Promise<void> {
+    await clearLeftovers(mirror);
     if (existsSync(mirror)) {
       // The remote is passed explicitly each time so credentials in a URL are never stored in the mirror.
       const why = await fetchQuarantined(mirror, remote, auth, this.limits?.fetch);
       if (why !== null) throw new WorkspaceError(`the fetch of ${stripUserinfo(remote)} was stopped: ${why}`);
       return;
     }
+    // Clone next to the final path and rename, so a half-cloned mirror is never visible.
     const tmp = besideMirror(mirror, 'tmp');
     try {
       const clone = (signal?: AbortSignal) =>
@@ -319,21 +323,17 @@ export class GitWorkspaceManager implements WorkspaceManager {
   }
 
   /**
-   * Half clones and quarantines a dead process left in the cache dir, each removed under its mirror's
-   * lock; one whose lock is held belongs to a live fetch and stays (its fetch removes it). Returns those
-   * removed.
+   * Start-up: what dead clones and fetches left beside each mirror goes (./leftovers.ts), under the
+   * mirror's lock; one whose lock is held is a live fetch's and stays. Returns those removed.
    */
   async removeFetchLeftovers(): Promise<string[]> {
     const removed: string[] = [];
     for (const [mirror, dirs] of await fetchLeftovers(this.cacheDir)) {
       const release = await lockfile.lock(mirror, lockOf(mirror, 0)).catch(() => null);
-      if (!release) continue;
-      try {
-        await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
-        removed.push(...dirs);
-      } finally {
-        await release();
-      }
+      if (release)
+        await clearLeftovers(mirror)
+          .then(() => removed.push(...dirs))
+          .finally(release);
     }
     return removed;
   }

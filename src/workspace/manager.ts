@@ -8,6 +8,7 @@ import { removeStage, removeStages, wasLent } from './stage.js';
 import { git, GitError, stripUserinfo, worktreeGit, type GitConfig } from './git.js';
 import { removeTree } from './tree.js';
 import { commitOverLimits } from './commit-size.js';
+import { firstFileAt } from './first-file.js';
 import { withinFetchLimits } from './fetch-bounds.js';
 import { fetchQuarantined } from './fetch-quarantine.js';
 import { besideMirror, clearLeftovers, fetchLeftovers, unlockHalfAdded } from './leftovers.js';
@@ -104,26 +105,9 @@ export class GitWorkspaceManager implements WorkspaceManager {
     throw new WorkspaceError(`the diff of ${from.slice(0, 12)}..${to.slice(0, 12)} is ${over}`);
   }
 
-  /**
-   * The first of `files` (in their order) that is a regular file at a commit already in the mirror,
-   * with its text, read from git's objects (never from a worktree): a link, a submodule or a directory
-   * does not count; null when none is there. One listing for all of them.
-   */
-  async firstFileAt(
-    remote: string,
-    commit: string,
-    files: readonly string[],
-  ): Promise<{ path: string; text: string } | null> {
-    FullSha.parse(commit);
-    if (files.length === 0) return null;
-    const mirror = this.mirrorPath(remote);
-    const ls = await git(['ls-tree', '-z', commit, '--', ...files], { cwd: mirror, allowFail: true });
-    const blobs = new Map<string, string>();
-    for (const m of ls.stdout.matchAll(/(?:^|\0)100(?:644|755) blob ([0-9a-f]{40,64})\t([^\0]*)/g))
-      blobs.set(m[2]!, m[1]!);
-    const file = files.find((f) => blobs.has(f));
-    if (file === undefined) return null;
-    return { path: file, text: (await git(['cat-file', 'blob', blobs.get(file)!], { cwd: mirror })).stdout };
+  /** The first of `files` at a commit already in the mirror (./first-file.ts). */
+  firstFileAt(remote: string, commit: string, files: readonly string[]) {
+    return firstFileAt(this.mirrorPath(remote), FullSha.parse(commit), files);
   }
 
   async create(remote: string, baseCommit: string, runId: string): Promise<Worktree> {

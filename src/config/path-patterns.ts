@@ -35,8 +35,7 @@ export function parsePathPattern(entry: string): PatternResult {
 }
 
 /**
- * Whether `pattern` covers `file` (it or a directory above it), segment by segment: the set of path
- * segments each prefix of the pattern can end at, so `**` costs a pass over the path, never a search.
+ * Whether `pattern` covers `file` (it, or a directory above it: a trailing `/**` adds nothing).
  * A regular expression was built here before: a repository's `a*a*a*a*a*a*a*a*b` against a long name
  * backtracked for minutes to hours, holding the event loop (every run, every delivery) that long, and
  * its `.` stopped at a newline, so `migrations/x<LF>y.sql` was not under `migrations`.
@@ -45,48 +44,55 @@ function covers(pattern: string, file: string): boolean {
   const parsed = parsePathPattern(pattern);
   // Callers validate entries when they read the configuration; an unchecked one is a programming error.
   if (!parsed.ok) throw new Error(`invalid path pattern ${parsed.error}`);
-  const path = file.split('/');
-  // ends[j]: the pattern so far matches the first j segments of the path.
-  let ends = new Array<boolean>(path.length + 1).fill(false);
-  ends[0] = true;
-  for (const seg of parsed.pattern.split('/')) {
-    const next = ends.map(() => false);
-    if (seg === '**') {
-      // Any number of segments from the first place reached on.
-      const first = ends.indexOf(true);
-      if (first !== -1) next.fill(true, first);
-    } else
-      for (let j = 0; j < path.length; j++) if (ends[j] && segmentMatches(seg, path[j]!)) next[j + 1] = true;
-    ends = next;
+  const dir = parsed.pattern.replace(/\/\*\*$/, '');
+  return globMatches(dir, file) || globMatches(`${dir}/**`, file);
+}
+
+/** A glob's parts: `?`, `*`, `**`, `**` with the `/` after it (any directories), or one character. */
+function parts(glob: string): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < glob.length;) {
+    const part = glob.startsWith('**/', i) ? '**/' : glob.startsWith('**', i) ? '**' : glob[i]!;
+    out.push(part);
+    i += part.length;
   }
-  // A pattern that matches a directory covers everything under it.
-  return ends.some(Boolean);
+  return out;
 }
 
 /**
- * `*` (any characters) and `?` (one) within one segment, in time proportional to the lengths' product
- * at worst: on a mismatch only the last `*` takes one more character, since any earlier `*` could
- * have taken whatever it takes.
+ * Whether all of `text` matches `glob`: `*` any characters but `/`, `?` one but `/`, `**` any
+ * characters, and followed by `/` any number of directories (none too); every other character is
+ * itself, a newline too. The set of places in the glob that the text read so far can reach is carried
+ * along, so the time is the lengths' product at worst, never a backtracking search (a regular expression of
+ * `*a*a*a*a*a*a*a*a*b` took minutes on a name of 60 `a`s).
  */
-function segmentMatches(pattern: string, name: string): boolean {
-  let p = 0;
-  let n = 0;
-  let star = -1; // the last `*` seen, and where its match would end so far
-  let mark = 0;
-  while (n < name.length) {
-    if (pattern[p] === '*') {
-      star = p++;
-      mark = n;
-    } else if (p < pattern.length && (pattern[p] === '?' || pattern[p] === name[n])) {
-      p++;
-      n++;
-    } else if (star !== -1) {
-      p = star + 1;
-      n = ++mark;
-    } else return false;
+export function globMatches(glob: string, text: string): boolean {
+  const ps = parts(glob);
+  // at[i]: before part i; inDir[i]: inside a directory name that part i (directories) is reading.
+  let at = new Uint8Array(ps.length + 1);
+  let inDir = new Uint8Array(ps.length);
+  const skip = (a: Uint8Array) => {
+    for (let i = 0; i < ps.length; i++)
+      if (a[i] && (ps[i] === '*' || ps[i] === '**' || ps[i] === '**/')) a[i + 1] = 1;
+  };
+  at[0] = 1;
+  skip(at);
+  for (let k = 0; k < text.length; k++) {
+    const c = text[k]!;
+    const nextAt = new Uint8Array(ps.length + 1);
+    const nextIn = new Uint8Array(ps.length);
+    for (let i = 0; i < ps.length; i++) {
+      const p = ps[i]!;
+      if (inDir[i]) (c === '/' ? nextAt : nextIn)[i] = 1;
+      if (!at[i]) continue;
+      if (p === '**/') (c === '/' ? nextAt : nextIn)[i] = 1;
+      else if (p === '**' || (p === '*' && c !== '/')) nextAt[i] = 1;
+      else if ((p === '?' && c !== '/') || p === c) nextAt[i + 1] = 1;
+    }
+    skip(nextAt);
+    [at, inDir] = [nextAt, nextIn];
   }
-  while (pattern[p] === '*') p++;
-  return p === pattern.length;
+  return at[ps.length] === 1;
 }
 
 /** The first pattern that covers `file` (a normalised repository-relative path), if any. */

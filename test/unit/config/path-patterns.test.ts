@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import ts from 'typescript';
-import { matchingPattern } from '../../../src/config/path-patterns.js';
+import { globMatches, matchingPattern } from '../../../src/config/path-patterns.js';
 
 /**
  * Red team: a repository's `protected_paths` and `ci_entry_points` became regular expressions, one
@@ -69,4 +69,15 @@ it('`*` and `?` stay within a segment, and `*` is a wildcard also where the name
   expect(matchingPattern('abcbde', ['a*b*d'])).toBeUndefined();
   expect(matchingPattern('a', ['a/*'])).toBeUndefined();
   expect(matchingPattern('x/y/z', ['**/z', 'x/**'])).toBe('**/z');
+});
+
+it('globMatches: `**` with its `/` is any number of directories, alone any characters', () => {
+  expect(globMatches('src/**/*.ts', 'src/a.ts')).toBe(true);
+  expect(globMatches('src/**/*.ts', 'src/a/b/c.ts')).toBe(true);
+  expect(globMatches('src/**/*.ts', 'srcx/a.ts')).toBe(false);
+  expect(globMatches('**.py', 'a/b.py')).toBe(true);
+  expect(globMatches('a/*', 'a/b/c')).toBe(false);
+  expect(globMatches('a/?', 'a//')).toBe(false);
+  expect(globMatches('', '')).toBe(true);
+  expect(globMatches('*', '')).toBe(true);
 });

@@ -329,6 +329,18 @@ describe('pages that fit one observation', () => {
   });
 });
 
+// Red team: `file_pattern` (model output, up to 200 characters) became a regular expression, one
+// `[^/]*` per `*`; against a long file name of the repository V8 backtracked for hours, holding the
+// process's event loop (every run, delivery and page) that long. Globs are now matched without search.
+it('search_code answers a file_pattern of many `*` against a long file name at once', async () => {
+  const name = `${'a'.repeat(200)}.txt`;
+  const { call } = await setup({ [name]: 'needle\n', 'b.txt': 'needle\n' });
+  const hits = await call('search_code', { query: 'needle', file_pattern: `${'*a'.repeat(20)}*b` });
+  expect(hits.data.results).toEqual([]); // was: no answer, ever
+  const all = await call('search_code', { query: 'needle', file_pattern: `${'*a'.repeat(20)}*.txt` });
+  expect(all.data.results.map((r: { file: string }) => r.file)).toEqual([name]);
+});
+
 describe('search_code and list_files skip what .gitignore ignores unless include_ignored', () => {
   it('leaves out coverage/ and a nested ignore, and shows them when asked', async () => {
     const { call } = await setup({

@@ -341,6 +341,31 @@ it('search_code answers a file_pattern of many `*` against a long file name at o
   expect(all.data.results.map((r: { file: string }) => r.file)).toEqual([name]);
 });
 
+// Red team: the repository's .gitignore lines became regular expressions (the `ignore` package); a line
+// `a*a*a*a*a*a*a*b` against a file name of 200 `a`s (both the repository's own) held the event loop for
+// hours at the model's first listing. They are now matched by the same glob matcher.
+it('list_files answers over a .gitignore line of many `*` and a long file name, and still applies it', async () => {
+  const name = 'a'.repeat(200);
+  const { call } = await setup({
+    '.gitignore': `${'a*'.repeat(8)}b\n*.py[cod]\n!keep.pyc\nbuild/\n/top.txt\n`,
+    [name]: 'x\n',
+    [`${name}b`]: 'x\n',
+    'm.pyc': 'x\n',
+    'keep.pyc': 'x\n',
+    'build/out.txt': 'x\n',
+    'top.txt': 'x\n',
+    'sub/top.txt': 'x\n',
+  });
+  const listed = await call('list_files', { max_depth: 3 });
+  const text = JSON.stringify(listed.data);
+  expect(text).toContain(`"${name}"`); // was: no answer, ever
+  expect(text).not.toContain(`${name}b`);
+  expect(text).not.toContain('m.pyc');
+  expect(text).toContain('keep.pyc');
+  expect(text).not.toContain('out.txt');
+  expect(text).toContain('sub/top.txt');
+});
+
 describe('search_code and list_files skip what .gitignore ignores unless include_ignored', () => {
   it('leaves out coverage/ and a nested ignore, and shows them when asked', async () => {
     const { call } = await setup({

@@ -46,6 +46,7 @@ export const CONTAINER_GRACE_MS = 3000;
 /** The label on everything the app creates in the engine (src/environment/containers.ts LABEL). */
 const LABEL = 'agenticfix';
 const OWNER_LABEL = 'agenticfix.owner';
+const RUN_LABEL = 'agenticfix.run';
 
 /** How many of each lasting kind keep the process alive now. */
 export function lasting() {
@@ -226,10 +227,11 @@ export default class LeakCheckEnvironment extends NodeEnvironment.default {
     for (const c of left) await engine('DELETE', `/containers/${c.Id}?force=1&v=1`).catch(() => undefined);
     return [
       `the suite left ${left.length} of the app's containers ${CONTAINER_GRACE_MS} ms after its teardown`,
-      '(removed now); stop the runs, close the sandboxes or remove them in the suite:',
+      '(removed now); stop the runs, close the sandboxes or remove them in the suite (one made for a run',
+      "of an earlier suite in this worker, an image lease it renews, is that suite's: release its builders):",
       ...left.map(
         (c) =>
-          `  ${c.Id.slice(0, 12)} ${c.Names?.[0] ?? ''} ${c.Image} ${c.State}, owner ${c.Labels[OWNER_LABEL]}`,
+          `  ${c.Id.slice(0, 12)} ${c.Image} ${c.State}, run ${c.Labels[RUN_LABEL]}, owner ${c.Labels[OWNER_LABEL]}`,
       ),
     ];
   }

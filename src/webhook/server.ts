@@ -315,13 +315,13 @@ function readBounded(
     };
     reader.stop = settle;
     req.on('data', onData);
-    req.once('end', () => {
+    // `on`, not `once` (a wrapper each): each fires once, and settling twice is a no-op.
+    req.on('end', () => {
       inflight.read(reader);
       settle(rest ? Buffer.concat(rest, size) : (first ?? Buffer.alloc(0)));
     });
     const aborted = () => settle('aborted'); // no-op after the end or a refusal
-    req.once('close', aborted);
-    req.once('error', aborted);
+    req.on('close', aborted).on('error', aborted);
   });
 }
 

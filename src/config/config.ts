@@ -118,7 +118,7 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       /** The floor of a limit derived from the measured suite: at most the ceiling. */
       minTestTimeoutMs: Math.min(e.AGENTICFIX_MIN_TEST_TIMEOUT_S, e.AGENTICFIX_MAX_TEST_TIMEOUT_S) * 1000,
       maxWorktreeEntries: e.AGENTICFIX_MAX_WORKTREE_FILES,
-      fetch: copied(e, 'AGENTICFIX_FETCH_', ['TIMEOUT_S', 'MAX_MB']),
+      fetch: copied(e, 'AGENTICFIX_FETCH_', ['TIMEOUT_S', 'MAX_MB', 'MAX_FILES']),
     },
     sandbox: {
       ...copied(e, 'AGENTICFIX_SANDBOX_', ['MEMORY_MB', 'TMPFS_MB']),

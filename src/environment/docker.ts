@@ -5,8 +5,11 @@ import { OutputCapture } from './capture.js';
 import { CONTAINER_WORKTREE } from '../testrunners/runners.js';
 import type { RunOutcome, RunRequest, Sandbox } from './types.js';
 import {
+  answered,
   containerLabels,
   DEADLINE_GRACE_MS,
+  ENGINE_LATE_MS,
+  EngineHung,
   endedOutcome,
   engineEvents,
   INFRA,
@@ -100,12 +103,20 @@ export class DockerSandbox implements Sandbox {
   /**
    * `p`, or a rejection once the engine stops answering. docker-modem never settles a wait (nor ends an
    * output stream) whose connection the engine dropped as it went away: the run hung there. The engine
-   * is pinged meanwhile, and `p` outlives it by one ping at most.
+   * is pinged meanwhile, and `p` outlives it by one ping at most. A hung engine answers pings: past the
+   * call's in-container deadline (`timeoutMs` from now, and its grace) and ENGINE_LATE_MS, EngineHung.
    */
-  protected async whileEngineAnswers<T>(p: Promise<T>): Promise<T> {
+  protected async whileEngineAnswers<T>(p: Promise<T>, timeoutMs: number): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
+    let late: NodeJS.Timeout | undefined;
     let settled = false;
     const gone = new Promise<never>((_, reject) => {
+      const margin = (DEADLINE_GRACE_MS + ENGINE_LATE_MS) / 1000;
+      late = setTimeout(
+        () =>
+          reject(new EngineHung(`the Docker engine did not end the call within ${margin} s of its deadline`)),
+        timeoutMs + DEADLINE_GRACE_MS + ENGINE_LATE_MS,
+      );
       const check = async () => {
         const down = await engineGone(this.docker);
         if (settled) return;
@@ -119,12 +130,19 @@ export class DockerSandbox implements Sandbox {
     } finally {
       settled = true;
       clearTimeout(timer);
+      clearTimeout(late);
     }
   }
 
-  /** A failed outcome, marked when the engine has gone meanwhile. */
-  protected async gone(o: RunOutcome): Promise<RunOutcome> {
-    return (await engineGone(this.docker)) ? { ...o, engine_gone: true } : o;
+  /** A failed outcome, marked when the engine has gone meanwhile or hung (`err`). */
+  protected async gone(o: RunOutcome, err?: unknown): Promise<RunOutcome> {
+    return err instanceof EngineHung || (await engineGone(this.docker)) ? { ...o, engine_gone: true } : o;
+  }
+
+  /** Removes a container; when the engine hung, without waiting for it (the sweep removes what stays). */
+  protected async removeContainer(container: Docker.Container, hung: boolean): Promise<void> {
+    const done = answered('a removal', (o) => container.remove({ force: true, ...o })).catch(() => undefined);
+    if (!hung) await done;
   }
 
   run(req: RunRequest): Promise<RunOutcome> {
@@ -136,60 +154,63 @@ export class DockerSandbox implements Sandbox {
     const deadlineS = Math.ceil((req.timeoutMs + DEADLINE_GRACE_MS) / 1000);
     let container: Docker.Container;
     try {
-      container = await this.docker.createContainer({
-        Image: this.imageId,
-        // The argv is run as given, never through a shell or an ENTRYPOINT the model wrote, under
-        // `timeout` as PID 1: the container ends at its deadline even when this process is gone (killed
-        // while the tests run). Docker has no lifetime limit of its own; `timeout` is in every Debian and
-        // Ubuntu image (coreutils is essential) and in Alpine's busybox, with the same syntax. An image
-        // without one fails to start (fail closed, the message says why) rather than run unbounded; an
-        // image that fakes it is still removed by the next start-up (DEADLINE_LABEL, OWNER_LABEL).
-        Entrypoint: ['timeout', '-s', 'KILL', String(deadlineS), cmd],
-        Cmd: args,
-        WorkingDir: CONTAINER_WORKTREE,
-        User: call.user,
-        Env: TEST_ENV,
-        Labels: containerLabels(this.runId, Date.now() + deadlineS * 1000),
-        AttachStdout: true,
-        AttachStderr: true,
-        Tty: false,
-        HostConfig: testHostConfig(this.limits, worktreeBinds(req.worktree, call.hasGit, this.limits)),
-      });
+      container = await answered('a container creation', (o) =>
+        this.docker.createContainer({
+          ...o,
+          Image: this.imageId,
+          // The argv is run as given, never through a shell or an ENTRYPOINT the model wrote, under
+          // `timeout` as PID 1: the container ends at its deadline even when this process is gone (killed
+          // while the tests run). Docker has no lifetime limit of its own; `timeout` is in every Debian and
+          // Ubuntu image (coreutils is essential) and in Alpine's busybox, with the same syntax. An image
+          // without one fails to start (fail closed, the message says why) rather than run unbounded; an
+          // image that fakes it is still removed by the next start-up (DEADLINE_LABEL, OWNER_LABEL).
+          Entrypoint: ['timeout', '-s', 'KILL', String(deadlineS), cmd],
+          Cmd: args,
+          WorkingDir: CONTAINER_WORKTREE,
+          User: call.user,
+          Env: TEST_ENV,
+          Labels: containerLabels(this.runId, Date.now() + deadlineS * 1000),
+          AttachStdout: true,
+          AttachStderr: true,
+          Tty: false,
+          HostConfig: testHostConfig(this.limits, worktreeBinds(req.worktree, call.hasGit, this.limits)),
+        }),
+      );
     } catch (err) {
-      return this.gone(outcome('error', `could not create container: ${message(err)}`));
+      return this.gone(outcome('error', `could not create container: ${message(err)}`), err);
     }
 
     const out = new OutputCapture(req.maxOutputBytes);
     const err = new OutputCapture(req.maxOutputBytes);
     let timedOut = false;
     let cancelled = false;
-    const kill = () => container.kill().catch(() => undefined); // already stopped: nothing to do
+    let hung = false;
+    // Already stopped: nothing to do.
+    const kill = () => answered('a kill', (o) => container.kill(o)).catch(() => undefined);
     const onAbort = () => {
       cancelled = true;
       void kill();
     };
     let timer: NodeJS.Timeout | undefined;
+    // A wait given up (the engine hung) is closed, not left open for ever.
+    const given = new AbortController();
+    let stream: Readable | undefined;
     try {
-      const stream = (await container.attach({
-        stream: true,
-        stdout: true,
-        stderr: true,
-      })) as unknown as Readable;
-      const ended = new Promise<void>((resolve) => {
-        stream.once('end', resolve);
-        stream.once('close', resolve);
-        stream.once('error', () => resolve());
-      });
+      stream = (await answered('an attach', (o) =>
+        container.attach({ ...o, stream: true, stdout: true, stderr: true }),
+      )) as unknown as Readable;
+      const ended = streamEnd(stream);
       this.docker.modem.demuxStream(stream, out.writable(), err.writable());
 
       const startedAt = Date.now();
       try {
-        await container.start();
+        await answered('a start', (o) => container.start(o));
       } catch (e) {
         // e.g. the executable does not exist in the image
         const why = /"timeout": executable file not found/.test(message(e)) ? NO_TIMEOUT_WHY : message(e);
         // The engine going away under a start is no fault of the image: the run stops (engine_gone).
-        return this.gone(outcome('error', `could not start ${cmd}: ${why}`));
+        hung = e instanceof EngineHung;
+        return this.gone(outcome('error', `could not start ${cmd}: ${why}`), e);
       }
       timer = setTimeout(() => {
         timedOut = true;
@@ -199,14 +220,16 @@ export class DockerSandbox implements Sandbox {
       if (req.signal?.aborted) onAbort();
       else req.signal?.addEventListener('abort', onAbort, { once: true });
 
-      const waited = await this.whileEngineAnswers(container.wait() as Promise<{ StatusCode: number }>);
+      const waited = await this.whileEngineAnswers(
+        container.wait({ abortSignal: given.signal }) as Promise<{ StatusCode: number }>,
+        req.timeoutMs,
+      );
       clearTimeout(timer);
       req.signal?.removeEventListener('abort', onAbort);
       // The output may end a moment after the exit; a drain timer left armed would hold the process open.
       let drain: NodeJS.Timeout | undefined;
       await Promise.race([ended, new Promise((r) => (drain = setTimeout(r, DRAIN_MS)))]);
       clearTimeout(drain);
-      stream.destroy();
 
       const killedByUs = timedOut || cancelled;
       const status = waited.StatusCode;
@@ -218,7 +241,7 @@ export class DockerSandbox implements Sandbox {
               () => new Set<string>(),
             )
           : new Set<string>();
-      const info = await container.inspect();
+      const info = await answered('an inspection', (o) => container.inspect(o));
       return endedOutcome(call, {
         status,
         out: out.result(),
@@ -229,12 +252,25 @@ export class DockerSandbox implements Sandbox {
         engineKilled: status > 128 && (seen.has('kill') || seen.has('stop')),
       });
     } catch (e) {
-      if (cancelled) return outcome('cancelled', `${INFRA}container run failed: ${message(e)}`);
-      return this.gone(outcome('error', `${INFRA}container run failed: ${message(e)}`));
+      hung = e instanceof EngineHung;
+      if (cancelled && !hung) return outcome('cancelled', `${INFRA}container run failed: ${message(e)}`);
+      const why = hung ? message(e) : `container run failed: ${message(e)}`;
+      return this.gone(outcome('error', `${INFRA}${why}`), e);
     } finally {
       clearTimeout(timer);
+      given.abort();
+      stream?.destroy();
       req.signal?.removeEventListener('abort', onAbort);
-      await container.remove({ force: true }).catch(() => undefined);
+      await this.removeContainer(container, hung);
     }
   }
+}
+
+/** Resolves when an engine stream has ended, whichever way. */
+export function streamEnd(stream: Readable): Promise<void> {
+  return new Promise<void>((resolve) => {
+    stream.once('end', resolve);
+    stream.once('close', resolve);
+    stream.once('error', () => resolve());
+  });
 }

@@ -19,7 +19,8 @@ const STALE_AFTER_DEADLINE_MS = 60_000;
 /**
  * Removes test containers left by runs that are no longer alive: those of a process of this host
  * that is gone (OWNER_LABEL), those of runs `isFinished` knows to be over (the app's run store), and
- * any that outlived their deadline by a minute. Containers without our labels are never touched.
+ * any that outlived their deadline by a minute, unless their owner lives. Containers without our labels
+ * are never touched.
  */
 export async function sweepContainers(
   docker: Docker,
@@ -32,10 +33,16 @@ export async function sweepContainers(
     const labels = c.Labels ?? {};
     const run = labels[RUN_LABEL];
     const deadline = Number(labels[DEADLINE_LABEL]);
+    const owner = ownerState(labels[OWNER_LABEL]);
+    // A live owner ends its containers on its own (monotonic) timers: a wall clock that jumped forward
+    // must not put a running call's container past its deadline.
     const leftover =
-      ownerState(labels[OWNER_LABEL]) === 'dead' ||
+      owner === 'dead' ||
       (run !== undefined && (await opts.isFinished?.(run)) === true) ||
-      (Number.isFinite(deadline) && deadline > 0 && now > deadline + STALE_AFTER_DEADLINE_MS);
+      (owner !== 'alive' &&
+        Number.isFinite(deadline) &&
+        deadline > 0 &&
+        now > deadline + STALE_AFTER_DEADLINE_MS);
     if (!leftover) continue;
     const ok = await docker
       .getContainer(c.Id)

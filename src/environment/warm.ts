@@ -4,8 +4,10 @@ import type { Config } from '../config/config.js';
 import { CONTAINER_WORKTREE } from '../testrunners/runners.js';
 import { OutputCapture } from './capture.js';
 import {
+  answered,
   containerLabels,
   DEADLINE_GRACE_MS,
+  EngineHung,
   endedOutcome,
   engineEvents,
   INFRA,
@@ -16,7 +18,7 @@ import {
   worktreeBinds,
   type LentCall,
 } from './containers.js';
-import { DockerSandbox } from './docker.js';
+import { DockerSandbox, streamEnd } from './docker.js';
 import type { RunOutcome, RunRequest } from './types.js';
 
 /**
@@ -81,10 +83,11 @@ export class WarmSandbox extends DockerSandbox {
     await this.retire();
   }
 
-  private async retire(): Promise<void> {
+  /** `hung`: the engine hung, the removal is not waited for (the sweep removes what stays). */
+  private async retire(hung = false): Promise<void> {
     const gone = this.current;
     this.current = null;
-    await gone?.container.remove({ force: true }).catch(() => undefined);
+    if (gone) await this.removeContainer(gone.container, hung);
   }
 
   /** The container for `call`, started when there is none fit for it (or an error outcome). */
@@ -97,28 +100,31 @@ export class WarmSandbox extends DockerSandbox {
     const deadline = Date.now() + lifetimeMs;
     let container: Docker.Container;
     try {
-      container = await this.docker.createContainer({
-        Image: this.imageId,
-        // Never an ENTRYPOINT the model wrote: `sleep` keeps it alive until its own deadline, when it ends
-        // even if this process is gone (an image without `sleep` fails to start: fail closed).
-        Entrypoint: ['sleep', String(Math.ceil(lifetimeMs / 1000))],
-        Cmd: [],
-        WorkingDir: CONTAINER_WORKTREE,
-        User: keeperFor(call.user),
-        Env: TEST_ENV,
-        Labels: containerLabels(this.runId, deadline),
-        HostConfig: testHostConfig(this.limits, worktreeBinds(this.home!, call.hasGit, this.limits), {
-          Init: true,
+      container = await answered('a container creation', (o) =>
+        this.docker.createContainer({
+          ...o,
+          Image: this.imageId,
+          // Never an ENTRYPOINT the model wrote: `sleep` keeps it alive until its own deadline, when it ends
+          // even if this process is gone (an image without `sleep` fails to start: fail closed).
+          Entrypoint: ['sleep', String(Math.ceil(lifetimeMs / 1000))],
+          Cmd: [],
+          WorkingDir: CONTAINER_WORKTREE,
+          User: keeperFor(call.user),
+          Env: TEST_ENV,
+          Labels: containerLabels(this.runId, deadline),
+          HostConfig: testHostConfig(this.limits, worktreeBinds(this.home!, call.hasGit, this.limits), {
+            Init: true,
+          }),
         }),
-      });
+      );
     } catch (err) {
-      return this.gone(call.outcome('error', `could not create container: ${message(err)}`));
+      return this.gone(call.outcome('error', `could not create container: ${message(err)}`), err);
     }
     try {
-      await container.start();
+      await answered('a start', (o) => container.start(o));
     } catch (err) {
-      await container.remove({ force: true }).catch(() => undefined);
-      return this.gone(call.outcome('error', `could not start the test container: ${message(err)}`));
+      await this.removeContainer(container, err instanceof EngineHung);
+      return this.gone(call.outcome('error', `could not start the test container: ${message(err)}`), err);
     }
     this.current = { container, key, deadline };
     if (this.closed) {
@@ -133,8 +139,9 @@ export class WarmSandbox extends DockerSandbox {
     for (let attempt = 0; ; attempt++) {
       const warm = await this.ensure(call, deadlineS * 1000 + DEADLINE_GRACE_MS);
       if (!('container' in warm)) return warm;
-      const made = await warm.container
-        .exec({
+      const made = await answered('an exec', (o) =>
+        warm.container.exec({
+          ...o,
           Cmd: [
             '/bin/sh',
             '-c',
@@ -154,15 +161,15 @@ export class WarmSandbox extends DockerSandbox {
           AttachStdout: true,
           AttachStderr: true,
           Tty: false,
-        })
-        .catch((e: unknown) => (e instanceof Error ? e : new Error(String(e))));
+        }),
+      ).catch((e: unknown) => (e instanceof Error ? e : new Error(String(e))));
       if (!(made instanceof Error)) return this.attend(call, req, warm.container, made);
-      await this.retire();
+      await this.retire(made instanceof EngineHung);
       // The container has ended (409: its keeper was killed) or is gone (404: removed by hand, or by an
       // engine restart and a prune): once, another one.
       const code = (made as { statusCode?: number }).statusCode;
       if (attempt > 0 || (code !== 409 && code !== 404))
-        return this.gone(call.outcome('error', `${INFRA}container run failed: ${message(made)}`));
+        return this.gone(call.outcome('error', `${INFRA}container run failed: ${message(made)}`), made);
     }
   }
 
@@ -178,32 +185,31 @@ export class WarmSandbox extends DockerSandbox {
     let timedOut = false;
     let cancelled = false;
     // Killing the container is what ends everything the call started, wherever it went: it is replaced.
-    const kill = () => container.kill().catch(() => undefined);
+    const kill = () => answered('a kill', (o) => container.kill(o)).catch(() => undefined);
     const onAbort = () => {
       cancelled = true;
       void kill();
     };
     let timer: NodeJS.Timeout | undefined;
     let retire = false;
+    let hung = false;
+    let stream: Readable | undefined;
     try {
       const startedAt = Date.now();
-      const stream = (await exec.start({ hijack: true, stdin: false })) as unknown as Readable;
+      stream = (await answered('an exec start', (o) =>
+        exec.start({ ...o, hijack: true, stdin: false }),
+      )) as unknown as Readable;
       timer = setTimeout(() => {
         timedOut = true;
         void kill();
       }, req.timeoutMs);
       if (req.signal?.aborted) onAbort();
       else req.signal?.addEventListener('abort', onAbort, { once: true });
-      const ended = new Promise<void>((resolve) => {
-        stream.once('end', resolve);
-        stream.once('close', resolve);
-        stream.once('error', () => resolve());
-      });
+      const ended = streamEnd(stream);
       this.docker.modem.demuxStream(stream, out.writable(), err.writable());
-      await this.whileEngineAnswers(ended);
+      await this.whileEngineAnswers(ended, req.timeoutMs);
       clearTimeout(timer);
       req.signal?.removeEventListener('abort', onAbort);
-      stream.destroy();
       const killedByUs = timedOut || cancelled;
       const status = killedByUs ? 137 : await exitCode(exec);
       // Exit by a signal: the OOM killer, the engine, or the tests themselves, which may have ended the
@@ -226,12 +232,15 @@ export class WarmSandbox extends DockerSandbox {
       });
     } catch (e) {
       retire = true;
-      if (cancelled) return call.outcome('cancelled', `${INFRA}container run failed: ${message(e)}`);
-      return this.gone(call.outcome('error', `${INFRA}container run failed: ${message(e)}`));
+      hung = e instanceof EngineHung;
+      if (cancelled && !hung) return call.outcome('cancelled', `${INFRA}container run failed: ${message(e)}`);
+      const why = hung ? message(e) : `container run failed: ${message(e)}`;
+      return this.gone(call.outcome('error', `${INFRA}${why}`), e);
     } finally {
       clearTimeout(timer);
+      stream?.destroy();
       req.signal?.removeEventListener('abort', onAbort);
-      if (retire) await this.retire();
+      if (retire) await this.retire(hung);
     }
   }
 }
@@ -239,7 +248,10 @@ export class WarmSandbox extends DockerSandbox {
 /** The exec's exit code once the engine has recorded it (right after its stream ends, as a rule). */
 async function exitCode(exec: Docker.Exec): Promise<number> {
   for (let i = 0; ; i++) {
-    const info = (await exec.inspect()) as { Running: boolean; ExitCode: number | null };
+    const info = (await answered('an exec inspection', (o) => exec.inspect(o))) as {
+      Running: boolean;
+      ExitCode: number | null;
+    };
     if (!info.Running && info.ExitCode !== null) return info.ExitCode;
     if (i >= 500) return 137; // still running 5 s after its output ended: the container is being killed
     await new Promise((r) => setTimeout(r, 10));

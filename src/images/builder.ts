@@ -243,7 +243,7 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
     const label = [`${LABEL}=1`, ...(opts.runId ? [`${RUN_LABEL}=${opts.runId}`] : [])];
     const images = await this.docker.listImages({ filters: { label } });
     const now = opts.now ?? Date.now();
-    const leased = await this.liveLeases(new Set(images.map((i) => i.Id)), now);
+    const leased = await ImageLeases.live(this.docker, new Set(images.map((i) => i.Id)), now);
     const spared = (id: string) => id === opts.protect || leased.has(id);
     const removed: string[] = [];
     const remove = async (ref: string) => {
@@ -286,20 +286,6 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
       if (!spared(img.id) && (await remove(img.tag))) bytes -= own.get(img.id) ?? 0;
     }
     return removed;
-  }
-
-  /** Images under a live lease; expired leases on images in scope are removed (their holder is gone). */
-  private async liveLeases(scope: Set<string>, now: number): Promise<Set<string>> {
-    const live = new Set<string>();
-    for (const lease of await ImageLeases.list(this.docker)) {
-      if (lease.expires > now) live.add(lease.image);
-      else if (scope.has(lease.image))
-        await this.docker
-          .getContainer(lease.container)
-          .remove({ force: true })
-          .catch(() => undefined);
-    }
-    return live;
   }
 
   /** Bytes each image holds in layers of its own, from the engine's disk usage report. */

@@ -1,6 +1,6 @@
 import type Docker from 'dockerode';
 import { LABEL, OWNER_LABEL, RUN_LABEL } from '../environment/docker.js';
-import { processOwner } from '../environment/lending.js';
+import { ownerState, processOwner } from '../environment/lending.js';
 
 /** The run holding the lease. */
 export const LEASE_LABEL = 'agenticfix.lease';
@@ -12,6 +12,8 @@ export interface Lease {
   image: string;
   run: string;
   expires: number;
+  /** Its holder process (processOwner()). */
+  owner: string;
 }
 
 /**
@@ -44,7 +46,25 @@ export class ImageLeases {
       image: c.ImageID,
       run: c.Labels[LEASE_LABEL] ?? '',
       expires: Number(c.Labels[LEASE_EXPIRES_LABEL]) || 0,
+      owner: c.Labels[OWNER_LABEL] ?? '',
     }));
+  }
+
+  /**
+   * Images under a live lease; expired leases on images in `scope` are removed (their holder is gone).
+   * A holder alive on this host keeps its leases whatever the wall clock says (it may have jumped forward).
+   */
+  static async live(docker: Docker, scope: Set<string>, now: number): Promise<Set<string>> {
+    const live = new Set<string>();
+    for (const lease of await ImageLeases.list(docker)) {
+      if (lease.expires > now || ownerState(lease.owner) === 'alive') live.add(lease.image);
+      else if (scope.has(lease.image))
+        await docker
+          .getContainer(lease.container)
+          .remove({ force: true })
+          .catch(() => undefined);
+    }
+    return live;
   }
 
   /** Pins the image (by id) for the run; rejects when the image no longer exists. */

@@ -21,6 +21,17 @@ export class StoreTooNewError extends ConfigError {
   }
 }
 
+/** A SQLite store file that is no database or is malformed: one line (exit 2), the file left as it is. */
+export class StoreDamagedError extends ConfigError {
+  constructor(where: string, why: string) {
+    super(
+      `the run store ${where} is damaged (${why}): restore its backup (docs/operating.md: "Upgrading, ` +
+        `backing up and restoring"), or move it and its -wal and -shm files aside to start with an empty store`,
+    );
+    this.name = 'StoreDamagedError';
+  }
+}
+
 /** Throws StoreTooNewError when the store's schema `found` is newer than this release's. */
 export function checkSchema(where: string, found: number): void {
   if (found > MIGRATIONS.length) throw new StoreTooNewError(where, found);

@@ -29,7 +29,7 @@ import {
   ACTIVE_SQL,
 } from './store.js';
 import { holderGone, INSTANCE_ROW, newInstance, StoreInUseError, type InstanceHolder } from './instance.js';
-import { checkSchema, pruneStatements } from './schema.js';
+import { checkSchema, pruneStatements, StoreDamagedError } from './schema.js';
 
 /** The WHERE clause of a run filter, with `?` placeholders. */
 function filterSql(f: RunFilter): { sql: string; args: unknown[] } {
@@ -56,11 +56,19 @@ export class SqliteRunStore implements RunStore {
   constructor(private readonly file: string) {
     if (file !== ':memory:') mkdirSync(path.dirname(file), { recursive: true });
     this.db = new Database(file);
-    this.db.pragma('journal_mode = WAL');
-    // WAL with NORMAL sync survives a crash of the app (not of the machine) without an fsync per write.
-    this.db.pragma('synchronous = NORMAL');
-    this.db.pragma('busy_timeout = 5000');
-    this.migrate();
+    try {
+      this.db.pragma('journal_mode = WAL');
+      // WAL with NORMAL sync survives a crash of the app (not of the machine) without an fsync per write.
+      this.db.pragma('synchronous = NORMAL');
+      this.db.pragma('busy_timeout = 5000');
+      this.migrate();
+    } catch (err) {
+      if (this.db.open) this.db.close();
+      const code = (err as { code?: unknown }).code;
+      throw code === 'SQLITE_NOTADB' || code === 'SQLITE_CORRUPT'
+        ? new StoreDamagedError(file, (err as Error).message)
+        : err;
+    }
   }
 
   private statement(sql: string): Database.Statement {
@@ -71,12 +79,7 @@ export class SqliteRunStore implements RunStore {
 
   private migrate(): void {
     const version = this.db.pragma('user_version', { simple: true }) as number;
-    try {
-      checkSchema(this.file, version);
-    } catch (err) {
-      this.db.close();
-      throw err;
-    }
+    checkSchema(this.file, version);
     for (let v = version; v < MIGRATIONS.length; v++) {
       this.db.transaction(() => {
         this.db.exec(MIGRATIONS[v]!);

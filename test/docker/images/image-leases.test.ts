@@ -109,6 +109,19 @@ d('image leases (real engine, two processes)', () => {
     await expect(docker.getImage(x.image_id!).inspect()).rejects.toThrow(/no such image/i);
   });
 
+  it("a wall clock that jumped forward (faults, second round): GC keeps a live holder's lease and image; released, they go", async () => {
+    const run = newRun('jump');
+    const builder = new DockerEnvironmentBuilder(docker, cfg);
+    const x = await builder.build({ dockerfile: dockerfile('jump'), worktree, runId: run });
+    expect(x.success).toBe(true);
+    const dayLater = Date.now() + 86_400_000; // an NTP step, a VM resumed: every expiry is past
+    const attacker = new DockerEnvironmentBuilder(docker, ATTACKER);
+    expect(await attacker.gc({ runId: run, now: dayLater })).toEqual([]); // was: [the live run's image]
+    expect(await leasesOf(run)).toHaveLength(1);
+    await builder.release(run);
+    expect(await attacker.gc({ runId: run, now: dayLater })).toEqual([x.image_tag]);
+  });
+
   it("a worker releasing a run drops only its own leases of it: a newer owner's (requeue stalled) stay", async () => {
     const run = newRun('owners');
     const image = (await docker.getImage(BASE_IMAGE).inspect()).Id;

@@ -177,6 +177,12 @@ d('containers of runs the store knows are over', () => {
       return list.some((x) => x.State === 'running') ? list : undefined;
     });
     expect(await sweepContainers(docker, { isFinished: async () => false })).not.toContain(c!.Id);
+    // A wall clock that jumped forward (an NTP step, a VM resumed) puts every deadline in the past: this
+    // live process's container of a running run stays (faults, second round; it was removed mid-call).
+    const dayLater = Date.now() + 86_400_000;
+    expect(await sweepContainers(docker, { isFinished: async () => false, now: dayLater })).not.toContain(
+      c!.Id,
+    );
     expect(await sweepContainers(docker, { isFinished: async (id) => id === run })).toContain(c!.Id);
     // The run in this process ends instead of waiting (killed: failed, or gone before inspection: error).
     expect(['failed', 'error']).toContain((await outcome).status);

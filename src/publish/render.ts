@@ -306,15 +306,14 @@ export function feedbackNotes(f: Feedback | null): string[] {
     return [
       `${f.left_out} earlier review comment${f.left_out === 1 ? '' : 's'} by people without write access ${f.left_out === 1 ? 'was' : 'were'} left out of the model's prompt: only writers' words reach it.`,
     ];
-  if (f?.kind === 'checks' && f.ignored.length > 0)
-    return [
-      [
-        'Failing check runs on the same commit that were ignored (never shown to the model):',
-        ...f.ignored.map((c) => `- ${code(c.name)} (${code(c.app)}): ${c.why}`),
-      ].join('\n'),
-    ];
-  return [];
+  if (f?.kind !== 'checks') return [];
+  const named = f.ignored.map((c) => `- ${code(c.name)} (${code(c.app)}): ${c.why}`);
+  if (f.ignored_more) named.push(`- and ${f.ignored_more} more runs on the commit, not named or not read`);
+  const notes = named.length ? [[IGNORED, ...named].join('\n')] : [];
+  if (f.left_out) notes.unshift(`${f.left_out} more check runs of the suite were not shown to the model.`);
+  return notes;
 }
+const IGNORED = 'Failing check runs on the same commit that were ignored (never shown to the model):';
 
 /** The evidence of a published revision: headed "Revision N", naming the commit it pushed. */
 export function revisionComment(

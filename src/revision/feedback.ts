@@ -166,9 +166,65 @@ const CHECK_RUNS = z.array(GH_CHECK_RUN);
 
 /** Check run conclusions that ask for a fix (neutral, skipped and stale do not). */
 const FAILING = new Set(['failure', 'timed_out', 'cancelled', 'action_required', 'startup_failure']);
+/** Check suite conclusions that no failing run can have. */
+const PASSED = new Set(['success', 'neutral', 'skipped']);
 const OUTPUT_TAIL_CHARS = 3000;
 const SUMMARY_KEEP = 1000; // characters kept at each end of a check run's summary
 const MAX_ANNOTATIONS = 50;
+/**
+ * Pages of 100 check runs read per listing (a suite's, a commit's). Any app with `checks:write` can put
+ * thousands of runs on the pull request's head, each with about 128 KB of output: past these pages runs
+ * are counted (GitHub's total_count), never read.
+ */
+const MAX_CHECK_RUN_PAGES = 3;
+/** Failing runs of the suite told to the model (an annotations request each); the rest are counted. */
+const MAX_FAILING_RUNS = 10;
+/** Ignored failing runs named in the evidence; the rest are counted. */
+const MAX_IGNORED_NAMED = 20;
+
+interface ListedRun {
+  id: number;
+  name: string;
+  conclusion: string;
+  suite: number | null;
+  app: string;
+  summary: string;
+  output_tail: string;
+}
+
+/**
+ * The first MAX_CHECK_RUN_PAGES pages of a check run listing, each page cut down as it arrives: output
+ * is kept (capped) only for the first `keep` failing runs of `suite`, so a page's text is not held.
+ * `total`: the listing's total_count, with the runs past the cap.
+ */
+async function firstCheckRuns(
+  pages: AsyncIterable<{ data: unknown }>,
+  a: { suite: number; keep: number },
+): Promise<{ runs: ListedRun[]; total: number }> {
+  const runs: ListedRun[] = [];
+  let total = 0;
+  let page = 0;
+  let kept = 0;
+  for await (const res of pages) {
+    const count = (res.data as { total_count?: unknown }).total_count;
+    for (const c of CHECK_RUNS.parse(res.data)) {
+      const suite = c.check_suite?.id ?? null;
+      const detail = suite === a.suite && FAILING.has(c.conclusion ?? '') && kept++ < a.keep;
+      runs.push({
+        id: c.id,
+        name: c.name,
+        conclusion: c.conclusion ?? '',
+        suite,
+        app: c.app?.slug ?? 'unknown',
+        summary: detail ? capMiddle(c.output.summary ?? '', SUMMARY_KEEP) : '',
+        output_tail: detail ? (c.output.text ?? '').slice(-OUTPUT_TAIL_CHARS) : '',
+      });
+    }
+    total = Math.max(total, typeof count === 'number' ? count : 0, runs.length);
+    if (++page >= MAX_CHECK_RUN_PAGES) break;
+  }
+  return { runs, total };
+}
 
 /** The one check app trusted without being named: GitHub Actions runs the repository's own workflows. */
 const DEFAULT_CHECK_APPS = ['github-actions'];
@@ -192,6 +248,7 @@ export interface Suite {
   id: number;
   head_sha: string;
   head_branch: string | null;
+  conclusion?: string | null | undefined;
   app?: { slug?: string | undefined } | null | undefined;
 }
 
@@ -213,6 +270,8 @@ export async function checksFeedback(
   const { suite } = a;
   const head = t.pull.sha;
   if (suite.head_sha !== head) return null; // checks of an older commit
+  // A suite concludes from its runs: one that succeeded has no failing run to read.
+  if (PASSED.has(suite.conclusion ?? '')) return null;
   if (suite.head_branch !== t.pull.ref || t.pull.repo !== `${t.owner}/${t.repo}`) {
     a.ignored('not the pull request’s own branch in this repository');
     return null;
@@ -229,50 +288,67 @@ export async function checksFeedback(
   }
   const seen = await store.forPr(t.owner, t.repo, t.pr);
   if (seen.some((run) => run.trigger === 'checks' && run.head_commit === head)) return null;
-  // Every page: a suite or a commit can have more check runs than one page holds.
-  const [own, all] = await Promise.all(
-    [
-      gh.paginate(gh.rest.checks.listForSuite, {
-        owner: t.owner,
-        repo: t.repo,
-        check_suite_id: suite.id,
-        per_page: 100,
-      }),
-      gh.paginate(gh.rest.checks.listForRef, { owner: t.owner, repo: t.repo, ref: head, per_page: 100 }),
-    ].map(async (p) => CHECK_RUNS.parse(await p)),
+  const [owner, repo] = [t.owner, t.repo];
+  const own = await firstCheckRuns(
+    gh.paginate.iterator(gh.rest.checks.listForSuite, {
+      owner,
+      repo,
+      check_suite_id: suite.id,
+      per_page: 100,
+    }),
+    { suite: suite.id, keep: MAX_FAILING_RUNS },
   );
-  const failing = own!.filter((c) => c.check_suite?.id === suite.id && FAILING.has(c.conclusion ?? ''));
-  if (failing.length === 0) return null;
-  const others = all!
-    .filter((c) => c.check_suite?.id !== suite.id && FAILING.has(c.conclusion ?? ''))
+  const failing = own.runs.filter((c) => c.suite === suite.id && FAILING.has(c.conclusion));
+  if (failing.length === 0) {
+    if (own.total > own.runs.length) a.ignored(`no failing run in its first ${own.runs.length} check runs`);
+    return null;
+  }
+  // The commit's other failing runs are only named: read once the suite has failed, never their text.
+  const all = await firstCheckRuns(
+    gh.paginate.iterator(gh.rest.checks.listForRef, { owner, repo, ref: head, per_page: 100 }),
+    { suite: suite.id, keep: 0 },
+  );
+  const others = all.runs
+    .filter((c) => c.suite !== suite.id && FAILING.has(c.conclusion))
     .map((c) => ({
       name: c.name,
-      app: c.app?.slug ?? 'unknown',
-      why: allowed.has(c.app?.slug ?? '')
+      app: c.app,
+      why: allowed.has(c.app)
         ? 'another check suite, not the one that triggered this revision'
-        : notAllowed(c.app?.slug ?? 'unknown'),
+        : notAllowed(c.app),
     }));
+  const shown = failing.slice(0, MAX_FAILING_RUNS);
   const runs = await Promise.all(
-    failing.map(async (c) => {
+    shown.map(async (c) => {
       const notes = await gh.rest.checks.listAnnotations({
-        owner: t.owner,
-        repo: t.repo,
+        owner,
+        repo,
         check_run_id: c.id,
         per_page: MAX_ANNOTATIONS,
       });
       return {
         id: c.id,
         name: c.name,
-        conclusion: c.conclusion ?? 'failure',
-        summary: capMiddle(c.output.summary ?? '', SUMMARY_KEEP),
+        conclusion: c.conclusion,
+        summary: c.summary,
         annotations: notes.data.map((n) => ({
           path: n.path,
           line: n.start_line,
           message: capMiddle(n.message ?? '', SUMMARY_KEEP / 4),
         })),
-        output_tail: (c.output.text ?? '').slice(-OUTPUT_TAIL_CHARS),
+        output_tail: c.output_tail,
       };
     }),
   );
-  return { kind: 'checks', user: slug, head_sha: head, suite_id: suite.id, runs, ignored: others };
+  return {
+    kind: 'checks',
+    user: slug,
+    head_sha: head,
+    suite_id: suite.id,
+    runs,
+    // The suite's runs not shown: failing past MAX_FAILING_RUNS, or past the pages read (unknown).
+    left_out: failing.length - shown.length + (own.total - own.runs.length),
+    ignored: others.slice(0, MAX_IGNORED_NAMED),
+    ignored_more: others.length - Math.min(others.length, MAX_IGNORED_NAMED) + (all.total - all.runs.length),
+  };
 }

@@ -37,7 +37,11 @@ export function feedbackText(f: Feedback): string {
   if (f.kind === 'command') return `@${f.user} asked (\`/agenticfix revise\`):\n${f.text}`;
   if (f.kind === 'mention') return `@${f.user} asked in a review comment.\n\n${commentText(f.comment)}`;
   if (f.kind === 'checks')
-    return [`The pull request's checks failed on ${f.head_sha}:`, ...f.runs.map(checkText)].join('\n\n');
+    return [
+      `The pull request's checks failed on ${f.head_sha}:`,
+      ...f.runs.map(checkText),
+      ...(f.left_out > 0 ? [`(${f.left_out} more check runs of the suite are not shown.)`] : []),
+    ].join('\n\n');
   const lines = [`@${f.user} requested changes in a review.`];
   if (f.body.trim()) lines.push(`Review summary:\n${f.body.trim()}`);
   lines.push(...f.comments.map(commentText));

@@ -53,8 +53,12 @@ export const FEEDBACK = z.discriminatedUnion('kind', [
     head_sha: z.string(),
     suite_id: z.number().int().optional(), // absent in runs recorded before suites were told apart
     runs: z.array(CHECK_RUN),
+    /** The suite's runs not in `runs`: failing ones past the cap, or runs past the pages read. */
+    left_out: z.number().int().min(0).default(0),
     /** Other failing runs on the same commit, never shown to the model: named in the evidence. */
     ignored: z.array(z.strictObject({ name: z.string(), app: z.string(), why: z.string() })).default([]),
+    /** Runs on the commit not named in `ignored`: failing ones past the cap, or runs past the pages read. */
+    ignored_more: z.number().int().min(0).default(0),
   }),
 ]);
 export type Feedback = z.infer<typeof FEEDBACK>;

@@ -52,6 +52,7 @@ export const CHECKED = z.object({
     id: z.number().int(),
     head_sha: z.string(),
     head_branch: z.string().nullable(), // null: a push to a fork
+    conclusion: z.string().nullish(),
     // Three of GitHub's four check_suite.completed examples have an app without a slug.
     app: z.object({ slug: z.string().optional() }).nullish(),
     pull_requests: z.array(z.object({ number: z.number().int() })),

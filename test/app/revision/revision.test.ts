@@ -608,6 +608,66 @@ describe('revisions of the app’s draft pull request', () => {
     expect(deps.calls.at(-1)!.issue.revision).toContain('Check "build" (failure): build broke');
   });
 
+  // Red team: every page of the head's check runs was read for each completed allowed suite, before
+  // knowing whether anything failed: another app with checks:write could post thousands of large runs.
+  it('a flood of large check runs on the head is read a few pages at most; the suite’s failures are told, the rest counted', async () => {
+    emu.pushFiles(
+      O,
+      R,
+      'main',
+      { '.github/agenticfix.yml': `test: ${JSON.stringify(CALC_TEST)}\nci_feedback: { enabled: true }\n` },
+      { message: 'CI feedback from GitHub Actions', author: 'maint' },
+    );
+    const n = emu.createIssue(O, R, { title: 'add() subtracts, flooded checks', user: 'alice' });
+    await emu.label(O, R, n, 'agenticfix', 'maint');
+    await app.idle();
+    const big = 'EVIL '.repeat(1600); // 8 KB in each of summary and text
+    const flood = Array.from({ length: 1000 }, (_, i) => ({
+      name: `flood ${i}`,
+      conclusion: 'failure',
+      output: { summary: big, text: big },
+    }));
+    await emu.checkSuite(O, R, { branch: branchFor(n), app: 'evil-ci', runs: flood });
+    await app.idle();
+    const before = emu.requests.length;
+    const listings = () => {
+      const listed = emu.requests.slice(before).filter((r) => r.path.endsWith('/check-runs'));
+      const bytes = listed.reduce((sum, r) => sum + JSON.stringify(r.response?.body ?? '').length, 0);
+      return { commit: listed.filter((r) => r.path.includes('/commits/')).length, all: listed.length, bytes };
+    };
+    // The repository's CI passes: its suite's conclusion says so, nothing is listed.
+    await emu.checkSuite(O, R, { branch: branchFor(n), runs: [{ name: 'lint' }] });
+    await app.idle();
+    expect(listings().all).toBe(0);
+    expect(await app.store.forIssue(O, R, n)).toHaveLength(1);
+
+    // It fails with 12 runs: the first 10 are told, the suite's first page and the commit's first 3 read.
+    const failing = Array.from({ length: 12 }, (_, i) => ({
+      name: `unit ${i}`,
+      conclusion: 'failure',
+      output: { summary: `unit ${i} failed` },
+    }));
+    await emu.checkSuite(O, R, { branch: branchFor(n), runs: [{ name: 'build' }, ...failing] });
+    await app.idle();
+    expect((await app.store.forIssue(O, R, n))[0]).toMatchObject({ trigger: 'checks', revision: 1 });
+    const read = listings();
+    expect(read.commit).toBe(3);
+    expect(read.all).toBe(4);
+    expect(read.bytes).toBeLessThan(6_000_000); // every page: about 17 MB
+    const told = deps.calls.at(-1)!.issue.revision!;
+    expect(told).toContain('Check "unit 0" (failure): unit 0 failed');
+    expect(told.match(/^Check "unit \d+" \(failure\)/gm)).toHaveLength(10);
+    expect(told).toContain('(2 more check runs of the suite are not shown.)');
+    expect(told).not.toContain('EVIL');
+    const pr = (await app.store.forIssue(O, R, n))[0]!.pr_number!;
+    const evidence = botComments(pr).find((c) => c.body.startsWith('## Revision 1\n'))!.body;
+    expect(evidence).toContain('2 more check runs of the suite were not shown to the model.');
+    expect(evidence.match(/^- `flood \d+` \(`evil-ci`\)/gm)).toHaveLength(20);
+    // 1,014 runs on the commit: 300 read, of which 20 named.
+    expect(evidence).toContain('- and 994 more runs on the commit, not named or not read');
+    expect(evidence).not.toContain('EVIL');
+  });
+
   it('a mention is the handle as a whole word', () => {
     expect(mentions('@AgenticFix please', '@agenticfix')).toBe(true);
     expect(mentions('see (@agenticfix)', '@agenticfix')).toBe(true);

@@ -100,7 +100,9 @@ describe('revision context', () => {
             output_tail: 'AssertionError',
           },
         ],
+        left_out: 0,
         ignored: [{ name: 'lint', app: 'evil-ci', why: 'its app is not an allowed check app' }],
+        ignored_more: 0,
       },
     });
     expect(text).toContain('Summary of the previous run: (none)');

@@ -106,10 +106,10 @@ export class DockerSandbox implements Sandbox {
 
   async available(): Promise<boolean> {
     try {
-      await this.docker.getImage(this.imageId).inspect();
+      await this.answered('an image inspection', () => this.docker.getImage(this.imageId).inspect());
       return true;
     } catch (err) {
-      // Only "no such image" means gone; any other engine error shows up, with its message, in the run.
+      // Only "no such image" means gone; any other engine error (a hung engine too) shows up in the run.
       return (err as { statusCode?: number }).statusCode !== 404;
     }
   }

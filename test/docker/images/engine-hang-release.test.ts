@@ -13,7 +13,8 @@ import { itIf } from '../../support/skip.js';
 /**
  * Faults, third round: a Docker engine that hangs (it answers pings only) at a run's end. The test calls
  * were bounded; the builder's were not: the run's release (its leases listed and removed), GC's image
- * listing, an image removal and a build's inspections waited for ever, and with them the run, which
+ * listing, an image removal, a build's inspections and a tool call's image check waited for ever, and
+ * with them the run, which
  * had written its result but never gave its worker slot back. Each is now given up after the
  * engine-call bound (AGENTICFIX_ENGINE_CALL_TIMEOUT_S, 1 s here). The app reaches the engine through a
  * proxy the test hangs; the shared engine is untouched.
@@ -47,7 +48,7 @@ const failure = (p: Promise<unknown>) =>
   );
 
 itIf(engine)(
-  "a run's end on an engine that hangs: release, GC, image removal and a build end within the engine-call bound",
+  "a run's end on an engine that hangs: release, GC, image removal, an image check and a build end within the engine-call bound",
   async () => {
     const dirs = ['wt', 'proxy'].map((n) => mkdtempSync(path.join(tmpdir(), `agenticfix-hang-${n}-`)));
     const [wt, proxyDir] = dirs as [string, string];
@@ -75,6 +76,10 @@ itIf(engine)(
       );
       expect(await within('GC', failure(builder.gc({ runId: run })), bound)).toMatch(
         /did not answer a listing of images within 1 s/,
+      );
+      // A tool call asks whether its image is still there: an engine error, not "gone" (the call then fails).
+      expect(await within('an image check', builder.sandboxFor(BASE_IMAGE, run).available(), bound)).toBe(
+        true,
       );
       expect(await within('an image removal', builder.removeImage(`agenticfix-env:${run}`), bound)).toBe(
         false,

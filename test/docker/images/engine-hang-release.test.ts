@@ -14,9 +14,8 @@ import { itIf } from '../../support/skip.js';
  * Faults, third round: a Docker engine that hangs (it answers pings only) at a run's end. The test calls
  * were bounded; the builder's were not: the run's release (its leases listed and removed), GC's image
  * listing, an image removal, a build's inspections and a tool call's image check waited for ever, and
- * with them the run, which
- * had written its result but never gave its worker slot back. Each is now given up after the
- * engine-call bound (AGENTICFIX_ENGINE_CALL_TIMEOUT_S, 1 s here). The app reaches the engine through a
+ * with them the run, which had written its result but never gave its worker slot back. Each is now
+ * given up after the engine-call bound (AGENTICFIX_ENGINE_CALL_TIMEOUT_S, 1 s here). The app reaches the engine through a
  * proxy the test hangs; the shared engine is untouched.
  */
 

@@ -252,7 +252,6 @@ export async function startApp(o: StartAppOptions): Promise<RunningApp> {
       webhookSecret: o.webhookSecret,
       maxBytes: o.config.app.webhookMaxBytes,
       inflightBytes: o.config.app.webhookInflightBytes,
-      bodyTimeoutMs: o.config.app.webhookBodyTimeoutMs,
       ...o.config.http,
       port: o.port,
       host: o.host,

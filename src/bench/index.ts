@@ -22,6 +22,8 @@ const BENCHES: Record<string, () => Promise<Bench>> = {
   suites: async () => (await import('./suites.js')).benchSuites,
   // A Node project's environment on a cold engine with the recipe the model is offered (issue 40).
   env: async () => (await import('./env.js')).benchEnv,
+  // A warm mirror's fetch (nothing new, one new commit): what the app adds around git.
+  fetch: async () => (await import('./fetch.js')).benchFetch,
 };
 
 const PARTS = new Set(['webhook', 'demo']);

@@ -118,7 +118,7 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
       /** The floor of a limit derived from the measured suite: at most the ceiling. */
       minTestTimeoutMs: Math.min(e.AGENTICFIX_MIN_TEST_TIMEOUT_S, e.AGENTICFIX_MAX_TEST_TIMEOUT_S) * 1000,
       maxWorktreeEntries: e.AGENTICFIX_MAX_WORKTREE_FILES,
-      fetch: copied(e, 'AGENTICFIX_FETCH_', ['TIMEOUT_S', 'MAX_MB']),
+      fetch: copied(e, 'AGENTICFIX_FETCH_', ['TIMEOUT_S', 'MAX_MB', 'MAX_FILES']),
     },
     sandbox: {
       ...copied(e, 'AGENTICFIX_SANDBOX_', ['MEMORY_MB', 'TMPFS_MB']),
@@ -222,7 +222,6 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
         'STORE_RETRY_S',
         'WEBHOOK_MAX_BYTES',
         'WEBHOOK_INFLIGHT_MB',
-        'WEBHOOK_BODY_TIMEOUT_S',
         'OUTSIDER_REPLY_INTERVAL_S',
       ]),
       retention: copied(e, 'AGENTICFIX_', [
@@ -236,7 +235,11 @@ export function loadConfig(env: Record<string, string | undefined> = loadEnv(), 
     },
     log: { level: e.LOG_LEVEL, format: e.LOG_FORMAT },
     /** Each listener's connection limits (listener.ts). */
-    http: copied(e, 'AGENTICFIX_HTTP_', ['MAX_CONNECTIONS', 'HEADERS_TIMEOUT_S']),
+    http: {
+      ...copied(e, 'AGENTICFIX_HTTP_', ['MAX_CONNECTIONS', 'HEADERS_TIMEOUT_S']),
+      // Named for webhooks, which are most of the bodies; the deadline holds on every port.
+      bodyTimeoutMs: e.AGENTICFIX_WEBHOOK_BODY_TIMEOUT_S * 1000,
+    },
     workerListen: { port: e.AGENTICFIX_WORKER_PORT, host: e.AGENTICFIX_WORKER_HOST },
     /** Run pages: the public base URL (links in comments) and the OAuth client; null: not set. */
     web: {

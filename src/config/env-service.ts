@@ -113,7 +113,7 @@ export const SERVICE_SETTINGS = {
     'webhook bodies being read at once, all connections together; past it deliveries get 503',
   ),
   AGENTICFIX_WEBHOOK_BODY_TIMEOUT_S: int(30, 1).describe(
-    'a webhook body not received within this is refused (408)',
+    "a request's body not received within this after its headers is refused (408) and its connection closed: a webhook delivery's, and any request's on every port the app listens on",
   ),
   // Each port the app listens on: every connection holds a file descriptor, and idle ones cost a visitor nothing.
   AGENTICFIX_HTTP_MAX_CONNECTIONS: int(4096, 1).describe(

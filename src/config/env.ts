@@ -64,7 +64,10 @@ export const ENV_SCHEMA = z.object({
     "wall clock of one clone or fetch of a repository's mirror: past it git and its helpers are killed, what they wrote is removed and the run fails",
   ),
   AGENTICFIX_FETCH_MAX_MB: int(4096, 1).describe(
-    'growth of a mirror during one clone or fetch past which it is stopped the same way (a clone over it is removed)',
+    'growth of a mirror during one clone or fetch past which it is stopped the same way; a fetch lands in a quarantine beside the mirror and reaches it only within the caps (a clone over them is removed)',
+  ),
+  AGENTICFIX_FETCH_MAX_FILES: int(100_000, 1).describe(
+    'files one clone or fetch of a mirror may write (each new or changed ref is one, each loose object one): past it, stopped the same way (a flood of refs)',
   ),
   AGENTICFIX_MAX_PATCH_FILE_BYTES: int(10 * MiB, 1).describe(
     'new or changed files over this are left out of the patch (listed in `patch_skipped`)',

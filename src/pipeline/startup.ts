@@ -57,6 +57,9 @@ export async function prepareHost(o: PrepareHostOptions): Promise<HostCleanup> {
     o.log,
   );
   const removed = await removeOldWorktrees(config, o.workspaces);
+  // Quarantines and half clones of fetches a dead process left: the mirrors stay usable without them.
+  const leftovers = await o.workspaces.removeFetchLeftovers();
+  if (leftovers.length > 0) o.log?.info({ removed: leftovers }, 'leftovers of interrupted fetches removed');
   const retained = await applyRetention(config, o.isRunning);
   if (o.docker && o.checkMounts) {
     if (!engine) throw new ConfigError('no Docker engine answers (DOCKER_HOST or /var/run/docker.sock)');

@@ -1,5 +1,6 @@
 import { fstatSync, lstatSync, readdirSync, type Stats } from 'node:fs';
 import path from 'node:path';
+import { globMatches } from '../config/path-patterns.js';
 import { ALWAYS_EXCLUDED } from '../patch/types.js';
 import { sha256 } from '../trace/trace.js';
 import { readRegularFile } from '../workspace/safe-read.js';
@@ -81,28 +82,13 @@ export const numberLines = (lines: readonly string[], first: number): string =>
   lines.map((l, i) => `${String(first + i).padStart(5)}| ${l}`).join('\n');
 
 /**
- * A tiny glob: `*` and `?` within a path segment, `**` across segments; everything else literal.
- * A pattern without `/` matches the basename, otherwise the whole relative path.
+ * A tiny glob (globMatches): `*` and `?` within a path segment, `**` across segments; everything else
+ * literal. A pattern without `/` matches the basename, otherwise the whole relative path.
  */
 export function globMatcher(pattern: string): (rel: string) => boolean {
-  let re = '';
-  for (let i = 0; i < pattern.length; i++) {
-    const c = pattern[i] as string;
-    if (c === '*' && pattern[i + 1] === '*') {
-      // `**/` also matches zero directories
-      if (pattern[i + 2] === '/') {
-        re += '(?:.*/)?';
-        i += 2;
-      } else {
-        re += '.*';
-        i += 1;
-      }
-    } else if (c === '*') re += '[^/]*';
-    else if (c === '?') re += '[^/]';
-    else re += c.replace(/[\\^$.|+(){}[\]]/g, '\\$&');
-  }
-  const rx = new RegExp(`^${re}$`);
-  return pattern.includes('/') ? (rel) => rx.test(rel) : (rel) => rx.test(path.posix.basename(rel));
+  return pattern.includes('/')
+    ? (rel) => globMatches(pattern, rel)
+    : (rel) => globMatches(pattern, path.posix.basename(rel));
 }
 
 export interface TreeEntry {

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { globMatches } from '../config/path-patterns.js';
 import { patchFiles } from '../patch/patch.js';
 
 /** One `diff --git` section of a patch. */
@@ -84,22 +85,10 @@ const TEST_FILE = [
   /_test\.go$/,
 ];
 
-/** A gitignore-like glob as a regex: `**` spans directories, `*` and `?` do not; a glob without '/' matches a base name at any depth. */
-export function globToRegExp(glob: string): RegExp {
-  const anchored = glob.includes('/');
-  let re = '';
+/** Whether `p` matches a gitignore-like glob (globMatches): one without '/' matches a base name at any depth. */
+export function globTest(glob: string, p: string): boolean {
   const g = glob.replace(/^\//, '');
-  for (let i = 0; i < g.length; i++) {
-    const c = g[i]!;
-    if (c === '*' && g[i + 1] === '*') {
-      const slash = g[i + 2] === '/';
-      re += slash ? '(?:.*/)?' : '.*';
-      i += slash ? 2 : 1;
-    } else if (c === '*') re += '[^/]*';
-    else if (c === '?') re += '[^/]';
-    else re += c.replace(/[.+^${}()|[\]\\]/g, '\\$&');
-  }
-  return new RegExp(anchored ? `^${re}$` : `(?:^|/)${re}$`);
+  return globMatches(glob.includes('/') ? g : `**/${g}`, p);
 }
 
 /**
@@ -112,7 +101,7 @@ export function isTestPath(p: string, extraGlobs: readonly string[] = []): boole
   if (parts.slice(0, -1).some((d) => TEST_DIRS.has(d))) return true;
   const name = path.posix.basename(p);
   if (TEST_FILE.some((re) => re.test(name))) return true;
-  return extraGlobs.some((g) => globToRegExp(g).test(p));
+  return extraGlobs.some((g) => globTest(g, p));
 }
 
 export interface SplitPatch {

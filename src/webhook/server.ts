@@ -13,7 +13,7 @@ import { DeliveryRecorder } from './recorder.js';
 
 export const WEBHOOK_PATH = '/api/github/webhooks';
 
-/** `maxConnections`, `headersTimeoutMs`: AGENTICFIX_HTTP_* (limitedServer). */
+/** `maxConnections`, `headersTimeoutMs`: AGENTICFIX_HTTP_*; `bodyTimeoutMs` (AGENTICFIX_WEBHOOK_BODY_TIMEOUT_S) also bounds every request of the port (limitedServer). */
 export interface WebhookServerOptions extends ConnectionLimits {
   probot: Probot;
   /** The Probot app function (the handlers). */

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { readdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 
@@ -9,20 +10,36 @@ import path from 'node:path';
  * process's.
  */
 
-/** Git's lock files in the mirror's top directory and refs, its temporary packs and half-made clones. */
+/** Git's lock files in the mirror's top directory and refs, its temporary packs, half-made clones and quarantines. */
 export async function clearLeftovers(mirror: string): Promise<void> {
   const top = await readdir(mirror).catch(() => [] as string[]);
   const refs = await readdir(path.join(mirror, 'refs'), { recursive: true }).catch(() => [] as string[]);
-  const clones = await readdir(path.dirname(mirror)).catch(() => [] as string[]);
-  const prefix = `${path.basename(mirror)}.tmp-`;
+  const beside = (await fetchLeftovers(path.dirname(mirror))).get(mirror) ?? [];
   await Promise.all([
     ...top.filter(isLock).map((n) => rm(path.join(mirror, n), { force: true })),
     ...refs.filter(isLock).map((n) => rm(path.join(mirror, 'refs', n), { force: true })),
-    ...clones
-      .filter((n) => n.startsWith(prefix))
-      .map((n) => rm(path.join(path.dirname(mirror), n), { recursive: true, force: true })),
+    ...beside.map((p) => rm(p, { recursive: true, force: true })),
     removeTempPacks(mirror),
   ]);
+}
+
+/** What a clone (`tmp`) or a fetch's quarantine (`fetch`) of `<mirror>` writes to beside it. */
+const BESIDE = /^(.+\.git)\.(?:tmp|fetch)-[0-9a-f]{8}$/;
+
+/** A new scratch path beside `mirror`, for a clone or a fetch's quarantine (./fetch-quarantine.ts). */
+export const besideMirror = (mirror: string, kind: 'tmp' | 'fetch') =>
+  `${mirror}.${kind}-${randomBytes(4).toString('hex')}`;
+
+/** Half-made clones and quarantines in a cache dir, by the mirror they belong to. */
+export async function fetchLeftovers(cacheDir: string): Promise<Map<string, string[]>> {
+  const byMirror = new Map<string, string[]>();
+  for (const name of await readdir(cacheDir).catch(() => [] as string[])) {
+    const m = BESIDE.exec(name);
+    if (!m) continue;
+    const mirror = path.join(cacheDir, m[1]!);
+    byMirror.set(mirror, [...(byMirror.get(mirror) ?? []), path.join(cacheDir, name)]);
+  }
+  return byMirror;
 }
 
 /** The temporary packs a stopped fetch leaves in a mirror (git writes a pack under a tmp_ name first). */

@@ -9,7 +9,8 @@ import { git, GitError, stripUserinfo, worktreeGit, type GitConfig } from './git
 import { removeTree } from './tree.js';
 import { commitOverLimits } from './commit-size.js';
 import { withinFetchLimits } from './fetch-bounds.js';
-import { clearLeftovers, removeTempPacks, unlockHalfAdded } from './leftovers.js';
+import { fetchQuarantined } from './fetch-quarantine.js';
+import { besideMirror, clearLeftovers, fetchLeftovers, unlockHalfAdded } from './leftovers.js';
 import { normalizeRemote } from './remote.js';
 import type { Worktree, WorkspaceLimits, WorkspaceManager } from './types.js';
 
@@ -289,28 +290,21 @@ export class GitWorkspaceManager implements WorkspaceManager {
   }
 
   /**
-   * A clone or fetch is bounded (when the manager has fetch limits): past the deadline or the size cap
-   * git and its helpers are killed, what they wrote goes and the caller gets a WorkspaceError.
+   * A clone or fetch is bounded (when the manager has fetch limits): past the deadline or a cap git and
+   * its helpers are killed, what they wrote goes and the caller gets a WorkspaceError. A fetch's objects
+   * reach the mirror only once accepted (./fetch-quarantine.ts); a clone is renamed into place once
+   * accepted.
    */
   private async cloneOrFetch(remote: string, mirror: string, auth: GitConfig = []): Promise<void> {
     await clearLeftovers(mirror);
     if (existsSync(mirror)) {
       // The remote is passed explicitly each time so credentials in a URL are never stored in the mirror.
-      const fetch = (signal?: AbortSignal) =>
-        git(['fetch', '--prune', '--quiet', '--', remote, '+refs/*:refs/*'], {
-          cwd: mirror,
-          config: auth,
-          signal,
-        });
-      const why = await withinFetchLimits(mirror, this.limits?.fetch, fetch);
-      if (why !== null) {
-        await removeTempPacks(mirror);
-        throw new WorkspaceError(`the fetch of ${stripUserinfo(remote)} was stopped: ${why}`);
-      }
+      const why = await fetchQuarantined(mirror, remote, auth, this.limits?.fetch);
+      if (why !== null) throw new WorkspaceError(`the fetch of ${stripUserinfo(remote)} was stopped: ${why}`);
       return;
     }
     // Clone next to the final path and rename, so a half-cloned mirror is never visible.
-    const tmp = `${mirror}.tmp-${randomBytes(4).toString('hex')}`;
+    const tmp = besideMirror(mirror, 'tmp');
     try {
       const clone = (signal?: AbortSignal) =>
         git(['clone', '--mirror', '--quiet', '--', remote, tmp], {
@@ -328,6 +322,22 @@ export class GitWorkspaceManager implements WorkspaceManager {
     }
   }
 
+  /**
+   * Start-up: what dead clones and fetches left beside each mirror goes (./leftovers.ts), under the
+   * mirror's lock; one whose lock is held is a live fetch's and stays. Returns those removed.
+   */
+  async removeFetchLeftovers(): Promise<string[]> {
+    const removed: string[] = [];
+    for (const [mirror, dirs] of await fetchLeftovers(this.cacheDir)) {
+      const release = await lockfile.lock(mirror, lockOf(mirror, 0)).catch(() => null);
+      if (release)
+        await clearLeftovers(mirror)
+          .then(() => removed.push(...dirs))
+          .finally(release);
+    }
+    return removed;
+  }
+
   /** Serializes work on one mirror: in-process queue first, then the cross-process file lock. */
   private async locked<T>(mirror: string, fn: () => Promise<T>): Promise<T> {
     const prev = this.queues.get(mirror) ?? Promise.resolve();
@@ -342,11 +352,7 @@ export class GitWorkspaceManager implements WorkspaceManager {
 
   private async fileLocked<T>(mirror: string, fn: () => Promise<T>): Promise<T> {
     await mkdir(this.cacheDir, { recursive: true });
-    const release = await lockfile.lock(mirror, {
-      realpath: false,
-      lockfilePath: `${mirror}.lock`,
-      retries: LOCK_RETRIES,
-    });
+    const release = await lockfile.lock(mirror, lockOf(mirror, LOCK_RETRIES));
     try {
       return await fn();
     } finally {
@@ -354,6 +360,12 @@ export class GitWorkspaceManager implements WorkspaceManager {
     }
   }
 }
+
+const lockOf = (mirror: string, retries: lockfile.LockOptions['retries']): lockfile.LockOptions => ({
+  realpath: false,
+  lockfilePath: `${mirror}.lock`,
+  retries,
+});
 
 async function hasCommit(mirror: string, sha: string): Promise<boolean> {
   const res = await git(['cat-file', '-e', `${sha}^{commit}`], { cwd: mirror, allowFail: true });

@@ -3,13 +3,13 @@ import net from 'node:net';
 
 /**
  * Raw connections to a listener, for the connection limits every port of the app has (limitedServer):
- * a connection that trickles its headers is answered 408 and closed, one past the cap is closed
- * unanswered. Each test starts its listener with LIMITS (a short header deadline, a cap of CAP) and
- * calls itHasConnectionLimits.
+ * a connection that trickles its headers is answered 408 and closed, one whose body does not arrive is
+ * closed at the body deadline, one past the cap is closed unanswered. Each test starts its listener with
+ * LIMITS (short deadlines, a cap of CAP) and calls itHasConnectionLimits.
  */
 
 const CAP = 3;
-export const LIMITS = { maxConnections: CAP, headersTimeoutMs: 1000 };
+export const LIMITS = { maxConnections: CAP, headersTimeoutMs: 1000, bodyTimeoutMs: 1000 };
 
 interface RawConnection {
   socket: net.Socket;
@@ -43,6 +43,19 @@ function rawConnections(port: () => number) {
       return slow;
     },
 
+    /**
+     * Sends `GET path` whole but for the body its headers announce, a byte of it now and then; the
+     * connection once the server closed it (or gave up).
+     */
+    async slowBody(path: string): Promise<RawConnection> {
+      const slow = await connect();
+      slow.socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000000\r\n\r\n`);
+      const drip = setInterval(() => slow.socket.write('x'), 200);
+      await until(slow.closed, 6000);
+      clearInterval(drip);
+      return slow;
+    },
+
     /** CAP idle connections and one more; the idle ones and the extra once the server closed it (or gave up). */
     async pastCap(): Promise<{ idle: RawConnection[]; extra: RawConnection }> {
       const idle: RawConnection[] = [];
@@ -73,6 +86,14 @@ export function itHasConnectionLimits(o: {
     const slow = await raw.slowHeaders(o.path);
     expect(slow.closed()).toBe(true); // was: still open (Node's 60 s, checked every 30 s)
     expect(slow.got()).toMatch(/^HTTP\/1\.1 408/);
+  });
+
+  // Red team: the header deadline ended at the headers; a body (announced by Content-Length, sent a byte
+  // at a time or not at all) kept its connection for Node's 5 min, answered or not, on any path: CAP such
+  // connections shut everyone out, for free.
+  it('a connection whose body does not arrive is closed at the body deadline', async () => {
+    const slow = await raw.slowBody(o.path);
+    expect(slow.closed()).toBe(true); // was: still open (Node's 300 s request deadline)
   });
 
   it(`connections past the cap are closed unanswered; ${o.what} gets through once one closes`, async () => {

@@ -18,7 +18,6 @@ beforeAll(async () => {
   endpoint = await startEndpoint('conns-', {
     maxBytes: 25_000_000,
     inflightBytes: 64 * 1024 * 1024,
-    bodyTimeoutMs: 30_000,
     ...LIMITS,
   });
 });
@@ -54,7 +53,6 @@ it('with the default limits, 1,000 deliveries at once are all answered', async (
   const wide = await startEndpoint('conns-default-', {
     maxBytes: 25_000_000,
     inflightBytes: 64 * 1024 * 1024,
-    bodyTimeoutMs: 30_000,
     ...loadConfig({}).http,
   });
   try {

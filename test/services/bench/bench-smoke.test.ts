@@ -26,7 +26,15 @@ itIf(await needDocker())(
       stderr: '',
     });
     const figures = JSON.parse(bench.stdout) as Record<string, Record<string, number | string>>;
-    expect(Object.keys(figures).sort()).toEqual(['app', 'build-output', 'docker', 'env', 'scale', 'suites']);
+    expect(Object.keys(figures).sort()).toEqual([
+      'app',
+      'build-output',
+      'docker',
+      'env',
+      'fetch',
+      'scale',
+      'suites',
+    ]);
     const { scale, ...rest } = figures;
     for (const [name, f] of Object.entries(rest)) {
       expect([name, f.skipped]).toEqual([name, undefined]);

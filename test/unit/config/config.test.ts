@@ -20,7 +20,7 @@ describe('config', () => {
       maxPatchFileBytes: 10 * 1024 * 1024,
       runCommandLocal: false,
       revisionMaxDiffBytes: 16 * 1024 * 1024,
-      fetch: { timeoutMs: 600_000, maxBytes: 4096 * 1024 * 1024 },
+      fetch: { timeoutMs: 600_000, maxBytes: 4096 * 1024 * 1024, maxFiles: 100_000 },
     });
     expect(loadConfig({ AGENTICFIX_RUN_COMMAND_LOCAL: 'true' }).limits.runCommandLocal).toBe(true);
     expect(c.cacheDir).toBe('/srv/.agenticfix/cache');

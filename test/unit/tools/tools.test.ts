@@ -329,6 +329,43 @@ describe('pages that fit one observation', () => {
   });
 });
 
+// Red team: `file_pattern` (model output, up to 200 characters) became a regular expression, one
+// `[^/]*` per `*`; against a long file name of the repository V8 backtracked for hours, holding the
+// process's event loop (every run, delivery and page) that long. Globs are now matched without search.
+it('search_code answers a file_pattern of many `*` against a long file name at once', async () => {
+  const name = `${'a'.repeat(200)}.txt`;
+  const { call } = await setup({ [name]: 'needle\n', 'b.txt': 'needle\n' });
+  const hits = await call('search_code', { query: 'needle', file_pattern: `${'*a'.repeat(20)}*b` });
+  expect(hits.data.results).toEqual([]); // was: no answer, ever
+  const all = await call('search_code', { query: 'needle', file_pattern: `${'*a'.repeat(20)}*.txt` });
+  expect(all.data.results.map((r: { file: string }) => r.file)).toEqual([name]);
+});
+
+// Red team: the repository's .gitignore lines became regular expressions (the `ignore` package); a line
+// `a*a*a*a*a*a*a*b` against a file name of 200 `a`s (both the repository's own) held the event loop for
+// hours at the model's first listing. They are now matched by the same glob matcher.
+it('list_files answers over a .gitignore line of many `*` and a long file name, and still applies it', async () => {
+  const name = 'a'.repeat(200);
+  const { call } = await setup({
+    '.gitignore': `${'a*'.repeat(8)}b\n*.py[cod]\n!keep.pyc\nbuild/\n/top.txt\n`,
+    [name]: 'x\n',
+    [`${name}b`]: 'x\n',
+    'm.pyc': 'x\n',
+    'keep.pyc': 'x\n',
+    'build/out.txt': 'x\n',
+    'top.txt': 'x\n',
+    'sub/top.txt': 'x\n',
+  });
+  const listed = await call('list_files', { max_depth: 3 });
+  const text = JSON.stringify(listed.data);
+  expect(text).toContain(`"${name}"`); // was: no answer, ever
+  expect(text).not.toContain(`${name}b`);
+  expect(text).not.toContain('m.pyc');
+  expect(text).toContain('keep.pyc');
+  expect(text).not.toContain('out.txt');
+  expect(text).toContain('sub/top.txt');
+});
+
 describe('search_code and list_files skip what .gitignore ignores unless include_ignored', () => {
   it('leaves out coverage/ and a nested ignore, and shows them when asked', async () => {
     const { call } = await setup({

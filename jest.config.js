@@ -6,7 +6,8 @@ const problems = misassigned(PROJECTS, testFiles(fileURLToPath(new URL('test', i
 if (problems.length) throw new Error(`jest projects (test/projects.mjs):\n  ${problems.join('\n  ')}`);
 
 const common = {
-  testEnvironment: 'node',
+  // A suite that leaves a server, socket, child process or timer running fails, naming it.
+  testEnvironment: '<rootDir>/test/support/leak-environment.mjs',
   extensionsToTreatAsEsm: ['.ts'],
   setupFiles: ['<rootDir>/test/support/jest-setup.cjs'],
   // Every GitHub emulator is checked against GitHub's published description as it closes.
@@ -20,9 +21,8 @@ const common = {
 // dist/ built once, when stale, for the projects whose suites start the built CLI in other processes
 // (a project's globalSetup runs only when one of its tests runs: `test:fast` never builds).
 const NEEDS_DIST = new Set(['cli', 'docker', 'services']);
-// A suite of these projects that leaves a server, socket, child process or timer running fails, naming
-// it (test/support/leak-environment.mjs); the others have not been checked against it yet.
-const LEAK_CHECKED = new Set(['unit', 'app']);
+// The projects whose suites start containers: one the app labelled and the suite left behind fails it too.
+const USES_ENGINE = new Set(['docker', 'services']);
 
 export default {
   projects: Object.keys(PROJECTS).map((name) => ({
@@ -30,7 +30,7 @@ export default {
     displayName: name,
     testMatch: [`<rootDir>/test/${name}/**/*.test.ts`],
     ...(NEEDS_DIST.has(name) ? { globalSetup: '<rootDir>/test/support/global-setup.mjs' } : {}),
-    ...(LEAK_CHECKED.has(name) ? { testEnvironment: '<rootDir>/test/support/leak-environment.mjs' } : {}),
+    ...(USES_ENGINE.has(name) ? { testEnvironmentOptions: { containers: true } } : {}),
   })),
   testTimeout: 120000,
   // Suites leave what they loaded behind in their worker (jest's module registries; the GitHub

@@ -62,12 +62,16 @@ export async function benchBuildOutput({ smoke }: BenchOptions): Promise<Record<
     `FROM ${cfg.baseImage}\nRUN echo ${runId}-${n} && yes ${'a'.repeat(99)} | head -c ${size}\n`;
   const flat = (n: number, size: number) =>
     `FROM ${cfg.baseImage}\nRUN echo ${runId}-${n} && yes a | tr -d '\\n' | head -c ${size}\n`;
+  // Each holds leases on the images it built until released: the lease containers and the images they
+  // keep from the GC below stayed on the engine after every run of this benchmark.
+  const builders: DockerEnvironmentBuilder[] = [];
   const measure = async (dockerfile: string, maxOutput: number) => {
     const writes = { max: 0, total: 0 };
     const builder = new DockerEnvironmentBuilder(timedBuilds(docker, writes), {
       ...cfg,
       buildMaxOutputBytes: maxOutput,
     });
+    builders.push(builder);
     const before = process.memoryUsage().rss;
     let peak = before;
     const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 50);
@@ -130,6 +134,7 @@ export async function benchBuildOutput({ smoke }: BenchOptions): Promise<Record<
     };
   } finally {
     rmSync(worktree, { recursive: true, force: true });
+    await Promise.all(builders.map((b) => b.release(runId)));
     await new DockerEnvironmentBuilder(docker, { ...cfg, imageMaxAgeMs: 1 }).gc({
       runId,
       now: Date.now() + 1000,

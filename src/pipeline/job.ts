@@ -5,7 +5,6 @@ import type { RepairResult } from '../agent/types.js';
 import type { Config } from '../config/config.js';
 import { isLent } from '../environment/lending.js';
 import type { GitHub } from '../publish/github.js';
-import type { Commit } from '../publish/pr.js';
 import type { QueueHooks } from '../queue/queue.js';
 import type { PartJobs } from '../queue/parts.js';
 import { isActive, type RunRecord, type RunStore, type RunUpdate } from '../store/store.js';
@@ -26,7 +25,7 @@ import { partsOf, type Parts, type VerificationReport } from '../verify/types.js
 import { modelFor, prepare } from './context.js';
 import type { JobDeps, RunContext, RepairInputs, Services } from './context.js';
 import { freeBytes } from './disk.js';
-import { commitPatch, openPr } from './open-pr.js';
+import { commitPatch, openPr, type Handoff } from './open-pr.js';
 import { message, pendingFields, pendingOf, publishLater } from './pending.js';
 import { emptyPatchError, judgedThen, NEVER_PUSHED, stopCause } from './policy.js';
 import { judgeAhead, type JudgeAhead } from './judge-ahead.js';
@@ -233,9 +232,9 @@ export class JobRunner implements QueueHooks {
     return judgedThen(
       c,
       result,
-      (report) => {
+      (report, beside) => {
         metrics.phaseSeconds.observe({ phase: 'judge' }, judging() / 1000);
-        return this.publish(c, result, report, undefined, made);
+        return this.publish(c, result, report, undefined, { made, beside });
       },
       ahead?.take,
     );
@@ -247,7 +246,7 @@ export class JobRunner implements QueueHooks {
     result: RepairResult,
     report: VerificationReport,
     extra?: PublishExtra,
-    made?: Promise<Commit>,
+    handoff?: Handoff,
   ): Promise<RunUpdate> {
     const { run, signal } = c;
     const record = pendingOf(c, result, report, 0, new Date());
@@ -258,7 +257,7 @@ export class JobRunner implements QueueHooks {
     this.o.log?.info({ run: run.id, phase: 'publishing' }, 'run phase');
     const publishing = stopwatch();
     try {
-      const opened = await openPr(c, result, report, extra, made);
+      const opened = await openPr(c, result, report, extra, handoff);
       metrics.phaseSeconds.observe({ phase: 'publish' }, publishing() / 1000);
       if (opened.pr_number != null)
         metrics.labelToPr.observe((Date.now() - Date.parse(run.created_at)) / 1000);

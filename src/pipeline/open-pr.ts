@@ -30,6 +30,17 @@ import { endPhase, pushPolicy, stopCause } from './policy.js';
 import { capMiddle } from '../trace/cap.js';
 import type { PublishExtra } from './attempts.js';
 
+/** What the judge's phase hands publishing (job.ts). */
+export interface Handoff {
+  /** The patch's commit, made while the judge ran (commitPatch). */
+  made: Promise<Commit>;
+  /**
+   * Starts the giving back of the judge's worktrees and lease (policy.ts judgedThen): once the push
+   * runs, or at once when nothing is pushed.
+   */
+  beside: () => void;
+}
+
 /**
  * Publishes a judged run: a verified patch (or an unverified one where the repository allows it) is
  * pushed to the issue's branch and opened as a draft pull request with its evidence, trace and
@@ -42,8 +53,7 @@ export async function openPr(
   report: VerificationReport,
   /** A run of several attempts: their table on the evidence, their lines on the status. */
   extra?: PublishExtra,
-  /** The patch's commit, made while the judge ran (commitPatch). */
-  made?: Promise<Commit>,
+  handoff?: Handoff,
 ): Promise<RunUpdate> {
   const { run, gh, ref, rc } = c;
   const { store, reporter, deps, config } = c.s;
@@ -63,6 +73,7 @@ export async function openPr(
   const stopped = stopCause(result);
   const wantPr = report.verdict === 'verified' || (rc.publish_unverified && stopped === null);
   if (!wantPr || blocked.length > 0 || ciBlocked || !result.patch.trim()) {
+    handoff?.beside();
     const notes = [blocked.length > 0 && blockedPathsNote(blocked), ciBlocked && ciBlockedNote(ci)].filter(
       (n): n is string => typeof n === 'string',
     );
@@ -95,6 +106,7 @@ export async function openPr(
         break;
       }
     }
+  if (reused !== null) handoff?.beside();
   const pushed =
     reused !== null && run.pushed_commit !== null
       ? { ok: true as const, commit: run.pushed_commit, branch: reused }
@@ -107,7 +119,8 @@ export async function openPr(
           branch: wanted,
           message: commitMessage(c),
           runId: run.id,
-          made,
+          made: handoff?.made,
+          pushing: handoff?.beside,
         });
   if (!pushed.ok) throw new Error(pushed.error);
   await store.update(run.id, { pushed_commit: pushed.commit });
@@ -124,6 +137,7 @@ export async function openPr(
     base: c.defaultBranch,
     title,
     body: prBody({ issue: run.issue, run, result, report, earlier }),
+    fresh: reused === null,
   });
   await store.update(run.id, { pr_number: pr.number });
   if (earlier !== null && earlier !== pr.number)

@@ -61,30 +61,29 @@ export async function judgeRun(
 
 /**
  * The run's patch judged, then `next` (publishing) given its report while the judge's worktrees and
- * image lease are given back beside it; resolves once both are done.
+ * image lease are given back beside it; resolves once both are done. `next` says when the giving back
+ * starts (`beside`), at the latest when it ends: its processes, begun at the verdict, held up
+ * publishing's first request and push by the time the event loop spent starting them.
  */
 export async function judgedThen<T>(
   c: RunContext,
   result: RepairResult,
-  next: (report: VerificationReport) => Promise<T>,
+  next: (report: VerificationReport, beside: () => void) => Promise<T>,
   /** The cells' worktrees made while the agent worked (judge-ahead.ts). */
   worktrees?: JudgeOptions['worktrees'],
 ): Promise<T> {
-  let cleanup: Promise<void> = Promise.resolve();
-  const report = await judgeRun(
-    c,
-    result,
-    undefined,
-    c.run.id,
-    (p) => {
-      cleanup = p;
-      p.catch(() => undefined); // its failure is thrown where it is awaited, after `next`
-    },
-    worktrees,
-  );
+  let start: () => Promise<void> = async () => {};
+  let cleanup: Promise<void> | null = null;
+  const beside = () => {
+    if (cleanup) return;
+    cleanup = start();
+    cleanup.catch(() => undefined); // its failure is thrown where it is awaited, after `next`
+  };
   try {
-    return await next(report);
+    const report = await judgeRun(c, result, undefined, c.run.id, (s) => (start = s), worktrees);
+    return await next(report, beside);
   } finally {
+    beside();
     await cleanup;
   }
 }

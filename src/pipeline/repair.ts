@@ -103,19 +103,21 @@ async function createWorkspace(c: RepairContext): Promise<void> {
   writeState(c, 'preparing_workspace');
   listBaseImages(c);
   c.baseCommit = await workspaces.resolve(opts.remote, opts.baseCommit);
-  c.worktree = await workspaces.create(opts.remote, c.baseCommit, c.runId);
-  c.worktreePath = c.worktree.path;
-  trace.event('workspace_ready', { base_commit: c.baseCommit, worktree: c.worktree.path });
-  for (const file of opts.guidanceFiles ?? GUIDANCE_FILES) {
-    const text = await workspaces.fileAt(opts.remote, c.baseCommit, file);
-    if (text === null) continue;
-    c.guidance = { path: file, text };
+  // The commit is in the mirror now: its guidance is read there while the worktree is checked out.
+  const [worktree, guidance] = await Promise.all([
+    workspaces.create(opts.remote, c.baseCommit, c.runId),
+    workspaces.firstFileAt(opts.remote, c.baseCommit, opts.guidanceFiles ?? GUIDANCE_FILES),
+  ]);
+  c.worktree = worktree;
+  c.worktreePath = worktree.path;
+  trace.event('workspace_ready', { base_commit: c.baseCommit, worktree: worktree.path });
+  if (guidance) {
+    c.guidance = guidance;
     trace.event('repository_guidance', {
-      path: file,
-      chars: text.length,
-      cut: text.length > GUIDANCE_MAX_CHARS,
+      path: guidance.path,
+      chars: guidance.text.length,
+      cut: guidance.text.length > GUIDANCE_MAX_CHARS,
     });
-    break;
   }
 }
 

@@ -33,6 +33,8 @@ export interface PushOptions extends Where {
   message: string;
   /** The commit made already (commitOnto with these options, while the judge ran). */
   made?: Promise<Commit>;
+  /** Told once git pushes: what may run beside the push starts then. */
+  pushing?: () => void;
 }
 
 /**
@@ -94,7 +96,13 @@ export async function commitOnto(
  * any config file, and it never appears in the process list.
  */
 export async function pushCommit(
-  o: Where & { gh: GitHub; commit: string; branch: string; mode: 'create' | { from: string } },
+  o: Where & {
+    gh: GitHub;
+    commit: string;
+    branch: string;
+    mode: 'create' | { from: string };
+    pushing?: () => void;
+  },
 ): Promise<PushResult> {
   // The commit is already in the mirror (commitOnto made it there): git pushes from the mirror itself,
   // with no worktree to check out.
@@ -102,11 +110,9 @@ export async function pushCommit(
   const { token } = (await o.gh.auth({ type: 'installation' })) as { token: string };
   const ref = `refs/heads/${o.branch}`;
   const lease = `--force-with-lease=${ref}:${o.mode === 'create' ? '' : o.mode.from}`;
-  const pushed = await authGit(
-    ['push', '--porcelain', lease, o.cloneUrl, `${o.commit}:${ref}`],
-    mirror,
-    token,
-  );
+  const pushing = authGit(['push', '--porcelain', lease, o.cloneUrl, `${o.commit}:${ref}`], mirror, token);
+  o.pushing?.(); // git has started (authGit spawns it at once)
+  const pushed = await pushing;
   if (pushed.ok) return { ok: true, commit: o.commit };
   // git checks the lease against the refs the remote advertised and refuses before sending anything.
   const stale = pushed.stdout.includes(`:${ref}\t[rejected] (stale info)`);
@@ -153,19 +159,34 @@ export async function branchHead(
   }
 }
 
-/** Opens the draft PR for the branch, or updates the open one (reruns push to the same branch). */
+/**
+ * Opens the draft PR for the branch, or updates the open one (reruns push to the same branch). A branch
+ * `fresh`ly created by this run's push has no pull request open: it is opened without a look first.
+ */
 export async function upsertDraftPr(
   gh: GitHub,
-  a: { owner: string; repo: string; branch: string; base: string; title: string; body: string },
+  a: {
+    owner: string;
+    repo: string;
+    branch: string;
+    base: string;
+    title: string;
+    body: string;
+    fresh?: boolean;
+  },
   retried = false,
 ): Promise<{ number: number; url: string; created: boolean }> {
-  const open = await gh.rest.pulls.list({
-    owner: a.owner,
-    repo: a.repo,
-    state: 'open',
-    head: `${a.owner}:${a.branch}`,
-  });
-  const existing = open.data.find((p) => p.head.ref === a.branch);
+  const existing =
+    a.fresh && !retried
+      ? undefined
+      : (
+          await gh.rest.pulls.list({
+            owner: a.owner,
+            repo: a.repo,
+            state: 'open',
+            head: `${a.owner}:${a.branch}`,
+          })
+        ).data.find((p) => p.head.ref === a.branch);
   if (existing) {
     const res = await gh.rest.pulls.update({
       owner: a.owner,

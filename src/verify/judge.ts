@@ -383,8 +383,9 @@ async function decide(opts: JudgeOptions, runId: string): Promise<VerificationRe
     return finish(report, 'infra_error', infraReason(err));
   } finally {
     // Nothing runs in the worktrees or containers any more: the verdict does not wait for them to go.
-    const cleanup = Promise.all([dispose(), worktrees.removeAll()]).then(() => undefined);
-    if (opts.afterward) opts.afterward(cleanup);
-    else await cleanup;
+    let cleanup: Promise<void> | null = null;
+    const start = () => (cleanup ??= Promise.all([dispose(), worktrees.removeAll()]).then(() => undefined));
+    if (opts.afterward) opts.afterward(start);
+    else await start();
   }
 }

@@ -54,9 +54,10 @@ export interface JudgeOptions extends Parts {
   suiteMs?: number | null;
   /**
    * Takes the giving back of the judge's worktrees and image lease, which then goes on after the judge
-   * returns (beside publishing); the caller awaits it before its run ends. Without it the judge awaits it.
+   * returns (beside publishing): the caller `start`s it when it suits it (once; a second call returns
+   * the same promise) and awaits it before its run ends. Without it the judge does both.
    */
-  afterward?: (cleanup: Promise<void>) => void;
+  afterward?: (start: () => Promise<void>) => void;
   /**
    * Takes over the cells' worktrees made ahead (prepareWorktrees; null: none were made): the judge uses
    * them when they are its own (same remote, base commit and names) and removes them either way.

@@ -3,7 +3,7 @@ import type { IncomingMessage, Server as HttpServer, ServerResponse } from 'node
 import type { AddressInfo } from 'node:net';
 import type { Logger, Probot } from 'probot';
 import { limitedServer, type ConnectionLimits } from '../config/listener.js';
-import type { RunStore } from '../store/store.js';
+import type { Claim, RunStore } from '../store/store.js';
 import { webhookFigures } from '../trace/metrics.js';
 import { isHandled, wanted } from './events.js';
 import { RoutingBacklog } from './backlog.js';
@@ -44,7 +44,7 @@ export interface WebhookServer {
 
 export async function listenForWebhooks(o: WebhookServerOptions): Promise<WebhookServer> {
   const { probot, log, maxBytes } = o;
-  const inflight = new InflightBytes(o.inflightBytes);
+  const inflight = new InflightBytes(o.inflightBytes, o.bodyTimeoutMs);
   await probot.load(o.register);
   const recorder = new DeliveryRecorder(o.store);
   const backlog = new RoutingBacklog();
@@ -90,7 +90,7 @@ export async function listenForWebhooks(o: WebhookServerOptions): Promise<Webhoo
     const reader = inflight.open();
     let body: Awaited<ReturnType<typeof readBounded>>;
     try {
-      body = await readBounded(req, maxBytes, inflight, reader, o.bodyTimeoutMs);
+      body = await readBounded(req, maxBytes, inflight, reader);
       if (typeof body !== 'string') return await signed(res, body, delivery, count, signature);
     } finally {
       inflight.close(reader);
@@ -182,12 +182,16 @@ const REFUSALS = {
 /** `sha256=` and 64 hex digits. */
 const SIGNATURE = /^sha256=[0-9a-f]{64}$/i;
 
-/** A body being read: the bytes it holds, since when, and how it is stopped to make room. */
+/** Why a body being read was stopped before its end. */
+type Stop = 'busy' | 'timeout';
+
+/** A body being read: the bytes it holds, since when, and how it is stopped. */
 export interface Reader {
   bytes: number;
+  /** performance.now() when it was opened. */
   readonly since: number;
-  /** Stops reading it (its sender gets 503); set by whoever reads it. */
-  evict: () => void;
+  /** Stops reading it (its sender gets 503 or 408); set by whoever reads it. */
+  stop: (why: Stop) => void;
 }
 
 /** A body read for less than this is never stopped for another: GitHub's deliveries arrive well within it. */
@@ -199,16 +203,26 @@ const EVICT_GRACE_MS = 1000;
  * let slow bodies keep every other delivery out (503) for as long as they were kept coming. A body that needs room takes it from the
  * slowest body (fewest bytes a second) read for over EVICT_GRACE_MS: holding the cap then takes sending
  * at a rate near the link's, no longer a trickle.
+ * A body not read whole within `timeoutMs` is stopped. One timer serves all bodies (armed for the
+ * oldest; bodies are opened in the order of their deadlines), not one each: a burst armed and cleared
+ * a timer per delivery.
  */
 export class InflightBytes {
   private held = 0;
-  /** Bodies still being read (those read whole hold their bytes until closed, and are not stopped). */
+  /** Bodies still being read, oldest first (those read whole hold their bytes until closed, and are not stopped). */
   private readonly reading = new Set<Reader>();
-  constructor(private readonly max: number) {}
+  private timer: NodeJS.Timeout | undefined;
+  constructor(
+    private readonly max: number,
+    private readonly timeoutMs: number,
+  ) {}
 
   open(): Reader {
-    const r: Reader = { bytes: 0, since: Date.now(), evict: () => {} };
+    const r: Reader = { bytes: 0, since: performance.now(), stop: () => {} };
     this.reading.add(r);
+    // Left armed when the bodies it was for were read (re-arming it per batch cost as much), unref'd:
+    // every body being read holds its connection open anyway.
+    this.timer ??= setTimeout(() => this.expire(), this.timeoutMs).unref();
     return r;
   }
 
@@ -217,7 +231,7 @@ export class InflightBytes {
     while (this.held + n > this.max) {
       const victim = this.slowest(r);
       if (!victim) return false;
-      victim.evict();
+      victim.stop('busy');
       this.close(victim);
     }
     r.bytes += n;
@@ -226,7 +240,7 @@ export class InflightBytes {
     return true;
   }
 
-  /** `r` was read whole: its bytes stay held, but it is no longer stopped for another. */
+  /** `r` was read whole: its bytes stay held, but it is no longer stopped for another or for time. */
   read(r: Reader): void {
     this.reading.delete(r);
   }
@@ -239,8 +253,23 @@ export class InflightBytes {
     r.bytes = 0;
   }
 
+  /** Stops the bodies past their deadline and waits for the next one's. */
+  private expire(): void {
+    this.timer = undefined;
+    const now = performance.now();
+    for (const r of this.reading) {
+      const left = r.since + this.timeoutMs - now;
+      if (left > 0) {
+        this.timer = setTimeout(() => this.expire(), left).unref();
+        return;
+      }
+      r.stop('timeout');
+      this.reading.delete(r); // its reader closes it
+    }
+  }
+
   private slowest(except: Reader): Reader | null {
-    const now = Date.now();
+    const now = performance.now();
     let slowest: Reader | null = null;
     let rate = Infinity;
     for (const r of this.reading) {
@@ -254,45 +283,45 @@ export class InflightBytes {
 
 /**
  * The body, or why there is none: over `max` bytes (declared or streamed), no room under the bytes all
- * bodies may hold together (or its room given to another), not there after `timeoutMs`, or the client went
- * away. The bytes of a Buffer stay taken by `reader` until the caller closes it.
+ * bodies may hold together (or its room given to another), not there in time (`inflight`'s deadline),
+ * or the client went away. The bytes of a Buffer stay taken by `reader` until the caller closes it.
  */
 function readBounded(
   req: IncomingMessage,
   max: number,
   inflight: InflightBytes,
   reader: Reader,
-  timeoutMs: number,
 ): Promise<Buffer | keyof typeof REFUSALS | 'aborted'> {
   if (Number(req.headers['content-length']) > max) return Promise.resolve('too_large');
   return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
+    // Most bodies arrive in one chunk: no array for them.
+    let first: Buffer | undefined;
+    let rest: Buffer[] | undefined;
     let size = 0;
     let settled = false;
     const settle = (outcome: Buffer | keyof typeof REFUSALS | 'aborted') => {
       if (settled) return;
       settled = true;
       req.off('data', onData);
-      clearTimeout(timer);
-      chunks.length = 0;
+      first = rest = undefined;
       resolve(outcome);
     };
-    const stop = (why: keyof typeof REFUSALS | 'aborted') => settle(why);
     const onData = (chunk: Buffer) => {
-      if (size + chunk.length > max) return stop('too_large');
-      if (!inflight.take(reader, chunk.length)) return stop('busy');
+      if (size + chunk.length > max) return settle('too_large');
+      if (!inflight.take(reader, chunk.length)) return settle('busy');
       size += chunk.length;
-      chunks.push(chunk);
+      if (!first) first = chunk;
+      else (rest ??= [first]).push(chunk);
     };
-    reader.evict = () => stop('busy');
-    const timer = setTimeout(() => stop('timeout'), timeoutMs);
+    reader.stop = settle;
     req.on('data', onData);
-    req.once('end', () => {
+    // `on`, not `once` (a wrapper each): each fires once, and settling twice is a no-op.
+    req.on('end', () => {
       inflight.read(reader);
-      settle(Buffer.concat(chunks, size));
+      settle(rest ? Buffer.concat(rest, size) : (first ?? Buffer.alloc(0)));
     });
-    req.once('close', () => stop('aborted')); // no-op after the end or a refusal
-    req.once('error', () => stop('aborted'));
+    const aborted = () => settle('aborted'); // no-op after the end or a refusal
+    req.on('close', aborted).on('error', aborted);
   });
 }
 
@@ -316,8 +345,16 @@ function refuseUnread(req: IncomingMessage, res: ServerResponse, status: number,
 /** GitHub's delivery ids are GUIDs; anything else of that size is accepted, nothing longer. */
 const DELIVERY_ID = /^[A-Za-z0-9-]{1,100}$/;
 
-function answer(res: ServerResponse, outcome: string): void {
-  json(res, 200, JSON.stringify({ ok: true, outcome }));
+/** What a signed delivery is answered, by outcome: made once, not for each delivery. */
+const ANSWERS = Object.fromEntries(
+  (['new', 'seen', 'replay', 'ignored'] as const).map((outcome) => [
+    outcome,
+    JSON.stringify({ ok: true, outcome }),
+  ]),
+) as Record<Claim | 'ignored', string>;
+
+function answer(res: ServerResponse, outcome: Claim | 'ignored'): void {
+  json(res, 200, ANSWERS[outcome]);
 }
 
 function refuse(res: ServerResponse, status: number, error: string): void {
@@ -346,7 +383,8 @@ function json(res: ServerResponse, status: number, body: string): void {
  * longer binds the bytes (invalid UTF-8 decodes to U+FFFD), while the replay hash below is of the bytes.
  */
 function signatureMatches(secret: string, body: Buffer, signature: string): boolean {
-  const expected = Buffer.from(`sha256=${createHmac('sha256', secret).update(body).digest('hex')}`);
-  const given = Buffer.from(signature.toLowerCase());
+  // The header's shape is checked (SIGNATURE): its hex is 32 bytes, compared as bytes.
+  const given = Buffer.from(signature.slice('sha256='.length), 'hex');
+  const expected = createHmac('sha256', secret).update(body).digest();
   return given.length === expected.length && timingSafeEqual(given, expected);
 }

@@ -4,10 +4,11 @@ import { lstat, mkdir, readdir, readFile, realpath, rename, rm } from 'node:fs/p
 import path from 'node:path';
 import lockfile from 'proper-lockfile';
 import { z } from 'zod';
-import { removeStage, wasLent } from './stage.js';
+import { removeStage, removeStages, wasLent } from './stage.js';
 import { git, GitError, stripUserinfo, worktreeGit, type GitConfig } from './git.js';
 import { removeTree } from './tree.js';
 import { commitOverLimits } from './commit-size.js';
+import { firstFileAt } from './first-file.js';
 import { withinFetchLimits } from './fetch-bounds.js';
 import { fetchQuarantined } from './fetch-quarantine.js';
 import { besideMirror, clearLeftovers, fetchLeftovers, unlockHalfAdded } from './leftovers.js';
@@ -104,17 +105,9 @@ export class GitWorkspaceManager implements WorkspaceManager {
     throw new WorkspaceError(`the diff of ${from.slice(0, 12)}..${to.slice(0, 12)} is ${over}`);
   }
 
-  /**
-   * A regular file's text at a commit already in the mirror, read from git's objects (never from a
-   * worktree): null when the path is absent or not a regular file (a link, a submodule, a directory).
-   */
-  async fileAt(remote: string, commit: string, file: string): Promise<string | null> {
-    FullSha.parse(commit);
-    const mirror = this.mirrorPath(remote);
-    const ls = await git(['ls-tree', '-z', commit, '--', file], { cwd: mirror, allowFail: true });
-    const entry = /^100(?:644|755) blob ([0-9a-f]{40,64})\t([^\0]*)\0/.exec(ls.stdout);
-    if (!entry || entry[2] !== file) return null;
-    return (await git(['cat-file', 'blob', entry[1]!], { cwd: mirror })).stdout;
+  /** The first of `files` at a commit already in the mirror (./first-file.ts). */
+  firstFileAt(remote: string, commit: string, files: readonly string[]) {
+    return firstFileAt(this.mirrorPath(remote), FullSha.parse(commit), files);
   }
 
   async create(remote: string, baseCommit: string, runId: string): Promise<Worktree> {
@@ -209,8 +202,10 @@ export class GitWorkspaceManager implements WorkspaceManager {
     );
     await unlockHalfAdded(mirror);
     const done = await Promise.allSettled([
-      ...aside.map((p) => p && removeTree(p)),
-      ...paths.map(removeStage),
+      removeStages(
+        paths,
+        aside.filter((p): p is string => p !== null),
+      ),
       git(['worktree', 'prune'], { cwd: mirror }),
     ]);
     const failed = done.find((d) => d.status === 'rejected');

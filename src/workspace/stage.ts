@@ -2,7 +2,7 @@ import { constants, existsSync, type BigIntStats } from 'node:fs';
 import { lstat, mkdir, open, readdir, readlink, rm, symlink, writeFile } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
-import { removeTree } from './tree.js';
+import { removeTree, removeTrees } from './tree.js';
 
 /**
  * The sandbox boundary, host side, in one module. Rule: once untrusted code may have written a
@@ -41,10 +41,19 @@ export async function markLent(worktree: string): Promise<void> {
 export const wasLent = (worktree: string): boolean => existsSync(lentPath(worktree));
 
 /** Removes what this module keeps beside a worktree (its stage and its mark). */
-export async function removeStage(worktree: string): Promise<void> {
-  manifests.delete(stagePath(worktree));
-  await removeTree(stagePath(worktree));
-  await rm(lentPath(worktree), { force: true });
+export const removeStage = (worktree: string): Promise<void> => removeStages([worktree]);
+
+/**
+ * Removes what this module keeps beside `worktrees`, and the `trees` given besides (worktrees set
+ * aside): each process started holds the event loop a few ms, so one removes them all.
+ */
+export async function removeStages(
+  worktrees: readonly string[],
+  trees: readonly string[] = [],
+): Promise<void> {
+  for (const w of worktrees) manifests.delete(stagePath(w));
+  await removeTrees([...trees, ...worktrees.map(stagePath)]);
+  await Promise.all(worktrees.map((w) => rm(lentPath(w), { force: true })));
 }
 
 /** A path a snapshot left out, and why. */

@@ -139,6 +139,16 @@ export async function removeTree(dir: string): Promise<void> {
   if (again.exitCode !== 0) throw new TreeError(`cannot remove ${dir}: ${capMiddle(again.stderr, 2000)}`);
 }
 
+/** Removes the trees in `dirs` as removeTree does, by one process for all of them unless one resists. */
+export async function removeTrees(dirs: readonly string[]): Promise<void> {
+  const here = (
+    await Promise.all(dirs.map(async (d) => ((await lstat(d).catch(() => null)) ? d : null)))
+  ).filter((d): d is string => d !== null);
+  if (here.length === 0) return;
+  if (here.length > 1 && (await run('rm', ['-rf', '--', ...here])).exitCode === 0) return;
+  await Promise.all(here.map(removeTree));
+}
+
 /** Gives every entry under `dir`, `dir` included, to `uid:gid`: links themselves, never what they name. */
 export async function chownTree(dir: string, uid: number, gid: number): Promise<void> {
   const res = await run('chown', ['-R', '-P', '--no-dereference', `${uid}:${gid}`, '--', dir]);

@@ -61,19 +61,26 @@ describe('publishing a verified patch', () => {
     }
   }, 60_000);
 
-  it("publishes while the judge's worktrees are given back, and the run ends only once they are", async () => {
+  it("publishes while the judge's worktrees are given back (begun once git pushes), and the run ends only once they are", async () => {
     const emu = await startEmulator();
     const home = mkdtempSync(path.join(tmpdir(), 'publish-cleanup-'));
     let open = () => {};
     const cleanup = new Promise<void>((r) => (open = r));
     let handed = false;
+    // What GitHub had been asked since the verdict, and the branch, when the cleanup was started.
+    let atCleanup: { asked: string[]; branch: string | null } | null = null;
     const app = await startEmulatedApp(emu, {
       config: testConfig(home),
       deps: {
         ...fakeDeps({ edits: () => ({ 'calc.py': 'def add(a, b):\n    return a + b\n' }) }),
         // The stand-in judge's cleanup ends when the test says so.
         judge: async (o) => {
-          o.afterward?.(cleanup);
+          const from = emu.requests.length;
+          o.afterward?.(() => {
+            const asked = emu.requests.slice(from).map((r) => `${r.method} ${r.path}`);
+            atCleanup ??= { asked, branch: emu.branchHead(O, R, 'agenticfix/issue-1') };
+            return cleanup;
+          });
           handed = o.afterward !== undefined;
           return report('verified', 'The stand-in judge accepts the patch.', o, []);
         },
@@ -89,6 +96,17 @@ describe('publishing a verified patch', () => {
       await waitFor(() => emu.comments(emu.pulls.find((p) => p.pull)!.number).length >= 3);
       expect(handed).toBe(true);
       expect((await app.store.forIssue(O, R, n))[0]!.state).toBe('running');
+      // Before, the cleanup began at the verdict, ahead of publishing's first read and its push, whose
+      // start it held up: now once git pushes (the issue was read, the branch is not there yet).
+      expect(n).toBe(1);
+      expect(atCleanup).toEqual({
+        asked: expect.arrayContaining([`GET /repos/${O}/${R}/issues/1`]),
+        branch: null,
+      });
+      // The push created the branch: no pull request can be open on it, so none is looked for.
+      const pushed = emu.requests.findIndex((r) => r.path.endsWith('/git-receive-pack'));
+      const pulls = emu.requests.slice(pushed).filter((r) => /\/pulls$/.test(r.path));
+      expect(pulls.map((r) => r.method)).toEqual(['POST']);
       open();
       await app.idle();
       expect((await app.store.forIssue(O, R, n))[0]).toMatchObject({ state: 'done', verdict: 'verified' });

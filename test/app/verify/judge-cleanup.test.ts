@@ -7,8 +7,9 @@ import { tempDir, testConfig } from '../../support/app.js';
 
 /**
  * The judge's worktrees are given back beside publishing when its caller takes their cleanup
- * (`afterward`, issue 40): the verdict is not held up by them, and they are all gone once it resolves.
- * A patch that does not apply ends the judge after its four worktrees were made, with no Docker.
+ * (`afterward`, issue 40): the verdict is not held up by them, their removal begins only when the
+ * caller starts it, and they are all gone once it resolves. A patch that does not apply ends the judge
+ * after its four worktrees were made, with no Docker.
  */
 describe('the judge hands its cleanup to its caller', () => {
   let home: string;
@@ -17,7 +18,7 @@ describe('the judge hands its cleanup to its caller', () => {
   });
   afterAll(() => rmSync(home, { recursive: true, force: true }));
 
-  it('returns its verdict before its worktrees go; the handed promise removes them all', async () => {
+  it('returns its verdict before its worktrees go; the handed start removes them all', async () => {
     const repo = path.join(home, 'repo');
     await git(['init', '-q', '-b', 'main', repo], { cwd: home });
     writeFileSync(path.join(repo, 'calc.py'), 'def add(a, b):\n    return a - b\n');
@@ -26,16 +27,15 @@ describe('the judge hands its cleanup to its caller', () => {
     const base = (await git(['rev-parse', 'HEAD'], { cwd: repo })).stdout.trim();
     const config = testConfig(home);
     const worktrees = () => readdirSync(config.worktreeDir).filter((n) => n.startsWith('run-j-verify'));
-    // The worktrees' removal waits for `open()`: the judge must return before it.
+    // The worktrees' removal is not even asked for before the caller starts it.
     const parts = compose(config);
-    let open = () => {};
-    const gate = new Promise<void>((r) => (open = r));
+    let asked = 0;
     const workspaces = Object.create(parts.workspaces) as typeof parts.workspaces;
     workspaces.removeMany = async (wts) => {
-      await gate;
+      asked++;
       return parts.workspaces.removeMany(wts);
     };
-    let cleanup: Promise<void> | null = null;
+    let start: (() => Promise<void>) | null = null;
     const report = await judge({
       ...parts,
       workspaces,
@@ -47,13 +47,17 @@ describe('the judge hands its cleanup to its caller', () => {
       dockerfile: 'FROM scratch\n',
       testArgv: ['true'],
       runId: 'run-j-verify',
-      afterward: (p) => (cleanup = p),
+      afterward: (s) => (start = s),
     });
     expect(report.verdict).toBe('patch_does_not_apply');
-    expect(cleanup).not.toBeNull();
+    expect(start).not.toBeNull();
+    await new Promise((r) => setImmediate(r));
+    expect(asked).toBe(0);
     expect(worktrees().length).toBe(4);
-    open();
+    const cleanup = start!();
+    expect(start!()).toBe(cleanup); // started once
     await cleanup;
+    expect(asked).toBe(1);
     expect(worktrees()).toEqual([]);
     expect(existsSync(path.join(config.worktreeDir, 'run-j-verify-patched'))).toBe(false);
   }, 20_000);

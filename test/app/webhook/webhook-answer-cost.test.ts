@@ -60,6 +60,24 @@ describe('what an acknowledgement costs', () => {
     expect(answerHead).toMatch(new RegExp(`\r\ncontent-length: ${answerBody!.length}(\r\n|$)`, 'i'));
   });
 
+  it('20 deliveries at once arm no body deadline each: one timer serves them all', async () => {
+    const armed = jest.spyOn(globalThis, 'setTimeout');
+    try {
+      const statuses = await Promise.all(
+        Array.from({ length: 20 }, async (_, i) => {
+          const { body, headers } = signed(200 + i);
+          return (await fetch(server.url, { method: 'POST', headers, body })).status;
+        }),
+      );
+      expect(statuses).toEqual(Array(20).fill(200));
+      // The body deadline (5 s here); the endpoint's other timers (routing's quiet wait) are not per delivery.
+      expect(armed.mock.calls.filter(([, ms]) => ms === 5000).length).toBeLessThanOrEqual(1);
+    } finally {
+      armed.mockRestore();
+    }
+    await server.idle();
+  });
+
   it('20 deliveries make no labelled inc or set; a scrape shows all of them and the bodies released', async () => {
     const scrape = async () => {
       const lines = (await registry.metrics()).split('\n');

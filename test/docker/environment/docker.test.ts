@@ -36,6 +36,7 @@ const d = describeIf(engine);
 const docker = new Docker();
 const cfg: Config['sandbox'] = { ...loadConfig({}).sandbox, memoryBytes: 128 * 1024 * 1024, pidsLimit: 64 };
 const runId = `test-${process.pid}-${Date.now()}`;
+const twoBuilders = `${runId}-two`;
 const dirs: string[] = [];
 
 function tempRepo(): string {
@@ -68,7 +69,10 @@ const py = (code: string) => ['python3', '-c', code];
 afterAll(async () => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   if (engine.ok)
-    await new DockerEnvironmentBuilder(docker, { ...cfg, imageKeep: 1, imageMaxAgeMs: 1 }).gc({ runId });
+    for (const run of [runId, twoBuilders])
+      await new DockerEnvironmentBuilder(docker, { ...cfg, imageKeep: 1, imageMaxAgeMs: 1 }).gc({
+        runId: run,
+      });
 });
 
 d('Docker environment builder and sandbox (real engine)', () => {
@@ -169,20 +173,21 @@ d('Docker environment builder and sandbox (real engine)', () => {
     const locks = mkdtempSync(path.join(tmpdir(), 'agenticfix-build-locks-'));
     dirs.push(locks);
     const fresh = `FROM ${BASE_IMAGE}\nRUN echo ${runId} > /two-builders\n`;
-    const both = await Promise.all(
-      [1, 2].map(() =>
-        new DockerEnvironmentBuilder(docker, { ...cfg, buildLockDir: locks }).build({
-          dockerfile: fresh,
-          worktree: repo,
-          runId,
-        }),
-      ),
-    );
-    expect(both.map((b) => [b.success, b.cache_hit]).sort()).toEqual([
-      [true, false],
-      [true, true],
-    ]);
-    expect(both[0]!.image_id).toBe(both[1]!.image_id);
+    const builders = [1, 2].map(() => new DockerEnvironmentBuilder(docker, { ...cfg, buildLockDir: locks }));
+    try {
+      const both = await Promise.all(
+        builders.map((b) => b.build({ dockerfile: fresh, worktree: repo, runId: twoBuilders })),
+      );
+      expect(both.map((b) => [b.success, b.cache_hit]).sort()).toEqual([
+        [true, false],
+        [true, true],
+      ]);
+      expect(both[0]!.image_id).toBe(both[1]!.image_id);
+    } finally {
+      // Each holds a lease it renews until released (a run of its own: a release ends all of a run's
+      // leases in this process, also the suite's builder's).
+      await Promise.all(builders.map((b) => b.release(twoBuilders)));
+    }
   });
 
   it('a broken Dockerfile fails with error lines naming the package; the corrected one builds', async () => {

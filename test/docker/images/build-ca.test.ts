@@ -187,9 +187,17 @@ const withCa = (caFile?: string): Config['sandbox'] => ({
   buildNetwork: { ...cfg.buildNetwork, caFile },
 });
 
+/** Every builder of the suite: each holds leases (and a warm container) of its own until released. */
+const builders: DockerEnvironmentBuilder[] = [];
+const builderWith = (c: Config['sandbox']) => {
+  const builder = new DockerEnvironmentBuilder(docker, c);
+  builders.push(builder);
+  return builder;
+};
+
 afterAll(async () => {
   if (!engine.ok) return; // nothing was built
-  await new DockerEnvironmentBuilder(docker, cfg).release(runId);
+  await Promise.all(builders.map((b) => b.release(runId)));
   await new DockerEnvironmentBuilder(docker, { ...cfg, imageKeep: 1, imageMaxAgeMs: 1 }).gc({ runId });
 });
 
@@ -233,7 +241,7 @@ d('build CA (real engine)', () => {
     const dockerfile = `FROM ${BASE_IMAGE}\nRUN true\n`;
     const [a, b] = [throwawayCa(), throwawayCa()];
     const build = (caFile?: string) =>
-      new DockerEnvironmentBuilder(docker, withCa(caFile)).build({ dockerfile, worktree: repo, runId });
+      builderWith(withCa(caFile)).build({ dockerfile, worktree: repo, runId });
     const first = await build(a);
     expect(first).toMatchObject({ success: true, cache_hit: false, network: { proxy: false, ca: true } });
     const env = (await docker.getImage(first.image_id!).inspect()).Config.Env ?? [];
@@ -265,7 +273,7 @@ d('build CA (real engine)', () => {
     async () => {
       const repo = temp();
       writeFileSync(path.join(repo, 'a.txt'), 'a');
-      const builder = new DockerEnvironmentBuilder(docker, withCa(machine!));
+      const builder = builderWith(withCa(machine!));
       const res = await builder.build({
         dockerfile: registryDockerfile,
         worktree: repo,
@@ -286,7 +294,7 @@ d('build CA (real engine)', () => {
     async () => {
       const repo = temp();
       writeFileSync(path.join(repo, 'a.txt'), 'a');
-      const res = await new DockerEnvironmentBuilder(docker, withCa(undefined)).build({
+      const res = await builderWith(withCa(undefined)).build({
         dockerfile: registryDockerfile,
         worktree: repo,
         runId,
@@ -302,7 +310,7 @@ d('build CA (real engine)', () => {
   it('build_environment records the settings in the trace and tells the model nothing of them', async () => {
     const repo = temp();
     writeFileSync(path.join(repo, 'a.txt'), 'a');
-    const builder = new DockerEnvironmentBuilder(docker, withCa(throwawayCa()));
+    const builder = builderWith(withCa(throwawayCa()));
     const runDir = temp();
     const trace = new RunTrace(runId, runDir);
     const ctx: ToolContext = {

@@ -94,10 +94,11 @@ describeIf(needAll(needService('AGENTICFIX_TEST_REDIS_URL'), needPostgresBinarie
         const run = await recordedRun(store, newRun(2));
         await serve.enqueue(run);
         // Its job is given up (both attempts: the second cannot even read the run), never completed.
+        // The job is added after enqueue returns (serve announces the run first): none yet is no failure.
         const job = async () => (await jobs.getJob(run.id))!;
         await until(
           'the job failed for good',
-          async () => (await (await job()).getState()) === 'failed',
+          async () => (await (await jobs.getJob(run.id))?.getState()) === 'failed',
           20_000,
         );
         expect((await job()).failedReason).toMatch(/^the store was unreachable: /);

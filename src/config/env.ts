@@ -168,6 +168,9 @@ export const ENV_SCHEMA = z.object({
     .describe(
       'lock files by which processes sharing the Docker engine build one environment image once (default: `<home>/build-locks`); workers of one host with homes of their own name one shared directory',
     ),
+  AGENTICFIX_ENGINE_CALL_TIMEOUT_S: int(30, 1).describe(
+    'a Docker engine request that answers at once when the engine is well (create, start, kill, inspect, remove, list, disk usage) is given up after this long: a hung engine (it answers pings only) ends the run as an infrastructure error instead of holding it',
+  ),
   AGENTICFIX_IMAGE_LEASE_TTL_S: int(600, 30).describe(
     'an image lease not renewed for this long belongs to a dead process and GC reclaims it',
   ),

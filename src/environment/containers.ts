@@ -40,31 +40,38 @@ export const DEADLINE_GRACE_MS = 5000;
 /**
  * A hung engine (a deadlocked dockerd still answers its ping) must not hold a run for ever: a call's
  * wait or output may outlast its in-container deadline by this much, and each request that answers at
- * once when the engine is well (create, start, kill, inspect, remove, an exec) gets ENGINE_CALL_MS.
+ * once when the engine is well (create, start, kill, inspect, remove, list, an exec) is `answered`
+ * within the sandbox's engineCallTimeoutMs (AGENTICFIX_ENGINE_CALL_TIMEOUT_S).
  */
 export const ENGINE_LATE_MS = 10_000;
-export const ENGINE_CALL_MS = 30_000;
 
 /** The engine did not answer in time: the run cannot go on, as when it has gone. */
 export class EngineHung extends Error {}
 
 /**
  * One engine request, abandoned (its connection closed) when the engine has not answered within `ms`.
- * A stream it answers with (attach, exec start) is not cut afterwards.
+ * A request dockerode cannot abort (an image inspection) is given up all the same. A stream it answers
+ * with (attach, exec start, a build) is not cut afterwards.
  */
 export async function answered<T>(
   what: string,
   request: (o: { abortSignal: AbortSignal }) => Promise<T>,
-  ms = ENGINE_CALL_MS,
+  ms: number,
 ): Promise<T> {
   const stop = new AbortController();
-  // Unref'd: a removal given up on is not waited for, and must not keep a one-shot command alive.
-  const timer = setTimeout(() => stop.abort(), ms).unref();
+  const hung = () => new EngineHung(`the Docker engine did not answer ${what} within ${ms / 1000} s`);
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    // Unref'd: a removal given up on is not waited for, and must not keep a one-shot command alive.
+    timer = setTimeout(() => {
+      stop.abort();
+      reject(hung());
+    }, ms).unref();
+  });
   try {
-    return await request({ abortSignal: stop.signal });
+    return await Promise.race([request({ abortSignal: stop.signal }), late]);
   } catch (err) {
-    if (!stop.signal.aborted) throw err;
-    throw new EngineHung(`the Docker engine did not answer ${what} within ${ms / 1000} s`);
+    throw stop.signal.aborted ? hung() : err;
   } finally {
     clearTimeout(timer);
   }

@@ -60,6 +60,20 @@ export async function engineGone(docker: Docker, ms = 5000): Promise<boolean> {
   return !up;
 }
 
+/** Gone, or hung: it answers its ping but not a short listing within `callMs`. */
+export async function engineFailed(docker: Docker, callMs: number): Promise<boolean> {
+  if (await engineGone(docker)) return true;
+  const listing = answered(
+    'a listing of containers',
+    (o) => docker.listContainers({ ...o, limit: 1 }),
+    callMs,
+  );
+  return listing.then(
+    () => false,
+    (err: unknown) => err instanceof EngineHung,
+  );
+}
+
 /**
  * Runs a test argv in a fresh container of a model-built image: no network, no capabilities,
  * no privilege escalation, read-only root with a small writable /tmp, memory/CPU/pid limits, the
@@ -92,10 +106,10 @@ export class DockerSandbox implements Sandbox {
 
   async available(): Promise<boolean> {
     try {
-      await this.docker.getImage(this.imageId).inspect();
+      await this.answered('an image inspection', () => this.docker.getImage(this.imageId).inspect());
       return true;
     } catch (err) {
-      // Only "no such image" means gone; any other engine error shows up, with its message, in the run.
+      // Only "no such image" means gone; any other engine error (a hung engine too) shows up in the run.
       return (err as { statusCode?: number }).statusCode !== 404;
     }
   }
@@ -139,9 +153,16 @@ export class DockerSandbox implements Sandbox {
     return err instanceof EngineHung || (await engineGone(this.docker)) ? { ...o, engine_gone: true } : o;
   }
 
+  /** One engine request, given up after the engine-call bound (EngineHung). */
+  protected answered<T>(what: string, request: (o: { abortSignal: AbortSignal }) => Promise<T>): Promise<T> {
+    return answered(what, request, this.limits.engineCallTimeoutMs);
+  }
+
   /** Removes a container; when the engine hung, without waiting for it (the sweep removes what stays). */
   protected async removeContainer(container: Docker.Container, hung: boolean): Promise<void> {
-    const done = answered('a removal', (o) => container.remove({ force: true, ...o })).catch(() => undefined);
+    const done = this.answered('a removal', (o) => container.remove({ force: true, ...o })).catch(
+      () => undefined,
+    );
     if (!hung) await done;
   }
 
@@ -154,7 +175,7 @@ export class DockerSandbox implements Sandbox {
     const deadlineS = Math.ceil((req.timeoutMs + DEADLINE_GRACE_MS) / 1000);
     let container: Docker.Container;
     try {
-      container = await answered('a container creation', (o) =>
+      container = await this.answered('a container creation', (o) =>
         this.docker.createContainer({
           ...o,
           Image: this.imageId,
@@ -186,7 +207,7 @@ export class DockerSandbox implements Sandbox {
     let cancelled = false;
     let hung = false;
     // Already stopped: nothing to do.
-    const kill = () => answered('a kill', (o) => container.kill(o)).catch(() => undefined);
+    const kill = () => this.answered('a kill', (o) => container.kill(o)).catch(() => undefined);
     const onAbort = () => {
       cancelled = true;
       void kill();
@@ -196,7 +217,7 @@ export class DockerSandbox implements Sandbox {
     const given = new AbortController();
     let stream: Readable | undefined;
     try {
-      stream = (await answered('an attach', (o) =>
+      stream = (await this.answered('an attach', (o) =>
         container.attach({ ...o, stream: true, stdout: true, stderr: true }),
       )) as unknown as Readable;
       const ended = streamEnd(stream);
@@ -204,7 +225,7 @@ export class DockerSandbox implements Sandbox {
 
       const startedAt = Date.now();
       try {
-        await answered('a start', (o) => container.start(o));
+        await this.answered('a start', (o) => container.start(o));
       } catch (e) {
         // e.g. the executable does not exist in the image
         const why = /"timeout": executable file not found/.test(message(e)) ? NO_TIMEOUT_WHY : message(e);
@@ -241,7 +262,7 @@ export class DockerSandbox implements Sandbox {
               () => new Set<string>(),
             )
           : new Set<string>();
-      const info = await answered('an inspection', (o) => container.inspect(o));
+      const info = await this.answered('an inspection', (o) => container.inspect(o));
       return endedOutcome(call, {
         status,
         out: out.result(),

@@ -100,7 +100,7 @@ export class WarmSandbox extends DockerSandbox {
     const deadline = Date.now() + lifetimeMs;
     let container: Docker.Container;
     try {
-      container = await answered('a container creation', (o) =>
+      container = await this.answered('a container creation', (o) =>
         this.docker.createContainer({
           ...o,
           Image: this.imageId,
@@ -121,7 +121,7 @@ export class WarmSandbox extends DockerSandbox {
       return this.gone(call.outcome('error', `could not create container: ${message(err)}`), err);
     }
     try {
-      await answered('a start', (o) => container.start(o));
+      await this.answered('a start', (o) => container.start(o));
     } catch (err) {
       await this.removeContainer(container, err instanceof EngineHung);
       return this.gone(call.outcome('error', `could not start the test container: ${message(err)}`), err);
@@ -139,7 +139,7 @@ export class WarmSandbox extends DockerSandbox {
     for (let attempt = 0; ; attempt++) {
       const warm = await this.ensure(call, deadlineS * 1000 + DEADLINE_GRACE_MS);
       if (!('container' in warm)) return warm;
-      const made = await answered('an exec', (o) =>
+      const made = await this.answered('an exec', (o) =>
         warm.container.exec({
           ...o,
           Cmd: [
@@ -185,7 +185,7 @@ export class WarmSandbox extends DockerSandbox {
     let timedOut = false;
     let cancelled = false;
     // Killing the container is what ends everything the call started, wherever it went: it is replaced.
-    const kill = () => answered('a kill', (o) => container.kill(o)).catch(() => undefined);
+    const kill = () => this.answered('a kill', (o) => container.kill(o)).catch(() => undefined);
     const onAbort = () => {
       cancelled = true;
       void kill();
@@ -196,7 +196,7 @@ export class WarmSandbox extends DockerSandbox {
     let stream: Readable | undefined;
     try {
       const startedAt = Date.now();
-      stream = (await answered('an exec start', (o) =>
+      stream = (await this.answered('an exec start', (o) =>
         exec.start({ ...o, hijack: true, stdin: false }),
       )) as unknown as Readable;
       timer = setTimeout(() => {
@@ -211,7 +211,7 @@ export class WarmSandbox extends DockerSandbox {
       clearTimeout(timer);
       req.signal?.removeEventListener('abort', onAbort);
       const killedByUs = timedOut || cancelled;
-      const status = killedByUs ? 137 : await exitCode(exec);
+      const status = killedByUs ? 137 : await exitCode(exec, this.limits.engineCallTimeoutMs);
       // Exit by a signal: the OOM killer, the engine, or the tests themselves, which may have ended the
       // wrapper before it killed what they left: the container is replaced whatever struck.
       const seen =
@@ -246,9 +246,9 @@ export class WarmSandbox extends DockerSandbox {
 }
 
 /** The exec's exit code once the engine has recorded it (right after its stream ends, as a rule). */
-async function exitCode(exec: Docker.Exec): Promise<number> {
+async function exitCode(exec: Docker.Exec, callMs: number): Promise<number> {
   for (let i = 0; ; i++) {
-    const info = (await answered('an exec inspection', (o) => exec.inspect(o))) as {
+    const info = (await answered('an exec inspection', (o) => exec.inspect(o), callMs)) as {
       Running: boolean;
       ExitCode: number | null;
     };

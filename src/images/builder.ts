@@ -15,7 +15,8 @@ import {
 } from './docker-context.js';
 import { gitDependencyHint } from './git-deps.js';
 import { baseImages, describeBaseImage, type BaseImage } from './base-images.js';
-import { DockerSandbox, engineGone, LABEL, RUN_LABEL } from '../environment/docker.js';
+import { answered } from '../environment/containers.js';
+import { DockerSandbox, engineFailed, LABEL, RUN_LABEL } from '../environment/docker.js';
 import { RunSandboxes, type WarmSandbox } from '../environment/warm.js';
 import { buildNetworkMode, ensureBuildNetwork, proxyBuildArgs } from './network.js';
 import { ImageLeases } from './leases.js';
@@ -55,7 +56,7 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
     private readonly docker: Docker,
     private readonly cfg: Config['sandbox'],
   ) {
-    this.leases = new ImageLeases(docker, cfg.imageLeaseTtlMs);
+    this.leases = new ImageLeases(docker, cfg.imageLeaseTtlMs, cfg.engineCallTimeoutMs);
     this.turns = new Turns({ dir: cfg.buildLockDir });
     this.warm = new RunSandboxes(docker, cfg);
   }
@@ -63,7 +64,8 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
   async build(opts: BuildOptions): Promise<BuildResult> {
     const turn = { end: () => {} };
     const result = await this.buildOnce(opts, turn).finally(() => turn.end());
-    if (result.success || opts.signal?.aborted || !(await engineGone(this.docker))) return result;
+    if (result.success || opts.signal?.aborted) return result;
+    if (!(await engineFailed(this.docker, this.cfg.engineCallTimeoutMs))) return result;
     return { ...result, engine_gone: true };
   }
 
@@ -107,10 +109,7 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
     if (!opts.noCache) turn.end = await this.turns.take(tag, opts.signal);
 
     if (!opts.noCache) {
-      const cached = await this.docker
-        .getImage(tag)
-        .inspect()
-        .catch(() => null);
+      const cached = await this.inspect(tag).catch(() => null);
       // Leased before use: from then on no cleanup, in this process or another, can remove it. An image
       // removed between the inspection and the lease is simply built again.
       const leased =
@@ -136,7 +135,10 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
       }
     }
 
-    const unavailable = await ensureBuildNetwork(this.docker, this.cfg.buildNetwork).then(
+    // Its engine requests (an inspection, a creation, another) wait on the engine: a hung one fails the build.
+    const bridge = () => ensureBuildNetwork(this.docker, this.cfg.buildNetwork);
+    const callMs = 3 * this.cfg.engineCallTimeoutMs;
+    const unavailable = await answered('the build network', bridge, callMs).then(
       () => null,
       (err: unknown) => message(err),
     );
@@ -154,10 +156,7 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
       return failed(error, log);
     }
     // The stream can end without an error entry although nothing was built: trust only the engine.
-    const image = await this.docker
-      .getImage(tag)
-      .inspect()
-      .catch(() => null);
+    const image = await this.inspect(tag).catch(() => null);
     if (!image || image.Config.Labels?.[KEY_LABEL] !== key) {
       return failed('the build finished but produced no image', run.log.result('failed'));
     }
@@ -202,7 +201,7 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
    * one's advice to the model.
    */
   async baseImages(): Promise<BaseImage[]> {
-    const images = await this.docker.listImages();
+    const images = await this.answered('a listing of images', (o) => this.docker.listImages(o));
     return baseImages(images, (t) => t === this.cfg.baseImage || t.startsWith(`${APP_REPO}/`));
   }
 
@@ -224,13 +223,10 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
    * used by a container is refused by the engine and stays for GC. Never throws.
    */
   async removeImage(ref: string): Promise<boolean> {
-    return this.docker
-      .getImage(ref)
-      .remove()
-      .then(
-        () => true,
-        () => false,
-      );
+    return this.answered('an image removal', (o) => this.docker.getImage(ref).remove(o)).then(
+      () => true,
+      () => false,
+    );
   }
 
   /**
@@ -241,9 +237,12 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
    */
   async gc(opts: { runId?: string; protect?: string; now?: number } = {}): Promise<string[]> {
     const label = [`${LABEL}=1`, ...(opts.runId ? [`${RUN_LABEL}=${opts.runId}`] : [])];
-    const images = await this.docker.listImages({ filters: { label } });
+    const images = await this.answered('a listing of images', (o) =>
+      this.docker.listImages({ ...o, filters: { label } }),
+    );
     const now = opts.now ?? Date.now();
-    const leased = await ImageLeases.live(this.docker, new Set(images.map((i) => i.Id)), now);
+    const scope = new Set(images.map((i) => i.Id));
+    const leased = await ImageLeases.live(this.docker, scope, now, this.cfg.engineCallTimeoutMs);
     const spared = (id: string) => id === opts.protect || leased.has(id);
     const removed: string[] = [];
     const remove = async (ref: string) => {
@@ -290,16 +289,24 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
 
   /** Bytes each image holds in layers of its own, from the engine's disk usage report. */
   private async ownSizes(): Promise<Map<string, number>> {
-    const df = DiskUsageSchema.parse(await this.docker.df());
+    // dockerode's types omit df's options; its code passes their abortSignal on.
+    const report = this.docker.df.bind(this.docker) as unknown as (o: object) => Promise<unknown>;
+    const df = DiskUsageSchema.parse(await this.answered('a disk usage report', report));
     return new Map((df.Images ?? []).map((i) => [i.Id, Math.max(0, i.Size - Math.max(0, i.SharedSize))]));
   }
 
   private async imageId(name: string): Promise<string> {
-    const img = await this.docker
-      .getImage(name)
-      .inspect()
-      .catch(() => null);
+    const img = await this.inspect(name).catch(() => null);
     return img?.Id ?? `remote:${name}`;
+  }
+
+  private inspect(ref: string): Promise<Docker.ImageInspectInfo> {
+    return this.answered('an image inspection', () => this.docker.getImage(ref).inspect());
+  }
+
+  /** One engine request, given up after the engine-call bound (a hung engine answers pings only). */
+  private answered<T>(what: string, request: (o: { abortSignal: AbortSignal }) => Promise<T>): Promise<T> {
+    return answered(what, request, this.cfg.engineCallTimeoutMs);
   }
 
   /**
@@ -371,11 +378,7 @@ export class DockerEnvironmentBuilder implements EnvironmentBuilder {
       // Stops the engine's build when the stream was given up early (output cap, unreadable entry).
       abort.abort();
       // Removal prunes its untagged parents too; a layer still in use (another build's cache) stays.
-      if (lastLayer)
-        await this.docker
-          .getImage(lastLayer)
-          .remove()
-          .catch(() => undefined);
+      if (lastLayer) await this.removeImage(lastLayer);
     }
     const status = timedOut ? 'timeout' : error === null ? 'ok' : 'failed';
     return { status, log, error, cachedSteps: log.findings.cachedSteps(modelSteps) };

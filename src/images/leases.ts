@@ -1,4 +1,5 @@
 import type Docker from 'dockerode';
+import { answered } from '../environment/containers.js';
 import { LABEL, OWNER_LABEL, RUN_LABEL } from '../environment/docker.js';
 import { ownerState, processOwner } from '../environment/lending.js';
 
@@ -21,7 +22,8 @@ export interface Lease {
  * created and never started: the engine refuses to remove an image a container references, and every
  * GC skips leased images. Its holder renews it (a new container with a later expiry replaces the old
  * one) every third of the TTL; a holder that dies stops renewing, and GC reclaims the lease once expired
- * (on this host at once: the engine sweep sees its holder gone).
+ * (on this host at once: the engine sweep sees its holder gone). Every engine request is given up after
+ * `callMs` (a hung engine): a release then rejects, and what it left is the engine sweep's.
  */
 export class ImageLeases {
   /** run → image id → lease container id. */
@@ -34,13 +36,19 @@ export class ImageLeases {
   constructor(
     private readonly docker: Docker,
     private readonly ttlMs: number,
+    /** The engine-call bound (AGENTICFIX_ENGINE_CALL_TIMEOUT_S). */
+    private readonly callMs: number,
     /** The holder process named on each lease (tests name two holders in one process). */
     private readonly owner = processOwner(),
   ) {}
 
   /** Every lease on the engine, of any process. */
-  static async list(docker: Docker): Promise<Lease[]> {
-    const containers = await docker.listContainers({ all: true, filters: { label: [LEASE_LABEL] } });
+  static async list(docker: Docker, callMs: number): Promise<Lease[]> {
+    const containers = await answered(
+      'a listing of image leases',
+      (o) => docker.listContainers({ ...o, all: true, filters: { label: [LEASE_LABEL] } }),
+      callMs,
+    );
     return containers.map((c) => ({
       container: c.Id,
       image: c.ImageID,
@@ -54,15 +62,11 @@ export class ImageLeases {
    * Images under a live lease; expired leases on images in `scope` are removed (their holder is gone).
    * A holder alive on this host keeps its leases whatever the wall clock says (it may have jumped forward).
    */
-  static async live(docker: Docker, scope: Set<string>, now: number): Promise<Set<string>> {
+  static async live(docker: Docker, scope: Set<string>, now: number, callMs: number): Promise<Set<string>> {
     const live = new Set<string>();
-    for (const lease of await ImageLeases.list(docker)) {
+    for (const lease of await ImageLeases.list(docker, callMs)) {
       if (lease.expires > now || ownerState(lease.owner) === 'alive') live.add(lease.image);
-      else if (scope.has(lease.image))
-        await docker
-          .getContainer(lease.container)
-          .remove({ force: true })
-          .catch(() => undefined);
+      else if (scope.has(lease.image)) await removeLease(docker, lease.container, callMs);
     }
     return live;
   }
@@ -94,40 +98,49 @@ export class ImageLeases {
       clearInterval(this.timer);
       this.timer = null;
     }
-    const mine = await this.docker.listContainers({
-      all: true,
-      filters: { label: [`${LEASE_LABEL}=${runId}`, `${OWNER_LABEL}=${this.owner}`] },
-    });
+    const mine = await answered(
+      "a listing of the run's image leases",
+      (o) =>
+        this.docker.listContainers({
+          ...o,
+          all: true,
+          filters: { label: [`${LEASE_LABEL}=${runId}`, `${OWNER_LABEL}=${this.owner}`] },
+        }),
+      this.callMs,
+    );
     await Promise.all(mine.map((c) => this.remove(c.Id)));
   }
 
   private async create(runId: string, imageId: string): Promise<string> {
-    const container = await this.docker.createContainer({
-      Image: imageId,
-      // Never started; should anyone start it, there is nothing to run and nothing to reach.
-      Entrypoint: ['/agenticfix-lease-is-never-started'],
-      Cmd: [],
-      // A container inherits its image's labels: the run label must name the holder, not the builder.
-      Labels: {
-        [LABEL]: '1',
-        [RUN_LABEL]: runId,
-        [LEASE_LABEL]: runId,
-        // The holder process, as on test containers: the start-up sweep and the sweep after the engine
-        // came back (sweepContainers) clear a lease whose holder is gone without waiting for it to expire.
-        [OWNER_LABEL]: this.owner,
-        [LEASE_EXPIRES_LABEL]: String(Date.now() + this.ttlMs),
-      },
-      NetworkDisabled: true,
-      HostConfig: { NetworkMode: 'none', CapDrop: ['ALL'], ReadonlyRootfs: true, AutoRemove: false },
-    });
+    const container = await answered(
+      'an image lease',
+      (o) =>
+        this.docker.createContainer({
+          ...o,
+          Image: imageId,
+          // Never started; should anyone start it, there is nothing to run and nothing to reach.
+          Entrypoint: ['/agenticfix-lease-is-never-started'],
+          Cmd: [],
+          // A container inherits its image's labels: the run label must name the holder, not the builder.
+          Labels: {
+            [LABEL]: '1',
+            [RUN_LABEL]: runId,
+            [LEASE_LABEL]: runId,
+            // The holder process, as on test containers: the start-up sweep and the sweep after the engine
+            // came back (sweepContainers) clear a lease whose holder is gone without waiting for it to expire.
+            [OWNER_LABEL]: this.owner,
+            [LEASE_EXPIRES_LABEL]: String(Date.now() + this.ttlMs),
+          },
+          NetworkDisabled: true,
+          HostConfig: { NetworkMode: 'none', CapDrop: ['ALL'], ReadonlyRootfs: true, AutoRemove: false },
+        }),
+      this.callMs,
+    );
     return container.id;
   }
 
   private remove(container: string): Promise<void> {
-    return this.docker
-      .getContainer(container)
-      .remove({ force: true })
-      .catch(() => undefined);
+    return removeLease(this.docker, container, this.callMs);
   }
 
   /** A failed renewal leaves the old lease in place until it expires; the next tick tries again. */
@@ -156,4 +169,13 @@ export class ImageLeases {
       }
     }
   }
+}
+
+/** Removes a lease container; never throws (one left behind expires, or the engine sweep takes it). */
+function removeLease(docker: Docker, container: string, callMs: number): Promise<void> {
+  return answered(
+    'a lease removal',
+    (o) => docker.getContainer(container).remove({ ...o, force: true }),
+    callMs,
+  ).catch(() => undefined);
 }

@@ -30,7 +30,8 @@ const newRun = (name: string) => {
   return id;
 };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const leasesOf = async (runId: string) => (await ImageLeases.list(docker)).filter((l) => l.run === runId);
+const leasesOf = async (runId: string) =>
+  (await ImageLeases.list(docker, 30_000)).filter((l) => l.run === runId);
 
 /** Another AgenticFix process sharing the engine: the compiled builder, run by a separate node. */
 const CHILD = `
@@ -125,8 +126,8 @@ d('image leases (real engine, two processes)', () => {
   it("a worker releasing a run drops only its own leases of it: a newer owner's (requeue stalled) stay", async () => {
     const run = newRun('owners');
     const image = (await docker.getImage(BASE_IMAGE).inspect()).Id;
-    const stale = new ImageLeases(docker, 3_600_000, 'w1:1:1');
-    const newer = new ImageLeases(docker, 3_600_000, 'w2:2:2');
+    const stale = new ImageLeases(docker, 3_600_000, 30_000, 'w1:1:1');
+    const newer = new ImageLeases(docker, 3_600_000, 30_000, 'w2:2:2');
     await stale.acquire(run, image);
     await newer.acquire(run, image);
     expect(await leasesOf(run)).toHaveLength(2);

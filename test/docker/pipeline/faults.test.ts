@@ -376,20 +376,20 @@ describe('image leases of a holder that is gone (a real engine)', () => {
       const script = `
       import Docker from 'dockerode';
       import { ImageLeases } from ${JSON.stringify(leases)};
-      await new ImageLeases(new Docker(), 3_600_000).acquire('${run}-dead', '${image}');
+      await new ImageLeases(new Docker(), 3_600_000, 30_000).acquire('${run}-dead', '${image}');
       process.kill(process.pid, 'SIGKILL');`;
       const child = await execa(process.execPath, ['--input-type=module', '-e', script], {
         reject: false,
         cwd: root,
       });
       expect(child.signal).toBe('SIGKILL');
-      const mine = new ImageLeases(docker, 3_600_000);
+      const mine = new ImageLeases(docker, 3_600_000, 30_000);
       await mine.acquire(`${run}-live`, image);
       try {
-        const dead = (await ImageLeases.list(docker)).find((l) => l.run === `${run}-dead`)!;
+        const dead = (await ImageLeases.list(docker, 30_000)).find((l) => l.run === `${run}-dead`)!;
         expect(dead.expires).toBeGreaterThan(Date.now() + 3_000_000); // GC would keep it for the hour
         expect(await sweepEngine()).toContain(dead.container);
-        const left = (await ImageLeases.list(docker)).map((l) => l.run);
+        const left = (await ImageLeases.list(docker, 30_000)).map((l) => l.run);
         expect(left).not.toContain(`${run}-dead`);
         expect(left).toContain(`${run}-live`);
       } finally {

@@ -72,7 +72,7 @@ describeIf(engine)('runRepair in the Docker sandbox', () => {
     const docker = new Docker();
     const runId = `lease-repair-${process.pid}-${Date.now()}`;
     const leased = async () =>
-      (await ImageLeases.list(docker)).filter((l) => l.run === runId).map((l) => l.image);
+      (await ImageLeases.list(docker, 30_000)).filter((l) => l.run === runId).map((l) => l.image);
     const abort = new AbortController();
     let during: Promise<string[]> | null = null;
     const { result } = await repair(

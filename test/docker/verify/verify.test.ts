@@ -18,7 +18,8 @@ import { compose } from '../../../src/cli/compose.js';
 const FIXTURES = path.join(path.join(path.dirname(fileURLToPath(import.meta.url)), '../..'), 'fixtures');
 const describeDocker = describeIf(await needDocker());
 const docker = new Docker();
-const leasesOf = async (runId: string) => (await ImageLeases.list(docker)).filter((l) => l.run === runId);
+const leasesOf = async (runId: string) =>
+  (await ImageLeases.list(docker, 30_000)).filter((l) => l.run === runId);
 
 interface Repo {
   dir: string;

@@ -424,10 +424,12 @@ describe("GitHub's example payloads through the app", () => {
       const p = adapt('check_suite', ex);
       const suite = p.check_suite as { pull_requests: object[] };
       // The example names a suite of its own: the app reads only the runs of the suite delivered, on the
-      // pull request's branch, so the adapted payload names the one just made.
+      // pull request's branch, so the adapted payload names the one just made, with the conclusion its
+      // one failing run gives it (the app acts on no suite GitHub says passed).
       p.check_suite = {
         ...suite,
         id: made.id,
+        conclusion: 'failure',
         head_branch: branchFor(issue),
         head_sha: prHead(),
         pull_requests: suite.pull_requests.map((q) => ({ ...q, number: pr })),

@@ -601,8 +601,9 @@ describe('GitHub calls against the emulator', () => {
     });
     expect(raced).toMatchObject({ number: pr2.number, created: false });
     expect(emu.pulls.find((p) => p.number === pr2.number)).toMatchObject({ body: 'three' });
-    // Both names taken: the push says so and creates nothing.
-    expect(await push(patch('a + b'), 'run-b')).toEqual({
+    // Both names taken: the push says so and creates nothing. (Not the first patch again: within the
+    // same second it makes the first commit again, which git finds already there, not refused.)
+    expect(await push(patch('(a + b)'), 'run-b')).toEqual({
       ok: false,
       error: `the branches ${branch} and ${branch}-run-b exist already`,
     });

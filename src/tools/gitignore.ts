@@ -24,18 +24,29 @@ interface Rule {
 export function gitignoreRules(text: string): Rule[] {
   const rules: Rule[] = [];
   for (const raw of text.split(/\r?\n/)) {
-    // Trailing spaces are dropped unless escaped with a backslash.
-    let line = raw.replace(/(?<!\\)( +)$/, '');
+    // Trailing spaces are dropped unless the last is escaped with a backslash.
+    let line = withoutTrailing(raw, ' ');
+    if (line.length < raw.length && line.endsWith('\\')) line = raw.slice(0, line.length + 1);
     if (line === '' || line.startsWith('#')) continue;
     const negated = line.startsWith('!');
     if (negated) line = line.slice(1);
     const dirOnly = line.endsWith('/');
-    line = line.replace(/\/+$/, '');
+    line = withoutTrailing(line, '/');
     if (line === '') continue;
     const anchored = line.includes('/');
     rules.push({ glob: line.replace(/^\//, ''), negated, dirOnly, anchored });
   }
   return rules;
+}
+
+/**
+ * `s` without the run of `c` at its end. Scanned, not a regular expression: `/ +$/` tries every start
+ * of a run that does not reach the end, so a line of 100,000 spaces and an `x` took seconds.
+ */
+function withoutTrailing(s: string, c: string): string {
+  let end = s.length;
+  while (end > 0 && s[end - 1] === c) end--;
+  return s.slice(0, end);
 }
 
 /** Whether `rules` ignore `rel` (from their .gitignore's directory): the last rule that matches decides. */

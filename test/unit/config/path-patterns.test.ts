@@ -1,8 +1,6 @@
-import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
-import ts from 'typescript';
 import { globMatches, matchingPattern } from '../../../src/config/path-patterns.js';
+import { callInWorker } from '../../support/in-worker.js';
 
 /**
  * Red team: a repository's `protected_paths` and `ci_entry_points` became regular expressions, one
@@ -15,32 +13,8 @@ import { globMatches, matchingPattern } from '../../../src/config/path-patterns.
 
 const SOURCE = fileURLToPath(new URL('../../../src/config/path-patterns.ts', import.meta.url));
 
-/**
- * The matcher's answer, computed in a worker thread that is stopped after `ms`: a match that never
- * ends holds its thread, which a test in that thread could not stop (its timers never fire).
- */
-async function matchInWorker(file: string, patterns: string[], ms: number): Promise<string | null> {
-  const js = ts.transpileModule(readFileSync(SOURCE, 'utf8'), {
-    compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022 },
-  }).outputText;
-  const worker = new Worker(
-    `const module = { exports: {} }; const exports = module.exports;\n${js}\n` +
-      `const { parentPort, workerData } = require('node:worker_threads');\n` +
-      `parentPort.postMessage(exports.matchingPattern(workerData.file, workerData.patterns) ?? null);`,
-    { eval: true, workerData: { file, patterns } },
-  );
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await new Promise<string | null>((resolve, reject) => {
-      worker.once('message', resolve);
-      worker.once('error', reject);
-      timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-    });
-  } finally {
-    clearTimeout(timer);
-    await worker.terminate();
-  }
-}
+const matchInWorker = (file: string, patterns: string[], ms: number) =>
+  callInWorker(SOURCE, 'matchingPattern', [file, patterns], ms);
 
 it('a pattern of many `*` against a long name is answered at once, not after hours of backtracking', async () => {
   const stars = `${'a*'.repeat(16)}b`;

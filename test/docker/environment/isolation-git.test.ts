@@ -264,10 +264,11 @@ d('the attack from a real test container (DockerSandbox)', () => {
   const docker = new Docker();
   let builder: DockerEnvironmentBuilder;
   let sandbox: Sandbox;
+  let runId: string;
 
   beforeAll(async () => {
     builder = new DockerEnvironmentBuilder(docker, config.sandbox);
-    const runId = `iso-${process.pid}-${Date.now()}`;
+    runId = `iso-${process.pid}-${Date.now()}`;
     runIds.push(runId);
     const wt = await fresh();
     const built = await builder.build({ dockerfile: DOCKERFILE, worktree: wt.path, runId });
@@ -276,6 +277,9 @@ d('the attack from a real test container (DockerSandbox)', () => {
   }, 300_000);
 
   afterAll(async () => {
+    // The builder that built holds the lease and renews it: it ends it, or it makes it again (a lease
+    // container left in this jest worker, which the next suite's leak check counts).
+    await builder?.release(runId);
     const gc = new DockerEnvironmentBuilder(docker, { ...config.sandbox, imageKeep: 1, imageMaxAgeMs: 1 });
     // The runs are over: their leases end (as a run's do), so GC can take their images.
     for (const runId of runIds) await gc.release(runId).then(() => gc.gc({ runId }));
